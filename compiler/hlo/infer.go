@@ -1,0 +1,497 @@
+package hlo
+
+import (
+	"fmt"
+)
+
+// InferShape computes the shape an instruction must have from its opcode, operands and
+// attributes, following XLA's shape rules. For ops whose result dimensions are not
+// determined by their operands (parameter, constant, iota, broadcast, reshape, gather,
+// dynamic-slice, custom-call, rng, ...), and for the result element type of convert-like
+// ops, it takes them from in.Shape after checking that they are consistent with the
+// operands. The returned shape carries no layout; callers compare with Compatible.
+func InferShape(in *Instruction) (Shape, error) {
+	info := in.Info()
+	if in.Opcode == OpInvalid || in.Opcode >= numOpcodes {
+		return Shape{}, fmt.Errorf("invalid opcode")
+	}
+	if info.Arity != Variadic && len(in.Operands) != info.Arity {
+		return Shape{}, fmt.Errorf("%s takes %d operands, got %d", in.Opcode, info.Arity, len(in.Operands))
+	}
+	ops := in.Operands
+	decl := in.Shape
+	arr := func(i int) error {
+		if !ops[i].Shape.IsArray() {
+			return fmt.Errorf("operand %d of %s must be an array, got %s", i, in.Opcode, ops[i].Shape.StringNoLayout())
+		}
+		return nil
+	}
+	for i := range ops {
+		if in.Opcode != OpTuple && in.Opcode != OpGetTupleElement && in.Opcode != OpCall &&
+			in.Opcode != OpFusion && in.Opcode != OpWhile && in.Opcode != OpCustomCall &&
+			in.Opcode != OpAfterAll && in.Opcode != OpConditional && in.Opcode != OpAllReduce {
+			if err := arr(i); err != nil {
+				return Shape{}, err
+			}
+		}
+	}
+	switch in.Opcode {
+	case OpParameter, OpConstant, OpRng, OpRngBitGenerator, OpCustomCall, OpAfterAll, OpAllReduce:
+		return decl.Clone(), nil
+	case OpIota:
+		if !decl.IsArray() || decl.Rank() == 0 {
+			return Shape{}, fmt.Errorf("iota needs an array shape of rank >= 1")
+		}
+		return decl.Clone(), nil
+	}
+
+	switch info.Category {
+	case CatElementwise, CatTranscendental:
+		return inferElementwise(in)
+	}
+
+	switch in.Opcode {
+	case OpCopy, OpReverse:
+		if in.Opcode == OpReverse {
+			if err := checkDimList(in.Dimensions, ops[0].Shape.Rank(), "reverse dimensions"); err != nil {
+				return Shape{}, err
+			}
+		}
+		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), nil
+	case OpBroadcast:
+		out := decl
+		if !out.IsArray() {
+			return Shape{}, fmt.Errorf("broadcast needs an array result shape")
+		}
+		if len(in.Dimensions) != ops[0].Shape.Rank() {
+			return Shape{}, fmt.Errorf("broadcast dimensions has %d entries, operand rank is %d", len(in.Dimensions), ops[0].Shape.Rank())
+		}
+		for i, d := range in.Dimensions {
+			if d < 0 || d >= out.Rank() {
+				return Shape{}, fmt.Errorf("broadcast dimension %d out of range for rank %d", d, out.Rank())
+			}
+			if out.Dims[d] != ops[0].Shape.Dims[i] {
+				return Shape{}, fmt.Errorf("broadcast operand dim %d (size %d) does not match result dim %d (size %d)", i, ops[0].Shape.Dims[i], d, out.Dims[d])
+			}
+		}
+		return Array(ops[0].Shape.Elem, out.Dims...), nil
+	case OpReshape:
+		if decl.Elements() != ops[0].Shape.Elements() {
+			return Shape{}, fmt.Errorf("reshape from %s to %s changes the element count", ops[0].Shape.StringNoLayout(), decl.StringNoLayout())
+		}
+		return Array(ops[0].Shape.Elem, decl.Dims...), nil
+	case OpBitcast:
+		if decl.Bytes() != ops[0].Shape.Bytes() {
+			return Shape{}, fmt.Errorf("bitcast from %s to %s changes the byte size", ops[0].Shape.StringNoLayout(), decl.StringNoLayout())
+		}
+		return Array(decl.Elem, decl.Dims...), nil
+	case OpTranspose:
+		r := ops[0].Shape.Rank()
+		if err := checkPermutation(in.Dimensions, r); err != nil {
+			return Shape{}, fmt.Errorf("transpose: %w", err)
+		}
+		dims := make([]int, r)
+		for i, d := range in.Dimensions {
+			dims[i] = ops[0].Shape.Dims[d]
+		}
+		return Array(ops[0].Shape.Elem, dims...), nil
+	case OpSlice:
+		s := ops[0].Shape
+		if len(in.Slice) != s.Rank() {
+			return Shape{}, fmt.Errorf("slice has %d dimensions, operand rank is %d", len(in.Slice), s.Rank())
+		}
+		dims := make([]int, s.Rank())
+		for i, sd := range in.Slice {
+			st := sd.Stride
+			if st <= 0 {
+				return Shape{}, fmt.Errorf("slice stride must be positive in dimension %d", i)
+			}
+			if sd.Start < 0 || sd.Limit > s.Dims[i] || sd.Start > sd.Limit {
+				return Shape{}, fmt.Errorf("slice [%d:%d] out of bounds for dimension %d of size %d", sd.Start, sd.Limit, i, s.Dims[i])
+			}
+			dims[i] = (sd.Limit - sd.Start + st - 1) / st
+		}
+		return Array(s.Elem, dims...), nil
+	case OpConcatenate:
+		if len(ops) == 0 || len(in.Dimensions) != 1 {
+			return Shape{}, fmt.Errorf("concatenate needs operands and one dimension")
+		}
+		d := in.Dimensions[0]
+		first := ops[0].Shape
+		if d < 0 || d >= first.Rank() {
+			return Shape{}, fmt.Errorf("concatenate dimension %d out of range for rank %d", d, first.Rank())
+		}
+		dims := append([]int{}, first.Dims...)
+		for i, op := range ops[1:] {
+			s := op.Shape
+			if s.Rank() != first.Rank() || s.Elem != first.Elem {
+				return Shape{}, fmt.Errorf("concatenate operand %d is %s, want rank %d %s", i+1, s.StringNoLayout(), first.Rank(), first.Elem)
+			}
+			for k := range dims {
+				if k != d && s.Dims[k] != first.Dims[k] {
+					return Shape{}, fmt.Errorf("concatenate operand %d dimension %d is %d, want %d", i+1, k, s.Dims[k], first.Dims[k])
+				}
+			}
+			dims[d] += s.Dims[d]
+		}
+		return Array(first.Elem, dims...), nil
+	case OpPad:
+		s := ops[0].Shape
+		if ops[1].Shape.Rank() != 0 {
+			return Shape{}, fmt.Errorf("pad value must be a scalar")
+		}
+		if len(in.Padding) != s.Rank() {
+			return Shape{}, fmt.Errorf("padding has %d dimensions, operand rank is %d", len(in.Padding), s.Rank())
+		}
+		dims := make([]int, s.Rank())
+		for i, p := range in.Padding {
+			if p.Interior < 0 {
+				return Shape{}, fmt.Errorf("negative interior padding in dimension %d", i)
+			}
+			n := s.Dims[i]
+			if n > 0 {
+				n += (n - 1) * p.Interior
+			}
+			dims[i] = n + p.Lo + p.Hi
+			if dims[i] < 0 {
+				return Shape{}, fmt.Errorf("padding makes dimension %d negative", i)
+			}
+		}
+		return Array(s.Elem, dims...), nil
+	case OpReduce:
+		return inferReduce(in)
+	case OpReduceWindow:
+		return inferReduceWindow(in)
+	case OpSelectAndScatter:
+		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), nil
+	case OpDot:
+		return inferDot(in)
+	case OpConvolution:
+		return inferConv(in)
+	case OpGather:
+		if !decl.IsArray() {
+			return Shape{}, fmt.Errorf("gather needs an array result shape")
+		}
+		return Array(ops[0].Shape.Elem, decl.Dims...), nil
+	case OpScatter:
+		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), nil
+	case OpDynamicSlice:
+		if len(ops) < 1 || !decl.IsArray() || decl.Rank() != ops[0].Shape.Rank() {
+			return Shape{}, fmt.Errorf("dynamic-slice result must have the operand's rank")
+		}
+		for i, d := range decl.Dims {
+			if d > ops[0].Shape.Dims[i] {
+				return Shape{}, fmt.Errorf("dynamic-slice size %d exceeds operand dimension %d of size %d", d, i, ops[0].Shape.Dims[i])
+			}
+		}
+		return Array(ops[0].Shape.Elem, decl.Dims...), nil
+	case OpDynamicUpdateSlice:
+		if len(ops) < 2 || ops[1].Shape.Rank() != ops[0].Shape.Rank() {
+			return Shape{}, fmt.Errorf("dynamic-update-slice update must have the operand's rank")
+		}
+		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), nil
+	case OpTuple:
+		elems := make([]Shape, len(ops))
+		for i, op := range ops {
+			elems[i] = op.Shape.Clone()
+			stripLayouts(&elems[i])
+		}
+		return TupleOf(elems...), nil
+	case OpGetTupleElement:
+		s := ops[0].Shape
+		if !s.IsTuple() || in.Index < 0 || in.Index >= len(s.Tuple) {
+			return Shape{}, fmt.Errorf("get-tuple-element index %d invalid for %s", in.Index, s.StringNoLayout())
+		}
+		e := s.Tuple[in.Index].Clone()
+		stripLayouts(&e)
+		return e, nil
+	case OpFusion, OpCall:
+		c := in.Calls
+		if c == nil {
+			return Shape{}, fmt.Errorf("%s needs calls=", in.Opcode)
+		}
+		if n := len(c.Parameters()); n != len(ops) {
+			return Shape{}, fmt.Errorf("%s passes %d operands to %s, which takes %d", in.Opcode, len(ops), c.Name, n)
+		}
+		s := c.Root.Shape.Clone()
+		stripLayouts(&s)
+		return s, nil
+	case OpWhile:
+		s := ops[0].Shape.Clone()
+		stripLayouts(&s)
+		return s, nil
+	default:
+		return decl.Clone(), nil
+	}
+}
+
+func stripLayouts(s *Shape) {
+	s.Layout = nil
+	for i := range s.Tuple {
+		stripLayouts(&s.Tuple[i])
+	}
+}
+
+func inferElementwise(in *Instruction) (Shape, error) {
+	ops := in.Operands
+	switch in.Opcode {
+	case OpConvert, OpBitcastConvert:
+		if !in.Shape.IsArray() {
+			return Shape{}, fmt.Errorf("%s needs an array result type", in.Opcode)
+		}
+		return Array(in.Shape.Elem, ops[0].Shape.Dims...), nil
+	case OpIsFinite:
+		return Array(PRED, ops[0].Shape.Dims...), nil
+	case OpSelect:
+		if ops[0].Shape.Elem != PRED {
+			return Shape{}, fmt.Errorf("select predicate must be pred, got %s", ops[0].Shape.Elem)
+		}
+		if !ops[1].Shape.Compatible(ops[2].Shape) {
+			return Shape{}, fmt.Errorf("select branches differ: %s vs %s", ops[1].Shape.StringNoLayout(), ops[2].Shape.StringNoLayout())
+		}
+		if ops[0].Shape.Rank() != 0 && !ops[0].Shape.SameDims(ops[1].Shape) {
+			return Shape{}, fmt.Errorf("select predicate %s does not match %s", ops[0].Shape.StringNoLayout(), ops[1].Shape.StringNoLayout())
+		}
+		return Array(ops[1].Shape.Elem, ops[1].Shape.Dims...), nil
+	case OpClamp:
+		x := ops[1].Shape
+		for _, i := range []int{0, 2} {
+			s := ops[i].Shape
+			if s.Elem != x.Elem || (s.Rank() != 0 && !s.SameDims(x)) {
+				return Shape{}, fmt.Errorf("clamp bound %s does not match operand %s", s.StringNoLayout(), x.StringNoLayout())
+			}
+		}
+		return Array(x.Elem, x.Dims...), nil
+	}
+	first := ops[0].Shape
+	for i, op := range ops[1:] {
+		s := op.Shape
+		if !s.SameDims(first) {
+			return Shape{}, fmt.Errorf("%s operand %d has shape %s, want dimensions of %s", in.Opcode, i+1, s.StringNoLayout(), first.StringNoLayout())
+		}
+		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical {
+			return Shape{}, fmt.Errorf("%s mixes element types %s and %s", in.Opcode, first.Elem, s.Elem)
+		}
+	}
+	if in.Opcode == OpCompare {
+		return Array(PRED, first.Dims...), nil
+	}
+	return Array(first.Elem, first.Dims...), nil
+}
+
+func inferReduce(in *Instruction) (Shape, error) {
+	ops := in.Operands
+	if len(ops) < 2 || len(ops)%2 != 0 {
+		return Shape{}, fmt.Errorf("reduce needs inputs and as many init values, got %d operands", len(ops))
+	}
+	if in.ToApply == nil {
+		return Shape{}, fmt.Errorf("reduce needs to_apply=")
+	}
+	n := len(ops) / 2
+	in0 := ops[0].Shape
+	if err := checkDimList(in.Dimensions, in0.Rank(), "reduce dimensions"); err != nil {
+		return Shape{}, err
+	}
+	red := make(map[int]bool, len(in.Dimensions))
+	for _, d := range in.Dimensions {
+		red[d] = true
+	}
+	var dims []int
+	for i, d := range in0.Dims {
+		if !red[i] {
+			dims = append(dims, d)
+		}
+	}
+	if dims == nil {
+		dims = []int{}
+	}
+	outs := make([]Shape, n)
+	for i := 0; i < n; i++ {
+		s := ops[i].Shape
+		if !s.SameDims(in0) {
+			return Shape{}, fmt.Errorf("reduce input %d has shape %s, want dimensions of %s", i, s.StringNoLayout(), in0.StringNoLayout())
+		}
+		if init := ops[n+i].Shape; init.Rank() != 0 {
+			return Shape{}, fmt.Errorf("reduce init value %d must be a scalar, got %s", i, init.StringNoLayout())
+		}
+		outs[i] = Array(s.Elem, dims...)
+	}
+	if n == 1 {
+		return outs[0], nil
+	}
+	return TupleOf(outs...), nil
+}
+
+func inferReduceWindow(in *Instruction) (Shape, error) {
+	ops := in.Operands
+	if len(ops) != 2 {
+		return Shape{}, fmt.Errorf("reduce-window takes an input and an init value, got %d operands", len(ops))
+	}
+	s := ops[0].Shape
+	if in.Window == nil || len(in.Window.Dims) != s.Rank() {
+		return Shape{}, fmt.Errorf("reduce-window needs a window of rank %d", s.Rank())
+	}
+	dims := make([]int, s.Rank())
+	for i, w := range in.Window.Dims {
+		d, err := windowOut(s.Dims[i], w)
+		if err != nil {
+			return Shape{}, fmt.Errorf("reduce-window dimension %d: %w", i, err)
+		}
+		dims[i] = d
+	}
+	return Array(s.Elem, dims...), nil
+}
+
+// windowOut is the output size of one windowed dimension.
+func windowOut(in int, w WindowDim) (int, error) {
+	ld, rd, st := max(w.LhsDilate, 1), max(w.RhsDilate, 1), max(w.Stride, 1)
+	padded := w.PadLo + w.PadHi
+	if in > 0 {
+		padded += (in-1)*ld + 1
+	}
+	win := (max(w.Size, 1)-1)*rd + 1
+	if padded < win {
+		return 0, fmt.Errorf("window of size %d does not fit the padded input of size %d", win, padded)
+	}
+	return (padded-win)/st + 1, nil
+}
+
+func inferDot(in *Instruction) (Shape, error) {
+	l, r := in.Operands[0].Shape, in.Operands[1].Shape
+	dd := in.Dot
+	if dd == nil {
+		dd = &DotDims{LhsContracting: []int{l.Rank() - 1}, RhsContracting: []int{0}}
+	}
+	if len(dd.LhsContracting) != len(dd.RhsContracting) || len(dd.LhsBatch) != len(dd.RhsBatch) {
+		return Shape{}, fmt.Errorf("dot dimension numbers are unbalanced")
+	}
+	if l.Elem != r.Elem {
+		return Shape{}, fmt.Errorf("dot mixes element types %s and %s", l.Elem, r.Elem)
+	}
+	used := func(rank int, lists ...[]int) (map[int]bool, error) {
+		m := map[int]bool{}
+		for _, list := range lists {
+			for _, d := range list {
+				if d < 0 || d >= rank || m[d] {
+					return nil, fmt.Errorf("dot dimension %d invalid for rank %d", d, rank)
+				}
+				m[d] = true
+			}
+		}
+		return m, nil
+	}
+	lu, err := used(l.Rank(), dd.LhsBatch, dd.LhsContracting)
+	if err != nil {
+		return Shape{}, err
+	}
+	ru, err := used(r.Rank(), dd.RhsBatch, dd.RhsContracting)
+	if err != nil {
+		return Shape{}, err
+	}
+	for i := range dd.LhsContracting {
+		if a, b := l.Dims[dd.LhsContracting[i]], r.Dims[dd.RhsContracting[i]]; a != b {
+			return Shape{}, fmt.Errorf("dot contracting dimensions differ: %d vs %d", a, b)
+		}
+	}
+	var dims []int
+	for i := range dd.LhsBatch {
+		a, b := l.Dims[dd.LhsBatch[i]], r.Dims[dd.RhsBatch[i]]
+		if a != b {
+			return Shape{}, fmt.Errorf("dot batch dimensions differ: %d vs %d", a, b)
+		}
+		dims = append(dims, a)
+	}
+	for i, d := range l.Dims {
+		if !lu[i] {
+			dims = append(dims, d)
+		}
+	}
+	for i, d := range r.Dims {
+		if !ru[i] {
+			dims = append(dims, d)
+		}
+	}
+	if dims == nil {
+		dims = []int{}
+	}
+	return Array(l.Elem, dims...), nil
+}
+
+func inferConv(in *Instruction) (Shape, error) {
+	x, k := in.Operands[0].Shape, in.Operands[1].Shape
+	cd := in.Conv
+	if cd == nil {
+		return Shape{}, fmt.Errorf("convolution needs dim_labels")
+	}
+	ns := len(cd.InputSpatial)
+	if x.Rank() != ns+2 || k.Rank() != ns+2 || len(cd.KernelSpatial) != ns || len(cd.OutputSpatial) != ns {
+		return Shape{}, fmt.Errorf("convolution ranks do not match its dim_labels (%d spatial dims)", ns)
+	}
+	if x.Elem != k.Elem {
+		return Shape{}, fmt.Errorf("convolution mixes element types %s and %s", x.Elem, k.Elem)
+	}
+	w := in.Window
+	if w == nil {
+		w = &Window{}
+	}
+	if len(w.Dims) != ns {
+		if len(w.Dims) == 0 {
+			wd := make([]WindowDim, ns)
+			for i := range wd {
+				wd[i] = WindowDim{Size: k.Dims[cd.KernelSpatial[i]], Stride: 1}
+			}
+			w = &Window{Dims: wd}
+		} else {
+			return Shape{}, fmt.Errorf("convolution window has %d dimensions, want %d", len(w.Dims), ns)
+		}
+	}
+	g := in.GroupCount()
+	bg := max(in.BatchGroupCount, 1)
+	if x.Dims[cd.InputFeature] != k.Dims[cd.KernelInput]*g {
+		return Shape{}, fmt.Errorf("convolution input features %d != kernel input features %d x feature_group_count %d",
+			x.Dims[cd.InputFeature], k.Dims[cd.KernelInput], g)
+	}
+	if k.Dims[cd.KernelOutput]%g != 0 {
+		return Shape{}, fmt.Errorf("convolution kernel output features %d not divisible by feature_group_count %d", k.Dims[cd.KernelOutput], g)
+	}
+	dims := make([]int, ns+2)
+	dims[cd.OutputBatch] = x.Dims[cd.InputBatch] / bg
+	dims[cd.OutputFeature] = k.Dims[cd.KernelOutput]
+	for i := 0; i < ns; i++ {
+		wd := w.Dims[i]
+		if wd.Size != k.Dims[cd.KernelSpatial[i]] {
+			return Shape{}, fmt.Errorf("convolution window size %d != kernel spatial size %d", wd.Size, k.Dims[cd.KernelSpatial[i]])
+		}
+		o, err := windowOut(x.Dims[cd.InputSpatial[i]], wd)
+		if err != nil {
+			return Shape{}, fmt.Errorf("convolution spatial dimension %d: %w", i, err)
+		}
+		dims[cd.OutputSpatial[i]] = o
+	}
+	return Array(x.Elem, dims...), nil
+}
+
+func checkPermutation(p []int, rank int) error {
+	if len(p) != rank {
+		return fmt.Errorf("permutation %v has %d entries, want %d", p, len(p), rank)
+	}
+	seen := make([]bool, rank)
+	for _, d := range p {
+		if d < 0 || d >= rank || seen[d] {
+			return fmt.Errorf("%v is not a permutation of 0..%d", p, rank-1)
+		}
+		seen[d] = true
+	}
+	return nil
+}
+
+func checkDimList(ds []int, rank int, what string) error {
+	seen := make([]bool, rank)
+	for _, d := range ds {
+		if d < 0 || d >= rank || seen[d] {
+			return fmt.Errorf("%s %v invalid for rank %d", what, ds, rank)
+		}
+		seen[d] = true
+	}
+	return nil
+}
