@@ -454,6 +454,19 @@ func inferConv(in *Instruction) (Shape, error) {
 	if k.Dims[cd.KernelOutput]%g != 0 {
 		return Shape{}, fmt.Errorf("convolution kernel output features %d not divisible by feature_group_count %d", k.Dims[cd.KernelOutput], g)
 	}
+	if bg > 1 {
+		// batch_group_count (used by kernel gradients of grouped convolutions): output
+		// feature group i reads input batch group i, so both must split evenly.
+		if g > 1 {
+			return Shape{}, fmt.Errorf("convolution cannot have both feature_group_count %d and batch_group_count %d", g, bg)
+		}
+		if x.Dims[cd.InputBatch]%bg != 0 {
+			return Shape{}, fmt.Errorf("convolution input batch %d not divisible by batch_group_count %d", x.Dims[cd.InputBatch], bg)
+		}
+		if k.Dims[cd.KernelOutput]%bg != 0 {
+			return Shape{}, fmt.Errorf("convolution kernel output features %d not divisible by batch_group_count %d", k.Dims[cd.KernelOutput], bg)
+		}
+	}
 	dims := make([]int, ns+2)
 	dims[cd.OutputBatch] = x.Dims[cd.InputBatch] / bg
 	dims[cd.OutputFeature] = k.Dims[cd.KernelOutput]

@@ -105,15 +105,15 @@ func (l *Layout) Equal(o *Layout) bool {
 	return true
 }
 
-// String renders the layout in HLO syntax, e.g. "{1,0:T(8,128)}".
+// String renders the layout in HLO syntax, e.g. "{1,0:T(8,128)(2,1)}".
 func (l *Layout) String() string {
 	var b strings.Builder
 	b.WriteByte('{')
 	writeInts(&b, l.MinorToMajor)
 	if len(l.Tiles) > 0 {
-		b.WriteByte(':')
+		b.WriteString(":T")
 		for _, t := range l.Tiles {
-			b.WriteString("T(")
+			b.WriteByte('(')
 			writeInts(&b, t)
 			b.WriteByte(')')
 		}

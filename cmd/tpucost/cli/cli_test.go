@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// run executes the command line and returns stdout, stderr and the exit code.
+func run(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+const graphsage = "../../../compiler/hlo/testdata/graphsage_tf.hlo"
+
+func TestZooList(t *testing.T) {
+	out, errs, code := run("zoo", "list", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var entries []ZooEntry
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(zoo.All()) {
+		t.Errorf("%d entries, zoo has %d models", len(entries), len(zoo.All()))
+	}
+	for _, e := range entries {
+		if e.Nodes <= 0 || e.Family == "" || (e.Kind != "inference" && e.Kind != "training") {
+			t.Errorf("bad entry %+v", e)
+		}
+	}
+	out, _, _ = run("zoo", "list")
+	if !strings.HasPrefix(out, "NAME") {
+		t.Errorf("table output starts %.20q", out)
+	}
+}
+
+// TestSimEveryModelEveryPreset is the foundation's acceptance check: sim works on every
+// zoo model and on the real XLA dump, for every preset, with JSON holding total_ns and
+// kernels.
+func TestSimEveryModelEveryPreset(t *testing.T) {
+	srcs := []string{graphsage}
+	for _, m := range zoo.All() {
+		srcs = append(srcs, m.Name)
+	}
+	for _, chip := range tpusim.PresetNames() {
+		for _, src := range srcs {
+			t.Run(chip+"/"+filepath.Base(src), func(t *testing.T) {
+				t.Parallel()
+				out, errs, code := run("sim", src, "--chip", chip, "--json")
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errs)
+				}
+				var r struct {
+					TotalNs *float64          `json:"total_ns"`
+					Kernels []json.RawMessage `json:"kernels"`
+				}
+				if err := json.Unmarshal([]byte(out), &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.TotalNs == nil || *r.TotalNs <= 0 || len(r.Kernels) == 0 {
+					t.Errorf("total_ns %v, %d kernels", r.TotalNs, len(r.Kernels))
+				}
+			})
+		}
+	}
+}
+
+func TestCompileConfigRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cfg.json")
+	out1, errs, code := run("compile", "mlp_768x3_b8", "--out", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out2, errs, code := run("compile", "mlp_768x3_b8", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("with its own config: exit %d: %s", code, errs)
+	}
+	if out1 != out2 {
+		t.Error("compiling with the effective config changed the kernels")
+	}
+	s1, _, _ := run("sim", "mlp_768x3_b8", "--json")
+	s2, _, _ := run("sim", "mlp_768x3_b8", "--config", cfg, "--json")
+	if s1 != s2 {
+		t.Error("sim with the effective config differs from the default")
+	}
+	out, _, code := run("compile", "mlp_768x3_b8", "--dump-after", "fusion")
+	if code != 0 || !strings.Contains(out, "fusion(") || !strings.HasPrefix(out, "HloModule") {
+		t.Errorf("--dump-after fusion: exit %d, %.60q", code, out)
+	}
+}
+
+func TestErrorsAreOneLine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.hlo")
+	os.WriteFile(bad, []byte("HloModule m\n\nENTRY e {\n  ROOT x = f32[2] add(f32[2] y, f32[2] y)\n}\n"), 0o644)
+	badCfg := filepath.Join(dir, "cfg.json")
+	os.WriteFile(badCfg, []byte(`{"layout": {"no.such.node": [1,0]}}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "no_such_model"}, "no model named"},
+		{[]string{"sim", bad}, "bad.hlo:4:"},
+		{[]string{"sim", filepath.Join(dir, "missing.hlo")}, "missing.hlo"},
+		{[]string{"sim", "mlp_768x3_b8", "--chip", "v9"}, "unknown chip"},
+		{[]string{"sim", "mlp_768x3_b8", "--config", badCfg}, "no.such.node"},
+		{[]string{"compile", "mlp_768x3_b8", "--dump-after", "nope"}, "no such pass"},
+		{[]string{"sim"}, "accepts 1 arg"},
+	} {
+		out, errs, code := run(tc.args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0", tc.args)
+			continue
+		}
+		if out != "" {
+			t.Errorf("%v: wrote to stdout on error: %.60q", tc.args, out)
+		}
+		if strings.Count(strings.TrimRight(errs, "\n"), "\n") != 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: stderr %q, want one line mentioning %q", tc.args, errs, tc.want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+)
+
+// CompileOptions are the options of `tpucost compile`.
+type CompileOptions struct {
+	IO        IO
+	Globals   *Globals
+	Target    TargetFlags
+	Src       string
+	Config    string
+	DumpAfter string
+	Out       string
+}
+
+// NewCmdCompile builds `tpucost compile SRC`.
+func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
+	o := &CompileOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "compile SRC",
+		Short: "Compile a zoo model or HLO file and list its kernels",
+		Long: "Compile runs the pass pipeline (" + fmt.Sprint(compiler.PassNames()) + ") with a JSON config (default: the XLA-like defaults) " +
+			"and lists the kernels: name, kind, node count, tile and flags. --dump-after PASS prints the HLO text after that pass instead; " +
+			"--out F writes the effective config, which reproduces the program and is a template to edit.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(o) },
+	}
+	o.Target.bind(cmd)
+	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see README: Configs)")
+	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
+	return cmd
+}
+
+// CompiledKernel is one kernel of `compile --json`.
+type CompiledKernel struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Nodes int    `json:"nodes"`
+	Tile  []int  `json:"tile"`
+	Flags string `json:"flags"`
+}
+
+// CompileResult is the output of `compile --json`.
+type CompileResult struct {
+	Program string           `json:"program"`
+	Chip    string           `json:"chip"`
+	Kernels []CompiledKernel `json:"kernels"`
+	Space   map[string]int   `json:"configurable"`
+}
+
+func runCompile(o *CompileOptions) error {
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	p, err := compileSource(o.Src, o.Config, c, o.DumpAfter, o.IO.Out)
+	if err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := compiler.WriteConfig(o.Out, p.Config); err != nil {
+			return err
+		}
+	}
+	if o.DumpAfter != "" {
+		return nil
+	}
+	res := CompileResult{Program: p.Name, Chip: c.Name, Space: map[string]int{
+		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags)}}
+	for _, k := range p.Kernels {
+		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
+			Tile: append([]int{}, k.Tile...), Flags: k.Flags.String()})
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, res)
+	}
+	w := table(o.IO.Out)
+	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys\n",
+		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile))
+	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
+	for _, k := range res.Kernels {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, tileString(k.Tile), k.Flags, k.Key)
+	}
+	return w.Flush()
+}
+
+func tileString(t []int) string {
+	s := ""
+	for i, x := range t {
+		if i > 0 {
+			s += "x"
+		}
+		s += fmt.Sprint(x)
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}

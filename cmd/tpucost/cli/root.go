@@ -1,0 +1,127 @@
+// Package cli holds tpucost's cobra commands. Each command is an Options struct, a
+// NewCmd constructor that binds flags to it, and a run function that calls library
+// packages and formats their result (a table, or JSON with --json). No other logic lives
+// here.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// IO is where a command reads and writes: results on Out, progress and errors on Err.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Globals are the flags every command has.
+type Globals struct {
+	JSON bool
+}
+
+// NewRootCmd builds the tpucost command tree.
+func NewRootCmd(ios IO) *cobra.Command {
+	g := &Globals{}
+	root := &cobra.Command{
+		Use:           "tpucost",
+		Short:         "Learned performance models of an XLA-like TPU compiler",
+		Long:          "tpucost generates training data on a bundled TPU simulator, trains and evaluates GraphSAGE cost models, and runs model-guided autotuning.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(ios.Out)
+	root.SetErr(ios.Err)
+	root.SetIn(ios.In)
+	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "machine-readable JSON output on stdout")
+	root.AddCommand(
+		NewCmdZoo(ios, g),
+		NewCmdCompile(ios, g),
+		NewCmdSim(ios, g),
+	)
+	return root
+}
+
+// Main runs the command line and returns the exit code: errors are printed as one line.
+func Main(args []string, in io.Reader, out, errw io.Writer) int {
+	root := NewRootCmd(IO{In: in, Out: out, Err: errw})
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(errw, "tpucost: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+// oneLine flattens a (possibly joined) error into a single line.
+func oneLine(err error) string {
+	s := strings.TrimSpace(err.Error())
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table returns a tabwriter for aligned columns.
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// TargetFlags select the chip to compile for and simulate on.
+type TargetFlags struct {
+	Chip    string
+	VMEMMiB int
+}
+
+func (t *TargetFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.Chip, "chip", tpusim.DefaultChip, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
+	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, "override the chip's VMEM per core in MiB (v4's is not public)")
+}
+
+func (t *TargetFlags) chip() (tpusim.Chip, error) {
+	c, err := tpusim.Preset(t.Chip)
+	if err != nil {
+		return c, err
+	}
+	if t.VMEMMiB < 0 {
+		return c, errors.New("--vmem must be positive")
+	}
+	if t.VMEMMiB > 0 {
+		c = c.WithVMEM(int64(t.VMEMMiB) << 20)
+	}
+	return c, nil
+}
+
+// compileSource loads SRC (a zoo model or an HLO file) and compiles it with the config
+// file cfgPath (empty: defaults), rejecting configs that name nodes the program lacks.
+func compileSource(src, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+	m, err := zoo.Resolve(src)
+	if err != nil {
+		return nil, err
+	}
+	return compileModule(m, cfgPath, c, dumpAfter, dump)
+}
+
+func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+	var cfg *compiler.Config
+	if cfgPath != "" {
+		var err error
+		if cfg, err = compiler.ReadConfig(cfgPath); err != nil {
+			return nil, err
+		}
+	}
+	return compiler.Compile(m, cfg, compiler.Options{Target: c.Target, Strict: cfgPath != "", DumpAfter: dumpAfter, Dump: dump})
+}

@@ -1,0 +1,437 @@
+package compiler
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// testTarget is a v4-like core (the tpusim preset, restated here because compiler must
+// not import tpusim).
+var testTarget = cost.Target{Name: "v4", ClockHz: 1.049e9, MXUs: 4, MXUDim: 128, Lanes: 128, Sublanes: 8,
+	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000}
+
+func opts() Options { return Options{Target: testTarget, Check: true} }
+
+// mlpBlock is x[b,d] -> relu(x W1 + b1) W2 + b2, then layer-norm-ish statistics.
+func mlpBlock(t *testing.T, name string, batch, d, h int) *hlo.Module {
+	t.Helper()
+	b := hlo.NewBuilder(name)
+	x := b.Param(hlo.BF16, batch, d)
+	w1 := b.Param(hlo.BF16, d, h)
+	b1 := b.Param(hlo.BF16, h)
+	w2 := b.Param(hlo.BF16, h, d)
+	y := b.Relu(b.AddOp(b.MatMul(x, w1), b.BroadcastTrailing(b1, batch, h)))
+	z := b.MatMul(y, w2)
+	zf := b.Convert(z, hlo.F32)
+	mean := b.Div(b.ReduceSum(zf, 1), b.Full(hlo.F32, float64(d), batch))
+	zc := b.Sub(zf, b.Broadcast(mean, []int{0}, batch, d))
+	out := b.Mul(zc, b.Tanh(zc))
+	m, err := b.Build(b.Transpose(out, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestPassList(t *testing.T) {
+	ps := Passes()
+	names := map[string]bool{}
+	kinds := map[Kind]int{}
+	for _, p := range ps {
+		if names[p.Name] {
+			t.Errorf("pass %s listed twice", p.Name)
+		}
+		names[p.Name] = true
+		kinds[p.Kind]++
+		if p.Run == nil {
+			t.Errorf("pass %s has no Run", p.Name)
+		}
+	}
+	var order []Kind
+	for _, p := range ps {
+		order = append(order, p.Kind)
+	}
+	if !slices.Equal(order, Kinds()) {
+		t.Errorf("pass kinds in order %v, want %v", order, Kinds())
+	}
+}
+
+func TestDefaultCompile(t *testing.T) {
+	m := mlpBlock(t, "mlp", 64, 300, 1000)
+	p, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Input module untouched.
+	if err := hlo.Verify(m); err != nil {
+		t.Fatalf("input module changed: %v", err)
+	}
+	if m.Entry.Root.Opcode != hlo.OpTranspose {
+		t.Error("input module's root changed")
+	}
+	var kinds []string
+	for _, k := range p.Kernels {
+		kinds = append(kinds, k.Kind)
+		if len(k.Tile) != len(k.Info.Dims) {
+			t.Errorf("kernel %s: tile %s for %d dims", k.Name, k.Tile, len(k.Info.Dims))
+		}
+		if k.Flags != cost.DefaultFlags() {
+			t.Errorf("kernel %s: flags %s, want the default", k.Name, k.Flags)
+		}
+	}
+	// Output fusion: bias add and relu fuse into the first dot; the second dot's
+	// convert fuses into it; the reduce is its own input fusion.
+	outputs := 0
+	for _, k := range p.Kernels {
+		if k.Kind == "kOutput" {
+			outputs++
+			if k.Comp.Root.Opcode == hlo.OpDot && k.Info.NumOps == 1 && k.Root == "dot.0" {
+				t.Errorf("first dot not output-fused: %s", k.Comp)
+			}
+		}
+	}
+	if outputs != 2 {
+		t.Errorf("kernel kinds %v: want 2 kOutput", kinds)
+	}
+	// Every configurable node is in the effective config with a valid choice.
+	if got, want := len(p.Config.Layout), len(p.Space.Layout); got != want {
+		t.Errorf("effective layout entries %d, space %d", got, want)
+	}
+	if got, want := len(p.Config.Tile), len(p.Space.Tile); got != want {
+		t.Errorf("effective tile entries %d, space %d", got, want)
+	}
+	for _, tc := range p.Space.Tile {
+		if tc.Chosen != tc.Default {
+			t.Errorf("default compile chose tile %d, default %d", tc.Chosen, tc.Default)
+		}
+	}
+}
+
+func TestTileDefaultIsAnalyticalArgmin(t *testing.T) {
+	p, err := Compile(mlpBlock(t, "mlp", 256, 512, 2048), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range p.Space.Tile {
+		k := p.KernelByName(tc.Kernels[0])
+		best, err := k.Info.Analytical(tc.Options[tc.Default], testTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range tc.Options {
+			ns, _ := k.Info.Analytical(o, testTarget)
+			// 1e-3: BestAnalyticalTile's tie tolerance.
+			if ns < best*(1-1e-3) {
+				t.Errorf("kernel %s: option %s has analytical %.1f ns < default's %.1f ns", k.Name, o, ns, best)
+			}
+		}
+	}
+}
+
+func TestRandomConfigsCompileAndVerify(t *testing.T) {
+	// Every option of the space is valid: random choices compile with the verifier on
+	// between passes, and recompiling with the effective config reproduces the program.
+	r := rand.New(rand.NewPCG(1, 2))
+	m := mlpBlock(t, "mlp", 32, 129, 384)
+	base, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		cfg := NewConfig()
+		for _, lc := range base.Space.Layout {
+			cfg.Layout[lc.Name] = lc.Options[r.IntN(len(lc.Options))]
+		}
+		for _, fc := range base.Space.Fusion {
+			cfg.Fusion[fc.Name] = r.IntN(2) == 0
+		}
+		p1, err := Compile(m, cfg, opts())
+		if err != nil {
+			t.Fatalf("random config %d: %v", i, err)
+		}
+		// Random tiles and flags on the resulting kernels.
+		cfg2 := p1.Config.Clone()
+		for _, tc := range p1.Space.Tile {
+			cfg2.Tile[tc.Key] = tc.Options[r.IntN(len(tc.Options))]
+		}
+		p2, err := Compile(m, cfg2, opts())
+		if err != nil {
+			t.Fatalf("random tiles %d: %v", i, err)
+		}
+		for _, fc := range p2.Space.Flags {
+			cfg2.Flags[fc.Key] = fc.Options[r.IntN(len(fc.Options))]
+		}
+		p3, err := Compile(m, cfg2, Options{Target: testTarget, Check: true, Strict: true})
+		if err != nil {
+			t.Fatalf("random flags %d: %v", i, err)
+		}
+		p4, err := Compile(m, p3.Config, Options{Target: testTarget, Strict: true})
+		if err != nil {
+			t.Fatalf("recompile %d: %v", i, err)
+		}
+		if a, b := p3.Module.String(), p4.Module.String(); a != b {
+			t.Fatalf("recompiling with the effective config changed the program")
+		}
+	}
+}
+
+func TestLayoutChoices(t *testing.T) {
+	m := mlpBlock(t, "mlp", 64, 256, 512)
+	base, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The final transpose becomes a bitcast by default, and a copy restores the
+	// row-major result.
+	found := false
+	for _, in := range base.Module.Entry.Instructions {
+		if in.Opcode == hlo.OpBitcast {
+			found = true
+		}
+	}
+	if !found {
+		for _, k := range base.Kernels {
+			if k.Comp.Root.Opcode == hlo.OpCopy {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("transpose neither became a bitcast nor a copy")
+	}
+	// Choosing a column-major dot result inserts a copy before its row-major users.
+	cfg := NewConfig()
+	var dot string
+	for _, lc := range base.Space.Layout {
+		if strings.HasPrefix(lc.Name, "dot.") {
+			dot = lc.Name
+			cfg.Layout[lc.Name] = []int{0, 1}
+			break
+		}
+	}
+	p, err := Compile(m, cfg, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := 0
+	for _, k := range p.Kernels {
+		for _, in := range k.Comp.Instructions {
+			if in.Opcode == hlo.OpCopy {
+				copies++
+			}
+		}
+	}
+	if copies == 0 {
+		t.Errorf("column-major %s inserted no copy", dot)
+	}
+	if !slices.Equal(p.Config.Layout[dot], []int{0, 1}) {
+		t.Errorf("effective layout of %s = %v", dot, p.Config.Layout[dot])
+	}
+}
+
+func TestLayoutOptions(t *testing.T) {
+	for _, tc := range []struct {
+		dims []int
+		want int
+	}{
+		{[]int{4, 5}, 2}, {[]int{1, 5}, 1}, {[]int{2, 3, 4}, 6}, {[]int{2, 1, 4}, 2}, {[]int{2, 3, 4, 5}, 24}, {[]int{2, 3, 4, 5, 6}, 3},
+	} {
+		opts := LayoutOptions(hlo.Array(hlo.F32, tc.dims...))
+		if len(opts) != tc.want {
+			t.Errorf("%v: %d options, want %d", tc.dims, len(opts), tc.want)
+		}
+		if !slices.Equal(opts[0], hlo.RowMajor(len(tc.dims)).MinorToMajor) {
+			t.Errorf("%v: first option %v is not row-major", tc.dims, opts[0])
+		}
+	}
+}
+
+func TestStrictConfigErrors(t *testing.T) {
+	m := mlpBlock(t, "mlp", 16, 128, 128)
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"unknown layout node", func(c *Config) { c.Layout["nope.1"] = []int{1, 0} }, "nope.1"},
+		{"invalid layout option", func(c *Config) { c.Layout["dot.0"] = []int{0, 0} }, "not a valid option"},
+		{"unknown fusion edge", func(c *Config) { c.Fusion["a->b"] = true }, "a->b"},
+		{"unknown kernel", func(c *Config) { c.Tile["deadbeef"] = cost.Tile{8, 128} }, "deadbeef"},
+	} {
+		cfg := NewConfig()
+		tc.cfg(cfg)
+		_, err := Compile(m, cfg, Options{Target: testTarget, Strict: true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want mention of %q", tc.name, err, tc.want)
+		}
+	}
+	// Invalid tile for a real kernel.
+	p, _ := Compile(m, nil, opts())
+	cfg := NewConfig()
+	cfg.Tile[p.Kernels[0].Key] = cost.Tile{3, 5, 7}
+	if _, err := Compile(m, cfg, Options{Target: testTarget, Strict: true}); err == nil || !strings.Contains(err.Error(), "not a valid option") {
+		t.Errorf("invalid tile: err = %v", err)
+	}
+}
+
+func TestCandidateRepair(t *testing.T) {
+	m := mlpBlock(t, "mlp", 64, 256, 512)
+	base, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Give every kernel a non-default tile, then change a fusion decision: kernels that
+	// keep their key keep their tile; new kernels come from the store, else default.
+	cfg := base.Config.Clone()
+	for _, tc := range base.Space.Tile {
+		cfg.Tile[tc.Key] = tc.Options[0]
+	}
+	var edge string
+	for _, fc := range base.Space.Fusion {
+		if fc.Chosen && strings.HasPrefix(fc.Name, "dot.0->") {
+			edge = fc.Name
+		}
+	}
+	if edge == "" {
+		t.Fatal("no fused edge out of dot.0")
+	}
+	cfg.Fusion[edge] = false
+	store := NewMemStore()
+	p, err := Compile(m, cfg, Options{Target: testTarget, Check: true, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKeys := 0
+	for _, k := range p.Kernels {
+		if old, ok := cfg.Tile[k.Key]; ok {
+			if !k.Tile.Equal(old) {
+				t.Errorf("kernel %s kept its key but not its tile: %s vs %s", k.Name, k.Tile, old)
+			}
+			continue
+		}
+		newKeys++
+		for _, tc := range p.Space.Tile {
+			if tc.Key == k.Key && tc.Chosen != tc.Default {
+				t.Errorf("new kernel %s did not get the default tile", k.Name)
+			}
+		}
+	}
+	if newKeys == 0 {
+		t.Fatal("changing fusion made no new kernel")
+	}
+	// Now the store knows a tile for each new kernel: repair takes it.
+	for _, tc := range p.Space.Tile {
+		if _, ok := cfg.Tile[tc.Key]; !ok {
+			store.Record(KindTile, tc.Key, tc.Options[len(tc.Options)-1], 1)
+		}
+	}
+	p2, err := Compile(m, cfg, Options{Target: testTarget, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range p2.Space.Tile {
+		if _, ok := cfg.Tile[tc.Key]; !ok && tc.Chosen != len(tc.Options)-1 {
+			t.Errorf("kernel %s: store tile not used", tc.Key)
+		}
+	}
+}
+
+func TestKernelKeysAreStructural(t *testing.T) {
+	// The same block in two differently named modules has the same kernel keys.
+	a, err := Compile(mlpBlock(t, "a", 32, 256, 256), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Compile(mlpBlock(t, "b", 32, 256, 256), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(mlpBlock(t, "c", 32, 256, 384), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(p *Program) []string {
+		var k []string
+		for _, x := range p.Kernels {
+			k = append(k, x.Key)
+		}
+		return k
+	}
+	if !slices.Equal(keys(a), keys(b)) {
+		t.Error("identical modules have different kernel keys")
+	}
+	if slices.Equal(keys(a), keys(c)) {
+		t.Error("different shapes share kernel keys")
+	}
+}
+
+func TestConfigJSON(t *testing.T) {
+	p, err := Compile(mlpBlock(t, "mlp", 32, 256, 256), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cfg.json")
+	if err := WriteConfig(path, p.Config); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Config.MarshalIndent()
+	b, _ := back.MarshalIndent()
+	if !bytes.Equal(a, b) {
+		t.Error("config JSON does not round-trip")
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"{\n  \"layout\": {\"x\": [1,0]},\n  \"bogus\": 1\n}", "unknown field"},
+		{"{\n  \"layout\": [1,\n", "cfg.json:"},
+		{"{\"tile\": {\"k\": \"big\"}}", "expected"},
+		{"{\"flags\": {\"k\": {\"double_buffer\": true, \"unroll\": 3, \"pipeline_depth\": 2}}}", "unroll"},
+		{"{\"version\": 99}", "newer"},
+	} {
+		_, err := ParseConfig("cfg.json", []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseConfig(%q) = %v, want mention of %q", tc.src, err, tc.want)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("atomic write left %d files", len(entries))
+	}
+}
+
+func TestDumpAfter(t *testing.T) {
+	m := mlpBlock(t, "mlp", 32, 256, 256)
+	for _, pass := range PassNames() {
+		var buf bytes.Buffer
+		o := opts()
+		o.DumpAfter, o.Dump = pass, &buf
+		if _, err := Compile(m, nil, o); err != nil {
+			t.Fatal(err)
+		}
+		txt := buf.String()
+		if !strings.HasPrefix(txt, "HloModule mlp") {
+			t.Errorf("dump after %s does not start with the module header: %.40q", pass, txt)
+		}
+		if pass == "tiling" && !strings.Contains(txt, "tile={") {
+			t.Error("dump after tiling shows no tiles")
+		}
+		if _, err := hlo.Parse("dump", buf.Bytes()); err != nil {
+			t.Errorf("dump after %s does not parse: %v", pass, err)
+		}
+	}
+	o := opts()
+	o.DumpAfter = "nope"
+	if _, err := Compile(m, nil, o); err == nil {
+		t.Error("unknown pass name accepted")
+	}
+}

@@ -1,0 +1,261 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+)
+
+// ConfigVersion is the version of the JSON config format.
+const ConfigVersion = 1
+
+// Kind names one pass's kind of configuration.
+type Kind string
+
+// The configuration kinds, one per configurable pass.
+const (
+	KindLayout Kind = "layout"
+	KindFusion Kind = "fusion"
+	KindTile   Kind = "tile"
+	KindFlags  Kind = "flags"
+)
+
+// Kinds lists the kinds in pipeline order.
+func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags} }
+
+// Config holds per-node choices for every configurable pass. Missing entries mean "use the
+// global config store, else the default". Layout entries are keyed by instruction name
+// (the minor-to-major order of its result); fusion entries by edge name
+// "producer->consumer" (true: fuse the producer into the consumer's kernel); tile and
+// flags entries by kernel key (the structural hash of the fused computation), so every
+// copy of an identical kernel shares them.
+type Config struct {
+	Version int                   `json:"version"`
+	Layout  map[string][]int      `json:"layout,omitempty"`
+	Fusion  map[string]bool       `json:"fusion,omitempty"`
+	Tile    map[string]cost.Tile  `json:"tile,omitempty"`
+	Flags   map[string]cost.Flags `json:"flags,omitempty"`
+}
+
+// NewConfig returns an empty config.
+func NewConfig() *Config {
+	return &Config{Version: ConfigVersion, Layout: map[string][]int{}, Fusion: map[string]bool{},
+		Tile: map[string]cost.Tile{}, Flags: map[string]cost.Flags{}}
+}
+
+// Clone returns a deep copy (nil gives an empty config).
+func (c *Config) Clone() *Config {
+	n := NewConfig()
+	if c == nil {
+		return n
+	}
+	for k, v := range c.Layout {
+		n.Layout[k] = slices.Clone(v)
+	}
+	for k, v := range c.Fusion {
+		n.Fusion[k] = v
+	}
+	for k, v := range c.Tile {
+		n.Tile[k] = slices.Clone(v)
+	}
+	for k, v := range c.Flags {
+		n.Flags[k] = v
+	}
+	return n
+}
+
+// Len is the number of entries of all kinds.
+func (c *Config) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.Layout) + len(c.Fusion) + len(c.Tile) + len(c.Flags)
+}
+
+// MarshalIndent renders the config as stable, indented JSON (map keys sorted).
+func (c *Config) MarshalIndent() ([]byte, error) {
+	cc := c.Clone()
+	cc.Version = ConfigVersion
+	return json.MarshalIndent(cc, "", "  ")
+}
+
+// ParseConfig decodes a JSON config; name is used in error messages. Unknown fields and a
+// newer version are rejected.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	c := NewConfig()
+	if err := dec.Decode(c); err != nil {
+		if se, ok := err.(*json.SyntaxError); ok {
+			line, col := lineCol(data, se.Offset)
+			return nil, fmt.Errorf("%s:%d:%d: invalid config JSON: %v", name, line, col, err)
+		}
+		if te, ok := err.(*json.UnmarshalTypeError); ok {
+			line, col := lineCol(data, te.Offset)
+			return nil, fmt.Errorf("%s:%d:%d: config field %q: expected %s, found a JSON %s", name, line, col, te.Field, te.Type, te.Value)
+		}
+		return nil, fmt.Errorf("%s: invalid config: %w", name, err)
+	}
+	if c.Version > ConfigVersion {
+		return nil, fmt.Errorf("%s: config version %d is newer than this tool's %d", name, c.Version, ConfigVersion)
+	}
+	if c.Layout == nil {
+		c.Layout = map[string][]int{}
+	}
+	if c.Fusion == nil {
+		c.Fusion = map[string]bool{}
+	}
+	if c.Tile == nil {
+		c.Tile = map[string]cost.Tile{}
+	}
+	if c.Flags == nil {
+		c.Flags = map[string]cost.Flags{}
+	}
+	for k, f := range c.Flags {
+		if err := f.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: flags of kernel %s: %w", name, k, err)
+		}
+	}
+	return c, nil
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	line, col := 1, 1
+	for i := int64(0); i < off && i < int64(len(data)); i++ {
+		if data[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// ReadConfig reads a JSON config file.
+func ReadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+// WriteConfig writes c to path atomically (a temporary file renamed into place).
+func WriteConfig(path string, c *Config) error {
+	data, err := c.MarshalIndent()
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(data, '\n'))
+}
+
+// WriteFileAtomic writes data to a temporary file next to path and renames it into
+// place, so that readers never see a partial file.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Store is the global config store: the best known choice per node key, consulted by
+// candidate repair when a config has no entry for a node. Implementations must be safe
+// for concurrent use.
+type Store interface {
+	Layout(key string) ([]int, bool)
+	Fusion(key string) (bool, bool)
+	Tile(key string) (cost.Tile, bool)
+	Flags(key string) (cost.Flags, bool)
+}
+
+// MemStore is an in-memory Store that keeps, per kind and key, the choice with the lowest
+// recorded time.
+type MemStore struct {
+	mu      sync.RWMutex
+	entries map[Kind]map[string]memEntry
+}
+
+type memEntry struct {
+	value any
+	ns    float64
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore {
+	return &MemStore{entries: map[Kind]map[string]memEntry{}}
+}
+
+// Record keeps value for (kind, key) if ns is lower than the time recorded so far.
+func (s *MemStore) Record(kind Kind, key string, value any, ns float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.entries[kind]
+	if m == nil {
+		m = map[string]memEntry{}
+		s.entries[kind] = m
+	}
+	if old, ok := m[key]; ok && old.ns <= ns {
+		return
+	}
+	m[key] = memEntry{value: value, ns: ns}
+}
+
+func (s *MemStore) get(kind Kind, key string) (any, bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.entries[kind][key]
+	return e.value, ok
+}
+
+// Layout implements Store.
+func (s *MemStore) Layout(key string) ([]int, bool) {
+	v, ok := s.get(KindLayout, key)
+	l, _ := v.([]int)
+	return l, ok && l != nil
+}
+
+// Fusion implements Store.
+func (s *MemStore) Fusion(key string) (bool, bool) {
+	v, ok := s.get(KindFusion, key)
+	b, isBool := v.(bool)
+	return b, ok && isBool
+}
+
+// Tile implements Store.
+func (s *MemStore) Tile(key string) (cost.Tile, bool) {
+	v, ok := s.get(KindTile, key)
+	t, _ := v.(cost.Tile)
+	return t, ok && t != nil
+}
+
+// Flags implements Store.
+func (s *MemStore) Flags(key string) (cost.Flags, bool) {
+	v, ok := s.get(KindFlags, key)
+	f, isFlags := v.(cost.Flags)
+	return f, ok && isFlags
+}

@@ -1,0 +1,660 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// KernelKind is how a kernel iterates: its hero decides.
+type KernelKind uint8
+
+// Kernel kinds.
+const (
+	KindLoop   KernelKind = iota // elementwise / data movement over the output
+	KindReduce                   // a reduce hero, row (lane) or column (sublane) reduction
+	KindGEMM                     // a dot or convolution hero, as a tiled matrix multiply
+	KindOpaque                   // sort, custom-call, while...: one untiled step
+)
+
+var kindNames = [...]string{"loop", "reduce", "gemm", "opaque"}
+
+func (k KernelKind) String() string { return kindNames[k] }
+
+// Role is how a kernel input travels between HBM and VMEM.
+type Role uint8
+
+// Input roles.
+const (
+	RoleStream   Role = iota // a window per step, proportional to the tile
+	RoleResident             // small; loaded once and kept in VMEM
+	RoleLHS                  // GEMM left operand: a tm x tk window per step
+	RoleRHS                  // GEMM right operand: a tk x tn window per step
+	RoleEpilogue             // GEMM output-shaped input: a tm x tn window per output block
+	RoleGather               // indexed rows: one DMA burst per row
+	RoleAliased              // updated in place (dynamic-update-slice operand): not read
+)
+
+var roleNames = [...]string{"stream", "resident", "lhs", "rhs", "epilogue", "gather", "aliased"}
+
+func (r Role) String() string { return roleNames[r] }
+
+// ResidentMaxBytes is the padded size under which an input smaller than the iteration
+// space (a broadcast bias, a scale vector) is loaded once and kept in VMEM.
+const ResidentMaxBytes = 256 << 10
+
+// Operand describes one kernel input or the output.
+type Operand struct {
+	Param      int       // fusion parameter number; -1 for the output
+	Shape      hlo.Shape // with its physical layout
+	Role       Role
+	Transposed bool    // its physical minor dimension is not the iteration's lane dimension
+	Ratio      float64 // its elements per element of the iteration space it streams with
+	Bytes      float64 // logical bytes
+	Padded     float64 // bytes after (8,128) tiling of its two minor physical dimensions
+	ElemBytes  int
+	Minor      int // size of its physical minor dimension (1 for scalars)
+}
+
+// IterDim is one tiled dimension of a kernel's iteration space.
+type IterDim struct {
+	Name  string
+	Size  int
+	Align int // tile sizes are multiples of this (8/16/32 sublanes or 128 lanes)
+	Max   int // largest tile considered
+}
+
+// KernelInfo is the analysis of one kernel (a fused computation): what it computes, how it
+// is tiled and what moves. It is computed once per kernel and shared by the analytical
+// model, the simulator and the features.
+type KernelInfo struct {
+	Kind   KernelKind
+	Hero   hlo.Opcode // dot, convolution, reduce... or the root opcode of a loop kernel
+	Dims   []IterDim  // the tiled dimensions; a Tile has one entry per IterDim
+	Inputs []Operand
+	Output Operand
+
+	// Totals over the fused instructions, from Of (logical, unpadded).
+	Flops, Transcendentals, VectorOps float64
+	NumOps                            int // fused instructions that compute (not parameters)
+	OpCounts                          map[hlo.Opcode]int
+
+	// Per element of the iteration space's stream (loop: output element; reduce: input
+	// element; GEMM epilogue: output element; GEMM prologue: operand element).
+	VecPerElem, TransPerElem       float64
+	EpiVecPerElem, EpiTransPerElem float64
+	ProVecPerElem, ProTransPerElem float64
+
+	// GEMM shape: Batch independent M x K by K x N products. A convolution is an
+	// implicit GEMM (IsConv) whose input windows overlap; a grouped one (Groups > 1)
+	// multiplies each group's K inputs by its N/Groups outputs only.
+	Batch, M, N, K               int
+	IsConv                       bool
+	Groups                       int
+	LHSTransposed, OutTransposed bool
+	LHSBytes, RHSBytes           float64 // logical operand sizes
+
+	// Reduce shape: InElems reduced to OutElems; RowReduce when the physical minor
+	// dimension of the input is reduced (a cross-lane reduction).
+	RowReduce         bool
+	InElems, OutElems int64
+}
+
+// Analyze computes the KernelInfo of a fused computation: its parameters are the kernel's
+// inputs and its root the output. Every array shape should carry a layout (missing ones
+// are taken as row-major).
+func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
+	if fc == nil || fc.Root == nil {
+		return nil, fmt.Errorf("kernel computation has no root")
+	}
+	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1}
+	var hero *hlo.Instruction
+	for _, in := range fc.Instructions {
+		if in.Opcode == hlo.OpParameter {
+			continue
+		}
+		c := Of(in)
+		k.Flops += c.Flops
+		k.Transcendentals += c.Transcendentals
+		k.VectorOps += c.VectorOps
+		k.OpCounts[in.Opcode]++
+		if in.Opcode != hlo.OpConstant {
+			k.NumOps++
+		}
+		switch in.Opcode.Category() {
+		case hlo.CatDot, hlo.CatConvolution:
+			if hero == nil || hero.Opcode.Category() == hlo.CatReduce {
+				hero = in
+			}
+		case hlo.CatReduce:
+			if hero == nil {
+				hero = in
+			}
+		case hlo.CatOther, hlo.CatControl:
+			if hero == nil || (hero.Opcode.Category() != hlo.CatDot && hero.Opcode.Category() != hlo.CatConvolution) {
+				hero = in
+			}
+		}
+	}
+	root := fc.Root
+	k.Output = makeOperand(-1, root.Shape, t)
+	k.Hero = root.Opcode
+	if hero != nil {
+		k.Hero = hero.Opcode
+	}
+	params := fc.Parameters()
+	switch {
+	case hero != nil && (hero.Opcode.Category() == hlo.CatOther || hero.Opcode.Category() == hlo.CatControl):
+		k.Kind = KindOpaque
+		for _, p := range params {
+			k.Inputs = append(k.Inputs, makeOperand(p.ParamNum, p.Shape, t))
+		}
+		k.OutElems = root.Shape.Elements()
+	case hero != nil && (hero.Opcode == hlo.OpDot || hero.Opcode == hlo.OpConvolution):
+		k.Kind = KindGEMM
+		if err := analyzeGEMM(k, fc, hero, params, t); err != nil {
+			return nil, err
+		}
+	case hero != nil && hero.Opcode == hlo.OpReduce:
+		k.Kind = KindReduce
+		analyzeReduce(k, fc, hero, params, t)
+	default:
+		k.Kind = KindLoop
+		analyzeLoop(k, fc, params, t)
+	}
+	return k, nil
+}
+
+// arrayShape returns s, or the first array element of a tuple.
+func arrayShape(s hlo.Shape) hlo.Shape {
+	for s.IsTuple() && len(s.Tuple) > 0 {
+		s = s.Tuple[0]
+	}
+	return s
+}
+
+func makeOperand(param int, s hlo.Shape, t Target) Operand {
+	a := arrayShape(s)
+	o := Operand{Param: param, Shape: s, Ratio: 1, Bytes: float64(s.Bytes()), ElemBytes: max(a.Elem.Bytes(), 1)}
+	o.Padded = PaddedBytes(s, t)
+	if pd := a.PhysicalDims(); len(pd) > 0 {
+		o.Minor = pd[len(pd)-1]
+	} else {
+		o.Minor = 1
+	}
+	return o
+}
+
+// PaddedBytes is the size of s in HBM under TPU tiling: the physical minor dimension is
+// padded to a multiple of 128 lanes and the second-minor to the sublane tile of the
+// element type (8 rows for 32-bit, 16 for 16-bit, 32 for 8-bit types); rank-1 arrays are
+// padded to a multiple of 8x128 elements; scalars take one element. Tuples sum their
+// elements.
+func PaddedBytes(s hlo.Shape, t Target) float64 {
+	if s.IsTuple() {
+		total := 0.0
+		for _, e := range s.Tuple {
+			total += PaddedBytes(e, t)
+		}
+		return total
+	}
+	if !s.IsArray() {
+		return 0
+	}
+	eb := s.Elem.Bytes()
+	pd := s.PhysicalDims()
+	switch len(pd) {
+	case 0:
+		return float64(eb)
+	case 1:
+		return float64(roundUp(pd[0], t.Lanes*t.Sublanes) * eb)
+	}
+	n := float64(roundUp(pd[len(pd)-1], t.Lanes)) * float64(roundUp(pd[len(pd)-2], t.SublaneTile(eb)))
+	for _, d := range pd[:len(pd)-2] {
+		n *= float64(d)
+	}
+	return n * float64(eb)
+}
+
+func roundUp(x, m int) int {
+	if m <= 1 {
+		return x
+	}
+	return (x + m - 1) / m * m
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func product(xs []int) int {
+	p := 1
+	for _, x := range xs {
+		p *= x
+	}
+	return p
+}
+
+// laneMap finds, for every instruction of fc reachable from start, which of its logical
+// dimensions runs along the iteration's lanes (the physical minor dimension of start), by
+// walking operands: elementwise ops keep it, transposes permute it, broadcasts drop it
+// (-1: the value does not vary along lanes), reduces map output dims to the kept input
+// dims. -2 marks a conflict or an unknown mapping. lane is start's lane dimension.
+func laneMap(fc *hlo.Computation, start *hlo.Instruction, lane int) map[*hlo.Instruction]int {
+	m := map[*hlo.Instruction]int{start: lane}
+	set := func(x *hlo.Instruction, d int) {
+		if old, ok := m[x]; ok && old != d {
+			m[x] = -2
+			return
+		}
+		m[x] = d
+	}
+	for i := len(fc.Instructions) - 1; i >= 0; i-- {
+		x := fc.Instructions[i]
+		ld, ok := m[x]
+		if !ok {
+			continue
+		}
+		for j, op := range x.Operands {
+			if !op.Shape.IsArray() || op.Shape.Rank() == 0 {
+				continue
+			}
+			d := -2
+			if ld >= 0 {
+				switch {
+				case x.Opcode == hlo.OpBroadcast:
+					d = -1
+					for i, od := range x.Dimensions {
+						if od == ld {
+							d = i
+						}
+					}
+				case x.Opcode == hlo.OpTranspose:
+					d = x.Dimensions[ld]
+				case x.Opcode == hlo.OpReduce && j < len(x.Operands)/2:
+					kept := keptDims(op.Shape.Rank(), x.Dimensions)
+					if ld < len(kept) {
+						d = kept[ld]
+					}
+				case x.Opcode == hlo.OpReshape || x.Opcode == hlo.OpBitcast:
+					if ld == x.Shape.Rank()-1 && op.Shape.Dims[op.Shape.Rank()-1] == x.Shape.Dims[ld] {
+						d = op.Shape.Rank() - 1
+					}
+				case x.Opcode == hlo.OpGather:
+					d = -2
+				case op.Shape.Rank() == x.Shape.Rank():
+					d = ld
+				}
+			} else if ld == -1 {
+				d = -1
+			}
+			set(op, d)
+		}
+	}
+	return m
+}
+
+func keptDims(rank int, reduced []int) []int {
+	red := make([]bool, rank)
+	for _, d := range reduced {
+		red[d] = true
+	}
+	var kept []int
+	for i := 0; i < rank; i++ {
+		if !red[i] {
+			kept = append(kept, i)
+		}
+	}
+	return kept
+}
+
+// minorDim returns the logical dimension that is physically minor in s (-1 for scalars).
+func minorDim(s hlo.Shape) int {
+	if s.Rank() == 0 {
+		return -1
+	}
+	return s.LayoutOrDefault().MinorToMajor[0]
+}
+
+// gatherTables maps each parameter read through a gather or dynamic-slice (as the
+// indexed operand) to the number of elements gathered from it.
+func gatherTables(fc *hlo.Computation) map[*hlo.Instruction]int64 {
+	g := map[*hlo.Instruction]int64{}
+	for _, in := range fc.Instructions {
+		if in.Opcode == hlo.OpGather || in.Opcode == hlo.OpDynamicSlice {
+			src := in.Operands[0]
+			for src.Opcode == hlo.OpBitcast || src.Opcode == hlo.OpReshape || src.Opcode == hlo.OpConvert {
+				src = src.Operands[0]
+			}
+			if src.Opcode == hlo.OpParameter {
+				g[src] += in.Shape.Elements()
+			}
+		}
+	}
+	return g
+}
+
+// demand computes how many elements of each instruction of fc a kernel actually reads
+// when it produces `need` elements of start: elementwise ops and layout changes need what
+// their users need; a slice or dynamic-slice needs only its window from its operand;
+// broadcasts need at most their operand; reductions, windows, concatenations and pads
+// scale by the ratio of operand to result size. An instruction used several times needs
+// the most any use needs (the same elements are reused, not read twice).
+func demand(fc *hlo.Computation, start *hlo.Instruction, need float64) map[*hlo.Instruction]float64 {
+	d := map[*hlo.Instruction]float64{start: need}
+	for i := len(fc.Instructions) - 1; i >= 0; i-- {
+		x := fc.Instructions[i]
+		n, ok := d[x]
+		if !ok {
+			continue
+		}
+		out := float64(max(arrayShape(x.Shape).Elements(), 1))
+		for j, op := range x.Operands {
+			if !op.Shape.IsArray() {
+				continue
+			}
+			in := float64(max(op.Shape.Elements(), 1))
+			var m float64
+			switch {
+			case x.Opcode == hlo.OpSlice || (x.Opcode == hlo.OpDynamicSlice && j == 0):
+				m = n
+			case x.Opcode == hlo.OpBroadcast:
+				m = math.Min(in, n)
+			default:
+				m = n * in / out
+			}
+			m = math.Min(m, in)
+			if m > d[op] {
+				d[op] = m
+			}
+		}
+	}
+	return d
+}
+
+// classify sets the role, ratio and transposition of a streamed input given the lane map
+// and the number of elements it streams with.
+func classify(op *Operand, p *hlo.Instruction, lanes map[*hlo.Instruction]int, streamElems int64) {
+	op.Ratio = float64(p.Shape.Elements()) / float64(max(streamElems, 1))
+	ld, reached := lanes[p]
+	switch {
+	case p.Shape.Rank() == 0:
+		op.Role = RoleResident
+	case op.Ratio < 1 && op.Padded <= ResidentMaxBytes:
+		op.Role = RoleResident
+	default:
+		op.Role = RoleStream
+		op.Transposed = reached && (ld == -2 || (ld >= 0 && ld != minorDim(p.Shape)))
+	}
+}
+
+func analyzeLoop(k *KernelInfo, fc *hlo.Computation, params []*hlo.Instruction, t Target) {
+	root := fc.Root
+	out := arrayShape(root.Shape)
+	iter := out
+	// In-place updates iterate over the update, not the whole operand.
+	var aliased *hlo.Instruction
+	switch root.Opcode {
+	case hlo.OpDynamicUpdateSlice:
+		iter = root.Operands[1].Shape
+		aliased = root.Operands[0]
+		k.Output.Bytes = float64(iter.Bytes())
+		k.Output.Padded = PaddedBytes(iter, t)
+	case hlo.OpScatter:
+		iter = root.Operands[2].Shape
+		aliased = root.Operands[0]
+		k.Output.Bytes = float64(iter.Bytes())
+		k.Output.Padded = PaddedBytes(iter, t)
+	}
+	gathered := gatherTables(fc)
+	need := demand(fc, root, float64(iter.Elements()))
+	rows, lanes := loopView(iter)
+	k.OutElems = iter.Elements()
+	n := float64(max(k.OutElems, 1))
+	k.VecPerElem = k.VectorOps / n
+	k.TransPerElem = k.Transcendentals / n
+	lm := laneMap(fc, root, minorDim(out))
+	for _, p := range params {
+		op := makeOperand(p.ParamNum, p.Shape, t)
+		switch {
+		case p == aliased:
+			op.Role = RoleAliased
+		case gathered[p] > 0:
+			op.Role = RoleGather
+			op.Ratio = float64(gathered[p]) / float64(max(k.OutElems, 1))
+		default:
+			classify(&op, p, lm, k.OutElems)
+			if n, ok := need[p]; ok && op.Role == RoleStream {
+				op.Ratio = n / float64(max(k.OutElems, 1))
+			}
+		}
+		k.Inputs = append(k.Inputs, op)
+	}
+	sub := t.SublaneTile(arrayShape(out).Elem.Bytes())
+	k.Dims = []IterDim{
+		{Name: "rows", Size: rows, Align: sub, Max: 2048},
+		{Name: "lanes", Size: lanes, Align: t.Lanes, Max: 4096},
+	}
+}
+
+// loopView is the (rows, lanes) view of an array in its physical layout: lanes is the
+// minor dimension, rows the product of the rest; rank-1 arrays are viewed as rows of 128.
+func loopView(s hlo.Shape) (rows, lanes int) {
+	pd := s.PhysicalDims()
+	switch len(pd) {
+	case 0:
+		return 1, 1
+	case 1:
+		if pd[0] > 128 {
+			return ceilDiv(pd[0], 128), 128
+		}
+		return 1, pd[0]
+	}
+	return max(product(pd[:len(pd)-1]), 1), max(pd[len(pd)-1], 1)
+}
+
+func analyzeReduce(k *KernelInfo, fc *hlo.Computation, red *hlo.Instruction, params []*hlo.Instruction, t Target) {
+	in := red.Operands[0]
+	k.InElems = in.Shape.Elements()
+	k.OutElems = max(arrayShape(red.Shape).Elements(), 1)
+	reduced := 1
+	for _, d := range red.Dimensions {
+		reduced *= in.Shape.Dims[d]
+	}
+	kept := int(k.OutElems)
+	md := minorDim(in.Shape)
+	k.RowReduce = false
+	for _, d := range red.Dimensions {
+		if d == md {
+			k.RowReduce = true
+		}
+	}
+	// Work before and including the reduce runs per input element; after it, per output.
+	after := descendants(fc, red)
+	var preVec, preTrans, postVec, postTrans float64
+	for _, x := range fc.Instructions {
+		if x.Opcode == hlo.OpParameter {
+			continue
+		}
+		c := Of(x)
+		if after[x] {
+			postVec += c.VectorOps
+			postTrans += c.Transcendentals
+		} else {
+			preVec += c.VectorOps
+			preTrans += c.Transcendentals
+		}
+	}
+	k.VecPerElem = preVec / float64(max(k.InElems, 1))
+	k.TransPerElem = preTrans / float64(max(k.InElems, 1))
+	k.EpiVecPerElem = postVec / float64(k.OutElems)
+	k.EpiTransPerElem = postTrans / float64(k.OutElems)
+	lm := laneMap(fc, in, md)
+	gathered := gatherTables(fc)
+	need := demand(fc, in, float64(k.InElems))
+	for _, p := range params {
+		op := makeOperand(p.ParamNum, p.Shape, t)
+		if gathered[p] > 0 {
+			op.Role = RoleGather
+			op.Ratio = float64(gathered[p]) / float64(max(k.InElems, 1))
+		} else if _, ok := lm[p]; ok {
+			classify(&op, p, lm, k.InElems)
+			if n, ok := need[p]; ok && op.Role == RoleStream {
+				op.Ratio = n / float64(max(k.InElems, 1))
+			}
+		} else {
+			// Only used after the reduce: streams with the output.
+			classify(&op, p, laneMap(fc, fc.Root, minorDim(arrayShape(fc.Root.Shape))), k.OutElems)
+			op.Ratio *= float64(k.OutElems) / float64(max(k.InElems, 1))
+		}
+		k.Inputs = append(k.Inputs, op)
+	}
+	sub := t.SublaneTile(in.Shape.Elem.Bytes())
+	if k.RowReduce {
+		k.Dims = []IterDim{
+			{Name: "out", Size: kept, Align: sub, Max: 2048},
+			{Name: "reduce", Size: reduced, Align: t.Lanes, Max: 4096},
+		}
+	} else {
+		k.Dims = []IterDim{
+			{Name: "reduce", Size: reduced, Align: sub, Max: 2048},
+			{Name: "out", Size: kept, Align: t.Lanes, Max: 4096},
+		}
+	}
+}
+
+// descendants returns the instructions of fc that depend on x (excluding x).
+func descendants(fc *hlo.Computation, x *hlo.Instruction) map[*hlo.Instruction]bool {
+	d := map[*hlo.Instruction]bool{}
+	for _, in := range fc.Instructions {
+		for _, op := range in.Operands {
+			if op == x || d[op] {
+				d[in] = true
+				break
+			}
+		}
+	}
+	return d
+}
+
+// ancestors returns the instructions x depends on, including x.
+func ancestors(x *hlo.Instruction) map[*hlo.Instruction]bool {
+	a := map[*hlo.Instruction]bool{}
+	stack := []*hlo.Instruction{x}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if a[n] {
+			continue
+		}
+		a[n] = true
+		stack = append(stack, n.Operands...)
+	}
+	return a
+}
+
+func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, params []*hlo.Instruction, t Target) error {
+	lhs, rhs := hero.Operands[0], hero.Operands[1]
+	ls, rs, os := lhs.Shape, rhs.Shape, hero.Shape
+	switch hero.Opcode {
+	case hlo.OpDot:
+		dd := hero.Dot
+		if dd == nil {
+			dd = &hlo.DotDims{LhsContracting: []int{ls.Rank() - 1}, RhsContracting: []int{0}}
+		}
+		k.Batch, k.K = 1, 1
+		for _, d := range dd.LhsBatch {
+			k.Batch *= ls.Dims[d]
+		}
+		for _, d := range dd.LhsContracting {
+			k.K *= ls.Dims[d]
+		}
+		k.M = max(int(ls.Elements())/max(k.Batch*k.K, 1), 1)
+		k.N = max(int(rs.Elements())/max(k.Batch*k.K, 1), 1)
+		lm := minorDim(ls)
+		k.LHSTransposed = ls.Rank() > 0
+		for _, d := range dd.LhsContracting {
+			if d == lm {
+				k.LHSTransposed = false
+			}
+		}
+		// Output dims are batch, lhs free, rhs free: N runs along the last ones.
+		nFree := rs.Rank() - len(dd.RhsBatch) - len(dd.RhsContracting)
+		k.OutTransposed = nFree > 0 && minorDim(os) < os.Rank()-nFree
+	case hlo.OpConvolution:
+		cd := hero.Conv
+		if cd == nil {
+			return fmt.Errorf("convolution %s has no dimension numbers", hero.Name)
+		}
+		// Implicit GEMM: M output pixels, N output features (all groups), K the kernel
+		// window times the input features of one group.
+		// batch_group_count (the kernel gradient of a grouped convolution) splits the
+		// work into independent groups just like feature groups do.
+		g := hero.GroupCount() * max(hero.BatchGroupCount, 1)
+		k.Groups = g
+		win := 1
+		for _, d := range cd.KernelSpatial {
+			win *= rs.Dims[d]
+		}
+		k.IsConv = true
+		k.Batch = 1
+		k.M = max(int(os.Elements())/max(os.Dims[cd.OutputFeature], 1), 1)
+		k.N = max(rs.Dims[cd.KernelOutput], 1)
+		k.K = max(rs.Dims[cd.KernelInput]*win, 1)
+		k.LHSTransposed = minorDim(ls) != cd.InputFeature
+		k.OutTransposed = minorDim(os) != cd.OutputFeature
+	}
+	k.LHSBytes = float64(ls.Bytes())
+	k.RHSBytes = float64(rs.Bytes())
+	k.OutElems = os.Elements()
+
+	// Split the fused work into prologue (feeding the operands), hero and epilogue.
+	la, ra := ancestors(lhs), ancestors(rhs)
+	after := descendants(fc, hero)
+	var proVec, proTrans, epiVec, epiTrans float64
+	for _, x := range fc.Instructions {
+		if x.Opcode == hlo.OpParameter || x == hero {
+			continue
+		}
+		c := Of(x)
+		switch {
+		case after[x]:
+			epiVec += c.VectorOps
+			epiTrans += c.Transcendentals
+		case la[x] || ra[x]:
+			proVec += c.VectorOps
+			proTrans += c.Transcendentals
+		}
+	}
+	opElems := float64(max(ls.Elements()+rs.Elements(), 1))
+	k.ProVecPerElem, k.ProTransPerElem = proVec/opElems, proTrans/opElems
+	k.EpiVecPerElem = epiVec / float64(max(k.OutElems, 1))
+	k.EpiTransPerElem = epiTrans / float64(max(k.OutElems, 1))
+
+	rootLanes := laneMap(fc, fc.Root, minorDim(arrayShape(fc.Root.Shape)))
+	lneed := demand(fc, lhs, float64(ls.Elements()))
+	rneed := demand(fc, rhs, float64(rs.Elements()))
+	for _, p := range params {
+		op := makeOperand(p.ParamNum, p.Shape, t)
+		switch {
+		case la[p]:
+			op.Role = RoleLHS
+			op.Ratio = lneed[p] / float64(max(ls.Elements(), 1))
+		case ra[p]:
+			op.Role = RoleRHS
+			op.Ratio = rneed[p] / float64(max(rs.Elements(), 1))
+		default:
+			classify(&op, p, rootLanes, k.OutElems)
+			if op.Role == RoleStream {
+				op.Role = RoleEpilogue
+			}
+		}
+		k.Inputs = append(k.Inputs, op)
+	}
+	subL := t.SublaneTile(ls.Elem.Bytes())
+	k.Dims = []IterDim{
+		{Name: "m", Size: k.M, Align: subL, Max: 2048},
+		{Name: "n", Size: k.N, Align: t.Lanes, Max: 2048},
+		{Name: "k", Size: k.K, Align: t.Lanes, Max: 4096},
+	}
+	return nil
+}

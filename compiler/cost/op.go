@@ -1,0 +1,176 @@
+// Package cost is the one shared per-opcode cost analysis (flops, transcendentals, bytes)
+// and the kernel-level analysis built on it: a kernel's iteration space, its valid tiles,
+// its VMEM footprint and the analytical roofline model that XLA-style compilers use to
+// pick tiles. The simulator (tpusim), the compiler's tiling pass and the features package
+// all get their counts from here; nothing else recomputes them.
+package cost
+
+import (
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// OpCost is the cost of one instruction executed on its own, in the spirit of XLA's
+// HloCostAnalysis.
+type OpCost struct {
+	Flops           float64 // floating-point (and integer arithmetic) operations
+	Transcendentals float64 // elementwise transcendental evaluations
+	VectorOps       float64 // vector-unit element operations (elementwise work, weighted)
+	BytesRead       float64 // logical bytes of all array operands
+	BytesWritten    float64 // logical bytes of the result
+}
+
+// Bytes is BytesRead + BytesWritten.
+func (c OpCost) Bytes() float64 { return c.BytesRead + c.BytesWritten }
+
+// vectorWeight is how many vector-unit element operations one element of an elementwise
+// op costs: 1 for simple arithmetic; more for ops that expand into several (divide is a
+// reciprocal estimate plus Newton steps, select and clamp two, integer remainder a
+// division). Ops not listed weigh 1.
+var vectorWeight = map[hlo.Opcode]float64{
+	hlo.OpDivide:    4,
+	hlo.OpRemainder: 6,
+	hlo.OpClamp:     2,
+	hlo.OpSelect:    1,
+	hlo.OpConvert:   1,
+	hlo.OpCompare:   1,
+	hlo.OpPower:     2, // exp(y*log(x)): the two transcendentals are counted separately
+	hlo.OpAtan2:     4,
+	hlo.OpLogistic:  2, // 1/(1+exp(-x)): the exp is a transcendental, the rest vector work
+	hlo.OpErf:       6, // polynomial
+}
+
+// transcendentalWeight is the number of transcendental evaluations per element.
+var transcendentalWeight = map[hlo.Opcode]float64{
+	hlo.OpPower: 2,
+	hlo.OpAtan2: 1,
+	hlo.OpErf:   1,
+}
+
+// VectorWeight returns the vector-unit operations per element of an elementwise op
+// (0 for ops that are not elementwise).
+func VectorWeight(op hlo.Opcode) float64 {
+	if !op.IsElementwise() {
+		return 0
+	}
+	if w, ok := vectorWeight[op]; ok {
+		return w
+	}
+	if op.Category() == hlo.CatTranscendental {
+		return 0.5 // argument range reduction and result scaling
+	}
+	return 1
+}
+
+// TranscendentalWeight returns the transcendental evaluations per element of op.
+func TranscendentalWeight(op hlo.Opcode) float64 {
+	if op.Category() != hlo.CatTranscendental {
+		return 0
+	}
+	if w, ok := transcendentalWeight[op]; ok {
+		return w
+	}
+	return 1
+}
+
+// computationOps counts the arithmetic ops of a small scalar computation (a reducer).
+func computationOps(c *hlo.Computation) float64 {
+	if c == nil {
+		return 1
+	}
+	n := 0.0
+	for _, in := range c.Instructions {
+		if in.Opcode.IsElementwise() {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// Of returns the cost of one instruction executed on its own.
+//
+// Contract, following XLA's HloCostAnalysis: elementwise ops cost one flop per output
+// element (transcendental ops count a transcendental instead, plus their vector work);
+// dot costs 2 flops per multiply-add: 2 * |output| * |contracting|; convolution costs 2 *
+// |output| * |kernel window| * input features per group; reduce costs (ops in to_apply)
+// per input element; reduce-window (ops in to_apply) * |window| per output element; data
+// movement, tuples and sources cost no flops. Bytes count every array operand once and
+// the result once, unpadded.
+func Of(in *hlo.Instruction) OpCost {
+	var c OpCost
+	out := in.Shape
+	for _, op := range in.Operands {
+		if op.Shape.IsArray() {
+			c.BytesRead += float64(op.Shape.Bytes())
+		}
+	}
+	c.BytesWritten = float64(out.Bytes())
+	n := float64(out.Elements())
+	switch in.Opcode.Category() {
+	case hlo.CatElementwise:
+		c.Flops = n
+		c.VectorOps = n * VectorWeight(in.Opcode)
+	case hlo.CatTranscendental:
+		c.Transcendentals = n * TranscendentalWeight(in.Opcode)
+		c.VectorOps = n * VectorWeight(in.Opcode)
+	case hlo.CatDot:
+		k := 1.0
+		if dd := in.Dot; dd != nil {
+			for _, d := range dd.LhsContracting {
+				k *= float64(in.Operands[0].Shape.Dims[d])
+			}
+		}
+		c.Flops = 2 * n * k
+	case hlo.CatConvolution:
+		k := in.Operands[1].Shape
+		win := 1.0
+		if cd := in.Conv; cd != nil {
+			for _, d := range cd.KernelSpatial {
+				win *= float64(k.Dims[d])
+			}
+			c.Flops = 2 * n * win * float64(k.Dims[cd.KernelInput])
+		}
+	case hlo.CatReduce:
+		inElems := float64(in.Operands[0].Shape.Elements())
+		c.Flops = inElems * computationOps(in.ToApply)
+		c.VectorOps = c.Flops
+	case hlo.CatReduceWindow:
+		win := 1.0
+		if in.Window != nil {
+			for _, w := range in.Window.Dims {
+				win *= float64(max(w.Size, 1))
+			}
+		}
+		if in.Opcode == hlo.OpSelectAndScatter {
+			n = float64(in.Operands[1].Shape.Elements())
+		}
+		c.Flops = n * win * computationOps(in.ToApply)
+		c.VectorOps = c.Flops
+	case hlo.CatIndexed:
+		if in.Opcode == hlo.OpScatter {
+			// Only the updated rows move: read the updates and indices, read-modify-write
+			// the touched rows of the operand.
+			upd := float64(in.Operands[2].Shape.Bytes())
+			c.BytesRead = upd + float64(in.Operands[1].Shape.Bytes()) + upd
+			c.BytesWritten = upd
+			c.Flops = float64(in.Operands[2].Shape.Elements())
+			c.VectorOps = c.Flops
+		} else if in.Opcode == hlo.OpGather || in.Opcode == hlo.OpDynamicSlice {
+			// Only the gathered rows are read.
+			c.BytesRead = c.BytesWritten
+			for _, op := range in.Operands[1:] {
+				c.BytesRead += float64(op.Shape.Bytes())
+			}
+		} else if in.Opcode == hlo.OpDynamicUpdateSlice {
+			upd := float64(in.Operands[1].Shape.Bytes())
+			c.BytesRead = upd
+			c.BytesWritten = upd
+		}
+	case hlo.CatSource, hlo.CatTuple, hlo.CatControl:
+		c = OpCost{}
+		if in.Opcode == hlo.OpIota {
+			c.BytesWritten = float64(out.Bytes())
+			c.VectorOps = n
+		}
+	}
+	return c
+}

@@ -1,0 +1,538 @@
+package cost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Tile is a tile shape: one size per IterDim of a kernel (empty for untiled kernels).
+type Tile []int
+
+// String renders a tile as "8x128x512" ("-" for the empty tile).
+func (t Tile) String() string {
+	if len(t) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(t))
+	for i, x := range t {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, "x")
+}
+
+// Equal reports whether two tiles are the same.
+func (t Tile) Equal(o Tile) bool { return slices.Equal(t, o) }
+
+// Flags are a kernel's code-generation flags.
+type Flags struct {
+	// DoubleBuffer overlaps the DMA of the next tile with compute on the current one, at
+	// the price of a second buffer for every streamed window.
+	DoubleBuffer bool `json:"double_buffer"`
+	// Unroll unrolls the tile loop: less loop and DMA-issue overhead per step, more
+	// instruction memory and vector registers.
+	Unroll int `json:"unroll"`
+	// PipelineDepth is the number of buffers per streamed window when double buffering
+	// (2 or 3): a third buffer hides DMA latency that one step of compute cannot.
+	PipelineDepth int `json:"pipeline_depth"`
+}
+
+// DefaultFlags are the flags an XLA-like compiler uses: double buffering with two
+// buffers, no unrolling.
+func DefaultFlags() Flags { return Flags{DoubleBuffer: true, Unroll: 1, PipelineDepth: 2} }
+
+// Buffers is the number of VMEM buffers per streamed window.
+func (f Flags) Buffers() int {
+	if !f.DoubleBuffer {
+		return 1
+	}
+	return max(f.PipelineDepth, 2)
+}
+
+// String renders flags compactly, e.g. "db2/u1" or "nodb/u4".
+func (f Flags) String() string {
+	if !f.DoubleBuffer {
+		return fmt.Sprintf("nodb/u%d", f.Unroll)
+	}
+	return fmt.Sprintf("db%d/u%d", f.PipelineDepth, f.Unroll)
+}
+
+// Validate rejects flag values outside the supported set.
+func (f Flags) Validate() error {
+	if f.Unroll != 1 && f.Unroll != 2 && f.Unroll != 4 {
+		return fmt.Errorf("unroll must be 1, 2 or 4, got %d", f.Unroll)
+	}
+	if f.DoubleBuffer && f.PipelineDepth != 2 && f.PipelineDepth != 3 {
+		return fmt.Errorf("pipeline_depth must be 2 or 3 with double buffering, got %d", f.PipelineDepth)
+	}
+	if !f.DoubleBuffer && f.PipelineDepth != 1 {
+		return fmt.Errorf("pipeline_depth must be 1 without double buffering, got %d", f.PipelineDepth)
+	}
+	return nil
+}
+
+// AllFlags lists every flag combination in a fixed order, the default first.
+func AllFlags() []Flags {
+	out := []Flags{DefaultFlags()}
+	for _, db := range []bool{true, false} {
+		depths := []int{2, 3}
+		if !db {
+			depths = []int{1}
+		}
+		for _, d := range depths {
+			for _, u := range []int{1, 2, 4} {
+				f := Flags{DoubleBuffer: db, Unroll: u, PipelineDepth: d}
+				if f != out[0] {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ErrTileInvalid is wrapped by errors about tiles that do not fit the kernel or VMEM.
+var ErrTileInvalid = errors.New("invalid tile")
+
+// dimCandidates are the tile sizes of one dimension: powers of two times the alignment
+// below the padded size, and the padded size itself, capped at d.Max.
+func dimCandidates(d IterDim) []int {
+	full := roundUp(max(d.Size, 1), d.Align)
+	var c []int
+	for s := d.Align; s < full && s <= d.Max; s *= 2 {
+		c = append(c, s)
+	}
+	if full <= d.Max || len(c) == 0 {
+		c = append(c, min(full, max(d.Max, d.Align)))
+	}
+	return slices.Compact(c)
+}
+
+// Plan is what a tile implies for a kernel: how many grid steps, what moves per step,
+// how much VMEM it needs and how much work each step does. Computing it is shared by the
+// footprint check, the analytical model and the simulator.
+type Plan struct {
+	Blocks     int64 // output blocks
+	InnerSteps int64 // steps per output block (the K loop of a GEMM, the reduce loop)
+	Steps      int64 // Blocks * InnerSteps
+
+	// DMA, average per step, padded bytes and separate bursts.
+	InBytesPerStep  float64
+	InBurstsPerStep float64
+	// Per output block: the epilogue inputs read and the output written.
+	EpiBytesPerBlock  float64
+	OutBytesPerBlock  float64
+	OutBurstsPerBlock float64
+	ResidentBytes     float64 // loaded once before the first step
+	StreamBufferBytes float64 // one buffer of every streamed window (in and out)
+	AccumulatorBytes  float64 // f32 accumulator kept across inner steps
+
+	// Compute per step, on full (padded) tiles.
+	MXUPasses      float64 // [8,128]x[128,128] passes
+	WeightBlocks   float64 // [128,128] weight blocks loaded into the MXU
+	VectorOps      float64 // vector-register operations (8x128 elements each)
+	Transcendental float64 // vector-register transcendental evaluations
+	XLUOps         float64 // vector registers through the transpose/reduce unit
+	// Per output block (epilogue), on full tiles.
+	EpiVectorOps, EpiTranscendental, EpiXLUOps float64
+
+	LogicalBytes float64 // total HBM traffic, unpadded, with operand re-fetch
+	PaddedBytes  float64 // total HBM traffic as moved, padded
+}
+
+// Footprint is the VMEM the plan needs with the given flags.
+func (p Plan) Footprint(f Flags) float64 {
+	return p.StreamBufferBytes*float64(f.Buffers()) + p.AccumulatorBytes + p.ResidentBytes
+}
+
+// windowBytes is the padded size of a rows x lanes window of an operand.
+func windowBytes(rows, lanes float64, eb int, t Target) float64 {
+	r := math.Ceil(rows/float64(t.SublaneTile(eb))) * float64(t.SublaneTile(eb))
+	l := math.Ceil(lanes/float64(t.Lanes)) * float64(t.Lanes)
+	return r * l * float64(eb)
+}
+
+// bursts is the number of separate DMA bursts for a rows x lanes window of an operand
+// whose physical minor dimension has minor elements: whole rows merge into one burst;
+// partial rows are one burst per sublane group.
+func bursts(rows, lanes float64, minor int, eb int, t Target) float64 {
+	if lanes >= float64(minor) {
+		return 1
+	}
+	return math.Ceil(rows / float64(t.SublaneTile(eb)))
+}
+
+func vregs(rows, lanes float64, t Target) float64 {
+	return math.Ceil(rows/float64(t.Sublanes)) * math.Ceil(lanes/float64(t.Lanes))
+}
+
+// PlanTile computes the plan of tile for kernel k.
+func (k *KernelInfo) PlanTile(tile Tile, t Target) (Plan, error) {
+	if len(tile) != len(k.Dims) {
+		return Plan{}, fmt.Errorf("%w: tile %s has %d dims, kernel has %d", ErrTileInvalid, tile, len(tile), len(k.Dims))
+	}
+	for i, d := range k.Dims {
+		if tile[i] <= 0 || tile[i]%d.Align != 0 {
+			return Plan{}, fmt.Errorf("%w: tile %s: %s size %d is not a positive multiple of %d", ErrTileInvalid, tile, d.Name, tile[i], d.Align)
+		}
+	}
+	switch k.Kind {
+	case KindGEMM:
+		return k.planGEMM(tile, t), nil
+	case KindReduce:
+		return k.planReduce(tile, t), nil
+	case KindLoop:
+		return k.planLoop(tile, t), nil
+	default:
+		return k.planOpaque(t), nil
+	}
+}
+
+// eff returns the number of blocks along a dimension and the average covered extent of a
+// block (the padded size spread over the blocks).
+func eff(d IterDim, t int) (blocks int, avg float64) {
+	blocks = ceilDiv(max(d.Size, 1), t)
+	return blocks, float64(roundUp(max(d.Size, 1), d.Align)) / float64(blocks)
+}
+
+func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
+	tm, tn, tk := tile[0], tile[1], tile[2]
+	mb, mAvg := eff(k.Dims[0], tm)
+	nb, nAvg := eff(k.Dims[1], tn)
+	kb, kAvg := eff(k.Dims[2], tk)
+	var p Plan
+	p.Blocks = int64(k.Batch) * int64(mb) * int64(nb)
+	p.InnerSteps = int64(kb)
+	p.Steps = p.Blocks * p.InnerSteps
+	outEB := k.Output.ElemBytes
+	for _, in := range k.Inputs {
+		switch in.Role {
+		case RoleLHS:
+			if k.IsConv {
+				// The input tensor's share under this (m, k) block (and n block when
+				// grouped: each group reads its own features); every block reads its
+				// share once, so the input is re-read once per n block unless grouped.
+				share := func(m, n, kk float64) float64 {
+					s := m / float64(roundUp(k.M, k.Dims[0].Align)) * kk / float64(roundUp(k.K, k.Dims[2].Align))
+					if k.Groups > 1 {
+						s *= n / float64(roundUp(k.N, k.Dims[1].Align))
+					}
+					return s
+				}
+				p.InBytesPerStep += in.Padded * share(mAvg, nAvg, kAvg)
+				p.InBurstsPerStep += math.Ceil(mAvg / float64(t.SublaneTile(in.ElemBytes)))
+				p.StreamBufferBytes += in.Padded * share(float64(tm), float64(tn), float64(tk))
+				if k.Groups > 1 {
+					p.LogicalBytes += in.Bytes
+				} else {
+					p.LogicalBytes += in.Bytes * float64(nb)
+				}
+				break
+			}
+			rows, lanes := mAvg, kAvg
+			if k.LHSTransposed {
+				rows, lanes = lanes, rows
+			}
+			p.InBytesPerStep += windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
+			p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+			p.StreamBufferBytes += windowBytes(float64(tm), float64(tk), in.ElemBytes, t) * in.Ratio
+			p.LogicalBytes += in.Bytes * float64(nb)
+		case RoleRHS:
+			w := windowBytes(kAvg, nAvg, in.ElemBytes, t) * in.Ratio
+			p.InBytesPerStep += w
+			p.InBurstsPerStep += bursts(kAvg, nAvg, in.Minor, in.ElemBytes, t)
+			p.StreamBufferBytes += windowBytes(float64(tk), float64(tn), in.ElemBytes, t) * in.Ratio
+			p.LogicalBytes += in.Bytes * float64(mb)
+		case RoleEpilogue, RoleStream:
+			rows, lanes := mAvg*in.Ratio, nAvg
+			if in.Transposed {
+				rows, lanes = lanes, rows
+			}
+			p.EpiBytesPerBlock += windowBytes(rows, lanes, in.ElemBytes, t)
+			p.StreamBufferBytes += windowBytes(float64(tm)*in.Ratio, float64(tn), in.ElemBytes, t)
+			p.LogicalBytes += in.Bytes
+		case RoleResident:
+			p.ResidentBytes += in.Padded
+			p.LogicalBytes += in.Bytes
+		}
+	}
+	orows, olanes := mAvg, nAvg
+	if k.OutTransposed {
+		orows, olanes = olanes, orows
+	}
+	p.OutBytesPerBlock = windowBytes(orows, olanes, outEB, t)
+	p.OutBurstsPerBlock = bursts(orows, olanes, k.Output.Minor, outEB, t)
+	p.StreamBufferBytes += windowBytes(float64(tm), float64(tn), outEB, t)
+	p.LogicalBytes += k.Output.Bytes
+	if kb > 1 {
+		p.AccumulatorBytes = float64(tm) * float64(tn) * 4
+	}
+	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + float64(p.Blocks)*(p.EpiBytesPerBlock+p.OutBytesPerBlock) + p.ResidentBytes
+
+	mx := float64(t.MXUDim)
+	// A grouped convolution multiplies each group separately: a tile of tn outputs holds
+	// tn / (N/Groups) groups, each padded to the MXU on its own.
+	nPer, groupsInTile := float64(tn), 1.0
+	if k.Groups > 1 {
+		ng := float64(max(k.N/k.Groups, 1))
+		nPer, groupsInTile = math.Min(float64(tn), ng), math.Max(float64(tn)/ng, 1)
+	}
+	p.WeightBlocks = math.Ceil(float64(tk)/mx) * math.Ceil(nPer/mx) * groupsInTile
+	p.MXUPasses = math.Ceil(float64(tm)/float64(t.Sublanes)) * p.WeightBlocks
+	opVregs := vregs(float64(tm), float64(tk), t) + vregs(float64(tk), float64(tn), t)
+	p.VectorOps = k.ProVecPerElem * opVregs * float64(t.Sublanes*t.Lanes) / float64(t.Sublanes*t.Lanes)
+	p.Transcendental = k.ProTransPerElem * opVregs
+	if k.LHSTransposed {
+		p.XLUOps += vregs(float64(tm), float64(tk), t)
+	}
+	outVregs := vregs(float64(tm), float64(tn), t)
+	p.EpiVectorOps = k.EpiVecPerElem*outVregs + outVregs // + accumulator read-out
+	p.EpiTranscendental = k.EpiTransPerElem * outVregs
+	if k.OutTransposed {
+		p.EpiXLUOps = outVregs
+	}
+	return p
+}
+
+func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
+	tr, tl := tile[0], tile[1]
+	rb, rAvg := eff(k.Dims[0], tr)
+	lb, lAvg := eff(k.Dims[1], tl)
+	var p Plan
+	p.Blocks = int64(rb) * int64(lb)
+	p.InnerSteps = 1
+	p.Steps = p.Blocks
+	for _, in := range k.Inputs {
+		p.addStreamed(in, rAvg, lAvg, float64(tr), float64(tl), t)
+	}
+	eb := k.Output.ElemBytes
+	p.OutBytesPerBlock = windowBytes(rAvg, lAvg, eb, t)
+	p.OutBurstsPerBlock = bursts(rAvg, lAvg, k.Output.Minor, eb, t)
+	p.StreamBufferBytes += windowBytes(float64(tr), float64(tl), eb, t)
+	p.LogicalBytes += k.Output.Bytes
+	v := vregs(float64(tr), float64(tl), t)
+	p.VectorOps = k.VecPerElem * v
+	p.Transcendental = k.TransPerElem * v
+	p.PaddedBytes = float64(p.Steps)*(p.InBytesPerStep+p.OutBytesPerBlock) + p.ResidentBytes
+	return p
+}
+
+// addStreamed accounts one input of a loop or reduce kernel whose stream window is
+// rAvg x lAvg on average (tr x tl at most).
+func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, t Target) {
+	switch in.Role {
+	case RoleResident:
+		p.ResidentBytes += in.Padded
+		p.LogicalBytes += in.Bytes
+	case RoleAliased:
+	case RoleGather:
+		// Rows of the table, one burst each: Ratio times the stream window's elements.
+		rows := math.Max(rAvg*in.Ratio, 1)
+		p.InBytesPerStep += windowBytes(rows, lAvg, in.ElemBytes, t)
+		p.InBurstsPerStep += rows
+		p.StreamBufferBytes += windowBytes(math.Max(tr*in.Ratio, 1), tl, in.ElemBytes, t)
+		p.LogicalBytes += rows * lAvg * float64(in.ElemBytes) * float64(p.Steps)
+	default:
+		rows, lanes := rAvg*in.Ratio, lAvg
+		brows, blanes := tr*in.Ratio, tl
+		if in.Ratio < 1 && lanes > float64(in.Minor) {
+			// A smaller input (broadcast along rows) streams a lane-width window.
+			rows, lanes = math.Max(rAvg*lAvg*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
+			brows, blanes = math.Max(tr*tl*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
+		}
+		if in.Transposed {
+			rows, lanes = lanes, rows
+			brows, blanes = blanes, brows
+			p.XLUOps += vregs(brows, blanes, t)
+		}
+		p.InBytesPerStep += windowBytes(rows, lanes, in.ElemBytes, t)
+		p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+		p.StreamBufferBytes += windowBytes(brows, blanes, in.ElemBytes, t)
+		p.LogicalBytes += in.Bytes
+	}
+}
+
+func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
+	var p Plan
+	d0, d1 := k.Dims[0], k.Dims[1]
+	b0, a0 := eff(d0, tile[0])
+	b1, a1 := eff(d1, tile[1])
+	var outTile int
+	if k.RowReduce { // dims: out (rows), reduce (lanes)
+		p.Blocks, p.InnerSteps = int64(b0), int64(b1)
+		outTile = tile[0]
+	} else { // dims: reduce (rows), out (lanes)
+		p.Blocks, p.InnerSteps = int64(b1), int64(b0)
+		outTile = tile[1]
+	}
+	p.Steps = p.Blocks * p.InnerSteps
+	for _, in := range k.Inputs {
+		p.addStreamed(in, a0, a1, float64(tile[0]), float64(tile[1]), t)
+	}
+	eb := k.Output.ElemBytes
+	outAvg := float64(k.OutElems) / float64(p.Blocks)
+	p.OutBytesPerBlock = windowBytes(1, outAvg, eb, t)
+	if k.RowReduce {
+		p.OutBytesPerBlock = windowBytes(outAvg, 1, 4, t) / 4 * float64(eb) / float64(t.Lanes) * float64(t.Lanes)
+	}
+	p.OutBurstsPerBlock = 1
+	p.StreamBufferBytes += windowBytes(1, float64(outTile), eb, t)
+	p.AccumulatorBytes = float64(roundUp(outTile, t.Lanes)) * 4 * float64(t.Sublanes)
+	p.LogicalBytes += k.Output.Bytes
+	v := vregs(float64(tile[0]), float64(tile[1]), t)
+	p.VectorOps = k.VecPerElem * v
+	p.Transcendental = k.TransPerElem * v
+	outV := math.Ceil(float64(outTile) / float64(t.Sublanes*t.Lanes))
+	if k.RowReduce {
+		// Partial sums per step, then a cross-lane tree (log2 128 = 7 rotations) per block.
+		p.XLUOps += math.Ceil(float64(tile[0]) / float64(t.Sublanes))
+		p.EpiXLUOps = 7 * math.Ceil(float64(tile[0])/float64(t.Sublanes))
+		outV = math.Ceil(float64(tile[0]) / float64(t.Sublanes))
+	}
+	p.EpiVectorOps = k.EpiVecPerElem*outV*float64(t.Sublanes*t.Lanes)/float64(t.Sublanes*t.Lanes) + outV
+	p.EpiTranscendental = k.EpiTransPerElem * outV
+	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + float64(p.Blocks)*p.OutBytesPerBlock + p.ResidentBytes
+	return p
+}
+
+func (k *KernelInfo) planOpaque(t Target) Plan {
+	var p Plan
+	p.Blocks, p.InnerSteps, p.Steps = 1, 1, 1
+	for _, in := range k.Inputs {
+		p.InBytesPerStep += in.Padded
+		p.InBurstsPerStep++
+		p.LogicalBytes += in.Bytes
+	}
+	p.OutBytesPerBlock = k.Output.Padded
+	p.OutBurstsPerBlock = 1
+	p.LogicalBytes += k.Output.Bytes
+	n := float64(max(k.OutElems, 1))
+	lanes := float64(t.Sublanes * t.Lanes)
+	// Sorting networks and generic loops: n log n vector work.
+	p.VectorOps = math.Max(k.VectorOps, n*math.Max(math.Log2(n), 1)) / lanes
+	p.Transcendental = k.Transcendentals / lanes
+	p.PaddedBytes = p.InBytesPerStep + p.OutBytesPerBlock
+	// Opaque kernels stream through VMEM in the hardware's own chunks.
+	p.StreamBufferBytes = 0
+	return p
+}
+
+// TileOptions lists the valid tiles of k, in a fixed order: the Cartesian product of each
+// dimension's candidate sizes (multiples of its alignment, powers of two up to the padded
+// size) whose plan fits in VMEM with the given flags.
+func (k *KernelInfo) TileOptions(t Target, f Flags) []Tile {
+	if len(k.Dims) == 0 {
+		return []Tile{{}}
+	}
+	cands := make([][]int, len(k.Dims))
+	for i, d := range k.Dims {
+		cands[i] = dimCandidates(d)
+	}
+	var out []Tile
+	idx := make([]int, len(cands))
+	for {
+		tile := make(Tile, len(cands))
+		for i, c := range cands {
+			tile[i] = c[idx[i]]
+		}
+		if p, err := k.PlanTile(tile, t); err == nil && p.Footprint(f) <= float64(t.VMEMBytes) {
+			out = append(out, tile)
+		}
+		i := len(idx) - 1
+		for i >= 0 {
+			idx[i]++
+			if idx[i] < len(cands[i]) {
+				break
+			}
+			idx[i] = 0
+			i--
+		}
+		if i < 0 {
+			break
+		}
+	}
+	return out
+}
+
+// CheckTile reports whether tile is valid for k with flags f: right arity, aligned, and
+// fitting in VMEM. Errors wrap ErrTileInvalid.
+func (k *KernelInfo) CheckTile(tile Tile, f Flags, t Target) (Plan, error) {
+	p, err := k.PlanTile(tile, t)
+	if err != nil {
+		return p, err
+	}
+	if fp := p.Footprint(f); fp > float64(t.VMEMBytes) {
+		return p, fmt.Errorf("%w: tile %s with %s needs %.1f MiB of VMEM, %s has %.1f MiB",
+			ErrTileInvalid, tile, f, fp/(1<<20), t.Name, float64(t.VMEMBytes)/(1<<20))
+	}
+	return p, nil
+}
+
+// Analytical is the XLA-style analytical estimate of a kernel with a tile, in ns: a
+// roofline, max(flops / peak, bytes / HBM bandwidth), plus the launch overhead. It counts
+// logical (unpadded) bytes including the operand re-fetch the tile implies, and is blind
+// to padding, pipelining, DMA latency and vector-unit work by design.
+func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
+	p, err := k.PlanTile(tile, t)
+	if err != nil {
+		return 0, err
+	}
+	return k.analyticalPlan(p, t), nil
+}
+
+func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
+	compute := k.Flops / t.PeakFlops()
+	memory := p.LogicalBytes / t.HBMBandwidth
+	return math.Max(compute, memory)*1e9 + t.LaunchNs
+}
+
+// BestAnalyticalTile returns the valid tile (with flags f) that minimizes the analytical
+// model: what an XLA-like compiler picks by default. The roofline often ties (every tile
+// of an elementwise kernel moves the same bytes; a compute-bound matmul is compute-bound
+// for many tiles); ties go to the fewest grid steps among tiles whose VMEM footprint
+// stays within VMEM/2 (room for the compiler's other buffers), then to the smaller
+// footprint, then to option order.
+func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
+	opts := k.TileOptions(t, f)
+	if len(opts) == 0 {
+		return nil, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
+	}
+	const tieTolerance = 1e-3 // relative; analytical estimates closer than this are ties
+	budget := float64(t.VMEMBytes) / 2
+	type cand struct {
+		tile  Tile
+		ns    float64
+		over  bool
+		steps int64
+		fp    float64
+	}
+	better := func(a, b cand) bool { // is a preferred to b among ties?
+		if a.over != b.over {
+			return !a.over
+		}
+		if a.over {
+			return a.fp < b.fp
+		}
+		if a.steps != b.steps {
+			return a.steps < b.steps
+		}
+		return a.fp < b.fp
+	}
+	var best cand
+	for i, tile := range opts {
+		p, _ := k.PlanTile(tile, t)
+		c := cand{tile: tile, ns: k.analyticalPlan(p, t), steps: p.Steps, fp: p.Footprint(f)}
+		c.over = c.fp > budget
+		switch {
+		case i == 0, c.ns < best.ns*(1-tieTolerance):
+			best = c
+		case c.ns <= best.ns*(1+tieTolerance) && better(c, best):
+			c.ns = math.Min(c.ns, best.ns)
+			best = c
+		}
+	}
+	return best.tile, nil
+}

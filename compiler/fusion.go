@@ -1,0 +1,352 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// MaxFusionSize bounds the instructions of one kernel (XLA bounds fusion size too); the
+// default heuristic stops earlier, at DefaultFusionSize.
+const (
+	MaxFusionSize     = 128
+	DefaultFusionSize = 64
+)
+
+// isHero reports whether in is the one expensive op a kernel is built around.
+func isHero(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpDot, hlo.OpConvolution, hlo.OpReduce:
+		return true
+	}
+	return false
+}
+
+// fusibleProducer reports whether in may ever be fused into a consumer's kernel.
+func fusibleProducer(in *hlo.Instruction) bool {
+	if !in.Shape.IsArray() {
+		return false
+	}
+	switch in.Opcode.Category() {
+	case hlo.CatElementwise, hlo.CatTranscendental, hlo.CatDot, hlo.CatConvolution, hlo.CatReduce:
+		return true
+	case hlo.CatDataMovement:
+		return true
+	case hlo.CatSource:
+		return in.Opcode == hlo.OpIota
+	case hlo.CatIndexed:
+		return in.Opcode == hlo.OpGather || in.Opcode == hlo.OpDynamicSlice
+	}
+	return false
+}
+
+// isFree reports whether an entry instruction never becomes a kernel.
+func isFree(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpParameter, hlo.OpConstant, hlo.OpTuple, hlo.OpGetTupleElement, hlo.OpBitcast, hlo.OpAfterAll:
+		return true
+	}
+	return false
+}
+
+// isExpensive marks ops XLA will not duplicate into several consumers.
+func isExpensive(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpDivide, hlo.OpRemainder, hlo.OpPower:
+		return true
+	}
+	return in.Opcode.Category() == hlo.CatTranscendental || isHero(in)
+}
+
+// cheapPrologue ops may be fused into the operand side of a dot or convolution.
+func cheapPrologue(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpConvert, hlo.OpBroadcast, hlo.OpBitcast, hlo.OpCopy, hlo.OpReshape, hlo.OpTranspose,
+		hlo.OpNegate, hlo.OpMultiply, hlo.OpAdd, hlo.OpSubtract, hlo.OpMaximum, hlo.OpMinimum, hlo.OpSelect, hlo.OpCompare, hlo.OpIota:
+		return true
+	}
+	return false
+}
+
+// group is one kernel under construction: a root and the producers fused into it.
+type group struct {
+	root     *hlo.Instruction
+	members  map[*hlo.Instruction]bool
+	hero     *hlo.Instruction
+	prologue map[*hlo.Instruction]bool
+}
+
+func (g *group) add(p *hlo.Instruction, via *hlo.Instruction) {
+	g.members[p] = true
+	if isHero(p) {
+		g.hero = p
+	}
+	if g.hero != nil && (via == g.hero || g.prologue[via]) {
+		g.prologue[p] = true
+	}
+}
+
+// fusionLegal reports whether producer p may join g through its user x. dup says whether
+// fusing would duplicate p: it has several users, or x itself is in several kernels.
+func fusionLegal(p, x *hlo.Instruction, g *group, dup bool) bool {
+	if !fusibleProducer(p) || len(g.members) >= MaxFusionSize {
+		return false
+	}
+	if isHero(p) {
+		// One hero per kernel, no duplication of a hero, and only an epilogue of the
+		// hero's own size after it (output fusion: bias, activation, scaling).
+		return g.hero == nil && !dup && g.root.Shape.IsArray() && g.root.Shape.Elements() == p.Shape.Elements()
+	}
+	if g.hero != nil && (g.hero.Opcode == hlo.OpDot || g.hero.Opcode == hlo.OpConvolution) && (x == g.hero || g.prologue[x]) {
+		return cheapPrologue(p)
+	}
+	return true
+}
+
+// defaultFuse is the XLA-like instruction fusion heuristic for edge p -> x in kernel g:
+// output fusion of elementwise consumers into dots and convolutions; no fusion of
+// reductions as producers; only converts, broadcasts and bitcasts on the operand side of
+// a dot or convolution; no duplication of expensive ops into several consumers; cheap
+// elementwise and data-movement producers always; kernels capped at DefaultFusionSize.
+func defaultFuse(p, x *hlo.Instruction, g *group, dup bool) bool {
+	switch {
+	case p.Opcode == hlo.OpDot || p.Opcode == hlo.OpConvolution:
+		return x.Opcode.IsElementwise() || x.Opcode == hlo.OpBitcast
+	case p.Opcode == hlo.OpReduce:
+		return false
+	case g.hero != nil && (g.hero.Opcode == hlo.OpDot || g.hero.Opcode == hlo.OpConvolution) && (x == g.hero || g.prologue[x]):
+		return p.Opcode == hlo.OpConvert || p.Opcode == hlo.OpBroadcast || p.Opcode == hlo.OpBitcast
+	case dup && isExpensive(p):
+		return false
+	case len(g.members) >= DefaultFusionSize:
+		return false
+	}
+	return true
+}
+
+// fusionConfigurable reports whether the edge p -> x appears in the fusion space.
+func fusionConfigurable(p *hlo.Instruction, nUsers int) bool {
+	return fusibleProducer(p) && p.Opcode != hlo.OpBitcast && !(isHero(p) && nUsers != 1)
+}
+
+// runFusion is the fusion pass. It visits the entry computation from the root toward the
+// parameters; every instruction that some consumer needs materialized roots a kernel, and
+// each kernel pulls in producers edge by edge when the config (else the store, else
+// defaultFuse) says so and the fusion is legal (fusionLegal). A producer fused into
+// several kernels is duplicated into each; it is materialized as well when any consumer
+// does not fuse it. Bitcasts and scalar constants are always fused. The result replaces
+// every kernel by a fusion instruction calling a fused computation.
+func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+	e := m.Entry
+	users := e.Users()
+	nUsers := func(x *hlo.Instruction) int { return len(users[x.ID]) }
+	inEntry := func(x *hlo.Instruction) bool { return x.ID < len(e.Instructions) && e.Instructions[x.ID] == x }
+	memberOf := make([][]*group, len(e.Instructions))
+	material := make([]bool, len(e.Instructions))
+	own := make([]*group, len(e.Instructions))
+	material[e.Root.ID] = true
+	seenEdge := map[string]bool{}
+
+	for i := len(e.Instructions) - 1; i >= 0; i-- {
+		x := e.Instructions[i]
+		if isFree(x) {
+			if x.Opcode == hlo.OpBitcast && len(memberOf[i]) > 0 {
+				// A bitcast inside kernels: pull its operand like any producer.
+			} else {
+				for _, op := range x.Operands {
+					if inEntry(op) && !(op.Opcode == hlo.OpConstant && op.Shape.Rank() == 0) {
+						material[op.ID] = true
+					}
+				}
+				continue
+			}
+		}
+		contexts := memberOf[i]
+		if material[i] && !isFree(x) {
+			g := &group{root: x, members: map[*hlo.Instruction]bool{x: true}, prologue: map[*hlo.Instruction]bool{}}
+			if isHero(x) {
+				g.hero = x
+			}
+			own[i] = g
+			contexts = append([]*group{g}, contexts...)
+		}
+		if x.Opcode == hlo.OpBitcast && material[i] {
+			// A materialized bitcast aliases its operand, which must exist.
+			if op := x.Operands[0]; inEntry(op) {
+				material[op.ID] = true
+			}
+		}
+		for _, g := range contexts {
+			for j, p := range x.Operands {
+				if !inEntry(p) || !p.Shape.IsArray() || g.members[p] {
+					continue
+				}
+				switch {
+				case p.Opcode == hlo.OpConstant && p.Shape.Rank() == 0:
+					g.add(p, x)
+					continue
+				case p.Opcode == hlo.OpParameter || p.Opcode == hlo.OpConstant || p.Opcode == hlo.OpGetTupleElement:
+					continue
+				case p.Opcode == hlo.OpBitcast:
+					if len(g.members) < MaxFusionSize {
+						g.add(p, x)
+						memberOf[p.ID] = append(memberOf[p.ID], g)
+					} else {
+						material[p.ID] = true
+					}
+					continue
+				}
+				n := nUsers(p)
+				dup := n > 1 || len(contexts) > 1
+				fuse := false
+				if fusionConfigurable(p, n) {
+					name := EdgeName(p, x)
+					key := EdgeKey(p, x, j)
+					def := defaultFuse(p, x, g, dup)
+					fuse = def
+					if v, ok := pc.cfg.Fusion[name]; ok {
+						pc.usedFusion[name] = true
+						fuse = v
+					} else if v, ok := pc.opts.Store.Fusion(key); ok {
+						fuse = v
+					}
+					if !seenEdge[name] {
+						seenEdge[name] = true
+						pc.eff.Fusion[name] = fuse
+						pc.space.Fusion = append(pc.space.Fusion, FusionChoice{Name: name, Key: key, Default: def, Chosen: fuse})
+					}
+				}
+				if fuse && fusionLegal(p, x, g, dup) {
+					g.add(p, x)
+					memberOf[p.ID] = append(memberOf[p.ID], g)
+				} else {
+					material[p.ID] = true
+				}
+			}
+		}
+	}
+	// The space lists edges in program order (they were met from the root up).
+	slices.Reverse(pc.space.Fusion)
+
+	// Build fused computations and the new entry.
+	var fused []*hlo.Computation
+	remap := map[*hlo.Instruction]*hlo.Instruction{}
+	var out []*hlo.Instruction
+	changed := false
+	for i, x := range e.Instructions {
+		if g := own[i]; g != nil {
+			fi, fc := pc.buildFusion(g, e, remap)
+			fused = append(fused, fc)
+			remap[x] = fi
+			out = append(out, fi)
+			if len(g.members) > 1 {
+				changed = true
+			}
+			continue
+		}
+		if isFree(x) && (x.Opcode != hlo.OpBitcast || material[i] || len(memberOf[i]) == 0) {
+			for j, op := range x.Operands {
+				if r, ok := remap[op]; ok {
+					x.Operands[j] = r
+				}
+			}
+			out = append(out, x)
+		}
+	}
+	e.Instructions = out
+	if r, ok := remap[e.Root]; ok {
+		e.Root = r
+	}
+	// Drop standalone bitcasts and constants nothing uses any more.
+	e.Instructions = liveInstructions(e)
+	comps := make([]*hlo.Computation, 0, len(m.Computations)+len(fused))
+	for _, c := range m.Computations {
+		if c != e {
+			comps = append(comps, c)
+		}
+	}
+	comps = append(comps, fused...)
+	m.Computations = append(comps, e)
+	return m, changed, nil
+}
+
+// liveInstructions returns the instructions of c that the root depends on, parameters
+// always included, in order.
+func liveInstructions(c *hlo.Computation) []*hlo.Instruction {
+	live := map[*hlo.Instruction]bool{}
+	stack := []*hlo.Instruction{c.Root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if live[n] {
+			continue
+		}
+		live[n] = true
+		stack = append(stack, n.Operands...)
+	}
+	var out []*hlo.Instruction
+	for _, in := range c.Instructions {
+		if live[in] || in.Opcode == hlo.OpParameter {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// buildFusion makes the fused computation of g and the fusion instruction calling it.
+// Members are cloned in entry order; every operand outside g becomes a parameter.
+func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruction]*hlo.Instruction) (*hlo.Instruction, *hlo.Computation) {
+	members := make([]*hlo.Instruction, 0, len(g.members))
+	for m := range g.members {
+		members = append(members, m)
+	}
+	sort.Slice(members, func(a, b int) bool { return members[a].ID < members[b].ID })
+	fc := &hlo.Computation{Name: pc.uniqueName("fused_" + g.root.Name), IsFusion: true}
+	clones := map[*hlo.Instruction]*hlo.Instruction{}
+	params := map[*hlo.Instruction]*hlo.Instruction{}
+	var operands []*hlo.Instruction
+	param := func(op *hlo.Instruction) *hlo.Instruction {
+		if p, ok := params[op]; ok {
+			return p
+		}
+		p := &hlo.Instruction{Name: pc.uniqueName(fmt.Sprintf("%s.param_%d", fc.Name, len(operands))),
+			Opcode: hlo.OpParameter, ParamNum: len(operands), Shape: op.Shape.Clone()}
+		params[op] = p
+		src := op
+		if r, ok := remap[op]; ok {
+			src = r
+		}
+		operands = append(operands, src)
+		fc.Instructions = append(fc.Instructions, p)
+		return p
+	}
+	for _, mbr := range members {
+		c := mbr.CloneShallow()
+		c.Name = pc.uniqueName(mbr.Name + "." + fc.Name[len("fused_"):])
+		for j, op := range mbr.Operands {
+			if cl, ok := clones[op]; ok {
+				c.Operands[j] = cl
+			} else {
+				c.Operands[j] = param(op)
+			}
+		}
+		clones[mbr] = c
+		fc.Instructions = append(fc.Instructions, c)
+	}
+	fc.Root = clones[g.root]
+	kind := "kLoop"
+	if g.hero != nil {
+		switch g.hero.Opcode {
+		case hlo.OpReduce:
+			kind = "kInput"
+		default:
+			kind = "kOutput"
+		}
+	}
+	fi := &hlo.Instruction{Name: pc.uniqueName("fusion." + g.root.Name), Opcode: hlo.OpFusion,
+		Operands: operands, Calls: fc, FusionKind: kind, Shape: g.root.Shape.Clone()}
+	pc.rootOf[fi] = g.root.Name
+	return fi, fc
+}

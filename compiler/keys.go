@@ -1,0 +1,166 @@
+package compiler
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// hasher accumulates a structural description into a 64-bit FNV-1a hash.
+type hasher struct {
+	h   hash.Hash64
+	buf [8]byte
+}
+
+func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+
+func (h *hasher) str(s string) {
+	h.int(len(s))
+	h.h.Write([]byte(s))
+}
+
+func (h *hasher) int(x int) {
+	binary.LittleEndian.PutUint64(h.buf[:], uint64(x))
+	h.h.Write(h.buf[:])
+}
+
+func (h *hasher) ints(xs []int) {
+	h.int(len(xs))
+	for _, x := range xs {
+		h.int(x)
+	}
+}
+
+func (h *hasher) shape(s hlo.Shape, layouts bool) {
+	h.int(int(s.Elem))
+	if s.IsTuple() {
+		h.int(len(s.Tuple))
+		for _, e := range s.Tuple {
+			h.shape(e, layouts)
+		}
+		return
+	}
+	h.ints(s.Dims)
+	if layouts {
+		h.ints(s.LayoutOrDefault().MinorToMajor)
+	}
+}
+
+// attrs hashes the attributes that change what an instruction computes.
+func (h *hasher) attrs(in *hlo.Instruction) {
+	h.int(int(in.Opcode))
+	h.ints(in.Dimensions)
+	h.int(in.Index)
+	for _, s := range in.Slice {
+		h.ints([]int{s.Start, s.Limit, s.Stride})
+	}
+	for _, p := range in.Padding {
+		h.ints([]int{p.Lo, p.Hi, p.Interior})
+	}
+	if in.Window != nil {
+		for _, w := range in.Window.Dims {
+			h.ints([]int{w.Size, w.Stride, w.PadLo, w.PadHi, w.LhsDilate, w.RhsDilate})
+		}
+	}
+	if in.Conv != nil {
+		c := in.Conv
+		h.ints([]int{c.InputBatch, c.InputFeature, c.KernelInput, c.KernelOutput, c.OutputBatch, c.OutputFeature})
+		h.ints(c.InputSpatial)
+		h.ints(c.KernelSpatial)
+		h.ints(c.OutputSpatial)
+	}
+	h.int(in.FeatureGroupCount)
+	h.int(in.BatchGroupCount)
+	if in.Dot != nil {
+		h.ints(in.Dot.LhsBatch)
+		h.ints(in.Dot.LhsContracting)
+		h.ints(in.Dot.RhsBatch)
+		h.ints(in.Dot.RhsContracting)
+	}
+	h.str(in.Direction)
+	if in.ToApply != nil {
+		// Reducers are identified by their root op.
+		h.int(int(in.ToApply.Root.Opcode))
+	}
+	if in.Opcode == hlo.OpConstant && in.Shape.Rank() == 0 {
+		h.str(in.Literal)
+	}
+	for _, a := range in.Extra {
+		if a.Key == "tile" || a.Key == "codegen_flags" {
+			continue
+		}
+		h.str(a.Key)
+		h.str(a.Value)
+	}
+}
+
+func (h *hasher) sum() string {
+	return hex.EncodeToString(h.h.Sum(nil))
+}
+
+// NodeKey is the stable structural hash of one instruction in context-free form: its
+// opcode, attributes, result shape and operand shapes, without layouts and names. Two
+// identical layers in different models share a key.
+func NodeKey(in *hlo.Instruction) string {
+	h := newHasher()
+	h.str("node")
+	h.attrs(in)
+	h.shape(in.Shape, false)
+	h.int(len(in.Operands))
+	for _, op := range in.Operands {
+		h.shape(op.Shape, false)
+	}
+	return h.sum()
+}
+
+// EdgeKey is the structural hash of a producer -> consumer edge (the consumer's operand
+// number i), built from both node keys and their layouts.
+func EdgeKey(producer, consumer *hlo.Instruction, i int) string {
+	h := newHasher()
+	h.str("edge")
+	h.attrs(producer)
+	h.shape(producer.Shape, true)
+	h.attrs(consumer)
+	h.shape(consumer.Shape, true)
+	h.int(i)
+	for _, op := range consumer.Operands {
+		h.shape(op.Shape, true)
+	}
+	return h.sum()
+}
+
+// KernelKey is the structural hash of a fused computation: every instruction's opcode,
+// attributes and shape with its layout, and the wiring between them by position; names
+// are ignored. Identical kernels in different programs share a key.
+func KernelKey(c *hlo.Computation) string {
+	h := newHasher()
+	h.str("kernel")
+	pos := make(map[*hlo.Instruction]int, len(c.Instructions))
+	for i, in := range c.Instructions {
+		pos[in] = i
+		h.attrs(in)
+		h.shape(in.Shape, true)
+		h.int(in.ParamNum)
+		h.int(len(in.Operands))
+		for _, op := range in.Operands {
+			if p, ok := pos[op]; ok {
+				h.int(p)
+			} else {
+				h.int(-1)
+			}
+		}
+	}
+	h.int(pos[c.Root])
+	return h.sum()
+}
+
+// EdgeName is the config name of the edge producer -> consumer.
+func EdgeName(producer, consumer *hlo.Instruction) string {
+	return producer.Name + "->" + consumer.Name
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,406 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// LayoutConfigurable reports whether the layout pass lets a config choose in's result
+// layout: the layout-sensitive ops dot, convolution, reshape and transpose, of rank >= 2.
+func LayoutConfigurable(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpDot, hlo.OpConvolution, hlo.OpReshape, hlo.OpTranspose:
+		return in.Shape.IsArray() && in.Shape.Rank() >= 2
+	}
+	return false
+}
+
+// LayoutOptions lists the physically distinct minor-to-major orders of s, row-major first:
+// every permutation for rank <= 4 (permutations that differ only in where size-1
+// dimensions go are the same physical layout and listed once), and for higher ranks
+// row-major, row-major with the two minor dimensions swapped, and column-major.
+func LayoutOptions(s hlo.Shape) [][]int {
+	r := s.Rank()
+	rm := hlo.RowMajor(r).MinorToMajor
+	var cands [][]int
+	if r <= 4 {
+		cands = permutations(rm)
+	} else {
+		sw := slices.Clone(rm)
+		sw[0], sw[1] = sw[1], sw[0]
+		cm := make([]int, r)
+		for i := range cm {
+			cm[i] = i
+		}
+		cands = [][]int{rm, sw, cm}
+	}
+	var out [][]int
+	seen := map[string]bool{}
+	for _, c := range cands {
+		sig := fmt.Sprint(physicalSignature(s.Dims, c))
+		if !seen[sig] {
+			seen[sig] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// physicalSignature is the minor-to-major order without size-1 dimensions.
+func physicalSignature(dims, mtm []int) []int {
+	var sig []int
+	for _, d := range mtm {
+		if dims[d] != 1 {
+			sig = append(sig, d)
+		}
+	}
+	return sig
+}
+
+// permutations lists the permutations of first, starting with first itself, in a fixed
+// order (Heap-free lexicographic enumeration over positions).
+func permutations(first []int) [][]int {
+	n := len(first)
+	var out [][]int
+	used := make([]bool, n)
+	cur := make([]int, 0, n)
+	var rec func()
+	rec = func() {
+		if len(cur) == n {
+			out = append(out, slices.Clone(cur))
+			return
+		}
+		for i := 0; i < n; i++ {
+			if !used[i] {
+				used[i] = true
+				cur = append(cur, first[i])
+				rec()
+				cur = cur[:len(cur)-1]
+				used[i] = false
+			}
+		}
+	}
+	rec()
+	return out
+}
+
+// layoutAgnostic instructions take whatever layout their users want.
+func layoutAgnostic(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpBroadcast, hlo.OpIota:
+		return true
+	case hlo.OpConstant:
+		return in.Shape.Rank() > 0
+	}
+	return false
+}
+
+// sameLayoutOperands reports whether op requires its same-rank array operands to share
+// its result layout.
+func sameLayoutOperands(in *hlo.Instruction) bool {
+	if in.Opcode.IsElementwise() && in.Opcode != hlo.OpCopy {
+		return true
+	}
+	switch in.Opcode {
+	case hlo.OpSlice, hlo.OpPad, hlo.OpReverse, hlo.OpConcatenate, hlo.OpDynamicSlice,
+		hlo.OpDynamicUpdateSlice, hlo.OpReduceWindow, hlo.OpSelectAndScatter, hlo.OpScatter, hlo.OpSort:
+		return true
+	}
+	return false
+}
+
+// rowMajorOperands reports whether op requires its operands in the default layout.
+func rowMajorOperands(in *hlo.Instruction) bool {
+	switch in.Opcode.Category() {
+	case hlo.CatControl, hlo.CatOther:
+		return in.Opcode != hlo.OpSort
+	}
+	return in.Opcode == hlo.OpGather
+}
+
+// defaultLayout is the XLA-like default choice among a configurable node's options.
+func defaultLayout(in *hlo.Instruction, opts [][]int, t cost.Target) int {
+	s := in.Shape
+	switch in.Opcode {
+	case hlo.OpConvolution:
+		// Feature dimension minor, then spatial dimensions, batch major (TPU's NHWC
+		// preference).
+		cd := in.Conv
+		want := []int{cd.OutputFeature}
+		for i := len(cd.OutputSpatial) - 1; i >= 0; i-- {
+			want = append(want, cd.OutputSpatial[i])
+		}
+		want = append(want, cd.OutputBatch)
+		return findLayout(s, opts, want)
+	case hlo.OpDot:
+		// Row-major, unless swapping the two minor dimensions more than halves the
+		// padded size (a tiny minor dimension padded to 128 lanes).
+		rm := hlo.RowMajor(s.Rank()).MinorToMajor
+		sw := slices.Clone(rm)
+		sw[0], sw[1] = sw[1], sw[0]
+		if cost.PaddedBytes(s.WithLayout(&hlo.Layout{MinorToMajor: sw}), t)*2 < cost.PaddedBytes(s.WithLayout(&hlo.Layout{MinorToMajor: rm}), t) {
+			return findLayout(s, opts, sw)
+		}
+		return findLayout(s, opts, rm)
+	case hlo.OpTranspose:
+		// The layout that makes the transpose a bitcast of its operand.
+		return findLayout(s, opts, bitcastTransposeLayout(in))
+	}
+	return 0
+}
+
+// findLayout returns the index of the option physically equal to want (0 if none).
+func findLayout(s hlo.Shape, opts [][]int, want []int) int {
+	sig := fmt.Sprint(physicalSignature(s.Dims, want))
+	for i, o := range opts {
+		if fmt.Sprint(physicalSignature(s.Dims, o)) == sig {
+			return i
+		}
+	}
+	return 0
+}
+
+// bitcastTransposeLayout is the result layout under which transpose in moves no data.
+func bitcastTransposeLayout(in *hlo.Instruction) []int {
+	perm := in.Dimensions
+	inv := make([]int, len(perm))
+	for i, p := range perm {
+		inv[p] = i
+	}
+	lin := in.Operands[0].Shape.LayoutOrDefault().MinorToMajor
+	out := make([]int, len(lin))
+	for j, d := range lin {
+		out[j] = inv[d]
+	}
+	return out
+}
+
+func layoutsPhysicallyEqual(s hlo.Shape, a, b []int) bool {
+	return slices.Equal(physicalSignature(s.Dims, a), physicalSignature(s.Dims, b))
+}
+
+// isBitcast reports whether a transpose or reshape moves no data under the assigned
+// layouts.
+func isBitcast(in *hlo.Instruction) bool {
+	op := in.Operands[0].Shape
+	switch in.Opcode {
+	case hlo.OpTranspose:
+		return layoutsPhysicallyEqual(in.Shape, in.Shape.Layout.MinorToMajor, bitcastTransposeLayout(in))
+	case hlo.OpReshape:
+		return isRowMajorIgnoringUnit(op) && isRowMajorIgnoringUnit(in.Shape)
+	}
+	return false
+}
+
+func isRowMajorIgnoringUnit(s hlo.Shape) bool {
+	return slices.Equal(physicalSignature(s.Dims, s.LayoutOrDefault().MinorToMajor),
+		physicalSignature(s.Dims, hlo.RowMajor(s.Rank()).MinorToMajor))
+}
+
+func setLayout(s *hlo.Shape, mtm []int) {
+	if s.IsTuple() {
+		return
+	}
+	if s.IsArray() {
+		s.Layout = &hlo.Layout{MinorToMajor: slices.Clone(mtm)}
+	}
+}
+
+func setDefaultLayouts(s *hlo.Shape) {
+	if s.IsTuple() {
+		for i := range s.Tuple {
+			setDefaultLayouts(&s.Tuple[i])
+		}
+		return
+	}
+	if s.IsArray() && s.Layout == nil {
+		s.Layout = hlo.RowMajor(s.Rank())
+	}
+}
+
+// runLayout is the layout assignment pass. Configurable nodes (LayoutConfigurable) take
+// their result layout from the config, else the store, else the XLA-like default; the
+// other instructions' layouts are propagated (elementwise ops follow their first operand
+// that has a layout of its own, reduces keep the input's order, broadcasts and iotas take
+// their first user's layout); where an operand's layout differs from what its user
+// requires, a copy is inserted; transposes and reshapes that move no data become
+// bitcasts.
+func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+	for _, c := range m.Computations {
+		if c == m.Entry {
+			continue
+		}
+		for _, in := range c.Instructions {
+			setDefaultLayouts(&in.Shape)
+		}
+	}
+	e := m.Entry
+	changed := false
+	agnostic := map[*hlo.Instruction]bool{}
+	for _, in := range e.Instructions {
+		s := &in.Shape
+		switch {
+		case in.Opcode == hlo.OpParameter:
+			setDefaultLayouts(s)
+		case in.Opcode == hlo.OpTuple:
+			for i, op := range in.Operands {
+				s.Tuple[i] = op.Shape.Clone()
+			}
+		case in.Opcode == hlo.OpGetTupleElement:
+			*s = in.Operands[0].Shape.Tuple[in.Index].Clone()
+		case LayoutConfigurable(in):
+			opts := LayoutOptions(*s)
+			def := defaultLayout(in, opts, pc.opts.Target)
+			key := NodeKey(in)
+			choice, err := pc.chooseLayout(in.Name, key, opts, def)
+			if err != nil {
+				return nil, false, err
+			}
+			setLayout(s, opts[choice])
+			if choice != 0 {
+				changed = true
+			}
+		case layoutAgnostic(in):
+			agnostic[in] = true
+			setLayout(s, hlo.RowMajor(s.Rank()).MinorToMajor)
+		case in.Opcode == hlo.OpReduce:
+			lin := in.Operands[0].Shape.LayoutOrDefault().MinorToMajor
+			kept := map[int]int{}
+			for i, d := range keptDimsOf(in.Operands[0].Shape.Rank(), in.Dimensions) {
+				kept[d] = i
+			}
+			var mtm []int
+			for _, d := range lin {
+				if nd, ok := kept[d]; ok {
+					mtm = append(mtm, nd)
+				}
+			}
+			if s.IsTuple() {
+				for i := range s.Tuple {
+					setLayout(&s.Tuple[i], mtm)
+				}
+			} else {
+				setLayout(s, mtm)
+			}
+		case sameLayoutOperands(in):
+			mtm := hlo.RowMajor(s.Rank()).MinorToMajor
+			for _, op := range in.Operands {
+				if !agnostic[op] && op.Shape.IsArray() && op.Shape.Rank() == s.Rank() && s.Rank() > 0 {
+					mtm = op.Shape.Layout.MinorToMajor
+					break
+				}
+			}
+			setLayout(s, mtm)
+		default:
+			setDefaultLayouts(s)
+		}
+	}
+	// Agnostic instructions take the layout of their first user that constrains them.
+	users := e.Users()
+	for _, in := range e.Instructions {
+		if !agnostic[in] {
+			continue
+		}
+		for _, u := range users[in.ID] {
+			if sameLayoutOperands(u) && u.Shape.IsArray() && u.Shape.Rank() == in.Shape.Rank() {
+				setLayout(&in.Shape, u.Shape.Layout.MinorToMajor)
+				break
+			}
+		}
+	}
+	// Insert copies where a user needs another layout.
+	copies := map[string]*hlo.Instruction{}
+	var out []*hlo.Instruction
+	need := func(in *hlo.Instruction, i int, mtm []int) {
+		op := in.Operands[i]
+		if !op.Shape.IsArray() || op.Shape.Rank() == 0 || slices.Equal(op.Shape.Layout.MinorToMajor, mtm) {
+			return
+		}
+		if layoutsPhysicallyEqual(op.Shape, op.Shape.Layout.MinorToMajor, mtm) {
+			return
+		}
+		ck := op.Name + fmt.Sprint(mtm)
+		cp, ok := copies[ck]
+		if !ok {
+			cp = &hlo.Instruction{Name: pc.uniqueName(op.Name + ".copy"), Opcode: hlo.OpCopy,
+				Operands: []*hlo.Instruction{op}, Shape: op.Shape.WithLayout(&hlo.Layout{MinorToMajor: slices.Clone(mtm)})}
+			copies[ck] = cp
+			out = append(out, cp)
+			changed = true
+		}
+		in.Operands[i] = cp
+	}
+	for _, in := range e.Instructions {
+		switch {
+		case sameLayoutOperands(in) && in.Shape.IsArray():
+			for i, op := range in.Operands {
+				if op.Shape.IsArray() && op.Shape.Rank() == in.Shape.Rank() && in.Shape.Rank() > 0 {
+					need(in, i, in.Shape.Layout.MinorToMajor)
+				}
+			}
+		case rowMajorOperands(in):
+			for i, op := range in.Operands {
+				if op.Shape.IsArray() {
+					need(in, i, hlo.RowMajor(op.Shape.Rank()).MinorToMajor)
+				}
+			}
+		}
+		if in == e.Root {
+			root := in
+			// The entry result is row-major.
+			if root.Opcode == hlo.OpTuple {
+				for i, op := range root.Operands {
+					if op.Shape.IsArray() {
+						need(root, i, hlo.RowMajor(op.Shape.Rank()).MinorToMajor)
+						root.Shape.Tuple[i] = root.Operands[i].Shape.Clone()
+					}
+				}
+				out = append(out, root)
+				continue
+			}
+			out = append(out, in)
+			if in.Shape.IsArray() && in.Shape.Rank() > 0 && !isRowMajorIgnoringUnit(in.Shape) {
+				wrap := &hlo.Instruction{Operands: []*hlo.Instruction{in}}
+				need(wrap, 0, hlo.RowMajor(in.Shape.Rank()).MinorToMajor)
+				e.Root = wrap.Operands[0]
+			}
+			continue
+		}
+		out = append(out, in)
+	}
+	e.Instructions = out
+	// Transposes and reshapes that move no data become bitcasts.
+	for _, in := range e.Instructions {
+		if (in.Opcode == hlo.OpTranspose || in.Opcode == hlo.OpReshape) && in.Shape.IsArray() && isBitcast(in) {
+			in.Opcode = hlo.OpBitcast
+			in.Dimensions, in.HasDimensions = nil, false
+			changed = true
+		}
+	}
+	// Tuple shapes follow their operands.
+	for _, in := range e.Instructions {
+		if in.Opcode == hlo.OpTuple {
+			for i, op := range in.Operands {
+				in.Shape.Tuple[i] = op.Shape.Clone()
+			}
+		}
+	}
+	return m, changed, nil
+}
+
+func keptDimsOf(rank int, reduced []int) []int {
+	red := make([]bool, rank)
+	for _, d := range reduced {
+		red[d] = true
+	}
+	var kept []int
+	for i := 0; i < rank; i++ {
+		if !red[i] {
+			kept = append(kept, i)
+		}
+	}
+	return kept
+}

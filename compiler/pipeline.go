@@ -1,0 +1,316 @@
+// Package compiler is tpucost's multi-pass XLA-like compiler: layout assignment, fusion,
+// tiling and code-generation flags, each a pass with a per-node configuration, an
+// enumerable space of valid options and an XLA-like default. Compiling a module with a
+// config gives a Program: kernels (fused computations with a tile and flags) that the
+// simulator times. Candidate repair fills the choices a config lacks from the global
+// config store, else the defaults, so that any partial config compiles to a well-formed
+// program.
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// Pass is one step of the pipeline: it rewrites the module under the config, reporting
+// whether it changed anything.
+type Pass struct {
+	Name string
+	Kind Kind // the kind of config the pass reads
+	Run  func(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error)
+}
+
+// Passes returns the pipeline, in order. The list is data: names are unique and each
+// config kind has exactly one pass (checked by TestPassList).
+func Passes() []Pass {
+	return []Pass{
+		{Name: "layout-assignment", Kind: KindLayout, Run: runLayout},
+		{Name: "fusion", Kind: KindFusion, Run: runFusion},
+		{Name: "tiling", Kind: KindTile, Run: runTiling},
+		{Name: "flags", Kind: KindFlags, Run: runFlags},
+	}
+}
+
+// PassNames lists the pass names in order.
+func PassNames() []string {
+	var n []string
+	for _, p := range Passes() {
+		n = append(n, p.Name)
+	}
+	return n
+}
+
+// Options control a compilation.
+type Options struct {
+	Target cost.Target // required
+	Store  Store       // the global config store; nil for none
+	// Strict rejects config entries naming nodes or kernels that the program does not
+	// have. Without it they are ignored (candidate repair).
+	Strict bool
+	// Check verifies the module after every pass.
+	Check bool
+	// DumpAfter names a pass after which the module's HLO text is written to Dump.
+	DumpAfter string
+	Dump      io.Writer
+}
+
+// Kernel is one launched kernel of a compiled program.
+type Kernel struct {
+	Name   string           // the fusion instruction's name in the entry computation
+	Key    string           // structural hash of the fused computation (KernelKey)
+	Kind   string           // fusion kind: kLoop, kInput (reduce), kOutput (dot/conv)
+	Root   string           // the name of the original instruction the kernel computes
+	Comp   *hlo.Computation // the fused computation
+	Info   *cost.KernelInfo // shared by kernels with the same key; read-only
+	Tile   cost.Tile
+	Flags  cost.Flags
+	Plan   cost.Plan
+	Inputs []string // names of the entry instructions it reads
+}
+
+// Program is a compiled module.
+type Program struct {
+	Name    string
+	Module  *hlo.Module // after all passes
+	Kernels []*Kernel
+	Config  *Config // the effective, complete config: compiling with it reproduces the program
+	Space   *Space  // the configurable nodes and their options
+	Target  cost.Target
+}
+
+// LayoutChoice is one configurable node of the layout pass.
+type LayoutChoice struct {
+	Name, Key string
+	Options   [][]int // minor-to-major orders
+	Default   int
+	Chosen    int
+}
+
+// FusionChoice is one configurable producer -> consumer edge of the fusion pass.
+type FusionChoice struct {
+	Name, Key string
+	Default   bool
+	Chosen    bool
+}
+
+// TileChoice is the tile decision shared by all kernels with one key.
+type TileChoice struct {
+	Key     string
+	Kernels []string
+	Options []cost.Tile
+	Default int
+	Chosen  int
+}
+
+// FlagsChoice is the flags decision shared by all kernels with one key.
+type FlagsChoice struct {
+	Key     string
+	Kernels []string
+	Options []cost.Flags
+	Default int
+	Chosen  int
+}
+
+// Space lists every configurable node of a program with its valid options, in pipeline
+// order. Tile and flag options depend on the layout and fusion choices that produced the
+// kernels.
+type Space struct {
+	Layout []LayoutChoice
+	Fusion []FusionChoice
+	Tile   []TileChoice
+	Flags  []FlagsChoice
+}
+
+// passContext carries the config, the store and the choices made so far through the
+// passes.
+type passContext struct {
+	opts  Options
+	cfg   *Config
+	eff   *Config
+	space *Space
+	names map[string]bool
+	// used config entries, for strict checking
+	usedLayout, usedFusion, usedTile, usedFlags map[string]bool
+	// kernel analysis cache by key
+	kernels   map[string]*kernelCache
+	fusionKey map[*hlo.Instruction]string
+	tileIdx   map[string]int
+	flagsIdx  map[string]int
+	rootOf    map[*hlo.Instruction]string
+}
+
+type kernelCache struct {
+	info    *cost.KernelInfo
+	tiles   []cost.Tile
+	defTile int
+	err     error
+}
+
+func (pc *passContext) uniqueName(base string) string {
+	name := base
+	for i := 1; pc.names[name]; i++ {
+		name = fmt.Sprintf("%s.%d", base, i)
+	}
+	pc.names[name] = true
+	return name
+}
+
+// chooseLayout picks a layout option index for node name: config, else store, else default.
+func (pc *passContext) chooseLayout(name, key string, opts [][]int, def int) (int, error) {
+	choice := def
+	if want, ok := pc.cfg.Layout[name]; ok {
+		pc.usedLayout[name] = true
+		idx := -1
+		for i, o := range opts {
+			if slices.Equal(o, want) {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want, opts)
+		}
+		choice = idx
+	} else if want, ok := pc.opts.Store.Layout(key); ok && pc.opts.Store != nil {
+		for i, o := range opts {
+			if slices.Equal(o, want) {
+				choice = i
+			}
+		}
+	}
+	pc.eff.Layout[name] = slices.Clone(opts[choice])
+	pc.space.Layout = append(pc.space.Layout, LayoutChoice{Name: name, Key: key, Options: opts, Default: def, Chosen: choice})
+	return choice, nil
+}
+
+// nilStore makes a nil Store usable.
+type nilStore struct{}
+
+func (nilStore) Layout(string) ([]int, bool)     { return nil, false }
+func (nilStore) Fusion(string) (bool, bool)      { return false, false }
+func (nilStore) Tile(string) (cost.Tile, bool)   { return nil, false }
+func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
+
+// Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
+// program. The input module is not modified.
+func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
+	if err := opts.Target.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		opts.Store = nilStore{}
+	}
+	if cfg == nil {
+		cfg = NewConfig()
+	}
+	if opts.DumpAfter != "" && !slices.Contains(PassNames(), opts.DumpAfter) {
+		return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, PassNames())
+	}
+	pc := &passContext{
+		opts: opts, cfg: cfg, eff: NewConfig(), space: &Space{},
+		names:      map[string]bool{},
+		usedLayout: map[string]bool{}, usedFusion: map[string]bool{}, usedTile: map[string]bool{}, usedFlags: map[string]bool{},
+		kernels: map[string]*kernelCache{}, fusionKey: map[*hlo.Instruction]string{},
+		tileIdx: map[string]int{}, flagsIdx: map[string]int{}, rootOf: map[*hlo.Instruction]string{},
+	}
+	mod := m.Clone()
+	for _, c := range mod.Computations {
+		for _, in := range c.Instructions {
+			pc.names[in.Name] = true
+		}
+	}
+	for _, p := range Passes() {
+		var err error
+		mod, _, err = p.Run(mod, pc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: pass %s: %w", m.Name, p.Name, err)
+		}
+		if opts.Check {
+			if err := hlo.Verify(mod); err != nil {
+				return nil, fmt.Errorf("%s: after pass %s: %w", m.Name, p.Name, err)
+			}
+		}
+		if opts.DumpAfter == p.Name && opts.Dump != nil {
+			if _, err := io.WriteString(opts.Dump, mod.String()); err != nil {
+				return nil, fmt.Errorf("dumping after %s: %w", p.Name, err)
+			}
+		}
+	}
+	if opts.Strict {
+		if err := pc.checkUnused(); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	return pc.program(m.Name, mod)
+}
+
+// checkUnused reports config entries that named no node of the program.
+func (pc *passContext) checkUnused() error {
+	var errs []error
+	report := func(kind Kind, keys []string, used map[string]bool) {
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !used[k] {
+				errs = append(errs, fmt.Errorf("config %s entry %q names no configurable node of this program", kind, k))
+			}
+		}
+	}
+	report(KindLayout, mapKeys(pc.cfg.Layout), pc.usedLayout)
+	report(KindFusion, mapKeys(pc.cfg.Fusion), pc.usedFusion)
+	report(KindTile, mapKeys(pc.cfg.Tile), pc.usedTile)
+	report(KindFlags, mapKeys(pc.cfg.Flags), pc.usedFlags)
+	if len(errs) > 5 {
+		errs = append(errs[:5], fmt.Errorf("and %d more", len(errs)-5))
+	}
+	return errors.Join(errs...)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// program collects the kernels of the compiled module.
+func (pc *passContext) program(name string, mod *hlo.Module) (*Program, error) {
+	p := &Program{Name: name, Module: mod, Config: pc.eff, Space: pc.space, Target: pc.opts.Target}
+	for _, in := range mod.Entry.Instructions {
+		if in.Opcode != hlo.OpFusion {
+			continue
+		}
+		key := pc.fusionKey[in]
+		kc := pc.kernels[key]
+		if kc == nil || kc.err != nil {
+			return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
+		}
+		k := &Kernel{Name: in.Name, Key: key, Kind: in.FusionKind, Root: pc.rootOf[in], Comp: in.Calls, Info: kc.info,
+			Tile: pc.eff.Tile[key], Flags: pc.eff.Flags[key]}
+		plan, err := kc.info.CheckTile(k.Tile, k.Flags, pc.opts.Target)
+		if err != nil {
+			return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
+		}
+		k.Plan = plan
+		for _, op := range in.Operands {
+			k.Inputs = append(k.Inputs, op.Name)
+		}
+		p.Kernels = append(p.Kernels, k)
+	}
+	return p, nil
+}
+
+// KernelByName returns the kernel named name, or nil.
+func (p *Program) KernelByName(name string) *Kernel {
+	for _, k := range p.Kernels {
+		if k.Name == name {
+			return k
+		}
+	}
+	return nil
+}

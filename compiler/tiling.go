@@ -1,0 +1,169 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// analyze returns the (cached) analysis and tile options of a fused computation.
+func (pc *passContext) analyze(fc *hlo.Computation) (string, *kernelCache) {
+	key := KernelKey(fc)
+	if kc, ok := pc.kernels[key]; ok {
+		return key, kc
+	}
+	kc := &kernelCache{}
+	pc.kernels[key] = kc
+	t := pc.opts.Target
+	kc.info, kc.err = cost.Analyze(fc, t)
+	if kc.err != nil {
+		return key, kc
+	}
+	kc.tiles = kc.info.TileOptions(t, cost.DefaultFlags())
+	if len(kc.tiles) == 0 {
+		// Nothing fits with double buffering: fall back to single buffers.
+		kc.tiles = kc.info.TileOptions(t, cost.Flags{Unroll: 1, PipelineDepth: 1})
+	}
+	if len(kc.tiles) == 0 {
+		kc.err = fmt.Errorf("%w: no tile of kernel %s fits in %s's VMEM", cost.ErrTileInvalid, fc.Name, t.Name)
+		return key, kc
+	}
+	best, err := kc.info.BestAnalyticalTile(t, cost.DefaultFlags())
+	if err != nil {
+		best = kc.tiles[0]
+	}
+	kc.defTile = slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(best) })
+	if kc.defTile < 0 {
+		kc.defTile = 0
+	}
+	return key, kc
+}
+
+func setExtra(in *hlo.Instruction, key, value string) {
+	for i, a := range in.Extra {
+		if a.Key == key {
+			in.Extra[i].Value = value
+			return
+		}
+	}
+	in.Extra = append(in.Extra, hlo.Attr{Key: key, Value: value})
+}
+
+func tileAttr(t cost.Tile) string {
+	s := "{"
+	for i, x := range t {
+		if i > 0 {
+			s += ","
+		}
+		s += itoa(x)
+	}
+	return s + "}"
+}
+
+// runTiling is the tiling pass: each kernel takes a tile from its valid options (sizes
+// aligned to (8,128) and fitting VMEM with double buffering): the config's entry for its
+// key, else the store's, else the argmin of the analytical model. The tile is recorded on
+// the fusion instruction as tile={...}.
+func runTiling(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+	changed := false
+	for _, in := range m.Entry.Instructions {
+		if in.Opcode != hlo.OpFusion {
+			continue
+		}
+		key, kc := pc.analyze(in.Calls)
+		if kc.err != nil {
+			return nil, false, fmt.Errorf("kernel %s: %w", in.Name, kc.err)
+		}
+		pc.fusionKey[in] = key
+		if idx, ok := pc.tileIdx[key]; ok {
+			pc.space.Tile[idx].Kernels = append(pc.space.Tile[idx].Kernels, in.Name)
+		} else {
+			choice := kc.defTile
+			if want, ok := pc.cfg.Tile[key]; ok {
+				pc.usedTile[key] = true
+				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) })
+				if idx < 0 {
+					if pc.opts.Strict {
+						return nil, false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
+							in.Name, key, want, len(kc.tiles), kc.tiles[kc.defTile])
+					}
+				} else {
+					choice = idx
+				}
+			} else if want, ok := pc.opts.Store.Tile(key); ok {
+				if idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) }); idx >= 0 {
+					choice = idx
+				}
+			}
+			pc.tileIdx[key] = len(pc.space.Tile)
+			pc.space.Tile = append(pc.space.Tile, TileChoice{Key: key, Kernels: []string{in.Name}, Options: kc.tiles, Default: kc.defTile, Chosen: choice})
+			pc.eff.Tile[key] = slices.Clone(kc.tiles[choice])
+			if choice != kc.defTile {
+				changed = true
+			}
+		}
+		setExtra(in, "tile", tileAttr(pc.eff.Tile[key]))
+	}
+	return m, changed, nil
+}
+
+// FlagOptions lists the flag combinations valid for a kernel with a given tile (those
+// whose buffers fit in VMEM), default first when valid.
+func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Flags {
+	var out []cost.Flags
+	for _, f := range cost.AllFlags() {
+		if _, err := info.CheckTile(tile, f, t); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// runFlags is the flags pass: each kernel takes code-generation flags valid with its tile:
+// the config's entry for its key, else the store's, else the default (double buffering,
+// two buffers, no unrolling) or, when that does not fit, the first valid combination.
+// They are recorded on the fusion instruction as codegen_flags="...".
+func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+	changed := false
+	t := pc.opts.Target
+	for _, in := range m.Entry.Instructions {
+		if in.Opcode != hlo.OpFusion {
+			continue
+		}
+		key := pc.fusionKey[in]
+		kc := pc.kernels[key]
+		if idx, ok := pc.flagsIdx[key]; ok {
+			pc.space.Flags[idx].Kernels = append(pc.space.Flags[idx].Kernels, in.Name)
+		} else {
+			opts := FlagOptions(kc.info, pc.eff.Tile[key], t)
+			if len(opts) == 0 {
+				return nil, false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, pc.eff.Tile[key])
+			}
+			def := max(slices.Index(opts, cost.DefaultFlags()), 0)
+			choice := def
+			if want, ok := pc.cfg.Flags[key]; ok {
+				pc.usedFlags[key] = true
+				if idx := slices.Index(opts, want); idx >= 0 {
+					choice = idx
+				} else if pc.opts.Strict {
+					return nil, false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want, pc.eff.Tile[key])
+				}
+			} else if want, ok := pc.opts.Store.Flags(key); ok {
+				if idx := slices.Index(opts, want); idx >= 0 {
+					choice = idx
+				}
+			}
+			pc.flagsIdx[key] = len(pc.space.Flags)
+			pc.space.Flags = append(pc.space.Flags, FlagsChoice{Key: key, Kernels: []string{in.Name}, Options: opts, Default: def, Chosen: choice})
+			pc.eff.Flags[key] = opts[choice]
+			if choice != def {
+				changed = true
+			}
+		}
+		f := pc.eff.Flags[key]
+		setExtra(in, "codegen_flags", fmt.Sprintf("\"double_buffer=%t,unroll=%d,pipeline_depth=%d\"", f.DoubleBuffer, f.Unroll, f.PipelineDepth))
+	}
+	return m, changed, nil
+}

@@ -1,0 +1,109 @@
+// Package tpusim is tpucost's ground truth: a simulator of one TensorCore of a TPU-like
+// chip that times compiled kernels with the effects an analytical roofline ignores —
+// (8,128) layout tiling and padding, MXU passes with weight loads and fill/drain, vector,
+// transcendental and transpose-unit work, DMA latency and burst overheads, double- or
+// triple-buffered overlap of DMA with compute, per-step loop overhead, unrolling, VMEM
+// capacity — plus seeded measurement noise and a modelled cost per measurement.
+package tpusim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tpucost/tpucost/compiler/cost"
+)
+
+// Version identifies the simulator's timing model; it is recorded with every dataset and
+// every cached measurement. Bump it whenever a timing changes.
+const Version = "tpusim-1.0"
+
+// Chip is a chip preset: the compiler-visible Target plus the micro-architectural
+// parameters only the simulator uses.
+type Chip struct {
+	cost.Target
+	CoresPerChip int
+	HBMBytes     int64
+
+	DMALatencyNs       float64 // issue to first byte of one DMA
+	BurstNs            float64 // extra cost of each separate DMA burst (strided access)
+	StepOverheadCycles float64 // scalar loop, DMA descriptors and semaphores per grid step
+	SyncCycles         float64 // extra per step when double buffering (buffer hand-off)
+	VALUSlots          float64 // vector-register ops per cycle
+	EUPCyclesPerVreg   float64 // transcendental unit: cycles per vector register
+	XLUCyclesPerVreg   float64 // transpose/reduce unit: cycles per vector register
+	MXUFillCycles      float64 // systolic fill and drain, once per step
+	WeightLoadCycles   float64 // loading one [128,128] weight block into an MXU
+	IMemOps            int     // unrolled ops that fit instruction memory; beyond, fetch stalls
+	IFetchCycles       float64 // stall cycles per op beyond IMemOps, per step
+}
+
+// presets builds the presets from public per-chip figures: bf16 peak, HBM bandwidth and
+// capacity, TensorCores and MXUs per core (the clock follows from peak = 2 * 128^2 *
+// MXUs * cores * clock). VMEM is 16 MiB per core on v2/v3 and 128 MiB on v5e; v4's is not
+// public and is a parameter (default 32 MiB, see WithVMEM).
+func presets() map[string]Chip {
+	mk := func(name string, cores, mxus int, peakTF, hbmGBs float64, hbmGiB int64, vmemMiB int64, launchNs float64) Chip {
+		perCore := peakTF * 1e12 / float64(cores)
+		clock := perCore / (2 * 128 * 128 * float64(mxus))
+		return Chip{
+			Target: cost.Target{
+				Name: name, ClockHz: clock, MXUs: mxus, MXUDim: 128, Lanes: 128, Sublanes: 8,
+				HBMBandwidth: hbmGBs * 1e9 / float64(cores), VMEMBytes: vmemMiB << 20, LaunchNs: launchNs,
+			},
+			CoresPerChip: cores, HBMBytes: hbmGiB << 30,
+			DMALatencyNs: 500, BurstNs: 4, StepOverheadCycles: 96, SyncCycles: 24,
+			VALUSlots: 2, EUPCyclesPerVreg: 4, XLUCyclesPerVreg: 2,
+			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2,
+		}
+	}
+	return map[string]Chip{
+		"v2":  mk("v2", 2, 1, 45, 700, 16, 16, 2000),
+		"v3":  mk("v3", 2, 2, 123, 900, 32, 16, 1500),
+		"v4":  mk("v4", 2, 4, 275, 1200, 32, 32, 1000),
+		"v5e": mk("v5e", 1, 4, 197, 819, 16, 128, 1000),
+	}
+}
+
+// DefaultChip is the preset used when none is given.
+const DefaultChip = "v4"
+
+// Preset returns the named chip preset ("v2", "v3", "v4", "v5e").
+func Preset(name string) (Chip, error) {
+	p := presets()
+	c, ok := p[strings.ToLower(name)]
+	if !ok {
+		return Chip{}, fmt.Errorf("unknown chip %q (presets: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return c, nil
+}
+
+// PresetNames lists the presets in order.
+func PresetNames() []string {
+	var n []string
+	for k := range presets() {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// WithVMEM returns the chip with a different VMEM size per core (v4's is not public).
+func (c Chip) WithVMEM(bytes int64) Chip {
+	c.VMEMBytes = bytes
+	return c
+}
+
+// PeakChipFlops is the bf16 peak of the whole chip.
+func (c Chip) PeakChipFlops() float64 { return c.PeakFlops() * float64(c.CoresPerChip) }
+
+// Validate checks the preset's fields.
+func (c Chip) Validate() error {
+	if err := c.Target.Validate(); err != nil {
+		return err
+	}
+	if c.VALUSlots <= 0 || c.EUPCyclesPerVreg <= 0 || c.XLUCyclesPerVreg <= 0 {
+		return fmt.Errorf("chip %s: unit throughputs must be positive", c.Name)
+	}
+	return nil
+}

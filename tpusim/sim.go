@@ -1,0 +1,250 @@
+package tpusim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+)
+
+// Bound names the resource that limits a kernel.
+type Bound string
+
+// The bounds a kernel can have.
+const (
+	BoundMXU      Bound = "mxu"      // matrix unit
+	BoundVPU      Bound = "vpu"      // vector unit
+	BoundEUP      Bound = "eup"      // transcendental unit
+	BoundXLU      Bound = "xlu"      // transpose / cross-lane reduce unit
+	BoundHBM      Bound = "hbm"      // DMA bandwidth
+	BoundLatency  Bound = "latency"  // DMA latency, fill and drain, step overhead
+	BoundOverhead Bound = "overhead" // kernel launch
+)
+
+// KernelTime is the simulated time of one kernel with its breakdown.
+type KernelTime struct {
+	Ns        float64 `json:"ns"`
+	Bound     Bound   `json:"bound"`
+	Steps     int64   `json:"steps"`
+	ComputeNs float64 `json:"compute_ns"` // sum of per-step compute (all units overlapped per step)
+	DMANs     float64 `json:"dma_ns"`     // sum of DMA transfer time
+	VMEMBytes float64 `json:"vmem_bytes"` // footprint
+	HBMBytes  float64 `json:"hbm_bytes"`  // padded bytes moved
+}
+
+// unitTimes are per-step or per-block times in ns for each unit.
+type unitTimes struct{ mxu, vpu, eup, xlu, overhead float64 }
+
+func (u unitTimes) max() float64 {
+	return math.Max(math.Max(u.mxu, u.vpu), math.Max(math.Max(u.eup, u.xlu), 0)) + u.overhead
+}
+
+func (u unitTimes) bound() Bound {
+	b, v := BoundMXU, u.mxu
+	for _, c := range []struct {
+		b Bound
+		v float64
+	}{{BoundVPU, u.vpu}, {BoundEUP, u.eup}, {BoundXLU, u.xlu}} {
+		if c.v > v {
+			b, v = c.b, c.v
+		}
+	}
+	return b
+}
+
+// SimulateKernel times a kernel described by info with a tile and flags on chip c. It is
+// the ground truth of tpucost; it fails with an error wrapping cost.ErrTileInvalid when
+// the tile does not fit VMEM with these flags.
+//
+// Model, per grid step: the MXU does ceil(tm/8) passes of [8,128]x[128,128] per weight
+// block, at least WeightLoadCycles per block, plus a fill/drain; the vector unit does
+// the fused elementwise work on full (padded) tiles; the transcendental and transpose
+// units do theirs; units overlap (VLIW) and the step costs the slowest plus the loop
+// overhead (divided by the unroll factor, plus instruction-fetch stalls when the unrolled
+// kernel exceeds instruction memory, plus a hand-off when double buffering). A step's
+// DMA moves its padded windows at HBM bandwidth plus a cost per separate burst. Without
+// double buffering, DMA latency, transfer and compute serialize; with D buffers the
+// steady state per step is max(compute, transfer, (latency + transfer) / (D-1)), after
+// an exposed first fetch and before an exposed last write-back. Groups of a grouped
+// (depthwise) convolution too thin for the MXU run on the vector unit when that is
+// faster. Program time is the sum of kernel times, each with a launch overhead.
+func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
+	if err := flags.Validate(); err != nil {
+		return KernelTime{}, fmt.Errorf("%w: %v", cost.ErrTileInvalid, err)
+	}
+	p, err := info.CheckTile(tile, flags, c.Target)
+	if err != nil {
+		return KernelTime{}, err
+	}
+	return simulatePlan(info, tile, p, flags, c), nil
+}
+
+func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost.Flags, c Chip) KernelTime {
+	cyc := 1e9 / c.ClockHz     // ns per cycle
+	bw := c.HBMBandwidth / 1e9 // bytes per ns
+
+	// Compute per step.
+	var step unitTimes
+	if p.WeightBlocks > 0 {
+		perBlock := p.MXUPasses / p.WeightBlocks * 8
+		mxu := (p.WeightBlocks*math.Max(perBlock, c.WeightLoadCycles)/float64(c.MXUs) + c.MXUFillCycles) * cyc
+		if info.Kind == cost.KindGEMM && info.Groups > 1 {
+			// Thin groups on the vector unit: one multiply-add per lane per slot per cycle.
+			macs := float64(tile[0]) * float64(min(tile[1], info.N)) * float64(min(tile[2], info.K))
+			vpuConv := macs / (float64(c.Lanes*c.Sublanes) * c.VALUSlots) * cyc
+			mxu = math.Min(mxu, vpuConv)
+		}
+		step.mxu = mxu
+	}
+	step.vpu = p.VectorOps / c.VALUSlots * cyc
+	step.eup = p.Transcendental * c.EUPCyclesPerVreg * cyc
+	step.xlu = p.XLUOps * c.XLUCyclesPerVreg * cyc
+	u := float64(max(flags.Unroll, 1))
+	// Unrolling removes the loop's share of the step overhead (a quarter of it); DMA
+	// descriptors and semaphores remain.
+	overhead := c.StepOverheadCycles * (0.75 + 0.25/u)
+	if extra := float64(info.NumOps)*u - float64(c.IMemOps); extra > 0 {
+		overhead += extra * c.IFetchCycles
+	}
+	if flags.DoubleBuffer {
+		overhead += c.SyncCycles
+	}
+	step.overhead = overhead * cyc
+
+	epi := unitTimes{
+		vpu: p.EpiVectorOps / c.VALUSlots * cyc,
+		eup: p.EpiTranscendental * c.EUPCyclesPerVreg * cyc,
+		xlu: p.EpiXLUOps * c.XLUCyclesPerVreg * cyc,
+	}
+	cStep := step.max()
+	cEpi := epi.max()
+
+	// DMA per step and per block.
+	dIn := p.InBytesPerStep/bw + p.InBurstsPerStep*c.BurstNs
+	dEpiIn := p.EpiBytesPerBlock / bw
+	dOut := p.OutBytesPerBlock/bw + p.OutBurstsPerBlock*c.BurstNs
+	inner := float64(max(p.InnerSteps, 1))
+	S := float64(p.Steps)
+	B := float64(p.Blocks)
+	L := c.DMALatencyNs
+	resident := 0.0
+	if p.ResidentBytes > 0 {
+		resident = L + p.ResidentBytes/bw
+	}
+
+	var body float64
+	if !flags.DoubleBuffer {
+		body = S*(L+dIn+cStep) + B*(cEpi+L+dEpiIn+dOut)
+	} else {
+		d := float64(max(flags.PipelineDepth, 2))
+		cAvg := cStep + cEpi/inner
+		dAvg := dIn + (dEpiIn+dOut)/inner
+		steady := math.Max(math.Max(cAvg, dAvg), (L+dAvg)/(d-1))
+		body = (L + dIn) + (S-1)*steady + cAvg + L + dOut
+		if S == 1 {
+			body = L + dIn + dEpiIn + cStep + cEpi + L + dOut
+		}
+	}
+	total := resident + body + c.LaunchNs
+
+	kt := KernelTime{
+		Ns: total, Steps: p.Steps,
+		ComputeNs: S*cStep + B*cEpi,
+		DMANs:     S*dIn + B*(dEpiIn+dOut) + resident,
+		VMEMBytes: p.Footprint(flags),
+		HBMBytes:  p.PaddedBytes,
+	}
+	// The bound: the largest of launch, exposed latency, DMA and the busiest unit.
+	units := unitTimes{
+		mxu: S * step.mxu, vpu: S*step.vpu + B*epi.vpu, eup: S*step.eup + B*epi.eup, xlu: S*step.xlu + B*epi.xlu,
+	}
+	busiest := math.Max(math.Max(units.mxu, units.vpu), math.Max(units.eup, units.xlu))
+	latency := total - c.LaunchNs - math.Max(busiest, kt.DMANs)
+	switch {
+	case c.LaunchNs >= math.Max(busiest, math.Max(kt.DMANs, latency)):
+		kt.Bound = BoundOverhead
+	case latency > math.Max(busiest, kt.DMANs):
+		kt.Bound = BoundLatency
+	case kt.DMANs >= busiest:
+		kt.Bound = BoundHBM
+	default:
+		kt.Bound = units.bound()
+	}
+	return kt
+}
+
+// Simulator times compiled programs on one chip, optionally with measurement noise.
+type Simulator struct {
+	chip Chip
+	opts Options
+}
+
+// Options configure measurements.
+type Options struct {
+	// NoiseSigma is the standard deviation of the multiplicative measurement noise: a run
+	// takes true * (1 + |N(0, sigma)|). 0 (the default) turns noise off.
+	NoiseSigma float64
+	// Runs is how many runs a measurement takes; it reports the minimum. Default 3.
+	Runs int
+	// Seed seeds the noise.
+	Seed int64
+}
+
+// New returns a simulator for chip c.
+func New(c Chip, opts Options) (*Simulator, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.NoiseSigma < 0 {
+		return nil, fmt.Errorf("noise sigma must be >= 0, got %g", opts.NoiseSigma)
+	}
+	if opts.Runs <= 0 {
+		opts.Runs = 3
+	}
+	return &Simulator{chip: c, opts: opts}, nil
+}
+
+// Chip returns the simulated chip.
+func (s *Simulator) Chip() Chip { return s.chip }
+
+// Options returns the measurement options.
+func (s *Simulator) Options() Options { return s.opts }
+
+// Kernel times a compiled kernel (noiseless ground truth).
+func (s *Simulator) Kernel(k *compiler.Kernel) (KernelTime, error) {
+	kt, err := SimulateKernel(k.Info, k.Tile, k.Flags, s.chip)
+	if err != nil {
+		return kt, fmt.Errorf("kernel %s: %w", k.Name, err)
+	}
+	return kt, nil
+}
+
+// ProgramTime is the simulated time of a program.
+type ProgramTime struct {
+	TotalNs float64      `json:"total_ns"`
+	Kernels []KernelTime `json:"-"`
+}
+
+// Program times every kernel of p and sums them.
+func (s *Simulator) Program(p *compiler.Program) (ProgramTime, error) {
+	pt := ProgramTime{Kernels: make([]KernelTime, len(p.Kernels))}
+	for i, k := range p.Kernels {
+		kt, err := s.Kernel(k)
+		if err != nil {
+			return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		pt.Kernels[i] = kt
+		pt.TotalNs += kt.Ns
+	}
+	return pt, nil
+}
+
+// Analytical is the XLA-style analytical estimate of a kernel (the baseline model).
+func Analytical(k *compiler.Kernel, c Chip) float64 {
+	ns, err := k.Info.Analytical(k.Tile, c.Target)
+	if err != nil {
+		return math.NaN()
+	}
+	return ns
+}
