@@ -1,0 +1,85 @@
+// Package dataset stores training data for learned cost models as Arrow files: one row
+// per kernel (its graph tensors and its measured configurations), plus the occurrences of
+// kernels in programs, with provenance metadata. It writes shards atomically and
+// resumably, reads them back as a stream with bounded memory, merges shards, and splits
+// rows into train and test sets at random or by held-out program. The generation driver
+// (Generate) compiles zoo models under random configurations and times them on tpusim.
+package dataset
+
+import (
+	"github.com/tpucost/tpucost/features"
+)
+
+// SchemaVersion is the version of the dataset's Arrow schema.
+const SchemaVersion = 1
+
+// Task is what a dataset's configurations vary.
+type Task string
+
+// The tasks. Tile and flags datasets are relative (many configs of one kernel, compared
+// with each other); fusion and layout datasets are absolute (kernels of randomly fused or
+// laid-out programs, one runtime each).
+const (
+	TaskTile   Task = "tile"
+	TaskFlags  Task = "flags"
+	TaskFusion Task = "fusion"
+	TaskLayout Task = "layout"
+)
+
+// Tasks lists every task.
+func Tasks() []Task { return []Task{TaskTile, TaskFlags, TaskFusion, TaskLayout} }
+
+// Relative reports whether the task compares configs of one kernel (tile, flags).
+func (t Task) Relative() bool { return t == TaskTile || t == TaskFlags }
+
+// Row is one kernel with its measured configurations. Kernels with the same key are one
+// row: the one from the smallest work unit.
+type Row struct {
+	Program    string // the program (zoo model) of the work unit that produced the row
+	Unit       int64  // that work unit's global index
+	Task       Task
+	KernelKey  string // structural hash of the fused computation
+	KernelName string // the kernel's name in that program
+	Kind       string // fusion kind: kLoop, kInput, kOutput
+	Graph      features.Graph
+	// Configs are canonical config strings ("tile=8x128x512;flags=db2/u1"), with one
+	// feature vector (features.ConfigWidth), one runtime and one analytical estimate
+	// each, in the same order.
+	Configs      []string
+	ConfigFeats  [][]float32
+	RuntimesNs   []float64 // simulated (measured, with noise if enabled)
+	AnalyticalNs []float64 // the analytical model
+}
+
+// Samples is the number of measured configurations of the row.
+func (r *Row) Samples() int { return len(r.RuntimesNs) }
+
+// Occurrence records that a work unit's program contains a kernel Count times. Together
+// with the rows it gives every program's complete kernel list (rows are deduplicated by
+// key), which per-program metrics and held-out-program splits need.
+type Occurrence struct {
+	Unit      int64
+	Program   string
+	Variant   int32 // the unit's config variant of the program (0: default config)
+	KernelKey string
+	Count     int32
+}
+
+// Provenance is recorded in every file's schema metadata.
+type Provenance struct {
+	SchemaVersion    int              `json:"schema_version"`
+	FeatureSchema    features.Schema  `json:"feature_schema"`
+	SimulatorVersion string           `json:"simulator_version"`
+	Chip             string           `json:"chip"`
+	VMEMBytes        int64            `json:"vmem_bytes"`
+	NoiseSigma       float64          `json:"noise_sigma"`
+	NoiseRuns        int              `json:"noise_runs"`
+	Seed             int64            `json:"seed"`
+	Task             Task             `json:"task"`
+	ConfigsPerKernel int              `json:"configs_per_kernel"`
+	Models           []string         `json:"models"`
+	ShardIndex       int              `json:"shard_index"`
+	ShardCount       int              `json:"shard_count"`
+	ToolVersion      string           `json:"tool_version"`
+	GeneratorVersion string           `json:"generator_version"`
+}

@@ -1,0 +1,124 @@
+package features
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/zoo"
+)
+
+var v4 = cost.Target{Name: "v4", ClockHz: 1.049e9, MXUs: 4, MXUDim: 128, Lanes: 128, Sublanes: 8,
+	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000}
+
+func TestWidths(t *testing.T) {
+	s := CurrentSchema()
+	if len(s.Node) != NodeWidth || len(s.Kernel) != KernelWidth || len(s.Config) != ConfigWidth {
+		t.Fatalf("widths: node %d/%d kernel %d/%d config %d/%d", len(s.Node), NodeWidth, len(s.Kernel), KernelWidth, len(s.Config), ConfigWidth)
+	}
+	for _, names := range [][]string{s.Node, s.Kernel, s.Config} {
+		seen := map[string]bool{}
+		for _, n := range names {
+			if seen[n] {
+				t.Errorf("feature name %q twice", n)
+			}
+			seen[n] = true
+		}
+	}
+}
+
+func TestVocabularyIsStable(t *testing.T) {
+	// Ids are persisted in datasets: these must never change (append new opcodes only).
+	for name, id := range map[string]int32{"<unk>": 0, "parameter": 1, "add": 19, "dot": 50, "convolution": 51, "after-all": 78} {
+		if got := slices.Index(Vocabulary(), name); got != int(id) {
+			t.Errorf("vocabulary id of %s = %d, want %d", name, got, id)
+		}
+	}
+	for _, op := range hlo.AllOpcodes() {
+		if OpcodeID(op) == 0 {
+			t.Errorf("opcode %s is not in the vocabulary", op)
+		}
+	}
+}
+
+func compile(t *testing.T, name string) *compiler.Program {
+	t.Helper()
+	m, err := zoo.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compiler.Compile(m, nil, compiler.Options{Target: v4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestKernelGraphs(t *testing.T) {
+	for _, name := range []string{"resnet50_b32", "bert_base_s128_b8", "dlrm_small_b256", "lstm_small_b16_s16"} {
+		if _, err := zoo.Lookup(name); err != nil {
+			continue // the zoo's names may change; the graph checks need any models
+		}
+		p := compile(t, name)
+		for _, k := range p.Kernels {
+			g := OfKernel(k, v4)
+			if err := g.Validate(); err != nil {
+				t.Fatalf("%s/%s: %v", name, k.Name, err)
+			}
+			if g.Nodes() != len(k.Comp.Instructions) {
+				t.Errorf("%s: %d nodes for %d instructions", k.Name, g.Nodes(), len(k.Comp.Instructions))
+			}
+			for _, v := range append(append([]float32{}, g.NodeFeats...), g.KernelFeats...) {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("%s: non-finite feature", k.Name)
+				}
+			}
+			// Same kernel, same tensors.
+			g2 := OfKernel(k, v4)
+			if !slices.Equal(g.NodeFeats, g2.NodeFeats) || !slices.Equal(g.EdgeSrc, g2.EdgeSrc) {
+				t.Fatalf("%s: features are not deterministic", k.Name)
+			}
+		}
+	}
+}
+
+func TestConfigFeaturesDistinguishConfigs(t *testing.T) {
+	p := compile(t, "resnet50_b32")
+	for _, tc := range p.Space.Tile[:5] {
+		k := p.KernelByName(tc.Kernels[0])
+		seen := map[string]bool{}
+		for _, tile := range tc.Options {
+			for _, f := range compiler.FlagOptions(k.Info, tile, v4) {
+				v, err := Config(k.Info, tile, f, v4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range v {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+						t.Fatalf("%s %s %s: non-finite config feature", k.Name, tile, f)
+					}
+				}
+				key := string(float32Bytes(v))
+				if seen[key] {
+					t.Errorf("%s: configs %s %s share a feature vector", k.Name, tile, f)
+				}
+				seen[key] = true
+			}
+		}
+	}
+	if _, err := Config(p.Kernels[0].Info, cost.Tile{3}, cost.DefaultFlags(), v4); err == nil {
+		t.Error("invalid tile accepted")
+	}
+}
+
+func float32Bytes(v []float32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		u := math.Float32bits(x)
+		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+	}
+	return b
+}

@@ -1,0 +1,78 @@
+// Package features turns compiled kernels into the tensors a learned cost model reads: a
+// graph per kernel (node opcodes, node features, operand→user edges), kernel features, and
+// one feature vector per configuration (tile and flags). Every width and name is described
+// here, in one place, and versioned: SchemaVersion changes whenever a feature is added,
+// removed or redefined, and datasets and checkpoints record it.
+package features
+
+import (
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// SchemaVersion is the version of the feature schema.
+const SchemaVersion = 1
+
+// MaxRank is the rank shapes are padded to in node features.
+const MaxRank = 6
+
+// vocabulary is the opcode vocabulary of schema version 1, in a frozen order. Id 0 is
+// "<unk>" for opcodes this version does not know. New opcodes are appended at the end
+// (never inserted), so ids never shift.
+var vocabulary = [...]string{
+	"<unk>",
+	"parameter", "constant", "iota", "abs", "negate", "sign", "not", "floor", "ceil", "round-nearest-afz",
+	"round-nearest-even", "convert", "bitcast-convert", "copy", "is-finite", "popcnt", "real", "imag", "add",
+	"subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor", "shift-left",
+	"shift-right-arithmetic", "shift-right-logical", "compare", "select", "clamp", "exponential",
+	"exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine",
+	"cosine", "tan", "erf", "power", "atan2", "dot", "convolution", "reduce", "reduce-window",
+	"select-and-scatter", "broadcast", "reshape", "transpose", "bitcast", "slice", "concatenate", "pad",
+	"reverse", "gather", "scatter", "dynamic-slice", "dynamic-update-slice", "tuple", "get-tuple-element",
+	"fusion", "call", "while", "conditional", "sort", "custom-call", "rng", "rng-bit-generator", "all-reduce",
+	"after-all",
+}
+
+// Vocabulary returns the opcode names by id (a copy).
+func Vocabulary() []string { return append([]string(nil), vocabulary[:]...) }
+
+// OpcodeID returns the vocabulary id of op (0 if unknown).
+func OpcodeID(op hlo.Opcode) int32 {
+	name := op.String()
+	for i, n := range vocabulary {
+		if n == name {
+			return int32(i)
+		}
+	}
+	return 0
+}
+
+// opcodeIDs maps every opcode to its id once per call site that needs many lookups.
+func opcodeIDs() map[hlo.Opcode]int32 {
+	m := make(map[hlo.Opcode]int32, len(vocabulary))
+	for _, op := range hlo.AllOpcodes() {
+		m[op] = OpcodeID(op)
+	}
+	return m
+}
+
+// Schema describes the feature vectors: their names, in order (the widths are the
+// lengths).
+type Schema struct {
+	Version int      `json:"version"`
+	Vocab   []string `json:"vocab"`
+	Node    []string `json:"node"`
+	Kernel  []string `json:"kernel"`
+	Config  []string `json:"config"`
+}
+
+// CurrentSchema returns the schema this package produces.
+func CurrentSchema() Schema {
+	return Schema{Version: SchemaVersion, Vocab: Vocabulary(), Node: nodeNames(), Kernel: kernelNames(), Config: configNames()}
+}
+
+// Widths of the feature vectors (TestWidths checks them against the name lists).
+const (
+	NodeWidth   = 74
+	KernelWidth = 34
+	ConfigWidth = 31
+)
