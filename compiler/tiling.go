@@ -123,7 +123,8 @@ func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Fl
 
 // runFlags is the flags pass: each kernel takes code-generation flags valid with its tile:
 // the config's entry for its key, else the store's, else the default (double buffering,
-// two buffers, no unrolling) or, when that does not fit, the first valid combination.
+// two buffers, no unrolling; a single buffer for single-step kernels) or, when that does
+// not fit, the first valid combination.
 // They are recorded on the fusion instruction as codegen_flags="...".
 func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	changed := false
@@ -141,7 +142,16 @@ func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 			if len(opts) == 0 {
 				return nil, false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, pc.eff.Tile[key])
 			}
-			def := max(slices.Index(opts, cost.DefaultFlags()), 0)
+			// Double buffering, unless the kernel has a single step: then there is
+			// nothing to overlap and the compiler uses one buffer.
+			want := cost.DefaultFlags()
+			if plan, err := kc.info.PlanTile(pc.eff.Tile[key], t); err == nil && plan.Steps == 1 {
+				want = cost.Flags{Unroll: 1, PipelineDepth: 1}
+			}
+			def := slices.Index(opts, want)
+			if def < 0 {
+				def = max(slices.Index(opts, cost.DefaultFlags()), 0)
+			}
 			choice := def
 			if want, ok := pc.cfg.Flags[key]; ok {
 				pc.usedFlags[key] = true

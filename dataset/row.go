@@ -67,19 +67,19 @@ type Occurrence struct {
 
 // Provenance is recorded in every file's schema metadata.
 type Provenance struct {
-	SchemaVersion    int              `json:"schema_version"`
-	FeatureSchema    features.Schema  `json:"feature_schema"`
-	SimulatorVersion string           `json:"simulator_version"`
-	Chip             string           `json:"chip"`
-	VMEMBytes        int64            `json:"vmem_bytes"`
-	NoiseSigma       float64          `json:"noise_sigma"`
-	NoiseRuns        int              `json:"noise_runs"`
-	Seed             int64            `json:"seed"`
-	Task             Task             `json:"task"`
-	ConfigsPerKernel int              `json:"configs_per_kernel"`
-	Models           []string         `json:"models"`
-	ShardIndex       int              `json:"shard_index"`
-	ShardCount       int              `json:"shard_count"`
-	ToolVersion      string           `json:"tool_version"`
-	GeneratorVersion string           `json:"generator_version"`
+	SchemaVersion    int             `json:"schema_version"`
+	FeatureSchema    features.Schema `json:"feature_schema"`
+	SimulatorVersion string          `json:"simulator_version"`
+	Chip             string          `json:"chip"`
+	VMEMBytes        int64           `json:"vmem_bytes"`
+	NoiseSigma       float64         `json:"noise_sigma"`
+	NoiseRuns        int             `json:"noise_runs"`
+	Seed             int64           `json:"seed"`
+	Task             Task            `json:"task"`
+	ConfigsPerKernel int             `json:"configs_per_kernel"`
+	Models           []string        `json:"models"`
+	ShardIndex       int             `json:"shard_index"`
+	ShardCount       int             `json:"shard_count"`
+	ToolVersion      string          `json:"tool_version"`
+	GeneratorVersion string          `json:"generator_version"`
 }

@@ -36,6 +36,7 @@ type Chip struct {
 	WeightLoadCycles   float64 // loading one [128,128] weight block into an MXU
 	IMemOps            int     // unrolled ops that fit instruction memory; beyond, fetch stalls
 	IFetchCycles       float64 // stall cycles per op beyond IMemOps, per step
+	CodeLoadNsPerOp    float64 // loading one (unrolled) op's code at launch
 }
 
 // presets builds the presets from public per-chip figures: bf16 peak, HBM bandwidth and
@@ -54,7 +55,7 @@ func presets() map[string]Chip {
 			CoresPerChip: cores, HBMBytes: hbmGiB << 30,
 			DMALatencyNs: 500, BurstNs: 4, StepOverheadCycles: 96, SyncCycles: 24,
 			VALUSlots: 2, EUPCyclesPerVreg: 4, XLUCyclesPerVreg: 2,
-			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2,
+			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2, CodeLoadNsPerOp: 8,
 		}
 	}
 	return map[string]Chip{

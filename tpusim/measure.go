@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 )
 
 // The modelled cost of measuring on real hardware, in seconds: compiling a whole program
@@ -82,11 +83,22 @@ func (s *Simulator) Measure(p *compiler.Program, salt uint64) (Measurement, erro
 // MeasureKernel times one kernel on its own (kernel-level autotuning), with the modelled
 // cost of compiling and running it.
 func (s *Simulator) MeasureKernel(k *compiler.Kernel, salt uint64) (Measurement, error) {
-	kt, err := s.Kernel(k)
+	m, err := s.MeasureConfig(k.Info, k.Key, k.Tile, k.Flags, salt)
+	if err != nil {
+		return m, fmt.Errorf("kernel %s: %w", k.Name, err)
+	}
+	return m, nil
+}
+
+// MeasureConfig times the kernel described by info (whose structural key is key) with a
+// given tile and flags, as MeasureKernel does. The noise depends on the key, the config
+// and the salt only, so the same config measures the same wherever it is met.
+func (s *Simulator) MeasureConfig(info *cost.KernelInfo, key string, tile cost.Tile, flags cost.Flags, salt uint64) (Measurement, error) {
+	kt, err := SimulateKernel(info, tile, flags, s.chip)
 	if err != nil {
 		return Measurement{}, err
 	}
-	ns := s.noisy(kt.Ns, identity(k.Key, k.Tile.String(), k.Flags.String()), salt)
+	ns := s.noisy(kt.Ns, identity(key, tile.String(), flags.String()), salt)
 	runs := s.opts.Runs
 	c := KernelCompileS + float64(runs)*(kt.Ns*1e-9+KernelRunOverS)
 	return Measurement{Ns: ns, TrueNs: kt.Ns, CostS: c, Runs: runs}, nil

@@ -65,8 +65,9 @@ func (u unitTimes) bound() Bound {
 // kernel exceeds instruction memory, plus a hand-off when double buffering). A step's
 // DMA moves its padded windows at HBM bandwidth plus a cost per separate burst. Without
 // double buffering, DMA latency, transfer and compute serialize; with D buffers the
-// steady state per step is max(compute, transfer, (latency + transfer) / (D-1)), after
-// an exposed first fetch and before an exposed last write-back. Groups of a grouped
+// steady state per step is max(compute, transfer, (compute + latency + transfer) / D),
+// after an exposed first fetch and before an exposed last write-back. Unrolled code takes
+// longer to load at launch. Groups of a grouped
 // (depthwise) convolution too thin for the MXU run on the vector unit when that is
 // faster. Program time is the sum of kernel times, each with a launch overhead.
 func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
@@ -137,16 +138,20 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 	if !flags.DoubleBuffer {
 		body = S*(L+dIn+cStep) + B*(cEpi+L+dEpiIn+dOut)
 	} else {
+		// With D buffers, the fetch for step j+D is issued when step j's compute frees its
+		// buffer and must land by the time step j+D starts: D periods must cover compute,
+		// latency and transfer. The DMA engine and the units bound the period too.
 		d := float64(max(flags.PipelineDepth, 2))
 		cAvg := cStep + cEpi/inner
 		dAvg := dIn + (dEpiIn+dOut)/inner
-		steady := math.Max(math.Max(cAvg, dAvg), (L+dAvg)/(d-1))
+		steady := math.Max(math.Max(cAvg, dAvg), (cAvg+L+dAvg)/d)
 		body = (L + dIn) + (S-1)*steady + cAvg + L + dOut
 		if S == 1 {
 			body = L + dIn + dEpiIn + cStep + cEpi + L + dOut
 		}
 	}
-	total := resident + body + c.LaunchNs
+	// Loading the kernel's (unrolled) code is part of its launch.
+	total := resident + body + c.LaunchNs + float64(info.NumOps)*u*c.CodeLoadNsPerOp
 
 	kt := KernelTime{
 		Ns: total, Steps: p.Steps,

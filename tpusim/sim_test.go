@@ -239,12 +239,13 @@ func TestAnalyticalBlindWhereDesigned(t *testing.T) {
 	c := preset(t, "v4")
 	p := compileDefault(t, matmulModule(t, hlo.BF16, 1024, 1024, 1024), c, nil)
 	k := p.Kernels[0]
-	a1, _ := k.Info.Analytical(k.Tile, c.Target)
-	s1, err := SimulateKernel(k.Info, k.Tile, k.Flags, c)
+	tile := cost.Tile{256, 256, 256} // 64 steps: something to pipeline
+	a1, _ := k.Info.Analytical(tile, c.Target)
+	s1, err := SimulateKernel(k.Info, tile, cost.DefaultFlags(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := SimulateKernel(k.Info, k.Tile, cost.Flags{Unroll: 1, PipelineDepth: 1}, c)
+	s2, err := SimulateKernel(k.Info, tile, cost.Flags{Unroll: 1, PipelineDepth: 1}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
