@@ -440,3 +440,15 @@ func TestDumpAfter(t *testing.T) {
 		t.Error("unknown pass name accepted")
 	}
 }
+
+func TestDefaultFlagsForMatchesTheFlagsPass(t *testing.T) {
+	p, err := Compile(mlpBlock(t, "mlp", 64, 300, 1000), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if f := DefaultFlagsFor(k.Info, k.Tile, testTarget); f != k.Flags {
+			t.Errorf("kernel %s: DefaultFlagsFor %s, flags pass %s", k.Name, f, k.Flags)
+		}
+	}
+}

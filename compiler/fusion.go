@@ -60,6 +60,16 @@ func isExpensive(in *hlo.Instruction) bool {
 	return in.Opcode.Category() == hlo.CatTranscendental || isHero(in)
 }
 
+// cheapToDuplicate ops are recomputed in every consumer rather than materialized: they
+// read at most as much as they write and pull in no expensive work.
+func cheapToDuplicate(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpBroadcast, hlo.OpIota, hlo.OpBitcast, hlo.OpReshape, hlo.OpConvert, hlo.OpConstant:
+		return true
+	}
+	return false
+}
+
 // cheapPrologue ops may be fused into the operand side of a dot or convolution.
 func cheapPrologue(in *hlo.Instruction) bool {
 	switch in.Opcode {
@@ -108,8 +118,9 @@ func fusionLegal(p, x *hlo.Instruction, g *group, dup bool) bool {
 // defaultFuse is the XLA-like instruction fusion heuristic for edge p -> x in kernel g:
 // output fusion of elementwise consumers into dots and convolutions; no fusion of
 // reductions as producers; only converts, broadcasts and bitcasts on the operand side of
-// a dot or convolution; no duplication of expensive ops into several consumers; cheap
-// elementwise and data-movement producers always; kernels capped at DefaultFusionSize.
+// a dot or convolution; a producer read by several kernels is materialized unless it is
+// cheap to duplicate (broadcast, iota, bitcast, reshape, convert); other elementwise and
+// data-movement producers always; kernels capped at DefaultFusionSize.
 func defaultFuse(p, x *hlo.Instruction, g *group, dup bool) bool {
 	switch {
 	case p.Opcode == hlo.OpDot || p.Opcode == hlo.OpConvolution:
@@ -118,7 +129,10 @@ func defaultFuse(p, x *hlo.Instruction, g *group, dup bool) bool {
 		return false
 	case g.hero != nil && (g.hero.Opcode == hlo.OpDot || g.hero.Opcode == hlo.OpConvolution) && (x == g.hero || g.prologue[x]):
 		return p.Opcode == hlo.OpConvert || p.Opcode == hlo.OpBroadcast || p.Opcode == hlo.OpBitcast
-	case dup && isExpensive(p):
+	case dup && !cheapToDuplicate(p):
+		// A producer that several kernels read is materialized once: duplicating it
+		// would also pull its whole input cone into each of them (along a residual
+		// stream that snowballs).
 		return false
 	case len(g.members) >= DefaultFusionSize:
 		return false
@@ -148,6 +162,7 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	own := make([]*group, len(e.Instructions))
 	material[e.Root.ID] = true
 	seenEdge := map[string]bool{}
+	diamond := localDiamonds(e, users)
 
 	for i := len(e.Instructions) - 1; i >= 0; i-- {
 		x := e.Instructions[i]
@@ -199,12 +214,16 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 					continue
 				}
 				n := nUsers(p)
+				// dup: fusing copies p (several users, or x in several kernels). For
+				// the default heuristic, users that rejoin within a short elementwise
+				// diamond (GELU, softmax arithmetic) will share one kernel: no copy.
 				dup := n > 1 || len(contexts) > 1
+				defDup := (n > 1 && !diamond[p.ID]) || len(contexts) > 1
 				fuse := false
 				if fusionConfigurable(p, n) {
 					name := EdgeName(p, x)
 					key := EdgeKey(p, x, j)
-					def := defaultFuse(p, x, g, dup)
+					def := defaultFuse(p, x, g, defDup)
 					fuse = def
 					if v, ok := pc.cfg.Fusion[name]; ok {
 						pc.usedFusion[name] = true
@@ -349,4 +368,67 @@ func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.
 		Operands: operands, Calls: fc, FusionKind: kind, Shape: g.root.Shape.Clone()}
 	pc.rootOf[fi] = g.root.Name
 	return fi, fc
+}
+
+// maxDiamond bounds the region of a local diamond.
+const maxDiamond = 32
+
+// localDiamonds marks the instructions of c (by ID) whose several users all rejoin at
+// their immediate post-dominator through at most maxDiamond elementwise or cheap data
+// movement instructions: such a producer and its users can share one kernel, so fusing
+// it duplicates nothing. (A residual stream's add is no diamond: its paths to the next
+// add cross matrix multiplies.)
+func localDiamonds(c *hlo.Computation, users [][]*hlo.Instruction) []bool {
+	n := len(c.Instructions)
+	// Immediate post-dominators on the DAG (Cooper, Harvey and Kennedy's intersection
+	// walk over a topological order; n is the virtual exit every sink reaches).
+	ipdom := make([]int, n)
+	intersect := func(a, b int) int {
+		for a != b {
+			for a < b {
+				a = ipdom[a]
+			}
+			for b < a {
+				b = ipdom[b]
+			}
+		}
+		return a
+	}
+	for i := n - 1; i >= 0; i-- {
+		us := users[i]
+		if len(us) == 0 || c.Instructions[i] == c.Root {
+			ipdom[i] = n
+			continue
+		}
+		d := us[0].ID
+		for _, u := range us[1:] {
+			d = intersect(d, u.ID)
+		}
+		ipdom[i] = d
+	}
+	out := make([]bool, n)
+	for i, x := range c.Instructions {
+		if len(users[i]) < 2 || ipdom[i] == n || !x.Opcode.IsElementwise() && !cheapToDuplicate(x) {
+			continue
+		}
+		d := ipdom[i]
+		seen := map[int]bool{}
+		stack := append([]*hlo.Instruction(nil), users[i]...)
+		ok := true
+		for len(stack) > 0 && ok {
+			y := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if y.ID == d || seen[y.ID] {
+				continue
+			}
+			seen[y.ID] = true
+			if len(seen) > maxDiamond || !(y.Opcode.IsElementwise() || cheapToDuplicate(y)) {
+				ok = false
+				break
+			}
+			stack = append(stack, users[y.ID]...)
+		}
+		out[i] = ok
+	}
+	return out
 }

@@ -176,7 +176,7 @@ func (pc *passContext) chooseLayout(name, key string, opts [][]int, def int) (in
 			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want, opts)
 		}
 		choice = idx
-	} else if want, ok := pc.opts.Store.Layout(key); ok && pc.opts.Store != nil {
+	} else if want, ok := pc.opts.Store.Layout(key); ok {
 		for i, o := range opts {
 			if slices.Equal(o, want) {
 				choice = i

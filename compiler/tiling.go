@@ -109,6 +109,24 @@ func runTiling(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	return m, changed, nil
 }
 
+// DefaultFlagsFor is the compiler's default flags for a kernel with a given tile: double
+// buffering with two buffers and no unrolling, except for a single-step kernel (nothing to
+// overlap: one buffer), and the first valid combination when the default does not fit.
+func DefaultFlagsFor(info *cost.KernelInfo, tile cost.Tile, t cost.Target) cost.Flags {
+	want := cost.DefaultFlags()
+	if plan, err := info.PlanTile(tile, t); err == nil && plan.Steps == 1 {
+		want = cost.Flags{Unroll: 1, PipelineDepth: 1}
+	}
+	opts := FlagOptions(info, tile, t)
+	if slices.Contains(opts, want) || len(opts) == 0 {
+		return want
+	}
+	if slices.Contains(opts, cost.DefaultFlags()) {
+		return cost.DefaultFlags()
+	}
+	return opts[0]
+}
+
 // FlagOptions lists the flag combinations valid for a kernel with a given tile (those
 // whose buffers fit in VMEM), default first when valid.
 func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Flags {
@@ -142,16 +160,7 @@ func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 			if len(opts) == 0 {
 				return nil, false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, pc.eff.Tile[key])
 			}
-			// Double buffering, unless the kernel has a single step: then there is
-			// nothing to overlap and the compiler uses one buffer.
-			want := cost.DefaultFlags()
-			if plan, err := kc.info.PlanTile(pc.eff.Tile[key], t); err == nil && plan.Steps == 1 {
-				want = cost.Flags{Unroll: 1, PipelineDepth: 1}
-			}
-			def := slices.Index(opts, want)
-			if def < 0 {
-				def = max(slices.Index(opts, cost.DefaultFlags()), 0)
-			}
+			def := max(slices.Index(opts, DefaultFlagsFor(kc.info, pc.eff.Tile[key], t)), 0)
 			choice := def
 			if want, ok := pc.cfg.Flags[key]; ok {
 				pc.usedFlags[key] = true

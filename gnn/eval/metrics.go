@@ -47,22 +47,17 @@ func (k Kernel) minTrue() float64 {
 }
 
 // chosenTrue is the true runtime of the model's best config ĉ: the config with the lowest
-// prediction. When several configs tie for the lowest prediction, the model cannot tell
-// them apart, so this is the mean true runtime of the tied configs (the expected result of
-// breaking the tie at random).
+// prediction, ties broken by config order (the first listed wins). Datasets list the
+// compiler's own choice first, so a model that cannot tell configs apart (like the
+// analytical roofline on many tiles) gets the compiler's tie-break.
 func (k Kernel) chosenTrue() float64 {
-	best := math.Inf(1)
-	for _, p := range k.Pred {
-		best = math.Min(best, p)
-	}
-	sum, n := 0.0, 0
+	best := 0
 	for i, p := range k.Pred {
-		if p == best {
-			sum += k.True[i]
-			n++
+		if p < k.Pred[best] {
+			best = i
 		}
 	}
-	return sum / float64(n)
+	return k.True[best]
 }
 
 // ProgramAPE is the tile-size APE of one program: 100 · |Σ_k c_k·t(k, ĉ_k) − Σ_k c_k·min_c

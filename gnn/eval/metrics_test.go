@@ -26,8 +26,8 @@ func TestProgramAPE(t *testing.T) {
 		{"sum over kernels", []Kernel{{True: []float64{10, 20}, Pred: []float64{2, 1}}, {True: []float64{30, 40}, Pred: []float64{0, 5}}}, nil, 25, nil},
 		// The first kernel occurs 3 times: chosen 60+30 = 90 vs best 30+30 = 60: 50%.
 		{"counts weight kernels", []Kernel{{True: []float64{10, 20}, Pred: []float64{2, 1}}, {True: []float64{30, 40}, Pred: []float64{0, 5}}}, []float64{3, 1}, 50, nil},
-		// A tie between 10 and 30 counts as their mean, 20: |20-10|/10 = 100%.
-		{"ties are averaged", []Kernel{{True: []float64{10, 30, 50}, Pred: []float64{1, 1, 2}}}, nil, 100, nil},
+		// A tie between 30 and 10 goes to the first listed: |30-10|/10 = 200%.
+		{"ties go to the first config", []Kernel{{True: []float64{30, 10, 50}, Pred: []float64{1, 1, 2}}}, nil, 200, nil},
 		{"single config", []Kernel{{True: []float64{7}, Pred: []float64{3}}}, nil, 0, nil},
 		{"zero runtime rejected", []Kernel{{True: []float64{0, 1}, Pred: []float64{1, 2}}}, nil, 0, ErrNonPositive},
 	} {

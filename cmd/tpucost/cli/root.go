@@ -49,6 +49,8 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdZoo(ios, g),
 		NewCmdCompile(ios, g),
 		NewCmdSim(ios, g),
+		NewCmdGen(ios, g),
+		NewCmdTune(ios, g),
 	)
 	return root
 }

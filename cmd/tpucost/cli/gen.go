@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/progress"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// Version is the tool version recorded in datasets and reports.
+const Version = "0.1.0"
+
+// GenOptions are the options of `tpucost gen`.
+type GenOptions struct {
+	IO         IO
+	Globals    *Globals
+	Target     TargetFlags
+	Task       string
+	Models     string
+	All        bool
+	Out        string
+	Configs    int
+	Variants   int
+	Workers    int
+	Seed       int64
+	Format     string
+	Shard      string
+	NoiseSigma float64
+	NoiseRuns  int
+	PartRows   int
+}
+
+// NewCmdGen builds `tpucost gen`.
+func NewCmdGen(ios IO, g *Globals) *cobra.Command {
+	o := &GenOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "gen --task tile|flags|fusion|layout --models a,b|--all --out DIR",
+		Short: "Generate a dataset: random configs compiled, timed on tpusim, featurized, written as Arrow",
+		Long: "Gen compiles zoo models (or HLO files) under random configurations, times every kernel's configurations on the simulator, " +
+			"and writes one row per distinct kernel to Arrow IPC (zstd) or Parquet files in DIR. Work is split into units (model x variant); " +
+			"--shard i/n runs the units u with u mod n = i, so n machines can each run one shard into the same DIR (or separate DIRs) and the union " +
+			"equals one run. Parts are written atomically; running the same command again resumes after the last complete part.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGen(cmd.Context(), o) },
+	}
+	o.Target.bind(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.Task, "task", "tile", "what configurations vary: tile, flags, fusion, layout")
+	f.StringVar(&o.Models, "models", "", "comma-separated zoo models or HLO files")
+	f.BoolVar(&o.All, "all", false, "every zoo model")
+	f.StringVar(&o.Out, "out", "", "output directory")
+	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout)")
+	f.IntVar(&o.Variants, "variants", 1, "program variants per model for tile/flags (variant 0 = default compile, others perturb layout and fusion)")
+	f.IntVar(&o.Workers, "workers", 0, "parallel workers (default: all cores)")
+	f.Int64Var(&o.Seed, "seed", 1, "seed for config sampling, variants and noise")
+	f.StringVar(&o.Format, "format", "arrow", "arrow (IPC, zstd) or parquet (zstd)")
+	f.StringVar(&o.Shard, "shard", "0/1", "run shard i of n (i/n)")
+	f.Float64Var(&o.NoiseSigma, "noise", 0, "measurement noise sigma (0: off)")
+	f.IntVar(&o.NoiseRuns, "runs", 3, "runs per measurement (the minimum is kept) when noise is on")
+	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
+	return cmd
+}
+
+func parseShard(s string) (int, int, error) {
+	var i, n int
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n <= 0 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: expected i/n with 0 <= i < n", s)
+	}
+	return i, n, nil
+}
+
+func modelList(models string, all bool) ([]string, error) {
+	if all {
+		var names []string
+		for _, m := range zoo.All() {
+			names = append(names, m.Name)
+		}
+		return names, nil
+	}
+	if models == "" {
+		return nil, fmt.Errorf("give --models a,b or --all")
+	}
+	var names []string
+	for _, m := range strings.Split(models, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			names = append(names, m)
+		}
+	}
+	return names, nil
+}
+
+func runGen(ctx context.Context, o *GenOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	models, err := modelList(o.Models, o.All)
+	if err != nil {
+		return err
+	}
+	for _, m := range models {
+		if _, err := zoo.Resolve(m); err != nil {
+			return err
+		}
+	}
+	si, sn, err := parseShard(o.Shard)
+	if err != nil {
+		return err
+	}
+	var rep *progress.Reporter
+	opts := dataset.GenOptions{
+		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
+		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
+		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version,
+		Progress: func(p dataset.Progress) {
+			if rep == nil {
+				rep = progress.New(o.IO.Err, "gen "+o.Task, p.UnitsTotal)
+			}
+			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
+			rep.Update(p.UnitsDone, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
+		},
+	}
+	res, err := dataset.Generate(ctx, opts)
+	if rep != nil {
+		rep.Done()
+	}
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, res)
+	}
+	fmt.Fprintf(o.IO.Out, "%s: %d units (%d resumed), %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
+		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateRows, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
+	return nil
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tune"
+)
+
+// runTuneCmd runs `tpucost tune ARGS` on a root with the tune command registered (as
+// root.go will), returning stdout, stderr and the exit code like Main.
+func runTuneCmd(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	ios := IO{In: strings.NewReader(""), Out: &out, Err: &errb}
+	g := &Globals{}
+	root := &cobra.Command{Use: "tpucost", SilenceErrors: true, SilenceUsage: true}
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "")
+	root.AddCommand(NewCmdTune(ios, g))
+	root.SetArgs(append([]string{"tune"}, args...))
+	if err := root.Execute(); err != nil {
+		errb.WriteString("tpucost: " + oneLine(err) + "\n")
+		return out.String(), errb.String(), 1
+	}
+	return out.String(), errb.String(), 0
+}
+
+// TestTuneEndToEnd: tune a small zoo model, write the config, and reproduce tuned_ns with
+// `tpucost sim --config` (noise off).
+func TestTuneEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tuned.json")
+	store := filepath.Join(dir, "store.db")
+	out, errs, code := runTuneCmd("mlp_96x2_b1", "--budget", "60", "--noise", "0", "--seed", "3", "--out", cfg, "--store", store, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		DefaultNs    *float64 `json:"default_ns"`
+		TunedNs      *float64 `json:"tuned_ns"`
+		Speedup      *float64 `json:"speedup"`
+		Measurements *int     `json:"measurements"`
+		HardwareS    *float64 `json:"hardware_s"`
+		WallS        *float64 `json:"wall_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r.DefaultNs == nil || r.TunedNs == nil || r.Speedup == nil || r.Measurements == nil || r.HardwareS == nil || r.WallS == nil {
+		t.Fatalf("report lacks a field: %s", out)
+	}
+	if *r.Measurements != 60 || *r.TunedNs > *r.DefaultNs || *r.HardwareS <= 0 {
+		t.Errorf("measurements %d, tuned %.0f, default %.0f, hardware %.1f s", *r.Measurements, *r.TunedNs, *r.DefaultNs, *r.HardwareS)
+	}
+	if !strings.Contains(errs, "measurements") || !strings.Contains(errs, "best") {
+		t.Errorf("no progress on stderr: %q", errs)
+	}
+	simOut, errs, code := run("sim", "mlp_96x2_b1", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("sim with the tuned config: exit %d: %s", code, errs)
+	}
+	var s struct {
+		TotalNs float64 `json:"total_ns"`
+	}
+	if err := json.Unmarshal([]byte(simOut), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.TotalNs != *r.TunedNs {
+		t.Errorf("sim --config gives %.3f ns, tune reported %.3f ns", s.TotalNs, *r.TunedNs)
+	}
+	if st, err := os.Stat(store); err != nil || st.Size() == 0 {
+		t.Errorf("store not written: %v", err)
+	}
+	// Text output.
+	out, errs, code = runTuneCmd("mlp_96x2_b1", "--budget", "10", "--strategy", "evo")
+	if code != 0 || !strings.Contains(out, "speedup") || !strings.Contains(out, "PHASE") {
+		t.Errorf("text report: exit %d, %q, %s", code, out, errs)
+	}
+}
+
+func TestTuneBatch(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := runTuneCmd("--models", "mlp_96x2_b1,mlp_lenet300_b32", "--budget", "20", "--strategy", "sa", "--out", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var b tune.BatchReport
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Reports) != 2 || b.MaxSpeedup < b.MeanSpeedup || b.MeanSpeedup < 0.9 || b.Measurements != 40 {
+		t.Errorf("batch: %d reports, mean %.3f, max %.3f, %d measurements", len(b.Reports), b.MeanSpeedup, b.MaxSpeedup, b.Measurements)
+	}
+	for _, m := range []string{"mlp_96x2_b1", "mlp_lenet300_b32"} {
+		if _, err := os.Stat(filepath.Join(dir, m+".json")); err != nil {
+			t.Error(err)
+		}
+	}
+	out, _, code = runTuneCmd("--models", "mlp_96x2_b1,mlp_lenet300_b32", "--budget", "5")
+	if code != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(out, "mean speedup") {
+		t.Errorf("batch table: exit %d, %q", code, out)
+	}
+}
+
+func TestTuneErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "exactly one of SRC"},
+		{[]string{"mlp_96x2_b1", "--all"}, "exactly one of SRC"},
+		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, "unknown strategy"},
+		{[]string{"mlp_96x2_b1", "--budget", "0"}, "budget must be positive"},
+		{[]string{"no_such_model"}, "no model named"},
+		{[]string{"mlp_96x2_b1", "--model", "ckpt"}, "no learned-model loader"},
+		{[]string{"mlp_96x2_b1", "--chip", "v9"}, "unknown chip"},
+	} {
+		out, errs, code := runTuneCmd(tc.args...)
+		if code == 0 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", tc.args, code, out)
+		}
+		if strings.Count(strings.TrimRight(errs, "\n"), "\n") != 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: stderr %q, want one line with %q", tc.args, errs, tc.want)
+		}
+	}
+}
+
+// TestTuneModelHook: with a loader set, --model is used.
+func TestTuneModelHook(t *testing.T) {
+	var out, errb bytes.Buffer
+	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
+		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3}
+	o.Target.Chip = "v4"
+	o.LoadModel = func(string) (tune.Model, error) { return nil, errors.New("checkpoint is corrupt") }
+	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
+		t.Errorf("loader error: %v", err)
+	}
+	o.LoadModel = func(dir string) (tune.Model, error) { return simScorer{}, nil }
+	if err := runTune(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	var r tune.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.ModelGuided || r.ModelEvaluations != 20 || r.ProgramMeasures != 3 {
+		t.Errorf("guided %v, %d model evaluations, %d program measurements", r.ModelGuided, r.ModelEvaluations, r.ProgramMeasures)
+	}
+}
+
+// simScorer is a stand-in learned model: the simulator's noiseless kernel time.
+type simScorer struct{}
+
+func (simScorer) Relative() bool { return false }
+
+func (simScorer) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
+	c, err := tpusim.Preset("v4")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(tiles))
+	for i := range tiles {
+		kt, err := tpusim.SimulateKernel(k.Info, tiles[i], flags[i], c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = kt.Ns
+	}
+	return out, nil
+}

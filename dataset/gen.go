@@ -1,0 +1,526 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// GeneratorVersion identifies the generation procedure (which configs are sampled, how
+// work is split into units). Bump it when a change would make the same options produce
+// different data.
+const GeneratorVersion = "gen-1"
+
+// GenOptions configure a generation run.
+type GenOptions struct {
+	Task   Task
+	Models []string // zoo model names or HLO file paths, in this order
+	Out    string
+	Format Format
+	// Configs is the number of configs per kernel (tile, flags: sampled without
+	// replacement from the valid options; the compiler's choice always included and
+	// listed first, so that ties in a model's ranking go to it) or of random
+	// program configs per model (fusion, layout: config 0 is the default compile).
+	Configs int
+	// Variants is the number of program variants per model for the tile and flags tasks:
+	// variant 0 is the default compile, the others randomly perturb layouts and fusion
+	// so that more distinct kernels are met. Default 1.
+	Variants int
+	Workers  int   // parallel work units; default runtime.NumCPU()
+	Seed     int64 // seeds config sampling, program variants and measurement noise
+	// ShardIndex/ShardCount split the work units deterministically (unit u belongs to
+	// shard u mod ShardCount); the union of all shards is the data of one run.
+	ShardIndex, ShardCount int
+	Chip                   tpusim.Chip
+	Noise                  tpusim.Options // measurement noise (NoiseSigma 0: off)
+	// MaxRowsPerPart bounds the rows of one file: a part is written after the unit that
+	// reaches it. Default 2048.
+	MaxRowsPerPart int
+	ToolVersion    string
+	// Progress, if set, is called from one goroutine after every unit.
+	Progress func(Progress)
+}
+
+// Progress reports a running generation.
+type Progress struct {
+	UnitsDone, UnitsTotal int64 // of this shard, including units done by earlier runs
+	Rows, Samples         int64 // written by this run
+	Elapsed               time.Duration
+}
+
+// GenResult summarizes a finished run.
+type GenResult struct {
+	Units, Resumed   int64 // units of this shard; units skipped because an earlier run wrote them
+	Rows, Samples    int64 // written by this run
+	DuplicateRows    int64 // rows dropped because their kernel was already written
+	Parts            int   // parts written by this run
+	Elapsed          time.Duration
+	SamplesPerSecond float64
+	CompileSeconds   float64 // summed over workers
+	SimulateSeconds  float64
+	FeaturizeSeconds float64
+}
+
+func (o *GenOptions) defaults() error {
+	switch o.Task {
+	case TaskTile, TaskFlags, TaskFusion, TaskLayout:
+	default:
+		return fmt.Errorf("unknown task %q (tasks: tile, flags, fusion, layout)", o.Task)
+	}
+	if len(o.Models) == 0 {
+		return errors.New("no models to generate from")
+	}
+	if o.Out == "" {
+		return errors.New("no output directory")
+	}
+	if o.Format == "" {
+		o.Format = FormatArrow
+	}
+	if o.Format != FormatArrow && o.Format != FormatParquet {
+		return fmt.Errorf("unknown format %q (arrow or parquet)", o.Format)
+	}
+	if o.Configs <= 0 {
+		o.Configs = 32
+	}
+	if o.Variants <= 0 {
+		o.Variants = 1
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.ShardCount <= 0 {
+		o.ShardCount = 1
+	}
+	if o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
+		return fmt.Errorf("shard %d/%d: the index must be in [0, %d)", o.ShardIndex, o.ShardCount, o.ShardCount)
+	}
+	if o.MaxRowsPerPart <= 0 {
+		o.MaxRowsPerPart = 2048
+	}
+	if err := o.Chip.Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// variantsPerModel is the number of work units per model.
+func (o *GenOptions) variantsPerModel() int {
+	if o.Task.Relative() {
+		return o.Variants
+	}
+	return o.Configs
+}
+
+// provenance is what every file of the run records.
+func (o *GenOptions) provenance() Provenance {
+	return Provenance{
+		SchemaVersion: SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
+		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
+		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
+		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: GeneratorVersion,
+	}
+}
+
+// unitResult is what a worker returns for one unit.
+type unitResult struct {
+	unit int64
+	rows []Row
+	occ  []Occurrence
+	err  error
+
+	compileS, simulateS, featurizeS float64
+}
+
+// Generate runs the generation: work units (model × variant) of this shard are compiled,
+// their kernels' configs simulated and featurized by Workers goroutines, and written in
+// unit order, kernels deduplicated by key, in parts of about MaxRowsPerPart rows. The
+// output depends only on the options (not on Workers or timing). A run resumes after the
+// last complete part of an earlier run with the same options; cancelling ctx stops after
+// the parts completed so far (no partial file is left).
+func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	w, err := NewWriter(WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	nextUnit, seen, _ := w.Resume()
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+
+	perModel := int64(o.variantsPerModel())
+	var units []int64
+	var resumed int64
+	for u := int64(0); u < int64(len(o.Models))*perModel; u++ {
+		if u%int64(o.ShardCount) != int64(o.ShardIndex) {
+			continue
+		}
+		if u < nextUnit {
+			resumed++
+			continue
+		}
+		units = append(units, u)
+	}
+	res := &GenResult{Units: int64(len(units)) + resumed, Resumed: resumed}
+	start := time.Now()
+
+	g := &generator{opts: o, written: newKeySet(seen)}
+	sim, err := tpusim.New(o.Chip, o.Noise)
+	if err != nil {
+		return nil, err
+	}
+	g.sim = sim
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int64)
+	results := make(chan unitResult, 2*o.Workers)
+	var wg sync.WaitGroup
+	for i := 0; i < o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range jobs {
+				r := g.unit(u, perModel)
+				select {
+				case results <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, u := range units {
+			select {
+			case jobs <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	// Write in unit order: a reorder buffer holds results that arrive early.
+	pending := map[int64]unitResult{}
+	var rows []Row
+	var occ []Occurrence
+	first := int64(-1)
+	next := 0
+	flush := func(last int64) error {
+		if first < 0 {
+			return nil
+		}
+		if err := w.WritePart(first, last, rows, occ); err != nil {
+			return err
+		}
+		res.Parts++
+		rows, occ, first = nil, nil, -1
+		return nil
+	}
+	var lastDone int64 = -1
+	for r := range results {
+		pending[r.unit] = r
+		for next < len(units) {
+			r, ok := pending[units[next]]
+			if !ok {
+				break
+			}
+			delete(pending, units[next])
+			next++
+			if r.err != nil {
+				cancel()
+				return nil, r.err
+			}
+			res.CompileSeconds += r.compileS
+			res.SimulateSeconds += r.simulateS
+			res.FeaturizeSeconds += r.featurizeS
+			if first < 0 {
+				first = r.unit
+			}
+			for _, row := range r.rows {
+				if seen[row.KernelKey] { // written, or pending in this part
+					res.DuplicateRows++
+					continue
+				}
+				seen[row.KernelKey] = true
+				rows = append(rows, row)
+				g.written.add(row.KernelKey)
+				res.Rows++
+				res.Samples += int64(row.Samples())
+			}
+			occ = append(occ, r.occ...)
+			lastDone = r.unit
+			if len(rows) >= o.MaxRowsPerPart {
+				if err := flush(r.unit); err != nil {
+					cancel()
+					return nil, err
+				}
+			}
+			if o.Progress != nil {
+				o.Progress(Progress{UnitsDone: resumed + int64(next), UnitsTotal: res.Units, Rows: res.Rows, Samples: res.Samples, Elapsed: time.Since(start)})
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled: keep the complete parts, drop the partial one.
+		return nil, fmt.Errorf("generation interrupted after %d of %d units (run the same command again to resume): %w", resumed+int64(next), res.Units, err)
+	}
+	if next < len(units) {
+		return nil, fmt.Errorf("generation stopped after %d of %d units", resumed+int64(next), res.Units)
+	}
+	if err := flush(lastDone); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	if s := res.Elapsed.Seconds(); s > 0 {
+		res.SamplesPerSecond = float64(res.Samples) / s
+	}
+	return res, nil
+}
+
+// keySet is a concurrent set of kernel keys already written, so that workers can skip
+// featurizing kernels that are certainly duplicates (skipping never changes the output:
+// the writer would drop them).
+type keySet struct {
+	mu sync.RWMutex
+	m  map[string]bool
+}
+
+func newKeySet(init map[string]bool) *keySet {
+	s := &keySet{m: make(map[string]bool, len(init))}
+	for k := range init {
+		s.m[k] = true
+	}
+	return s
+}
+
+func (s *keySet) add(k string) {
+	s.mu.Lock()
+	s.m[k] = true
+	s.mu.Unlock()
+}
+
+func (s *keySet) has(k string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m[k]
+}
+
+type generator struct {
+	opts    GenOptions
+	sim     *tpusim.Simulator
+	written *keySet
+}
+
+// seedFor derives a deterministic PCG source from the run seed and some labels.
+func (g *generator) rng(labels ...string) *rand.Rand {
+	h := fnv.New64a()
+	for _, l := range labels {
+		h.Write([]byte(l))
+		h.Write([]byte{0})
+	}
+	return rand.New(rand.NewPCG(uint64(g.opts.Seed), h.Sum64()))
+}
+
+// unit compiles one work unit and measures its kernels.
+func (g *generator) unit(u int64, perModel int64) unitResult {
+	o := g.opts
+	model := o.Models[u/perModel]
+	variant := int32(u % perModel)
+	res := unitResult{unit: u}
+	t0 := time.Now()
+	m, err := zoo.Resolve(model)
+	if err != nil {
+		res.err = fmt.Errorf("unit %d: %w", u, err)
+		return res
+	}
+	p, err := g.compileVariant(m, model, variant)
+	if err != nil {
+		res.err = fmt.Errorf("unit %d (%s variant %d): %w", u, model, variant, err)
+		return res
+	}
+	res.compileS = time.Since(t0).Seconds()
+
+	counts := map[string]int32{}
+	var order []*compiler.Kernel
+	for _, k := range p.Kernels {
+		if counts[k.Key] == 0 {
+			order = append(order, k)
+		}
+		counts[k.Key]++
+	}
+	for _, k := range order {
+		res.occ = append(res.occ, Occurrence{Unit: u, Program: model, Variant: variant, KernelKey: k.Key, Count: counts[k.Key]})
+		if g.written.has(k.Key) {
+			continue
+		}
+		row, simS, featS, err := g.row(p, k, model, u)
+		if err != nil {
+			res.err = fmt.Errorf("unit %d (%s variant %d) kernel %s: %w", u, model, variant, k.Name, err)
+			return res
+		}
+		res.simulateS += simS
+		res.featurizeS += featS
+		res.rows = append(res.rows, row)
+	}
+	return res
+}
+
+// compileVariant compiles variant v of a model: 0 is the default compile; others perturb
+// layouts and fusion (tile, flags) or the task's pass (fusion, layout) at random.
+func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compiler.Program, error) {
+	opts := compiler.Options{Target: g.opts.Chip.Target}
+	base, err := compiler.Compile(m, nil, opts)
+	if err != nil || v == 0 {
+		return base, err
+	}
+	r := g.rng("variant", model, fmt.Sprint(v))
+	var kinds []compiler.Kind
+	switch g.opts.Task {
+	case TaskFusion:
+		kinds = []compiler.Kind{compiler.KindFusion}
+	case TaskLayout:
+		kinds = []compiler.Kind{compiler.KindLayout}
+	default:
+		kinds = []compiler.Kind{compiler.KindLayout, compiler.KindFusion}
+	}
+	// Each variant flips a different share of the decisions, from neighbours of the
+	// default to nearly uniform configs.
+	p := 0.05 + 0.6*r.Float64()
+	cfg := base.Space.Perturb(nil, kinds, p, r)
+	return compiler.Compile(m, cfg, opts)
+}
+
+// configString is the canonical name of a config in datasets.
+func configString(t cost.Tile, f cost.Flags) string {
+	return "tile=" + t.String() + ";flags=" + f.String()
+}
+
+// configsFor lists the (tile, flags) pairs to measure for kernel k of program p.
+func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Tile, []cost.Flags) {
+	o := g.opts
+	if !o.Task.Relative() {
+		return []cost.Tile{k.Tile}, []cost.Flags{k.Flags}
+	}
+	var tiles []cost.Tile
+	for _, tc := range p.Space.Tile {
+		if tc.Key == k.Key {
+			tiles = tc.Options
+		}
+	}
+	r := g.rng("configs", string(o.Task), k.Key)
+	switch o.Task {
+	case TaskTile:
+		idx := sampleIndices(r, len(tiles), o.Configs, indexOf(tiles, k.Tile))
+		ts := make([]cost.Tile, len(idx))
+		fs := make([]cost.Flags, len(idx))
+		for i, j := range idx {
+			ts[i], fs[i] = tiles[j], k.Flags
+		}
+		return ts, fs
+	default: // flags: every valid flag combination on the default tile and a few others
+		tileIdx := sampleIndices(r, len(tiles), 4, indexOf(tiles, k.Tile))
+		var ts []cost.Tile
+		var fs []cost.Flags
+		for _, j := range tileIdx {
+			for _, f := range compiler.FlagOptions(k.Info, tiles[j], o.Chip.Target) {
+				ts = append(ts, tiles[j])
+				fs = append(fs, f)
+			}
+		}
+		// The compiler's choice (default tile, default flags) comes first.
+		def := max(slices.IndexFunc(fs, func(f cost.Flags) bool { return f == k.Flags }), 0)
+		keep := sampleIndices(r, len(ts), o.Configs, def)
+		ots, ofs := make([]cost.Tile, len(keep)), make([]cost.Flags, len(keep))
+		for i, j := range keep {
+			ots[i], ofs[i] = ts[j], fs[j]
+		}
+		return ots, ofs
+	}
+}
+
+func indexOf(tiles []cost.Tile, t cost.Tile) int {
+	return max(slices.IndexFunc(tiles, func(x cost.Tile) bool { return x.Equal(t) }), 0)
+}
+
+// sampleIndices picks min(k, n) distinct indices of [0, n): must first, then the others
+// in increasing order.
+func sampleIndices(r *rand.Rand, n, k, must int) []int {
+	var chosen []int
+	if k >= n {
+		for i := 0; i < n; i++ {
+			if i != must {
+				chosen = append(chosen, i)
+			}
+		}
+	} else {
+		for _, j := range r.Perm(n) {
+			if len(chosen) == k-1 {
+				break
+			}
+			if j != must {
+				chosen = append(chosen, j)
+			}
+		}
+		slices.Sort(chosen)
+	}
+	return append([]int{must}, chosen...)
+}
+
+// row measures and featurizes one kernel.
+func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (Row, float64, float64, error) {
+	t := g.opts.Chip.Target
+	tiles, flags := g.configsFor(p, k)
+	row := Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
+		Configs: make([]string, len(tiles)), ConfigFeats: make([][]float32, len(tiles)),
+		RuntimesNs: make([]float64, len(tiles)), AnalyticalNs: make([]float64, len(tiles))}
+	t0 := time.Now()
+	for i := range tiles {
+		m, err := g.sim.MeasureConfig(k.Info, k.Key, tiles[i], flags[i], 0)
+		if err != nil {
+			return Row{}, 0, 0, err
+		}
+		row.RuntimesNs[i] = m.Ns
+		an, err := k.Info.Analytical(tiles[i], t)
+		if err != nil {
+			return Row{}, 0, 0, err
+		}
+		row.AnalyticalNs[i] = an
+		row.Configs[i] = configString(tiles[i], flags[i])
+	}
+	simS := time.Since(t0).Seconds()
+	t1 := time.Now()
+	row.Graph = features.OfKernel(k, t)
+	for i := range tiles {
+		f, err := features.Config(k.Info, tiles[i], flags[i], t)
+		if err != nil {
+			return Row{}, 0, 0, err
+		}
+		row.ConfigFeats[i] = f
+	}
+	return row, simS, time.Since(t1).Seconds(), nil
+}

@@ -1,0 +1,263 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+func genOpts(t *testing.T, task Task, dir string) GenOptions {
+	t.Helper()
+	chip, err := tpusim.Preset("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return GenOptions{Task: task, Models: []string{"mlp_96x2_b1", "resnet18_b1", "dlrm_bag4_d32_b8"}, Out: dir,
+		Configs: 8, Variants: 2, Seed: 7, Chip: chip, MaxRowsPerPart: 16, Workers: 1}
+}
+
+// dirFiles returns the names and bytes of the complete files of a dataset directory.
+func dirFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+func sameFiles(t *testing.T, what string, a, b map[string][]byte) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d files vs %d", what, len(a), len(b))
+	}
+	for name, x := range a {
+		if !bytes.Equal(x, b[name]) {
+			t.Fatalf("%s: %s differs", what, name)
+		}
+	}
+}
+
+func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
+	for _, task := range Tasks() {
+		t.Run(string(task), func(t *testing.T) {
+			var ref map[string][]byte
+			for _, workers := range []int{1, 2, 3} {
+				dir := t.TempDir()
+				o := genOpts(t, task, dir)
+				o.Workers = workers
+				res, err := Generate(context.Background(), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Rows == 0 || res.Samples < res.Rows {
+					t.Fatalf("%d rows, %d samples", res.Rows, res.Samples)
+				}
+				files := dirFiles(t, dir)
+				if ref == nil {
+					ref = files
+					continue
+				}
+				sameFiles(t, "workers", ref, files)
+			}
+		})
+	}
+}
+
+func TestGenerateRowsAreValid(t *testing.T) {
+	dir := t.TempDir()
+	o := genOpts(t, TaskTile, dir)
+	if _, err := Generate(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	err = d.Rows(ReadOptions{}, func(r *Row) error {
+		if keys[r.KernelKey] {
+			t.Errorf("kernel %s twice", r.KernelKey)
+		}
+		keys[r.KernelKey] = true
+		if err := r.Graph.Validate(); err != nil {
+			t.Errorf("%s: %v", r.KernelKey, err)
+		}
+		if len(r.Configs) == 0 || len(r.Configs) > o.Configs || len(r.ConfigFeats) != len(r.Configs) {
+			t.Errorf("%s: %d configs", r.KernelKey, len(r.Configs))
+		}
+		for i, ns := range r.RuntimesNs {
+			if !(ns > 0) || !(r.AnalyticalNs[i] > 0) {
+				t.Errorf("%s config %d: runtime %v analytical %v", r.KernelKey, i, ns, r.AnalyticalNs[i])
+			}
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(r.Configs)))) != len(r.Configs) {
+			t.Errorf("%s: repeated config", r.KernelKey)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	occ, err := d.Occurrences()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, oc := range occ {
+		if !keys[oc.KernelKey] {
+			t.Errorf("occurrence of %s in %s has no row", oc.KernelKey, oc.Program)
+		}
+	}
+}
+
+// rowsByKey reads a dataset into (key -> program, configs, runtimes) for comparisons.
+func rowsByKey(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	err = d.Rows(ReadOptions{}, func(r *Row) error {
+		out[r.KernelKey] = r.Program + "|" + r.KernelName + "|" + stringsOf(r.Configs) + floatsOf(r.RuntimesNs)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func stringsOf(s []string) string {
+	var b bytes.Buffer
+	for _, x := range s {
+		b.WriteString(x)
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+func floatsOf(f []float64) string {
+	return fmt.Sprint(f)
+}
+
+func TestShardsUnionEqualsSingleRun(t *testing.T) {
+	single := t.TempDir()
+	if _, err := Generate(context.Background(), genOpts(t, TaskFusion, single)); err != nil {
+		t.Fatal(err)
+	}
+	// Three shards into one directory, as three machines writing to shared storage would.
+	sharded := t.TempDir()
+	for i := 0; i < 3; i++ {
+		o := genOpts(t, TaskFusion, sharded)
+		o.ShardIndex, o.ShardCount = i, 3
+		if _, err := Generate(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := rowsByKey(t, single), rowsByKey(t, sharded)
+	if len(a) != len(b) {
+		t.Fatalf("single run %d rows, shards %d", len(a), len(b))
+	}
+	for k, v := range a {
+		if b[k] != v {
+			t.Fatalf("kernel %s differs between the single run and the shards", k)
+		}
+	}
+	// Occurrences agree too.
+	occ := func(dir string) []string {
+		d, _ := Open(dir)
+		oc, err := d.Occurrences()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, o := range oc {
+			s = append(s, fmt.Sprint(o.Program, o.KernelKey, o.Unit, o.Variant, o.Count))
+		}
+		sort.Strings(s)
+		return s
+	}
+	if !slices.Equal(occ(single), occ(sharded)) {
+		t.Error("occurrences differ between the single run and the shards")
+	}
+}
+
+func TestGenerateResumesAfterInterrupt(t *testing.T) {
+	ref := t.TempDir()
+	if _, err := Generate(context.Background(), genOpts(t, TaskTile, ref)); err != nil {
+		t.Fatal(err)
+	}
+	want := dirFiles(t, ref)
+	if len(want) < 4 {
+		t.Fatalf("reference run wrote %d files; the test needs several parts", len(want))
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	o := genOpts(t, TaskTile, dir)
+	o.Progress = func(p Progress) {
+		if p.UnitsDone == p.UnitsTotal-1 {
+			cancel() // Ctrl-C before the last unit
+		}
+	}
+	_, err := Generate(ctx, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: err = %v", err)
+	}
+	got := dirFiles(t, dir)
+	if len(got) == 0 || len(got) >= len(want) {
+		t.Fatalf("interrupted run left %d files (complete run: %d)", len(got), len(want))
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("interrupted run left %s, which a complete run does not have", name)
+		}
+	}
+	// A leftover temporary file, as kill -9 during a write leaves it.
+	os.WriteFile(filepath.Join(dir, "tile-0of1-00099.arrow.tmp"), []byte("partial"), 0o644)
+	o.Progress = nil
+	res, err := Generate(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed == 0 {
+		t.Error("the second run did not resume")
+	}
+	sameFiles(t, "resumed", want, dirFiles(t, dir))
+}
+
+func TestGenerateOptionErrors(t *testing.T) {
+	base := genOpts(t, TaskTile, t.TempDir())
+	for _, tc := range []struct {
+		name string
+		mod  func(*GenOptions)
+	}{
+		{"task", func(o *GenOptions) { o.Task = "speed" }},
+		{"models", func(o *GenOptions) { o.Models = nil }},
+		{"shard", func(o *GenOptions) { o.ShardIndex, o.ShardCount = 3, 3 }},
+		{"format", func(o *GenOptions) { o.Format = "csv" }},
+		{"model name", func(o *GenOptions) { o.Models = []string{"no_such_model"} }},
+	} {
+		o := base
+		tc.mod(&o)
+		if _, err := Generate(context.Background(), o); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}

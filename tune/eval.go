@@ -1,0 +1,325 @@
+package tune
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sync"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// parallel runs f(0..n-1) on up to workers goroutines and returns the error of the
+// lowest index that failed (so the error does not depend on scheduling).
+func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hash64 hashes strings and integers into a 64-bit value (FNV-1a, length-prefixed).
+func hash64(parts ...any) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, p := range parts {
+		switch v := p.(type) {
+		case string:
+			binary.LittleEndian.PutUint64(b[:], uint64(len(v)))
+			h.Write(b[:])
+			h.Write([]byte(v))
+		case int:
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			h.Write(b[:])
+		case int64:
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			h.Write(b[:])
+		case uint64:
+			binary.LittleEndian.PutUint64(b[:], v)
+			h.Write(b[:])
+		default:
+			panic(fmt.Sprintf("hash64: unsupported %T", p))
+		}
+	}
+	return h.Sum64()
+}
+
+// run is the state of one tuning run shared by its phases: the simulator, the measurement
+// accounting and the caches. Only the goroutine driving the run touches it; workers only
+// compute.
+type run struct {
+	opts    Options
+	sim     *tpusim.Simulator
+	cc      *compilerCtx
+	workers int
+
+	budget       int // total measurement budget
+	measurements int // measurements taken so far (program + kernel)
+	progMeas     int
+	kernMeas     int
+	hardwareS    float64
+	modelEvals   int
+
+	progCache map[string]float64 // program fingerprint -> measured ns
+	kernCache map[string]float64 // kernel key|tile|flags -> measured ns (kernel measurements)
+	// kernTime is the best known time of a kernel configuration from any source: kernel
+	// measurements and per-kernel profiles of program measurements.
+	kernTime map[string]float64
+
+	graphModel, kernelModel *modelScorer
+	phase                   string
+	phaseMeas               int
+	bestNs                  float64 // best measured program time so far (an estimate in kernel phases)
+}
+
+func (r *run) left() int { return r.budget - r.measurements }
+
+func (r *run) progress() {
+	if r.opts.Progress != nil {
+		r.opts.Progress(Progress{Program: r.cc.mod.Name, Phase: r.phase, Measurements: r.measurements, Budget: r.budget, BestNs: r.bestNs})
+	}
+}
+
+// salt derives a measurement's salt from the run's seed and the candidate's identity, so
+// that its noise does not depend on when or on which worker it is measured.
+func (r *run) salt(id string) uint64 { return hash64(r.opts.Seed, id) }
+
+// noteKernelTime records t as a known time of kernel configuration id (keeping the min).
+func (r *run) noteKernelTime(id string, t float64) {
+	if old, ok := r.kernTime[id]; !ok || t < old {
+		r.kernTime[id] = t
+	}
+}
+
+// evaluator gives candidates a value: a simulator measurement or a model prediction.
+type evaluator interface {
+	// eval evaluates cands in order. A candidate whose program was evaluated before takes
+	// the known value without spending budget; the others are evaluated while budget
+	// remains, and those past it stay unevaluated.
+	eval(ctx context.Context, cands []*candidate) error
+	remaining() int
+	used() int
+	limit() int
+}
+
+// simEval measures whole programs on the simulator within the run's budget, caps
+// measurements at its own limit too (a phase's share), and never measures a program
+// fingerprint twice.
+type simEval struct {
+	r   *run
+	cap int // this phase's share of the budget
+	n   int // measurements by this evaluator
+}
+
+func (e *simEval) remaining() int { return max(0, min(e.cap-e.n, e.r.left())) }
+func (e *simEval) used() int      { return e.n }
+func (e *simEval) limit() int     { return e.cap }
+
+func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
+	r := e.r
+	var todo []*candidate
+	pending := map[string]bool{}
+	for _, c := range cands {
+		if c.evaluated {
+			continue
+		}
+		if v, ok := r.progCache[c.fp]; ok {
+			c.value, c.evaluated, c.fresh = v, true, false
+			continue
+		}
+		if pending[c.fp] || len(todo) >= e.remaining() {
+			continue
+		}
+		pending[c.fp] = true
+		todo = append(todo, c)
+	}
+	type result struct {
+		m    tpusim.Measurement
+		prof []float64
+	}
+	res := make([]result, len(todo))
+	err := parallel(ctx, r.workers, len(todo), func(i int) error {
+		c := todo[i]
+		m, err := r.sim.Measure(c.prog, r.salt("program|"+c.fp))
+		if err != nil {
+			return fmt.Errorf("measuring %s: %w", c.prog.Name, err)
+		}
+		// The per-kernel profile of the run: the simulator's breakdown scaled to the
+		// measured total, as a profiler reports on hardware.
+		pt, err := r.sim.Program(c.prog)
+		if err != nil {
+			return err
+		}
+		prof := make([]float64, len(pt.Kernels))
+		for j, kt := range pt.Kernels {
+			prof[j] = kt.Ns * m.Ns / pt.TotalNs
+		}
+		res[i] = result{m, prof}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range todo {
+		m := res[i].m
+		c.value, c.evaluated, c.fresh = m.Ns, true, true
+		r.progCache[c.fp] = m.Ns
+		if r.opts.measured != nil {
+			r.opts.measured("program|" + c.fp)
+		}
+		r.measurements++
+		r.progMeas++
+		r.phaseMeas++
+		e.n++
+		r.hardwareS += m.CostS
+		for j, k := range c.prog.Kernels {
+			r.noteKernelTime(kernelCandKey(k.Key, k.Tile, k.Flags), res[i].prof[j])
+		}
+		if m.Ns < r.bestNs {
+			r.bestNs = m.Ns
+		}
+	}
+	// Duplicates within the batch take the value just measured.
+	for _, c := range cands {
+		if !c.evaluated {
+			if v, ok := r.progCache[c.fp]; ok {
+				c.value, c.evaluated, c.fresh = v, true, false
+			}
+		}
+	}
+	if len(todo) > 0 {
+		r.progress()
+	}
+	return nil
+}
+
+// modelEval scores whole programs with an absolute model: the sum of its predictions over
+// the program's kernels. Its budget counts distinct programs scored. Every scored
+// candidate is kept (without its program) for the top-k selection.
+type modelEval struct {
+	r      *run
+	m      *modelScorer
+	cap, n int
+	cache  map[string]float64
+	scored []*candidate
+}
+
+func (e *modelEval) remaining() int { return max(0, e.cap-e.n) }
+func (e *modelEval) used() int      { return e.n }
+func (e *modelEval) limit() int     { return e.cap }
+
+func (e *modelEval) eval(_ context.Context, cands []*candidate) error {
+	for _, c := range cands {
+		if c.evaluated {
+			continue
+		}
+		if v, ok := e.cache[c.fp]; ok {
+			c.value, c.evaluated, c.fresh = v, true, false
+			continue
+		}
+		if e.remaining() == 0 {
+			continue
+		}
+		v, err := e.m.program(c.prog)
+		if err != nil {
+			return err
+		}
+		c.value, c.evaluated, c.fresh = v, true, true
+		e.cache[c.fp] = v
+		e.n++
+		e.r.modelEvals++
+		e.scored = append(e.scored, &candidate{cfg: c.cfg, fp: c.fp, value: v, evaluated: true})
+	}
+	return nil
+}
+
+// measureKernels measures kernel configurations (kernel k with tiles[i], flags[i]) on the
+// simulator, in parallel, skipping those measured before; it stops when the run's budget
+// or this phase's cap is spent. It returns the measured (or cached) ns of each option,
+// NaN for those left unmeasured.
+func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags, capLeft *int) ([]float64, error) {
+	out := make([]float64, len(tiles))
+	var todo []int
+	pending := map[string]bool{}
+	for i := range tiles {
+		id := kernelCandKey(k.Key, tiles[i], flags[i])
+		out[i] = math.NaN()
+		if v, ok := r.kernCache[id]; ok {
+			out[i] = v
+			continue
+		}
+		if pending[id] || len(todo) >= min(*capLeft, r.left()) {
+			continue
+		}
+		pending[id] = true
+		todo = append(todo, i)
+	}
+	ms := make([]tpusim.Measurement, len(todo))
+	err := parallel(ctx, r.workers, len(todo), func(j int) error {
+		i := todo[j]
+		kc := *k
+		kc.Tile, kc.Flags = tiles[i], flags[i]
+		m, err := r.sim.MeasureKernel(&kc, r.salt("kernel|"+kernelCandKey(k.Key, tiles[i], flags[i])))
+		if err != nil {
+			return fmt.Errorf("measuring kernel %s with tile %s, flags %s: %w", k.Name, tiles[i], flags[i], err)
+		}
+		ms[j] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range todo {
+		id := kernelCandKey(k.Key, tiles[i], flags[i])
+		r.kernCache[id] = ms[j].Ns
+		if r.opts.measured != nil {
+			r.opts.measured("kernel|" + id)
+		}
+		r.noteKernelTime(id, ms[j].Ns)
+		r.measurements++
+		r.kernMeas++
+		r.phaseMeas++
+		*capLeft--
+		r.hardwareS += ms[j].CostS
+	}
+	for i := range tiles {
+		if math.IsNaN(out[i]) {
+			if v, ok := r.kernCache[kernelCandKey(k.Key, tiles[i], flags[i])]; ok {
+				out[i] = v
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package tune
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+)
+
+// kernelGroup is the kernels of a program that share one key (and so one tile and flags
+// decision).
+type kernelGroup struct {
+	k      *compiler.Kernel // the first kernel with the key
+	count  int
+	weight float64 // count * best known time of its current configuration
+}
+
+// groups lists the distinct kernels of p, heaviest first (by count times the best known
+// time of their current configuration; unknown times weigh 0), ties in program order.
+func (r *run) groups(p *compiler.Program) []*kernelGroup {
+	byKey := map[string]*kernelGroup{}
+	var out []*kernelGroup
+	for _, k := range p.Kernels {
+		if g, ok := byKey[k.Key]; ok {
+			g.count++
+			continue
+		}
+		g := &kernelGroup{k: k, count: 1}
+		byKey[k.Key] = g
+		out = append(out, g)
+	}
+	for _, g := range out {
+		g.weight = float64(g.count) * r.kernTime[kernelCandKey(g.k.Key, g.k.Tile, g.k.Flags)]
+	}
+	slices.SortStableFunc(out, func(a, b *kernelGroup) int { return cmpFloat(b.weight, a.weight) })
+	return out
+}
+
+// kernelOptions lists the options of kernel k for a kernel-level phase: for tiles, every
+// valid tile with the flags candidate repair gives it (the compiler's default for that
+// tile: measuring every tile with the kernel's current flags would judge a multi-step
+// tile by a single-step kernel's single buffer); for flags, every flag combination valid
+// with the kernel's tile. cur is the index of the kernel's current configuration, -1 if
+// it is not among them.
+func kernelOptions(p *compiler.Program, k *compiler.Kernel, kind compiler.Kind) (tiles []cost.Tile, flags []cost.Flags, cur int) {
+	t := p.Target
+	cur = -1
+	switch kind {
+	case compiler.KindTile:
+		for _, c := range p.Space.Tile {
+			if c.Key != k.Key {
+				continue
+			}
+			for _, tile := range c.Options {
+				if len(compiler.FlagOptions(k.Info, tile, t)) == 0 {
+					continue
+				}
+				f := compiler.DefaultFlagsFor(k.Info, tile, t)
+				if tile.Equal(k.Tile) && f == k.Flags {
+					cur = len(tiles)
+				}
+				tiles, flags = append(tiles, tile), append(flags, f)
+			}
+		}
+	case compiler.KindFlags:
+		for _, f := range compiler.FlagOptions(k.Info, k.Tile, t) {
+			if f == k.Flags {
+				cur = len(tiles)
+			}
+			tiles, flags = append(tiles, k.Tile), append(flags, f)
+		}
+	}
+	return tiles, flags, cur
+}
+
+// kernelWork is the number of measurements a kernel-level phase would take on p with
+// unlimited budget: every option of each distinct kernel, or the top k with a model.
+func (r *run) kernelWork(p *compiler.Program, kind compiler.Kind) int {
+	n := 0
+	for _, g := range r.groups(p) {
+		tiles, _, _ := kernelOptions(p, g.k, kind)
+		if len(tiles) < 2 {
+			continue
+		}
+		if r.kernelModel != nil {
+			n += min(len(tiles), r.opts.TopKKernel)
+		} else {
+			n += len(tiles)
+		}
+	}
+	return n
+}
+
+// tuneKernels is one kernel-level phase of the XTAT schedule. For each distinct kernel of
+// inc's program, heaviest first, it evaluates the options of one kind (tiles, or flags)
+// by measuring the kernel alone on the simulator and keeps the fastest. Without a kernel
+// model every option is measured (exhaustive per kernel); with one, the model ranks all
+// options and only its top k are measured. The kernel's current configuration competes
+// with its best known time. The phase spends at most capN measurements; kernels it
+// cannot reach keep their configuration. It returns the recompiled program.
+func (r *run) tuneKernels(ctx context.Context, inc *candidate, kind compiler.Kind, capN int) (*candidate, error) {
+	p := inc.prog
+	cfg := inc.cfg.Clone()
+	est := inc.value
+	for _, g := range r.groups(p) {
+		if capN <= 0 || r.left() <= 0 {
+			break
+		}
+		k := g.k
+		tiles, flags, cur := kernelOptions(p, k, kind)
+		if len(tiles) < 2 {
+			continue
+		}
+		order := make([]int, len(tiles))
+		for i := range order {
+			order[i] = i
+		}
+		if r.kernelModel != nil {
+			scores, err := r.kernelModel.score(k, tiles, flags)
+			if err != nil {
+				return nil, err
+			}
+			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(scores[a], scores[b]) })
+			order = order[:min(len(order), r.opts.TopKKernel)]
+		}
+		mt := make([]cost.Tile, len(order))
+		mf := make([]cost.Flags, len(order))
+		for j, i := range order {
+			mt[j], mf[j] = tiles[i], flags[i]
+		}
+		got, err := r.measureKernels(ctx, k, mt, mf, &capN)
+		if err != nil {
+			return nil, err
+		}
+		curID := kernelCandKey(k.Key, k.Tile, k.Flags)
+		curNs, ok := r.kernCache[curID]
+		if !ok {
+			curNs, ok = r.kernTime[curID]
+		}
+		if !ok {
+			curNs = math.Inf(1)
+		}
+		best, bestNs := -1, curNs
+		for j, v := range got {
+			if !math.IsNaN(v) && v < bestNs {
+				best, bestNs = order[j], v
+			}
+		}
+		if best < 0 || best == cur {
+			continue
+		}
+		cfg.Tile[k.Key] = slices.Clone(tiles[best])
+		cfg.Flags[k.Key] = flags[best]
+		if !math.IsInf(curNs, 1) {
+			est -= float64(g.count) * (curNs - bestNs)
+			r.bestNs = math.Min(r.bestNs, est)
+		}
+		r.progress()
+	}
+	c, err := r.cc.compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range c.prog.Kernels {
+		if want, ok := cfg.Tile[k.Key]; ok && !want.Equal(k.Tile) {
+			return nil, fmt.Errorf("kernel %s: tuned tile %s was repaired to %s", k.Name, want, k.Tile)
+		}
+		if want, ok := cfg.Flags[k.Key]; ok && want != k.Flags {
+			return nil, fmt.Errorf("kernel %s: tuned flags %s were repaired to %s", k.Name, want, k.Flags)
+		}
+	}
+	c.value = est
+	return c, nil
+}

@@ -1,0 +1,98 @@
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+)
+
+// Model is a learned cost model as the tuner sees it. The GraphSAGE predictor of package
+// gnn implements it; tune never imports gnn.
+type Model interface {
+	// ScoreKernel returns, for each (tiles[i], flags[i]), the predicted runtime in ns
+	// (absolute models) or a score where lower is better (relative models).
+	ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error)
+	// Relative reports whether scores only rank the options of one kernel (true) or are
+	// runtimes in ns comparable across kernels (false).
+	Relative() bool
+}
+
+// ErrNoModelLoader is returned when a model directory is given but no loader is wired.
+var ErrNoModelLoader = errors.New("no learned-model loader is available in this build")
+
+// modelScorer calls a Model from one goroutine at a time (Model implementations need not
+// be safe for concurrent use) and caches kernel scores by kernel key, tile and flags.
+type modelScorer struct {
+	m     Model
+	mu    sync.Mutex
+	cache map[string]float64
+	calls int // ScoreKernel calls made
+}
+
+func newModelScorer(m Model) *modelScorer {
+	if m == nil {
+		return nil
+	}
+	return &modelScorer{m: m, cache: map[string]float64{}}
+}
+
+// score returns the model's scores of kernel k with each option, in order.
+func (s *modelScorer) score(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]float64, len(tiles))
+	var missT []cost.Tile
+	var missF []cost.Flags
+	var missI []int
+	for i := range tiles {
+		if v, ok := s.cache[kernelCandKey(k.Key, tiles[i], flags[i])]; ok {
+			out[i] = v
+			continue
+		}
+		missT, missF, missI = append(missT, tiles[i]), append(missF, flags[i]), append(missI, i)
+	}
+	if len(missI) == 0 {
+		return out, nil
+	}
+	kc := *k
+	s.calls++
+	got, err := s.m.ScoreKernel(&kc, missT, missF)
+	if err != nil {
+		return nil, fmt.Errorf("model scoring kernel %s: %w", k.Name, err)
+	}
+	if len(got) != len(missI) {
+		return nil, fmt.Errorf("model scoring kernel %s: %d scores for %d options", k.Name, len(got), len(missI))
+	}
+	for j, i := range missI {
+		v := got[j]
+		if math.IsNaN(v) {
+			v = math.Inf(1)
+		}
+		out[i] = v
+		s.cache[kernelCandKey(k.Key, missT[j], missF[j])] = v
+	}
+	return out, nil
+}
+
+// program sums an absolute model's predictions over the kernels of p, each with its
+// compiled tile and flags.
+func (s *modelScorer) program(p *compiler.Program) (float64, error) {
+	total := 0.0
+	for _, k := range p.Kernels {
+		v, err := s.score(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags})
+		if err != nil {
+			return 0, err
+		}
+		total += v[0]
+	}
+	return total, nil
+}
+
+// kernelCandKey identifies one kernel configuration: the kernel key, tile and flags.
+func kernelCandKey(key string, t cost.Tile, f cost.Flags) string {
+	return key + "|" + t.String() + "|" + f.String()
+}

@@ -1,0 +1,451 @@
+// Package tune autotunes tpucost's compiler: search spaces over the per-pass configs of
+// a program, search strategies, evaluators (the simulator as hardware, or a learned model
+// whose top-k candidates alone are measured), the XTAT schedule, a global config store in
+// SQLite, and reports.
+//
+// # Candidates
+//
+// A candidate is a compiler.Config. It is made well-formed by compiling it without Strict
+// (candidate repair): entries naming nodes the program lacks are ignored, missing ones come
+// from the global config store, else the defaults; the compiled program's effective
+// config is the candidate from then on. Neighbours change one to three choices of the
+// space around a candidate (its program's compiler.Space); crossover takes each choice
+// from either parent; sampling draws every choice uniformly (layout and fusion first,
+// then the tiles and flags of the kernels they make); enumeration walks the space in
+// mixed radix from the incumbent.
+//
+// # Measurements
+//
+// A measurement times a whole program (tpusim.Simulator.Measure) or one kernel with one
+// tile and flags (MeasureKernel). Every strategy stops at the measurement budget exactly,
+// and uses all of it unless its space runs out. No program is measured twice in a run:
+// programs are identified by a fingerprint of the simulator version, the chip and their
+// kernels' keys, tiles and flags, and kernel measurements by kernel key, tile and flags;
+// a repeat takes the cached value for free. Measurements run in parallel on
+// Options.Workers goroutines; proposals are built in fixed-size batches, each with a
+// random stream derived from the seed and its position, and each measurement's noise salt
+// is derived from the seed and the candidate's identity, so a run's results do not depend
+// on the number of workers.
+//
+// # The XTAT schedule
+//
+// The default schedule (after Phothilimthana et al., PACT 2021) tunes layout and fusion
+// jointly by simulated annealing on whole-program measurements, then each kernel's tile
+// exhaustively, then each kernel's flags exhaustively, on single-kernel measurements,
+// heaviest kernels first. The other strategies search the joint space of all four passes
+// (Options.Kinds) on whole-program measurements.
+//
+// # Model-guided tuning
+//
+// With a model, strategies search on the model's predictions (Options.ModelEvals
+// distinct programs), and only the top k (TopKGraph) are measured; the best measured is
+// kept. Kernel-level phases rank every option of a kernel with the kernel model and
+// measure its top TopKKernel. The learned model is reached only through Model.
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// Options configure a tuning run. The zero value of every field but Chip and Budget has
+// a documented default.
+type Options struct {
+	Chip     tpusim.Chip // the target and the simulated hardware; required
+	Strategy Strategy    // default XTAT
+	Budget   int         // simulator measurements (program and kernel); required > 0
+	Seed     int64       // seeds the search and the measurement noise
+	Workers  int         // measurement and compile goroutines; default GOMAXPROCS
+
+	// Measurement noise of the simulated hardware (tpusim.Options): a run takes
+	// true * (1 + |N(0, Noise)|) and a measurement is the min of Runs runs (default 3).
+	Noise float64
+	Runs  int
+
+	// Kinds are the passes whose configs the non-XTAT strategies search; default all.
+	Kinds []compiler.Kind
+	// GraphShare is the share of the budget XTAT gives to layout and fusion (default
+	// 0.4); kernel phases get the rest, tiles and flags in proportion to their options.
+	GraphShare float64
+	// Batch is the number of candidates proposed and measured in parallel per step
+	// (default 8). It shapes the search, so results depend on it, not on Workers.
+	Batch int
+
+	// Store is the global config store: read once (a snapshot) for candidate repair
+	// before the run, and given the run's results after it. Nil for none.
+	Store ConfigStore
+
+	// GraphModel scores whole programs (an absolute model); KernelModel ranks a
+	// kernel's options (absolute or relative). Either may be nil: that level is then
+	// tuned on the simulator alone.
+	GraphModel, KernelModel Model
+	// ModelDir, when set and both models are nil, is loaded with LoadModel: an absolute
+	// model serves both levels, a relative one the kernel level.
+	ModelDir  string
+	LoadModel func(dir string) (Model, error)
+	// TopKGraph and TopKKernel are how many of the model's best candidates are measured
+	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
+	// (default 500).
+	TopKGraph, TopKKernel, ModelEvals int
+
+	// Progress, if set, is called from the run's goroutine after each batch of
+	// measurements.
+	Progress func(Progress)
+
+	// measured, if set (tests), is called with the identity of every measurement taken.
+	measured func(id string)
+}
+
+// Progress is a snapshot of a running search.
+type Progress struct {
+	Program      string
+	Phase        string
+	Measurements int // taken so far, all phases
+	Budget       int
+	BestNs       float64 // best program time measured so far (estimated in kernel phases)
+}
+
+// PhaseReport summarizes one phase of a run.
+type PhaseReport struct {
+	Name             string  `json:"name"`
+	Strategy         string  `json:"strategy"`
+	Measurements     int     `json:"measurements"`
+	ModelEvaluations int     `json:"model_evaluations,omitempty"`
+	BestNs           float64 `json:"best_ns"` // measured (or estimated for kernel phases)
+}
+
+// Report is the result of tuning one program. DefaultNs and TunedNs are the simulator's
+// noiseless times of the default compile (no store) and of the tuned config: an
+// evaluation outside the budget, not measurements.
+type Report struct {
+	Program          string        `json:"program"`
+	Chip             string        `json:"chip"`
+	Simulator        string        `json:"simulator"`
+	Strategy         string        `json:"strategy"`
+	ModelGuided      bool          `json:"model_guided"`
+	Seed             int64         `json:"seed"`
+	Budget           int           `json:"budget"`
+	Kernels          int           `json:"kernels"`
+	DefaultNs        float64       `json:"default_ns"`
+	StartNs          float64       `json:"start_ns"` // the store-repaired starting point
+	TunedNs          float64       `json:"tuned_ns"`
+	Speedup          float64       `json:"speedup"` // DefaultNs / TunedNs
+	Measurements     int           `json:"measurements"`
+	ProgramMeasures  int           `json:"program_measurements"`
+	KernelMeasures   int           `json:"kernel_measurements"`
+	ModelEvaluations int           `json:"model_evaluations"`
+	HardwareS        float64       `json:"hardware_s"` // modelled cost of the measurements
+	WallS            float64       `json:"wall_s"`
+	StoreRecords     int           `json:"store_records"`
+	Phases           []PhaseReport `json:"phases"`
+	// Config is the tuned program's effective config: compiling with it (Strict, no
+	// store) reproduces the tuned program.
+	Config *compiler.Config `json:"-"`
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Budget <= 0 {
+		return o, fmt.Errorf("measurement budget must be positive, got %d", o.Budget)
+	}
+	if err := o.Chip.Validate(); err != nil {
+		return o, err
+	}
+	if o.Strategy == "" {
+		o.Strategy = XTAT
+	}
+	if _, err := ParseStrategy(string(o.Strategy)); err != nil {
+		return o, err
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.Noise < 0 {
+		return o, fmt.Errorf("noise must be >= 0, got %g", o.Noise)
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = compiler.Kinds()
+	}
+	for _, k := range o.Kinds {
+		if !slices.Contains(compiler.Kinds(), k) {
+			return o, fmt.Errorf("unknown config kind %q", k)
+		}
+	}
+	if o.GraphShare == 0 {
+		o.GraphShare = 0.4
+	}
+	if o.GraphShare < 0 || o.GraphShare > 1 {
+		return o, fmt.Errorf("graph share must be in [0, 1], got %g", o.GraphShare)
+	}
+	if o.Batch <= 0 {
+		o.Batch = 8
+	}
+	if o.TopKGraph <= 0 {
+		o.TopKGraph = 10
+	}
+	if o.TopKKernel <= 0 {
+		o.TopKKernel = 5
+	}
+	if o.ModelEvals <= 0 {
+		o.ModelEvals = 500
+	}
+	if o.ModelDir != "" && o.GraphModel == nil && o.KernelModel == nil {
+		if o.LoadModel == nil {
+			return o, fmt.Errorf("--model %s: %w", o.ModelDir, ErrNoModelLoader)
+		}
+		m, err := o.LoadModel(o.ModelDir)
+		if err != nil {
+			return o, fmt.Errorf("loading model %s: %w", o.ModelDir, err)
+		}
+		o.KernelModel = m
+		if !m.Relative() {
+			o.GraphModel = m
+		}
+	}
+	if o.GraphModel != nil && o.GraphModel.Relative() {
+		return o, errors.New("the graph-level model must be absolute (it sums kernel runtimes); got a relative model")
+	}
+	return o, nil
+}
+
+// Run tunes module m. It returns the report with the tuned config; with a store, the
+// run's results are recorded in it. m is not modified.
+func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
+	t0 := time.Now()
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	sim, err := tpusim.New(o.Chip, tpusim.Options{NoiseSigma: o.Noise, Runs: o.Runs, Seed: o.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	var snap compiler.Store
+	if o.Store != nil {
+		if snap, err = o.Store.Snapshot(ctx); err != nil {
+			return nil, fmt.Errorf("tuning %s: reading the config store: %w", m.Name, err)
+		}
+	}
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: o.Chip.Target, Store: snap}, sim: tpusim.Version, chip: o.Chip.Name}
+	def, err := cc.compileWith(nil, compiler.Options{Target: o.Chip.Target})
+	if err != nil {
+		return nil, fmt.Errorf("tuning %s: default compile: %w", m.Name, err)
+	}
+	start := []*candidate{def}
+	if snap != nil {
+		c, err := cc.compile(nil)
+		if err != nil {
+			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+		}
+		if c.fp != def.fp {
+			// The store-repaired program leads; the default competes with it.
+			start = []*candidate{c, def}
+		}
+	}
+	r := &run{opts: o, sim: sim, cc: cc, workers: o.Workers, budget: o.Budget,
+		progCache: map[string]float64{}, kernCache: map[string]float64{}, kernTime: map[string]float64{},
+		graphModel: newModelScorer(o.GraphModel), kernelModel: newModelScorer(o.KernelModel), bestNs: math.Inf(1)}
+	rep := &Report{Program: m.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
+		ModelGuided: r.graphModel != nil || r.kernelModel != nil, Seed: o.Seed, Budget: o.Budget}
+	var fin *candidate
+	if o.Strategy == XTAT {
+		fin, err = r.xtat(ctx, start, rep)
+	} else {
+		fin, err = r.joint(ctx, start, rep)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
+	}
+	truth := func(p *compiler.Program) (float64, error) {
+		pt, err := tpusim.Simulate(p, o.Chip)
+		if err != nil {
+			return 0, err
+		}
+		return pt.TotalNs, nil
+	}
+	if rep.DefaultNs, err = truth(def.prog); err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	if rep.StartNs, err = truth(start[0].prog); err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	if rep.TunedNs, err = truth(fin.prog); err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	rep.Speedup = rep.DefaultNs / rep.TunedNs
+	rep.Kernels = len(fin.prog.Kernels)
+	rep.Measurements, rep.ProgramMeasures, rep.KernelMeasures = r.measurements, r.progMeas, r.kernMeas
+	rep.ModelEvaluations, rep.HardwareS = r.modelEvals, r.hardwareS
+	rep.Config = fin.cfg.Clone()
+	if o.Store != nil {
+		recs := r.records(m, fin.prog)
+		if err := o.Store.Record(ctx, recs); err != nil {
+			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+		}
+		rep.StoreRecords = len(recs)
+	}
+	rep.WallS = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+// beginPhase starts a phase report.
+func (r *run) beginPhase(name string) {
+	r.phase, r.phaseMeas = name, 0
+	r.progress()
+}
+
+// graphSearch runs strategy st over kinds from start: on the simulator within capN
+// measurements, or, with a graph model, on the model's predictions, measuring only the
+// model's top k. It returns the best measured program.
+func (r *run) graphSearch(ctx context.Context, st Strategy, kinds kindSet, start []*candidate, capN int, name string, rep *Report) (*candidate, error) {
+	r.beginPhase(name)
+	ph := PhaseReport{Name: name, Strategy: string(st)}
+	var best *candidate
+	if r.graphModel == nil {
+		s := newSearch(r, &simEval{r: r, cap: capN}, kinds, name, start)
+		if err := s.run(ctx, st); err != nil {
+			return nil, err
+		}
+		best = s.best
+	} else {
+		me := &modelEval{r: r, m: r.graphModel, cap: r.opts.ModelEvals, cache: map[string]float64{}}
+		s := newSearch(r, me, kinds, name+"/model", start)
+		if err := s.run(ctx, st); err != nil {
+			return nil, err
+		}
+		ph.ModelEvaluations = me.n
+		top := survivors(me.scored, r.opts.TopKGraph)
+		cands := make([]*candidate, len(top))
+		err := parallel(ctx, r.workers, len(top), func(i int) error {
+			c, err := r.cc.compile(top[i].cfg)
+			cands[i] = c
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		se := &simEval{r: r, cap: min(capN, r.opts.TopKGraph)}
+		if err := se.eval(ctx, cands); err != nil {
+			return nil, err
+		}
+		for _, c := range cands {
+			if c.evaluated && (best == nil || c.value < best.value) {
+				best = c
+			}
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%s: no program was measured (budget %d)", name, capN)
+	}
+	ph.Measurements, ph.BestNs = r.phaseMeas, best.value
+	rep.Phases = append(rep.Phases, ph)
+	return best, nil
+}
+
+// joint runs a non-XTAT strategy over the joint space of the configured kinds.
+func (r *run) joint(ctx context.Context, start []*candidate, rep *Report) (*candidate, error) {
+	return r.graphSearch(ctx, r.opts.Strategy, newKindSet(r.opts.Kinds), start, r.budget, "joint", rep)
+}
+
+// xtat runs the XTAT schedule: layout and fusion jointly by simulated annealing, then
+// tiles exhaustively per kernel, then flags exhaustively per kernel. The annealing gets
+// GraphShare of the budget, or more when the kernel phases need less (their work as
+// measured on the starting program, with a 20% margin); the kernel phases split the rest
+// in proportion to their work. Measurements still left when the kernel phases have
+// exhausted their space go to a final layout and fusion annealing from the tuned program.
+func (r *run) xtat(ctx context.Context, start []*candidate, rep *Report) (*candidate, error) {
+	graph := kindSet{compiler.KindLayout: true, compiler.KindFusion: true}
+	graphCap := max(1, int(math.Round(r.opts.GraphShare*float64(r.budget))))
+	if r.graphModel != nil {
+		graphCap = min(r.budget, r.opts.TopKGraph)
+	} else {
+		w := r.kernelWork(start[0].prog, compiler.KindTile) + r.kernelWork(start[0].prog, compiler.KindFlags)
+		graphCap = max(graphCap, r.budget-int(math.Ceil(1.2*float64(w))))
+	}
+	inc, err := r.graphSearch(ctx, Annealing, graph, start, graphCap, "layout+fusion", rep)
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range []compiler.Kind{compiler.KindTile, compiler.KindFlags} {
+		capN := r.left()
+		if kind == compiler.KindTile {
+			t, f := r.kernelWork(inc.prog, compiler.KindTile), r.kernelWork(inc.prog, compiler.KindFlags)
+			if t+f > 0 {
+				capN = int(math.Round(float64(r.left()) * float64(t) / float64(t+f)))
+			}
+		}
+		name := string(kind)
+		r.beginPhase(name)
+		if inc, err = r.tuneKernels(ctx, inc, kind, capN); err != nil {
+			return nil, err
+		}
+		rep.Phases = append(rep.Phases, PhaseReport{Name: name, Strategy: string(Exhaustive), Measurements: r.phaseMeas, BestNs: inc.value})
+	}
+	if r.left() > 0 && r.graphModel == nil {
+		// The tuned program has not been measured whole: the refinement starts by
+		// measuring it, and keeps it unless annealing finds better.
+		fin, err := r.graphSearch(ctx, Annealing, graph, []*candidate{inc}, r.left(), "layout+fusion (refine)", rep)
+		if err != nil {
+			return nil, err
+		}
+		inc = fin
+	}
+	return inc, nil
+}
+
+// BatchReport is the result of tuning several programs.
+type BatchReport struct {
+	Reports        []*Report `json:"reports"`
+	MeanSpeedup    float64   `json:"mean_speedup"`
+	GeomeanSpeedup float64   `json:"geomean_speedup"`
+	MaxSpeedup     float64   `json:"max_speedup"`
+	Measurements   int       `json:"measurements"`
+	HardwareS      float64   `json:"hardware_s"`
+	WallS          float64   `json:"wall_s"`
+}
+
+// RunMany tunes each source (a zoo model name or an HLO file) in order with the same
+// options, sharing the store: later programs start from what earlier ones learned. done,
+// if set, is called after each program.
+func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report)) (*BatchReport, error) {
+	t0 := time.Now()
+	b := &BatchReport{}
+	logSum := 0.0
+	for _, src := range srcs {
+		m, err := zoo.Resolve(src)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := Run(ctx, m, opts)
+		if err != nil {
+			return nil, err
+		}
+		b.Reports = append(b.Reports, rep)
+		b.MeanSpeedup += rep.Speedup
+		logSum += math.Log(rep.Speedup)
+		b.MaxSpeedup = math.Max(b.MaxSpeedup, rep.Speedup)
+		b.Measurements += rep.Measurements
+		b.HardwareS += rep.HardwareS
+		if done != nil {
+			done(rep)
+		}
+	}
+	if n := float64(len(b.Reports)); n > 0 {
+		b.MeanSpeedup /= n
+		b.GeomeanSpeedup = math.Exp(logSum / n)
+	}
+	b.WallS = time.Since(t0).Seconds()
+	return b, nil
+}
