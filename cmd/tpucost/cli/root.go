@@ -50,6 +50,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdCompile(ios, g),
 		NewCmdSim(ios, g),
 		NewCmdGen(ios, g),
+		NewCmdInspect(ios, g),
 		NewCmdTune(ios, g),
 	)
 	return root

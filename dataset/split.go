@@ -1,0 +1,141 @@
+package dataset
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+)
+
+// The kinds of split.
+const (
+	SplitRandom  = "random"  // by kernel: a hash of (seed, kernel key) decides
+	SplitProgram = "program" // held-out programs: no kernel of a test program is trained on
+)
+
+// Split divides a dataset's rows into train and test, deterministically given its seed.
+type Split struct {
+	Kind         string
+	TestFraction float64
+	Seed         int64
+	HeldOut      []string // the held-out (test) programs of a program split, sorted
+
+	heldOut  map[string]bool
+	testKeys map[string]bool        // program split: kernels occurring in a held-out program
+	programs map[SplitPart][]string // sorted
+}
+
+// NewSplit makes a split of d.
+//
+// Kind "random": a row is in test when a hash of (seed, kernel key) falls below
+// testFraction. Kind "program": max(1, round(testFraction·programs)) programs, never all of
+// them, are held out, chosen by a hash of (seed, program name); a row is in test when its
+// kernel occurs in any held-out program (by the dataset's occurrences) or it comes from
+// one, so that no kernel of a held-out program is trained on. testFraction must be in
+// (0, 1).
+func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split, error) {
+	if !(testFraction > 0 && testFraction < 1) {
+		return nil, fmt.Errorf("dataset: test fraction %g is not in (0, 1)", testFraction)
+	}
+	s := &Split{Kind: kind, TestFraction: testFraction, Seed: seed, heldOut: map[string]bool{}, testKeys: map[string]bool{}}
+	occ, err := d.Occurrences()
+	if err != nil {
+		return nil, err
+	}
+	var programs []string
+	for _, o := range occ {
+		programs = append(programs, o.Program)
+	}
+	slices.Sort(programs)
+	programs = slices.Compact(programs)
+	switch kind {
+	case SplitRandom:
+	case SplitProgram:
+		if len(programs) < 2 {
+			return nil, fmt.Errorf("dataset: a program split needs at least 2 programs, %s has %d", d.Dir, len(programs))
+		}
+		n := max(1, int(math.Round(testFraction*float64(len(programs)))))
+		n = min(n, len(programs)-1)
+		ranked := slices.Clone(programs)
+		slices.SortFunc(ranked, func(a, b string) int {
+			return cmp.Or(cmp.Compare(splitHash(seed, "program", a), splitHash(seed, "program", b)), cmp.Compare(a, b))
+		})
+		s.HeldOut = slices.Clone(ranked[:n])
+		slices.Sort(s.HeldOut)
+		for _, p := range s.HeldOut {
+			s.heldOut[p] = true
+		}
+		for _, o := range occ {
+			if s.heldOut[o.Program] {
+				s.testKeys[o.KernelKey] = true
+			}
+		}
+	default:
+		return nil, fmt.Errorf("dataset: unknown split kind %q (want %s or %s)", kind, SplitRandom, SplitProgram)
+	}
+	// The programs of each part: for a program split, the held-out programs and the rest;
+	// for a random split, the programs with at least one kernel in the part.
+	in := map[SplitPart]map[string]bool{Train: {}, Test: {}}
+	for _, o := range occ {
+		switch {
+		case kind == SplitProgram && s.heldOut[o.Program]:
+			in[Test][o.Program] = true
+		case kind == SplitProgram:
+			in[Train][o.Program] = true
+		case s.isTest(o.KernelKey, o.Program):
+			in[Test][o.Program] = true
+		default:
+			in[Train][o.Program] = true
+		}
+	}
+	s.programs = map[SplitPart][]string{All: programs}
+	for _, part := range []SplitPart{Train, Test} {
+		ps := []string{}
+		for _, p := range programs {
+			if in[part][p] {
+				ps = append(ps, p)
+			}
+		}
+		s.programs[part] = ps
+	}
+	return s, nil
+}
+
+// IsTest reports whether r is in the test part.
+func (s *Split) IsTest(r *Row) bool { return s.isTest(r.KernelKey, r.Program) }
+
+func (s *Split) isTest(key, program string) bool {
+	if s.Kind == SplitProgram {
+		return s.testKeys[key] || s.heldOut[program]
+	}
+	return unitInterval(splitHash(s.Seed, "kernel", key)) < s.TestFraction
+}
+
+// Programs returns the programs of a part, sorted: for a program split, the held-out
+// programs (Test) or the others (Train); for a random split, the programs with at least
+// one kernel in the part; for All, every program. The caller may change the result.
+func (s *Split) Programs(part SplitPart) []string { return slices.Clone(s.programs[part]) }
+
+// splitHash hashes (seed, domain, s) to 64 bits: FNV-1a, then a SplitMix64 finalizer to
+// spread FNV's weak low bits. It is fixed forever: splits must not change across versions.
+func splitHash(seed int64, domain, s string) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(domain))
+	h.Write([]byte{0})
+	h.Write([]byte(s))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// unitInterval maps a hash to [0, 1).
+func unitInterval(h uint64) float64 { return float64(h>>11) / (1 << 53) }

@@ -1,0 +1,149 @@
+package dataset
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// splitDataset writes a dataset of 300 units of 12 programs.
+func splitDataset(t *testing.T) *Dataset {
+	t.Helper()
+	dir := t.TempDir()
+	g := rowGen{task: TaskTile, maxNodes: 3, configs: 2}
+	writeShard(t, dir, FormatArrow, memory.DefaultAllocator, g, testUnits(11, 300, 12, 400), 0, 1, 50)
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// keysOf returns the kernel keys of a split part.
+func keysOf(t *testing.T, d *Dataset, s *Split, part SplitPart) []string {
+	t.Helper()
+	var keys []string
+	err := d.Rows(ReadOptions{Split: s, Part: part}, func(r *Row) error {
+		if s != nil && part != All && s.IsTest(r) != (part == Test) {
+			t.Errorf("row %s streamed for %s but IsTest is %v", r.KernelKey, part, s.IsTest(r))
+		}
+		keys = append(keys, r.KernelKey)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestSplits(t *testing.T) {
+	d := splitDataset(t)
+	all := keysOf(t, d, nil, All)
+	occ, err := d.Occurrences()
+	if err != nil {
+		t.Fatal(err)
+	}
+	programs, err := d.Programs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(programs) != 12 {
+		t.Fatalf("%d programs, want 12", len(programs))
+	}
+	for _, tc := range []struct {
+		kind     string
+		fraction float64
+		// tolerance on the test fraction of kernels: a random split's count is binomial,
+		// so 4 standard deviations of a fraction over len(all) kernels; a program split
+		// holds out whole programs and is only checked for its program count.
+		tolerance float64
+	}{
+		{SplitRandom, 0.2, 4 * math.Sqrt(0.2*0.8/float64(len(all)))},
+		{SplitRandom, 0.5, 4 * math.Sqrt(0.5*0.5/float64(len(all)))},
+		{SplitProgram, 0.25, -1},
+		{SplitProgram, 0.01, -1}, // rounds to 0 programs: at least 1 is held out
+		{SplitProgram, 0.99, -1}, // rounds to all programs: one is kept for training
+	} {
+		t.Run(fmt.Sprintf("%s-%g", tc.kind, tc.fraction), func(t *testing.T) {
+			s, err := NewSplit(d, tc.kind, tc.fraction, 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			train, test := keysOf(t, d, s, Train), keysOf(t, d, s, Test)
+			// Disjoint and complete.
+			union := slices.Concat(train, test)
+			slices.Sort(union)
+			if !slices.Equal(union, all) || len(slices.Compact(slices.Clone(union))) != len(union) {
+				t.Fatalf("train (%d) and test (%d) are not a partition of the %d kernels", len(train), len(test), len(all))
+			}
+			// Deterministic for a seed, different for another.
+			s2, _ := NewSplit(d, tc.kind, tc.fraction, 42)
+			if got := keysOf(t, d, s2, Test); !slices.Equal(got, test) {
+				t.Error("same seed, different test set")
+			}
+			s3, _ := NewSplit(d, tc.kind, tc.fraction, 43)
+			if got := keysOf(t, d, s3, Test); slices.Equal(got, test) && tc.fraction > 0.1 && tc.fraction < 0.9 {
+				t.Error("another seed, same test set")
+			}
+			switch tc.kind {
+			case SplitRandom:
+				if f := float64(len(test)) / float64(len(all)); math.Abs(f-tc.fraction) > tc.tolerance {
+					t.Errorf("test fraction %.3f, want %.2f ± %.3f", f, tc.fraction, tc.tolerance)
+				}
+			case SplitProgram:
+				want := max(1, min(int(math.Round(tc.fraction*12)), 11))
+				if len(s.HeldOut) != want || !slices.Equal(s.Programs(Test), s.HeldOut) {
+					t.Fatalf("held out %v, want %d programs", s.HeldOut, want)
+				}
+				if got := slices.Concat(s.Programs(Train), s.Programs(Test)); len(got) != 12 {
+					t.Errorf("train and test programs: %v", got)
+				}
+				// Every kernel occurring in a held-out program is in test.
+				isTest := map[string]bool{}
+				for _, k := range test {
+					isTest[k] = true
+				}
+				for _, o := range occ {
+					if slices.Contains(s.HeldOut, o.Program) && !isTest[o.KernelKey] {
+						t.Errorf("kernel %s of held-out program %s is in train", o.KernelKey, o.Program)
+					}
+				}
+			}
+			if len(s.Programs(All)) != 12 {
+				t.Errorf("Programs(All) = %v", s.Programs(All))
+			}
+		})
+	}
+	for _, bad := range []struct {
+		kind string
+		f    float64
+	}{{"random", 0}, {"random", 1}, {"program", -0.5}, {"model", 0.2}} {
+		if _, err := NewSplit(d, bad.kind, bad.f, 1); err == nil {
+			t.Errorf("NewSplit(%s, %g) accepted", bad.kind, bad.f)
+		}
+	}
+}
+
+// TestSplitHashIsFrozen pins the split hash: changing it would silently change every
+// dataset's splits. The values were checked against an independent implementation of
+// FNV-1a 64 followed by the SplitMix64 finalizer (Python).
+func TestSplitHashIsFrozen(t *testing.T) {
+	for _, tc := range []struct {
+		seed   int64
+		domain string
+		s      string
+		want   uint64
+	}{
+		{0, "kernel", "", 0xdd4982b959c6570f},
+		{42, "kernel", "k001", 0x30c1656ee43a099d},
+		{42, "program", "resnet50_b32", 0x150622a6898b69cf},
+	} {
+		if got := splitHash(tc.seed, tc.domain, tc.s); got != tc.want {
+			t.Errorf("splitHash(%d, %s, %s) = %#x, want %#x", tc.seed, tc.domain, tc.s, got, tc.want)
+		}
+	}
+}
