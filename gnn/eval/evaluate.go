@@ -10,8 +10,11 @@ import (
 )
 
 // Predict returns a model's predictions (or scores; lower is better) for every config of
-// a row, in the row's config order.
-type Predict func(r *dataset.Row) ([]float64, error)
+// each row, in the row's config order (gnn.Predictor.PredictRows).
+type Predict func(rows []*dataset.Row) ([][]float64, error)
+
+// evalBatch is how many rows are predicted per call.
+const evalBatch = 256
 
 // Metrics are one model's accuracy on a test set. Pointer and map fields are absent when
 // they do not apply to the task.
@@ -82,18 +85,37 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Repor
 		rep.Split = split.Kind
 	}
 	kernels := map[string]*kernelData{}
-	err := d.Rows(dataset.ReadOptions{Split: split, Part: part}, func(r *dataset.Row) error {
-		p, err := predict(r)
+	var buf []*dataset.Row
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		preds, err := predict(buf)
 		if err != nil {
-			return fmt.Errorf("predicting kernel %s: %w", r.KernelKey, err)
+			return fmt.Errorf("predicting: %w", err)
 		}
-		if len(p) != len(r.RuntimesNs) {
-			return fmt.Errorf("kernel %s: %d predictions for %d configs", r.KernelKey, len(p), len(r.RuntimesNs))
+		for i, r := range buf {
+			p := preds[i]
+			if len(p) != len(r.RuntimesNs) {
+				return fmt.Errorf("kernel %s: %d predictions for %d configs", r.KernelKey, len(p), len(r.RuntimesNs))
+			}
+			kernels[r.KernelKey] = &kernelData{truth: r.RuntimesNs, learned: p, analytical: r.AnalyticalNs}
+			rep.Samples += len(r.RuntimesNs)
 		}
-		kernels[r.KernelKey] = &kernelData{truth: slices.Clone(r.RuntimesNs), learned: p, analytical: slices.Clone(r.AnalyticalNs)}
-		rep.Samples += len(r.RuntimesNs)
+		buf = buf[:0]
+		return nil
+	}
+	err := d.Rows(dataset.ReadOptions{Split: split, Part: part}, func(r *dataset.Row) error {
+		c := r.Clone()
+		buf = append(buf, &c)
+		if len(buf) == evalBatch {
+			return flush()
+		}
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func gen(t *testing.T, task dataset.Task, models ...string) *dataset.Dataset {
 
 func TestEvaluateRelative(t *testing.T) {
 	d := gen(t, dataset.TaskTile, "mlp_96x2_b1", "resnet18_b1")
-	perfect := func(r *dataset.Row) ([]float64, error) { return slices.Clone(r.RuntimesNs), nil }
+	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
 	rep, err := Evaluate(d, nil, perfect)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestEvaluateRelative(t *testing.T) {
 		t.Errorf("analytical %+v, %d programs", rep.Analytical, rep.Programs)
 	}
 	// A model equal to the analytical one scores exactly like it.
-	same := func(r *dataset.Row) ([]float64, error) { return slices.Clone(r.AnalyticalNs), nil }
+	same := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.AnalyticalNs) })
 	rep2, err := Evaluate(d, nil, same)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestEvaluateRelative(t *testing.T) {
 
 func TestEvaluateAbsolute(t *testing.T) {
 	d := gen(t, dataset.TaskFusion, "mlp_96x2_b1", "resnet18_b1")
-	perfect := func(r *dataset.Row) ([]float64, error) { return slices.Clone(r.RuntimesNs), nil }
+	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
 	rep, err := Evaluate(d, nil, perfect)
 	if err != nil {
 		t.Fatal(err)
@@ -78,5 +78,15 @@ func TestEvaluateAbsolute(t *testing.T) {
 	}
 	if rep.Programs != 1 || rep.Split != "program" {
 		t.Errorf("program split: %d programs (%s)", rep.Programs, rep.Split)
+	}
+}
+
+func batch(f func(*dataset.Row) []float64) Predict {
+	return func(rows []*dataset.Row) ([][]float64, error) {
+		out := make([][]float64, len(rows))
+		for i, r := range rows {
+			out[i] = f(r)
+		}
+		return out, nil
 	}
 }

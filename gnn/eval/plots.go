@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Colors of the two models in every plot.
@@ -170,33 +171,71 @@ func programPlot(dir string, rep *Report) (string, error) {
 }
 
 func trainingPlot(dir string, history []EpochPoint, metricName string) (string, error) {
-	p := plot.New()
-	p.Title.Text = "training curve"
-	p.X.Label.Text = "epoch"
-	p.Y.Label.Text = "loss / metric"
+	// Two panels: losses (log scale) above, the validation metric below.
+	losses := plot.New()
+	losses.Title.Text = "training curve"
+	losses.Y.Label.Text = "loss"
+	losses.Y.Scale = plot.LogScale{}
+	losses.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	metric := plot.New()
+	metric.X.Label.Text = "epoch"
+	metric.Y.Label.Text = "validation " + metricName
 	var tr, va, me plotter.XYs
 	for _, h := range history {
-		tr = append(tr, plotter.XY{X: float64(h.Epoch), Y: h.TrainLoss})
-		va = append(va, plotter.XY{X: float64(h.Epoch), Y: h.ValLoss})
+		if h.TrainLoss > 0 {
+			tr = append(tr, plotter.XY{X: float64(h.Epoch), Y: h.TrainLoss})
+		}
+		if h.ValLoss > 0 {
+			va = append(va, plotter.XY{X: float64(h.Epoch), Y: h.ValLoss})
+		}
 		me = append(me, plotter.XY{X: float64(h.Epoch), Y: h.ValMetric})
 	}
-	for _, s := range []struct {
-		xys   plotter.XYs
-		name  string
-		color color.Color
-	}{{tr, "train loss", learnedColor}, {va, "validation loss", analyticalColor}, {me, "validation " + metricName, color.RGBA{G: 140, A: 255}}} {
-		l, err := plotter.NewLine(s.xys)
-		if err != nil {
-			return "", err
+	line := func(p *plot.Plot, xys plotter.XYs, name string, c color.Color) error {
+		if len(xys) == 0 {
+			return nil
 		}
-		l.Color = s.color
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = c, vg.Points(1.5)
+		pts.Color, pts.Shape = c, draw.CircleGlyph{}
+		p.Add(l, pts)
+		p.Legend.Add(name, l)
+		return nil
 	}
-	p.Legend.Top = true
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	if err := line(losses, tr, "train", learnedColor); err != nil {
+		return "", err
+	}
+	if err := line(losses, va, "validation", analyticalColor); err != nil {
+		return "", err
+	}
+	if err := line(metric, me, "validation "+metricName, color.RGBA{G: 140, A: 255}); err != nil {
+		return "", err
+	}
+	losses.Legend.Top = true
+	metric.Legend.Top = true
+	w, h := 7*vg.Inch, 6*vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 4}
+	plots := [][]*plot.Plot{{losses}, {metric}}
+	canvases := plot.Align(plots, tiles, dc)
+	losses.Draw(canvases[0][0])
+	metric.Draw(canvases[1][0])
 	path := filepath.Join(dir, "training.png")
-	return path, savePlot(p, 7*vg.Inch, 4.5*vg.Inch, path)
+	tmp := filepath.Join(dir, ".tmp-training.png")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return "", fmt.Errorf("writing plot %s: %w", path, err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", fmt.Errorf("writing plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("writing plot %s: %w", path, err)
+	}
+	return path, os.Rename(tmp, path)
 }

@@ -51,6 +51,9 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdSim(ios, g),
 		NewCmdGen(ios, g),
 		NewCmdInspect(ios, g),
+		NewCmdTrain(ios, g),
+		NewCmdPredict(ios, g),
+		NewCmdEval(ios, g),
 		NewCmdTune(ios, g),
 	)
 	return root

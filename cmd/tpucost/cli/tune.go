@@ -12,6 +12,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
@@ -39,8 +40,7 @@ type TuneOptions struct {
 	Out        string
 	Store      string
 
-	// LoadModel loads a learned model checkpoint for --model (gnn's loader). Nil: --model
-	// fails with tune.ErrNoModelLoader.
+	// LoadModel loads a learned model checkpoint for --model; nil: gnn.LoadPredictor.
 	LoadModel func(dir string) (tune.Model, error)
 }
 
@@ -70,7 +70,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
 	f.StringVar(&o.Strategy, "strategy", string(tune.XTAT), "search strategy: xtat, exhaustive, random, sa, evo, mbo")
-	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoint directory: search on its predictions, measure only its top-k")
+	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoints DIR[,DIR]: an absolute (fusion/layout) model guides layout and fusion, a relative (tile/flags) one ranks kernel options; only their top-k are measured")
 	f.IntVar(&o.TopK, "topk", 10, "with --model: program-level candidates measured")
 	f.IntVar(&o.KernelTopK, "kernel-topk", 5, "with --model: options measured per kernel")
 	f.IntVar(&o.ModelEvals, "model-evals", 500, "with --model: programs the model scores per search")
@@ -129,12 +129,14 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.ModelDir != "" && o.LoadModel == nil {
-		return fmt.Errorf("--model %s: %w (the gnn predictor is not wired into tpucost tune yet)", o.ModelDir, tune.ErrNoModelLoader)
-	}
 	opts := tune.Options{
 		Chip: c, Strategy: st, Budget: o.Budget, Seed: o.Seed, Workers: o.Workers, Noise: o.Noise, Runs: o.Runs,
-		ModelDir: o.ModelDir, LoadModel: o.LoadModel, TopKGraph: o.TopK, TopKKernel: o.KernelTopK, ModelEvals: o.ModelEvals,
+		TopKGraph: o.TopK, TopKKernel: o.KernelTopK, ModelEvals: o.ModelEvals,
+	}
+	if o.ModelDir != "" {
+		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
+			return err
+		}
 	}
 	if o.Store != "" {
 		s, err := tune.OpenStore(o.Store, c.Name, tpusim.Version)
@@ -228,4 +230,31 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// loadTuneModels loads the comma-separated checkpoints of --model and gives each its role
+// by what it predicts: an absolute model (fusion, layout) scores whole programs, a
+// relative one (tile, flags) ranks a kernel's options.
+func loadTuneModels(dirs string, load func(string) (tune.Model, error), c tpusim.Chip) (graph, kernel tune.Model, err error) {
+	if load == nil {
+		load = func(dir string) (tune.Model, error) { return gnn.LoadPredictor(dir, c.Target) }
+	}
+	for _, dir := range strings.Split(dirs, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		m, err := load(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--model %s: %w", dir, err)
+		}
+		switch {
+		case m.Relative() && kernel == nil:
+			kernel = m
+		case !m.Relative() && graph == nil:
+			graph = m
+		default:
+			return nil, nil, fmt.Errorf("--model: give at most one absolute (fusion/layout) and one relative (tile/flags) model; %s is a second %s model", dir, map[bool]string{true: "relative", false: "absolute"}[m.Relative()])
+		}
+	}
+	return graph, kernel, nil
 }

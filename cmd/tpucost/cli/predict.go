@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// PredictOptions are the options of `tpucost predict`.
+type PredictOptions struct {
+	IO      IO
+	Globals *Globals
+	Target  TargetFlags
+	Src     string
+	Model   string
+	Config  string
+	Top     int
+
+	chipSet bool
+}
+
+// NewCmdPredict builds `tpucost predict SRC --model DIR`.
+func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
+	o := &PredictOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "predict SRC --model DIR",
+		Short: "Predict a compiled program's kernel times with a trained model, beside the simulator",
+		Long: "Predict compiles SRC (a zoo model or an HLO file) with the given config (default: XLA-like defaults) and prints, per kernel, " +
+			"the model's predicted time next to the simulated and analytical times, and the predicted program total (models trained with " +
+			"the mse loss). For a tile or flags model it ranks each kernel's options (tiles with the kernel's flags, or flags with its tile) " +
+			"and lists the top --top with their simulated times, the simulated time of the model's pick and of the best option. " +
+			"The chip defaults to the one the model's training data was generated for.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Src = args[0]
+			o.chipSet = cmd.Flags().Changed("chip")
+			return runPredict(o)
+		},
+	}
+	o.Target.bind(cmd)
+	cmd.Flags().StringVar(&o.Model, "model", "", "checkpoint directory (from tpucost train)")
+	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
+	cmd.Flags().IntVar(&o.Top, "top", 3, "options listed per kernel for tile and flags models")
+	return cmd
+}
+
+func runPredict(o *PredictOptions) error {
+	if o.Model == "" {
+		return fmt.Errorf("--model is required")
+	}
+	m, ckpt, err := gnn.Load(o.Model)
+	if err != nil {
+		return err
+	}
+	if !o.chipSet && ckpt.Meta.Chip != "" {
+		o.Target.Chip = ckpt.Meta.Chip
+		if o.Target.VMEMMiB == 0 && ckpt.Meta.VMEMBytes > 0 {
+			o.Target.VMEMMiB = int(ckpt.Meta.VMEMBytes >> 20)
+		}
+	}
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	p, err := compileSource(o.Src, o.Config, c, "", nil)
+	if err != nil {
+		return err
+	}
+	pred, err := gnn.NewPredictor(m, c.Target, gnn.PredictorOptions{})
+	if err != nil {
+		return err
+	}
+	defer pred.Close()
+	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
+		kt, err := tpusim.SimulateKernel(k.Info, tile, flags, c)
+		if err != nil {
+			return 0, 0, err
+		}
+		an, err := k.Info.Analytical(tile, c.Target)
+		return kt.Ns, an, err
+	}
+	r, err := gnn.ReportProgram(pred, p, max(o.Top, 0), timer)
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, r)
+	}
+	w := table(o.IO.Out)
+	if !r.Relative {
+		fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tPRED_NS\tSIM_NS\tANALYTICAL_NS\tPRED_ERR\t")
+		for _, k := range r.Kernels {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", k.Name, k.Kind, k.Tile, k.Flags, k.PredictedNs, k.SimNs, k.AnalyticalNs, 100*(k.PredictedNs-k.SimNs)/k.SimNs)
+		}
+		fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", r.PredictedTotalNs, r.SimTotalNs, r.AnalyticalTotalNs, 100*(r.PredictedTotalNs-r.SimTotalNs)/r.SimTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		w = table(o.IO.Out)
+		fmt.Fprintln(w, "KERNEL\tCURRENT\tSIM_NS\tRANK\tOPTIONS\tMODEL_TOP (sim ns)\tPICK_NS\tBEST_NS\t")
+		for _, k := range r.Kernels {
+			top := ""
+			for i, opt := range k.Options {
+				if i > 0 {
+					top += ", "
+				}
+				top += fmt.Sprintf("%s %s (%.0f)", opt.Tile, opt.Flags, opt.SimNs)
+			}
+			fmt.Fprintf(w, "%s\t%s %s\t%.0f\t%d\t%d\t%s\t%.0f\t%.0f\t\n", k.Name, k.Tile, k.Flags, k.SimNs, k.CurrentRank, k.OptionCount, top, k.ModelPickNs, k.BestOptionNs)
+		}
+		fmt.Fprintf(w, "total\t\t%.0f\t\t\t\t%.0f\t%.0f\t\n", r.SimTotalNs, r.ModelPickTotalNs, r.BestOptionTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.IO.Out, "%s on %s, %s model (%s): %d kernels, simulated %.1f us, analytical %.1f us", r.Program, c.Name, r.Task, r.Loss, len(r.Kernels), r.SimTotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if !r.Relative {
+		fmt.Fprintf(o.IO.Out, ", predicted %.1f us", r.PredictedTotalNs/1e3)
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		fmt.Fprintf(o.IO.Out, ", with the model's picks %.1f us (best %.1f us)", r.ModelPickTotalNs/1e3, r.BestOptionTotalNs/1e3)
+	}
+	fmt.Fprintln(o.IO.Out)
+	return nil
+}

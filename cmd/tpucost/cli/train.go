@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
+)
+
+// TrainOptions are the options of `tpucost train`.
+type TrainOptions struct {
+	IO      IO
+	Globals *Globals
+
+	Task         string
+	Data         string
+	Out          string
+	Loss         string
+	Epochs       int
+	Batch        int
+	MaxConfigs   int
+	LR           float64
+	Seed         int64
+	Split        string
+	TestFraction float64
+	ValFraction  float64
+	SplitSeed    int64
+	Patience     int
+	Layers       int
+	Hidden       int
+	Reduce       string
+	Resume       bool
+	NoBucketing  bool
+}
+
+// NewCmdTrain builds `tpucost train`.
+func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
+	o := &TrainOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "train --task T --data DIR --out DIR",
+		Short: "Train a GraphSAGE cost model on a dataset",
+		Long: "Train fits a GraphSAGE cost model (opcode embedding and node features, GraphSAGE layers over operands and users, per-kernel " +
+			"reductions, a feed-forward head over kernel and config features) to a dataset made by `tpucost gen`. Absolute tasks (fusion, layout) " +
+			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss. The dataset is split " +
+			"(--split, --test-fraction, --split-seed; the test part is left for `tpucost eval`), a validation part of the training rows is scored " +
+			"after every epoch (tile/flags: slowdown@1, fusion/layout: MAPE), training stops early when it no longer improves, and a checkpoint " +
+			"is written atomically to --out after every epoch; --resume continues it. Progress goes to stderr.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
+	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen)")
+	f.StringVar(&o.Out, "out", "", "checkpoint directory")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge or rank-logistic (default: rank-hinge for tile/flags, mse for fusion/layout)")
+	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
+	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
+	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
+	f.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
+	f.Int64Var(&o.Seed, "seed", 1, "seed for initialization, shuffling and config sampling")
+	f.StringVar(&o.Split, "split", dataset.SplitRandom, "train/test split: random (by kernel) or program (held-out programs)")
+	f.Float64Var(&o.TestFraction, "test-fraction", 0.2, "fraction held out for evaluation")
+	f.Float64Var(&o.ValFraction, "val-fraction", 0.1, "fraction of the training part used for validation")
+	f.Int64Var(&o.SplitSeed, "split-seed", 1, "seed of the split (use the same with tpucost eval)")
+	f.IntVar(&o.Patience, "patience", 5, "stop after this many epochs without a better validation metric (0 or negative: never)")
+	f.IntVar(&o.Layers, "layers", 3, "GraphSAGE layers")
+	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
+	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
+	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (its model, loss and settings are kept; --epochs may be raised)")
+	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
+	return cmd
+}
+
+// TrainSummary is the JSON output of `tpucost train`.
+type TrainSummary struct {
+	Out       string      `json:"out"`
+	Task      string      `json:"task"`
+	Loss      gnn.Loss    `json:"loss"`
+	Metric    string      `json:"metric"`
+	BestEpoch int         `json:"best_epoch"`
+	Epochs    int         `json:"epochs"`
+	Stopped   string      `json:"stopped"`
+	Best      gnn.Epoch   `json:"best"`
+	History   []gnn.Epoch `json:"history"`
+}
+
+func runTrain(ctx context.Context, o *TrainOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case o.Task == "":
+		return fmt.Errorf("--task is required (tile, flags, fusion or layout)")
+	case o.Data == "":
+		return fmt.Errorf("--data is required")
+	case o.Out == "":
+		return fmt.Errorf("--out is required")
+	}
+	task := dataset.Task(o.Task)
+	var loss gnn.Loss
+	if o.Loss != "" {
+		var err error
+		if loss, err = gnn.ParseLoss(o.Loss); err != nil {
+			return err
+		}
+	}
+	cfg := gnn.DefaultConfig()
+	cfg.Layers, cfg.Hidden = o.Layers, o.Hidden
+	for i := range cfg.Head {
+		cfg.Head[i] = o.Hidden
+	}
+	red, err := gnn.ParseReductions(o.Reduce)
+	if err != nil {
+		return fmt.Errorf("--reduce: %w", err)
+	}
+	cfg.Reduce = red
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	patience := o.Patience
+	if patience == 0 {
+		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	}
+	res, err := gnn.TrainDataset(ctx,
+		gnn.DataOptions{Dir: o.Data, Split: o.Split, TestFraction: o.TestFraction, ValFraction: o.ValFraction, SplitSeed: o.SplitSeed},
+		gnn.TrainOptions{
+			Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
+			Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
+		})
+	if err != nil {
+		return err
+	}
+	c := res.Checkpoint
+	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
+		Stopped: res.Stopped, History: res.History}
+	if res.BestEpoch > 0 {
+		s.Best = res.History[res.BestEpoch-1]
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, s)
+	}
+	w := table(o.IO.Out)
+	fmt.Fprintf(w, "EPOCH\tTRAIN_LOSS\tVAL_LOSS\tVAL_%s\tKERNELS/S\tSECONDS\t\n", c.Metric)
+	for _, e := range res.History {
+		vl, vm := "-", "-"
+		if e.Val != nil {
+			vl, vm = fmt.Sprintf("%.4g", e.Val.Loss), fmt.Sprintf("%.4g", e.Val.Metric)
+		}
+		mark := ""
+		if e.Epoch == res.BestEpoch {
+			mark = "best"
+		}
+		fmt.Fprintf(w, "%d\t%.4g\t%s\t%s\t%.0f\t%.1f\t%s\n", e.Epoch, e.TrainLoss, vl, vm, e.KernelsPerSec, e.Seconds, mark)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d (%s), saved to %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), res.Stopped, o.Out)
+	return nil
+}

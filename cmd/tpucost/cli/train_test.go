@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// runCmd executes one command built by mk (standalone, so the test does not depend on
+// its registration in the root command).
+func runCmd(mk func(IO, *Globals) *cobra.Command, jsonOut bool, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	cmd := mk(IO{In: strings.NewReader(""), Out: &out, Err: &errb}, &Globals{JSON: jsonOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+// writeTinyDataset writes a dataset of task to dir with the dataset Writer: for each
+// model's default compile, one row per distinct kernel with up to maxConfigs tile
+// options (tile) or its own configuration (fusion), timed with tpusim.
+func writeTinyDataset(t *testing.T, dir string, task dataset.Task, models []string, maxConfigs int) {
+	t.Helper()
+	chip, err := tpusim.Preset("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := dataset.Provenance{
+		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
+		Chip: chip.Name, VMEMBytes: chip.VMEMBytes, Seed: 1, Task: task, ConfigsPerKernel: maxConfigs, Models: models,
+		ShardIndex: 0, ShardCount: 1, ToolVersion: Version, GeneratorVersion: "test",
+	}
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: dataset.FormatArrow, Provenance: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for unit, name := range models {
+		m, err := zoo.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := compiler.Compile(m, nil, compiler.Options{Target: chip.Target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []dataset.Row
+		var occ []dataset.Occurrence
+		count := map[string]int32{}
+		for _, k := range p.Kernels {
+			count[k.Key]++
+		}
+		for _, k := range p.Kernels {
+			if count[k.Key] == 0 {
+				continue
+			}
+			occ = append(occ, dataset.Occurrence{Unit: int64(unit), Program: p.Name, KernelKey: k.Key, Count: count[k.Key]})
+			count[k.Key] = 0
+			tiles := []cost.Tile{k.Tile}
+			if task == dataset.TaskTile {
+				tiles = k.Info.TileOptions(chip.Target, k.Flags)
+				if len(tiles) > maxConfigs {
+					tiles = tiles[:maxConfigs]
+				}
+			}
+			r := dataset.Row{Program: p.Name, Unit: int64(unit), Task: task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
+				Graph: features.OfKernel(k, chip.Target)}
+			for _, tile := range tiles {
+				kt, err := tpusim.SimulateKernel(k.Info, tile, k.Flags, chip)
+				if err != nil {
+					continue
+				}
+				cf, err := features.Config(k.Info, tile, k.Flags, chip.Target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				an, _ := k.Info.Analytical(tile, chip.Target)
+				r.Configs = append(r.Configs, "tile="+tile.String()+";flags="+k.Flags.String())
+				r.ConfigFeats = append(r.ConfigFeats, cf)
+				r.RuntimesNs = append(r.RuntimesNs, kt.Ns)
+				r.AnalyticalNs = append(r.AnalyticalNs, an)
+			}
+			if len(r.Configs) > 0 {
+				rows = append(rows, r)
+			}
+		}
+		if err := w.WritePart(int64(unit), int64(unit), rows, occ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTrainAndPredictEndToEnd(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "tile-data")
+	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "unet_d3_c32_r128_b8", "mlp_768x3_b8"}, 12)
+	out := filepath.Join(root, "tile-model")
+	small := []string{"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6", "--lr", "0.003"}
+
+	stdout, stderr, err := runCmd(NewCmdTrain, true, append([]string{"--task", "tile", "--data", data, "--out", out, "--epochs", "2"}, small...)...)
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	var s TrainSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("train --json: %v\n%s", err, stdout)
+	}
+	if s.Epochs != 2 || s.BestEpoch < 1 || s.Loss != gnn.LossRankHinge || s.Metric != gnn.MetricSlowdown || s.History[0].Val == nil {
+		t.Errorf("summary %+v", s)
+	}
+	if !strings.Contains(stderr, "epoch 2/2") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, gnn.ModelFile)); err != nil {
+		t.Fatal(err)
+	}
+	// Resume to 3 epochs; the text output lists them.
+	stdout, stderr, err = runCmd(NewCmdTrain, false, append([]string{"--task", "tile", "--data", data, "--out", out, "--epochs", "3", "--resume"}, small...)...)
+	if err != nil {
+		t.Fatalf("train --resume: %v\n%s", err, stderr)
+	}
+	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 5 {
+		t.Errorf("train output:\n%s", stdout)
+	}
+
+	// Predict with the relative model: options ranked per kernel.
+	stdout, stderr, err = runCmd(NewCmdPredict, true, "resnet18_b1", "--model", out)
+	if err != nil {
+		t.Fatalf("predict: %v\n%s", err, stderr)
+	}
+	var r gnn.ProgramReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("predict --json: %v", err)
+	}
+	if !r.Relative || len(r.Kernels) == 0 || len(r.Kernels[0].Options) == 0 || !(r.ModelPickTotalNs >= r.BestOptionTotalNs) || !(r.SimTotalNs > 0) {
+		t.Errorf("predict report: relative %t, %d kernels, pick %g best %g", r.Relative, len(r.Kernels), r.ModelPickTotalNs, r.BestOptionTotalNs)
+	}
+	stdout, _, err = runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--top", "2")
+	if err != nil || !strings.Contains(stdout, "MODEL_TOP") || !strings.Contains(stdout, "model's picks") {
+		t.Errorf("predict table: %v\n%s", err, stdout)
+	}
+
+	// An absolute (fusion) model predicts times and a program total.
+	fdata := filepath.Join(root, "fusion-data")
+	writeTinyDataset(t, fdata, dataset.TaskFusion, []string{"resnet18_b1", "unet_d3_c32_r128_b8", "mlp_768x3_b8", "dlrm_small_b32"}, 1)
+	fout := filepath.Join(root, "fusion-model")
+	if _, stderr, err := runCmd(NewCmdTrain, false, append([]string{"--task", "fusion", "--data", fdata, "--out", fout, "--epochs", "2"}, small...)...); err != nil {
+		t.Fatalf("train fusion: %v\n%s", err, stderr)
+	}
+	stdout, stderr, err = runCmd(NewCmdPredict, false, "mlp_768x3_b8", "--model", fout)
+	if err != nil {
+		t.Fatalf("predict fusion: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "PRED_NS") || !strings.Contains(stdout, "predicted") || strings.Contains(stdout, "MODEL_TOP") {
+		t.Errorf("fusion predict output:\n%s", stdout)
+	}
+}
+
+func TestTrainErrors(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	writeTinyDataset(t, data, dataset.TaskFusion, []string{"mlp_768x3_b8", "dlrm_small_b32"}, 1)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data", data, "--out", root + "/o1"}, "--task is required"},
+		{[]string{"--task", "tile", "--data", data, "--out", root + "/o2"}, "holds fusion rows, not tile"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o3", "--loss", "rank-hinge"}, "use mse"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o4", "--loss", "l1"}, "unknown loss"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o5", "--reduce", "median"}, "unknown reduction"},
+		{[]string{"--task", "fusion", "--data", root + "/missing", "--out", root + "/o6"}, "missing"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o7", "--resume"}, "nothing to resume"},
+	} {
+		_, _, err := runCmd(NewCmdTrain, false, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, _, err := runCmd(NewCmdPredict, false, "mlp_768x3_b8", "--model", root+"/none"); err == nil {
+		t.Error("predict with a missing model succeeded")
+	}
+}

@@ -1,0 +1,74 @@
+package dataset
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The child half of TestGenerateSurvivesKill9: a slow generation run that the parent kills.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("TPUCOST_GEN_CHILD"); dir != "" {
+		t := &testing.T{}
+		o := genOpts(t, TaskTile, dir)
+		o.Progress = func(Progress) { time.Sleep(300 * time.Millisecond) }
+		if _, err := Generate(context.Background(), o); err != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestGenerateSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	ref := t.TempDir()
+	if _, err := Generate(context.Background(), genOpts(t, TaskTile, ref)); err != nil {
+		t.Fatal(err)
+	}
+	want := dirFiles(t, ref)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TPUCOST_GEN_CHILD="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill -9 as soon as the first part is complete, mid-run.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		m, _ := filepath.Glob(filepath.Join(dir, "*-00000.arrow"))
+		if len(m) > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	left := dirFiles(t, dir)
+	if len(left) == 0 || len(left) >= len(want) {
+		t.Fatalf("killed run left %d files, complete run has %d: not killed mid-run", len(left), len(want))
+	}
+	for name, b := range left {
+		if strings.HasSuffix(name, ".tmp") {
+			continue // a temporary file is allowed; readers ignore it and the next run removes it
+		}
+		if string(want[name]) != string(b) {
+			t.Errorf("killed run left %s, which is not a complete part of the reference run", name)
+		}
+	}
+	if _, err := Open(dir); err != nil {
+		t.Errorf("dataset of the killed run does not open: %v", err)
+	}
+	if _, err := Generate(context.Background(), genOpts(t, TaskTile, dir)); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "after kill -9 and resume", want, dirFiles(t, dir))
+}

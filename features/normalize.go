@@ -1,0 +1,194 @@
+package features
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// MinStd is the smallest standard deviation a column is scaled by: columns whose fitted
+// standard deviation is below it (constant columns, or columns never seen) are only
+// centred, never divided by a tiny number.
+const MinStd = 1e-6
+
+// ColumnStats are the per-column mean and (population) standard deviation of one kind of
+// feature vector, and how many vectors they were fitted on.
+type ColumnStats struct {
+	Count int64     `json:"count"`
+	Mean  []float64 `json:"mean"`
+	Std   []float64 `json:"std"`
+}
+
+// Width is the number of columns.
+func (c ColumnStats) Width() int { return len(c.Mean) }
+
+// Apply normalizes the row-major matrix src (rows of c.Width() columns) into dst, which
+// may be src itself: dst[i] = (src[i] - mean) / std, with std replaced by 1 where it is
+// below MinStd. It panics if the lengths differ or are not a multiple of the width (a
+// programming error, not a data error).
+func (c ColumnStats) Apply(dst, src []float32) {
+	w := len(c.Mean)
+	if len(dst) != len(src) || w == 0 || len(src)%w != 0 {
+		panic(fmt.Sprintf("features: normalizing %d values into %d with %d columns", len(src), len(dst), w))
+	}
+	for i, x := range src {
+		j := i % w
+		s := c.Std[j]
+		if s < MinStd {
+			s = 1
+		}
+		dst[i] = float32((float64(x) - c.Mean[j]) / s)
+	}
+}
+
+func (c ColumnStats) validate(what string, width int) error {
+	if len(c.Mean) != width || len(c.Std) != width {
+		return fmt.Errorf("%s statistics have %d means and %d standard deviations, want %d", what, len(c.Mean), len(c.Std), width)
+	}
+	for j := range c.Mean {
+		if math.IsNaN(c.Mean[j]) || math.IsInf(c.Mean[j], 0) || math.IsNaN(c.Std[j]) || math.IsInf(c.Std[j], 0) || c.Std[j] < 0 {
+			return fmt.Errorf("%s statistics: column %d has mean %g and standard deviation %g", what, j, c.Mean[j], c.Std[j])
+		}
+	}
+	return nil
+}
+
+// Stats are normalization statistics for the three kinds of feature vectors: node
+// features (one vector per node of every kernel), kernel features (one per kernel) and
+// config features (one per measured configuration). They are fitted on a training set
+// (Fit, or a Fitter fed row by row), saved with a model as JSON, and applied to every
+// input the model sees.
+type Stats struct {
+	SchemaVersion int         `json:"schema_version"`
+	Node          ColumnStats `json:"node"`
+	Kernel        ColumnStats `json:"kernel"`
+	Config        ColumnStats `json:"config"`
+}
+
+// Validate checks that s was fitted for this package's schema and is well-formed.
+func (s Stats) Validate() error {
+	if s.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("normalization statistics are for feature schema version %d, this build uses version %d", s.SchemaVersion, SchemaVersion)
+	}
+	return errors.Join(
+		s.Node.validate("node", NodeWidth),
+		s.Kernel.validate("kernel", KernelWidth),
+		s.Config.validate("config", ConfigWidth))
+}
+
+// ApplyGraph returns a copy of g with normalized node and kernel features (opcodes and
+// edges are shared with g, not copied).
+func (s Stats) ApplyGraph(g *Graph) Graph {
+	out := *g
+	out.NodeFeats = make([]float32, len(g.NodeFeats))
+	out.KernelFeats = make([]float32, len(g.KernelFeats))
+	if len(g.NodeFeats) > 0 {
+		s.Node.Apply(out.NodeFeats, g.NodeFeats)
+	}
+	s.Kernel.Apply(out.KernelFeats, g.KernelFeats)
+	return out
+}
+
+// ApplyConfig returns the normalized copy of one config feature vector.
+func (s Stats) ApplyConfig(c []float32) []float32 {
+	out := make([]float32, len(c))
+	s.Config.Apply(out, c)
+	return out
+}
+
+// welford accumulates per-column means and squared deviations (Welford's algorithm, in
+// float64, stable for long streams).
+type welford struct {
+	n    int64
+	mean []float64
+	m2   []float64
+}
+
+func newWelford(width int) welford {
+	return welford{mean: make([]float64, width), m2: make([]float64, width)}
+}
+
+func (w *welford) add(row []float32) {
+	w.n++
+	inv := 1 / float64(w.n)
+	for j, x := range row {
+		d := float64(x) - w.mean[j]
+		w.mean[j] += d * inv
+		w.m2[j] += d * (float64(x) - w.mean[j])
+	}
+}
+
+func (w *welford) stats() ColumnStats {
+	c := ColumnStats{Count: w.n, Mean: append([]float64(nil), w.mean...), Std: make([]float64, len(w.m2))}
+	if w.n > 0 {
+		for j, m2 := range w.m2 {
+			c.Std[j] = math.Sqrt(math.Max(m2, 0) / float64(w.n))
+		}
+	}
+	return c
+}
+
+// Fitter accumulates normalization statistics from a stream of kernels and their
+// configurations. The zero value is not ready: use NewFitter. A Fitter is not safe for
+// concurrent use.
+type Fitter struct {
+	node, kernel, config welford
+	err                  error
+}
+
+// NewFitter returns an empty Fitter.
+func NewFitter() *Fitter {
+	return &Fitter{node: newWelford(NodeWidth), kernel: newWelford(KernelWidth), config: newWelford(ConfigWidth)}
+}
+
+// AddGraph adds the node features of every node of g and its kernel features. A graph
+// of the wrong widths is recorded as an error that Stats returns.
+func (f *Fitter) AddGraph(g *Graph) {
+	if err := g.Validate(); err != nil {
+		f.err = errors.Join(f.err, err)
+		return
+	}
+	for i := 0; i < g.Nodes(); i++ {
+		f.node.add(g.NodeFeats[i*NodeWidth : (i+1)*NodeWidth])
+	}
+	f.kernel.add(g.KernelFeats)
+}
+
+// AddConfig adds one config feature vector.
+func (f *Fitter) AddConfig(c []float32) {
+	if len(c) != ConfigWidth {
+		f.err = errors.Join(f.err, fmt.Errorf("config feature vector has %d values, want %d", len(c), ConfigWidth))
+		return
+	}
+	f.config.add(c)
+}
+
+// Stats returns the statistics of everything added so far, or the first malformed input's
+// error.
+func (f *Fitter) Stats() (Stats, error) {
+	if f.err != nil {
+		return Stats{}, fmt.Errorf("fitting normalization: %w", f.err)
+	}
+	return Stats{SchemaVersion: SchemaVersion, Node: f.node.stats(), Kernel: f.kernel.stats(), Config: f.config.stats()}, nil
+}
+
+// Fit fits statistics on a stream: stream calls add once per kernel with its graph and its
+// config feature vectors (add does not keep them), and returns the stream's error, which
+// Fit returns wrapped. A typical stream wraps a dataset reader:
+//
+//	features.Fit(func(add func(*features.Graph, [][]float32)) error {
+//		return d.Rows(opts, func(r *dataset.Row) error { add(&r.Graph, r.ConfigFeats); return nil })
+//	})
+func Fit(stream func(add func(g *Graph, configs [][]float32)) error) (Stats, error) {
+	f := NewFitter()
+	err := stream(func(g *Graph, configs [][]float32) {
+		f.AddGraph(g)
+		for _, c := range configs {
+			f.AddConfig(c)
+		}
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("fitting normalization: %w", err)
+	}
+	return f.Stats()
+}

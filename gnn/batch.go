@@ -1,0 +1,310 @@
+package gnn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/features"
+)
+
+// kernel is one kernel prepared for the model: normalized features, neighbour lists
+// capped at Config.MaxDegree (CSR), and its configurations with their runtimes.
+type kernel struct {
+	key, program string
+	opcodes      []int32
+	x            []float32 // normalized node features, nodes × NodeWidth
+	inPtr, inIdx []int32   // operands of node v: inIdx[inPtr[v]:inPtr[v+1]]
+	outPtr       []int32   // users of node v: outIdx[outPtr[v]:outPtr[v+1]]
+	outIdx       []int32
+	kf           []float32   // normalized kernel features
+	cf           [][]float32 // normalized config features
+	runtimes     []float64   // ns, one per config (nil when unknown, e.g. when scoring)
+	analytical   []float64   // ns, one per config (may be nil)
+}
+
+func (k *kernel) nodes() int   { return len(k.opcodes) }
+func (k *kernel) configs() int { return len(k.cf) }
+
+func (k *kernel) maxDegrees() (in, out int) {
+	for v := 0; v < k.nodes(); v++ {
+		in = max(in, int(k.inPtr[v+1]-k.inPtr[v]))
+		out = max(out, int(k.outPtr[v+1]-k.outPtr[v]))
+	}
+	return in, out
+}
+
+// prepareKernel normalizes a kernel's graph and config features with st and builds its
+// capped neighbour lists. The result shares nothing with the inputs.
+func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, maxDegree int) (*kernel, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	n := g.Nodes()
+	if n == 0 {
+		return nil, fmt.Errorf("kernel graph has no nodes")
+	}
+	k := &kernel{opcodes: append([]int32(nil), g.Opcodes...), x: make([]float32, len(g.NodeFeats)), kf: make([]float32, len(g.KernelFeats))}
+	st.Node.Apply(k.x, g.NodeFeats)
+	st.Kernel.Apply(k.kf, g.KernelFeats)
+	for i, c := range configs {
+		if len(c) != features.ConfigWidth {
+			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(c), features.ConfigWidth)
+		}
+		nc := make([]float32, len(c))
+		st.Config.Apply(nc, c)
+		k.cf = append(k.cf, nc)
+	}
+	ins := make([][]int32, n)
+	outs := make([][]int32, n)
+	for j := range g.EdgeSrc {
+		s, d := g.EdgeSrc[j], g.EdgeDst[j]
+		ins[d] = append(ins[d], s)
+		outs[s] = append(outs[s], d)
+	}
+	k.inPtr, k.inIdx = csr(ins, maxDegree)
+	k.outPtr, k.outIdx = csr(outs, maxDegree)
+	return k, nil
+}
+
+// csr packs neighbour lists, keeping at most cap evenly spaced neighbours of each node.
+func csr(lists [][]int32, cap int) (ptr, idx []int32) {
+	ptr = make([]int32, len(lists)+1)
+	for v, l := range lists {
+		if len(l) <= cap {
+			idx = append(idx, l...)
+		} else {
+			for i := range cap {
+				idx = append(idx, l[i*len(l)/cap])
+			}
+		}
+		ptr[v+1] = int32(len(idx))
+	}
+	return ptr, idx
+}
+
+// item is one kernel of a batch with the configurations it contributes.
+type item struct {
+	k    *kernel
+	cfgs []int // indices into k.cf
+}
+
+// shape is the tensor shape of a batch: N nodes, B kernels, S samples (kernel,
+// configuration pairs, packed kernel by kernel), Din and Dout neighbour slots per node, M
+// node slots per kernel (reductions). A batch's real sizes may be smaller (padding).
+type shape struct {
+	N, B, S, Din, Dout, M int
+}
+
+func (s shape) String() string {
+	return fmt.Sprintf("N%d B%d S%d Din%d Dout%d M%d", s.N, s.B, s.S, s.Din, s.Dout, s.M)
+}
+
+// ladder rounds x up to the next size of the bucket ladder 1, 2, 3, 4, 6, 8, 12, 16, …
+// (powers of two and 1.5 times them): at most 50% padding, few distinct shapes.
+func ladder(x int) int {
+	if x <= 1 {
+		return 1
+	}
+	p := 1
+	for p < x {
+		if p >= 2 && p+p/2 >= x {
+			return p + p/2
+		}
+		p *= 2
+	}
+	return p
+}
+
+// batch is the host-side input of one forward pass. Index arrays are Go ints (Gorgonia's
+// tensor.Int). Samples are packed: item i's configurations are samples
+// starts[i]..starts[i+1]-1, in the order of its cfgs.
+type batch struct {
+	shape  shape
+	items  []item
+	real   shape // unpadded sizes
+	starts []int // [len(items)+1] sample offsets
+	loss   Loss
+	target TargetStats
+
+	opcodes []int     // [N]
+	x       []float32 // [N, NodeWidth]
+	inIdx   []int     // [N·Din] operand slots, −1 for padding
+	outIdx  []int     // [N·Dout] user slots, −1 for padding
+	poolIdx []int     // [B·M] node slots of each kernel, −1 for padding
+	kf      []float32 // [B, KernelWidth]
+	cf      []float32 // [S, ConfigWidth]
+	sk      []int     // [S] the kernel of each sample, −1 for padding
+
+	// Targets (training only).
+	y     []float32 // [S] standardized log runtime (mse)
+	w     []float32 // [S] sample weight (mse): 1/S_real for real samples, 0 for padding
+	rank  []float32 // [S] rank loss: the number of the kernel's sampled configs faster than this one
+	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ per kernel with n ≥ 2 samples, else 0
+	kspan []int     // [B+1] rank loss: sample offsets per kernel slot (padding slots are empty)
+}
+
+// newBatch lays out items as tensors. With bucket set, the dimensions are rounded up the
+// ladder (B to at least minB; neighbour slots to Config.MaxDegree) so that batches share
+// a few graph shapes; otherwise the shape is exact. With targets set, the loss's target
+// tensors are filled from the items' runtimes (which must be known).
+func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
+	var r shape
+	r.B = len(items)
+	for _, it := range items {
+		if len(it.cfgs) == 0 {
+			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
+		}
+		r.N += it.k.nodes()
+		r.S += len(it.cfgs)
+		r.M = max(r.M, it.k.nodes())
+		din, dout := it.k.maxDegrees()
+		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
+	}
+	r.Din, r.Dout = max(r.Din, 1), max(r.Dout, 1)
+	s := r
+	if bucket {
+		// Neighbour slots are fixed at the degree cap: gathering a few padded slots costs
+		// little next to the layers' matrix products, and it halves the distinct shapes.
+		s = shape{N: ladder(r.N), B: ladder(max(r.B, minB)), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M)}
+	}
+	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}
+	NW, KW, CW := c.NodeWidth, c.KernelWidth, c.ConfigWidth
+	b.opcodes = make([]int, s.N)
+	b.x = make([]float32, s.N*NW)
+	b.inIdx = fill(make([]int, s.N*s.Din), -1)
+	b.outIdx = fill(make([]int, s.N*s.Dout), -1)
+	b.poolIdx = fill(make([]int, s.B*s.M), -1)
+	b.kf = make([]float32, s.B*KW)
+	b.cf = make([]float32, s.S*CW)
+	b.sk = fill(make([]int, s.S), -1)
+	off, so := 0, 0
+	for bi, it := range items {
+		k := it.k
+		n := k.nodes()
+		for v := 0; v < n; v++ {
+			b.opcodes[off+v] = int(k.opcodes[v])
+			adj(b.inIdx[(off+v)*s.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]])
+			adj(b.outIdx[(off+v)*s.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]])
+			b.poolIdx[bi*s.M+v] = off + v
+		}
+		copy(b.x[off*NW:], k.x)
+		copy(b.kf[bi*KW:], k.kf)
+		for _, cfg := range it.cfgs {
+			copy(b.cf[so*CW:], k.cf[cfg])
+			b.sk[so] = bi
+			so++
+		}
+		b.starts[bi+1] = so
+		off += n
+	}
+	if targets {
+		if err := b.fillTargets(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// adj writes a node's neighbours (kernel-local indices) as global node indices.
+func adj(slots []int, off int, nb []int32) {
+	for j, u := range nb {
+		slots[j] = off + int(u)
+	}
+}
+
+func (b *batch) fillTargets() error {
+	s := b.shape
+	for _, it := range b.items {
+		if it.k.runtimes == nil {
+			return fmt.Errorf("kernel %s has no runtimes to train on", it.k.key)
+		}
+	}
+	if !b.loss.Rank() {
+		b.y = make([]float32, s.S)
+		b.w = make([]float32, s.S)
+		for bi, it := range b.items {
+			for ci, cfg := range it.cfgs {
+				b.y[b.starts[bi]+ci] = float32(b.target.standardize(it.k.runtimes[cfg]))
+				b.w[b.starts[bi]+ci] = 1 / float32(b.real.S)
+			}
+		}
+		return nil
+	}
+	b.rank = make([]float32, s.S)
+	b.kw = make([]float32, s.B)
+	b.kspan = make([]int, s.B+1)
+	k2 := 0
+	for _, it := range b.items {
+		if len(it.cfgs) >= 2 {
+			k2++
+		}
+	}
+	for bi := range s.B {
+		b.kspan[bi+1] = b.starts[min(bi+1, len(b.items))]
+	}
+	for bi, it := range b.items {
+		n := len(it.cfgs)
+		if n >= 2 {
+			b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))
+		}
+		for i, ci := range it.cfgs {
+			faster := 0
+			for _, cj := range it.cfgs {
+				if it.k.runtimes[cj] < it.k.runtimes[ci] {
+					faster++
+				}
+			}
+			b.rank[b.starts[bi]+i] = float32(faster)
+		}
+	}
+	return nil
+}
+
+// lossOf is the host-side loss of predictions out (one per sample of a forward pass) for
+// the batch's items, in float64: the value the training graph computes.
+func (b *batch) lossOf(out []float64) float64 {
+	if !b.loss.Rank() {
+		var pred, tgt []float64
+		for bi, it := range b.items {
+			for ci, cfg := range it.cfgs {
+				pred = append(pred, out[b.starts[bi]+ci])
+				tgt = append(tgt, b.target.standardize(it.k.runtimes[cfg]))
+			}
+		}
+		return MSELoss(pred, tgt)
+	}
+	var sum float64
+	k2 := 0
+	for bi, it := range b.items {
+		if len(it.cfgs) < 2 {
+			continue
+		}
+		k2++
+		rt := make([]float64, len(it.cfgs))
+		for i, cfg := range it.cfgs {
+			rt[i] = it.k.runtimes[cfg]
+		}
+		sum += RankLoss(b.loss, out[b.starts[bi]:b.starts[bi+1]], rt)
+	}
+	if k2 == 0 {
+		return 0
+	}
+	return sum / float64(k2)
+}
+
+func fill(s []int, v int) []int {
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// isFinite reports whether every value is finite.
+func isFinite(xs []float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}

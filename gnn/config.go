@@ -1,0 +1,202 @@
+// Package gnn is tpucost's learned cost model: a GraphSAGE network over a kernel's
+// operation graph, after "A Learned Performance Model for Tensor Processing Units"
+// (Kaufman et al., MLSys 2021) and the TpuGraphs baseline, built with Gorgonia.
+//
+// # Architecture
+//
+// For a kernel with N nodes (features.Graph) and its configurations c:
+//
+//	h⁰_v = ReLU(emb(opcode_v) W_op + x_v W_x + b₀)                      x_v: normalized node features
+//	hˡ_v = ReLU(hˡ⁻¹_v W_self + mean_{u∈operands(v)} hˡ⁻¹_u W_in
+//	            + mean_{u∈users(v)} hˡ⁻¹_u W_out + bₗ),   l = 1..K       (= [h, mean_in, mean_out] Wₗ)
+//	       then hˡ_v ← hˡ_v / √(‖hˡ_v‖² + 10⁻⁶) when L2Norm is set (the paper's GraphSAGE)
+//	g    = Σ_r reduce_r(hᴷ) W_r + k W_k                                 reductions over the kernel's nodes
+//	                                                                  (sum, mean, max); k: kernel features
+//	z¹_c = ReLU(g + c_c W_c + b)                                        c_c: normalized config features
+//	zⁱ⁺¹_c = ReLU(zⁱ_c Wᵢ + bᵢ);  ŷ_c = z_c w_out + b_out               one output per (kernel, config)
+//
+// The first head layer is the product of [reduce₁(hᴷ), …, k, c_c] with one weight
+// matrix, split into a per-kernel part g (computed once per kernel) and a per-config
+// part, which costs far fewer FLOPs when a kernel has many configurations; likewise the
+// concatenations of the input and GraphSAGE layers are computed as sums of products.
+// Neighbour aggregation is directional (operands and users separately) and takes at most
+// Config.MaxDegree neighbours per node (evenly spaced when a node has more, like
+// GraphSAGE's fixed-size neighbourhoods; the node features carry the true degree).
+// Defaults (DefaultConfig): opcode embedding 32, K = 3 layers of width 64, mean and max
+// reductions, a 64-64 head. Forward FLOPs (matrix products): FlopsPerKernel and
+// FlopsPerConfig; about 2.0 MFLOP for a kernel of 23 nodes (the zoo's mean) plus 12.3
+// kFLOP per configuration.
+//
+// # Outputs and losses
+//
+// Absolute models (loss mse) predict the standardized log runtime, ŷ ≈ (ln t − μ)/σ with
+// μ, σ fitted on the training split, and report exp(σŷ + μ) ns. Relative models
+// (rank-hinge, rank-logistic) output a score where lower is better (a faster
+// configuration), comparable only among the configurations of one kernel. The formulas
+// are in loss.go and on RankLoss.
+//
+// # Everything else
+//
+// Train trains on streamed rows (a RowSource, or a dataset directory through
+// TrainDataset) with Adam, batches that keep a kernel's sampled configurations together,
+// validation every epoch, early stopping and atomic, resumable checkpoints (Load reads
+// one). Predictor scores many (kernel, config) pairs per call for the tuner and the
+// predict command. Inputs are normalized with features.Stats fitted on the training
+// split and saved with the model. Gorgonia graphs have fixed shapes: batches are padded
+// to a ladder of bucket shapes whose graphs are cached (or, without bucketing, a graph
+// is built per batch). Built with the blas tag, matrix products use OpenBLAS (blas.go).
+package gnn
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tpucost/tpucost/features"
+)
+
+// Loss is a training loss.
+type Loss string
+
+// The losses.
+const (
+	// LossMSE is the mean squared error of the standardized log runtime (absolute models):
+	// L = Σ_s (ŷ_s − (ln t_s − μ)/σ)² / S over the S samples of a batch.
+	LossMSE Loss = "mse"
+	// LossRankHinge is the paper's pairwise rank loss with φ(z) = max(0, 1 − z).
+	LossRankHinge Loss = "rank-hinge"
+	// LossRankLogistic is the paper's pairwise rank loss with φ(z) = log(1 + e^(−z)).
+	LossRankLogistic Loss = "rank-logistic"
+)
+
+// Losses lists the losses.
+func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic} }
+
+// ParseLoss parses a loss name.
+func ParseLoss(s string) (Loss, error) {
+	for _, l := range Losses() {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic)", s)
+}
+
+// Rank reports whether l is a pairwise rank loss (a relative model).
+func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic }
+
+// Reduction is a per-kernel reduction of node embeddings.
+type Reduction string
+
+// The reductions.
+const (
+	ReduceSum  Reduction = "sum"
+	ReduceMean Reduction = "mean"
+	ReduceMax  Reduction = "max"
+)
+
+// Config is a model's architecture. The zero value is not valid: start from
+// DefaultConfig. Widths of the inputs come from the feature schema.
+type Config struct {
+	// EmbedDim is the width of the opcode embedding.
+	EmbedDim int `json:"embed_dim"`
+	// Hidden is the width of the node embeddings (every GraphSAGE layer).
+	Hidden int `json:"hidden"`
+	// Layers is K, the number of GraphSAGE layers after the input layer.
+	Layers int `json:"layers"`
+	// Reduce lists the per-kernel reductions, concatenated in this order.
+	Reduce []Reduction `json:"reduce"`
+	// Head lists the widths of the feed-forward head's hidden layers (at least one).
+	Head []int `json:"head"`
+	// L2Norm normalizes every GraphSAGE layer's output to unit L2 norm per node.
+	L2Norm bool `json:"l2_norm"`
+	// MaxDegree caps the neighbours aggregated per node and direction.
+	MaxDegree int `json:"max_degree"`
+
+	// Input widths, from the feature schema the model was built for.
+	Vocab       int `json:"vocab"`
+	NodeWidth   int `json:"node_width"`
+	KernelWidth int `json:"kernel_width"`
+	ConfigWidth int `json:"config_width"`
+}
+
+// DefaultConfig is the paper's and the TpuGraphs baseline's size: 3 GraphSAGE layers of
+// width 64, a 64-64 head, mean and max reductions, for the current feature schema.
+func DefaultConfig() Config {
+	s := features.CurrentSchema()
+	return Config{
+		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []Reduction{ReduceMean, ReduceMax}, Head: []int{64, 64},
+		L2Norm: true, MaxDegree: 8,
+		Vocab: len(s.Vocab), NodeWidth: features.NodeWidth, KernelWidth: features.KernelWidth, ConfigWidth: features.ConfigWidth,
+	}
+}
+
+// ParseReductions parses a comma-separated list such as "mean,max".
+func ParseReductions(s string) ([]Reduction, error) {
+	var out []Reduction
+	for _, f := range strings.Split(s, ",") {
+		r := Reduction(strings.TrimSpace(f))
+		switch r {
+		case ReduceSum, ReduceMean, ReduceMax:
+		default:
+			return nil, fmt.Errorf("unknown reduction %q (want sum, mean or max)", r)
+		}
+		if slices.Contains(out, r) {
+			return nil, fmt.Errorf("reduction %q listed twice", r)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Validate reports an invalid architecture.
+func (c Config) Validate() error {
+	var errs []error
+	if c.EmbedDim <= 0 || c.Hidden <= 0 {
+		errs = append(errs, fmt.Errorf("embedding (%d) and hidden (%d) widths must be positive", c.EmbedDim, c.Hidden))
+	}
+	if c.Layers < 0 {
+		errs = append(errs, fmt.Errorf("layers must be >= 0, got %d", c.Layers))
+	}
+	if len(c.Reduce) == 0 {
+		errs = append(errs, errors.New("at least one reduction is needed"))
+	}
+	for i, r := range c.Reduce {
+		if r != ReduceSum && r != ReduceMean && r != ReduceMax {
+			errs = append(errs, fmt.Errorf("unknown reduction %q", r))
+		}
+		if slices.Contains(c.Reduce[:i], r) {
+			errs = append(errs, fmt.Errorf("reduction %q listed twice", r))
+		}
+	}
+	if len(c.Head) == 0 {
+		errs = append(errs, errors.New("the head needs at least one hidden layer"))
+	}
+	for _, w := range c.Head {
+		if w <= 0 {
+			errs = append(errs, fmt.Errorf("head widths must be positive, got %v", c.Head))
+			break
+		}
+	}
+	if c.MaxDegree <= 0 {
+		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))
+	}
+	if c.Vocab <= 0 || c.NodeWidth <= 0 || c.KernelWidth <= 0 || c.ConfigWidth <= 0 {
+		errs = append(errs, fmt.Errorf("input widths must be positive (vocab %d, node %d, kernel %d, config %d)", c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("model config: %w", err)
+	}
+	return nil
+}
+
+// matchesSchema checks that c's input widths are those of the current feature schema.
+func (c Config) matchesSchema() error {
+	s := features.CurrentSchema()
+	if c.Vocab != len(s.Vocab) || c.NodeWidth != features.NodeWidth || c.KernelWidth != features.KernelWidth || c.ConfigWidth != features.ConfigWidth {
+		return fmt.Errorf("model input widths (vocab %d, node %d, kernel %d, config %d) differ from feature schema %d (vocab %d, node %d, kernel %d, config %d)",
+			c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth, features.SchemaVersion, len(s.Vocab), features.NodeWidth, features.KernelWidth, features.ConfigWidth)
+	}
+	return nil
+}

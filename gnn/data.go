@@ -1,0 +1,136 @@
+package gnn
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+)
+
+// DataOptions select a dataset directory's rows for training.
+type DataOptions struct {
+	Dir string
+	// Split is "random" (by kernel, the default) or "program" (held-out programs).
+	Split string
+	// TestFraction is held out for evaluation (dataset.NewSplit's Test part), never
+	// trained or validated on (default 0.2).
+	TestFraction float64
+	// ValFraction of the training part validates every epoch (default 0.1): kernels
+	// chosen by a hash for a random split, whole programs for a program split.
+	ValFraction float64
+	// SplitSeed seeds the split (and the validation hold-out). Evaluation must use the
+	// same split kind, fraction and seed to test on unseen rows; they are recorded in the
+	// checkpoint's Meta.
+	SplitSeed int64
+}
+
+func (o *DataOptions) defaults() error {
+	if o.Split == "" {
+		o.Split = dataset.SplitRandom
+	}
+	if o.TestFraction == 0 {
+		o.TestFraction = 0.2
+	}
+	if o.ValFraction == 0 {
+		o.ValFraction = 0.1
+	}
+	if !(o.ValFraction > 0 && o.ValFraction < 1) {
+		return fmt.Errorf("validation fraction %g is not in (0, 1)", o.ValFraction)
+	}
+	return nil
+}
+
+// DatasetSource streams one part of a split dataset.
+type DatasetSource struct {
+	Data  *dataset.Dataset
+	Split *dataset.Split
+	Part  dataset.SplitPart
+}
+
+// Rows implements RowSource.
+func (s DatasetSource) Rows(fn func(*dataset.Row) error) error {
+	return s.Data.Rows(dataset.ReadOptions{Split: s.Split, Part: s.Part}, fn)
+}
+
+// OpenData opens a dataset for training a model of task: it checks the task and the
+// feature schema against the dataset's provenance, splits it, and returns the training
+// and validation sources (both from the split's Train part) and the Meta to record.
+func OpenData(opts DataOptions, task dataset.Task) (train, val RowSource, meta Meta, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, nil, Meta{}, err
+	}
+	d, err := dataset.Open(opts.Dir)
+	if err != nil {
+		return nil, nil, Meta{}, err
+	}
+	p := d.Provenance
+	if p.Task != task {
+		return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", opts.Dir, p.Task, task)
+	}
+	if p.FeatureSchema.Version != features.SchemaVersion {
+		return nil, nil, Meta{}, fmt.Errorf("%w: dataset %s has feature schema version %d, this tpucost computes version %d: regenerate it",
+			ErrFeatureSchema, opts.Dir, p.FeatureSchema.Version, features.SchemaVersion)
+	}
+	split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
+	if err != nil {
+		return nil, nil, Meta{}, err
+	}
+	trainPart := DatasetSource{Data: d, Split: split, Part: dataset.Train}
+	isVal := valHoldout(opts, split.Programs(dataset.Train))
+	train = FilterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }}
+	val = FilterSource{Source: trainPart, Keep: isVal}
+	meta = Meta{Data: opts.Dir, Split: opts.Split, TestFraction: opts.TestFraction, ValFraction: opts.ValFraction, SplitSeed: opts.SplitSeed,
+		Chip: p.Chip, VMEMBytes: p.VMEMBytes, Simulator: p.SimulatorVersion}
+	return train, val, meta, nil
+}
+
+// valHoldout returns the validation predicate: for a program split, rows of
+// max(1, round(ValFraction·n)) of the n training programs (ranked by a hash of the seed
+// and the name; never all of them); otherwise (or with a single program) rows whose
+// kernel key hashes below ValFraction.
+func valHoldout(opts DataOptions, programs []string) func(*dataset.Row) bool {
+	if opts.Split == dataset.SplitProgram && len(programs) >= 2 {
+		n := min(max(1, int(math.Round(opts.ValFraction*float64(len(programs))))), len(programs)-1)
+		ranked := slices.Clone(programs)
+		slices.SortFunc(ranked, func(a, b string) int {
+			return cmp.Or(cmp.Compare(valHash(opts.SplitSeed, a), valHash(opts.SplitSeed, b)), cmp.Compare(a, b))
+		})
+		held := map[string]bool{}
+		for _, p := range ranked[:n] {
+			held[p] = true
+		}
+		return func(r *dataset.Row) bool { return held[r.Program] }
+	}
+	return func(r *dataset.Row) bool {
+		return float64(valHash(opts.SplitSeed, r.KernelKey)>>11)/(1<<53) < opts.ValFraction
+	}
+}
+
+func valHash(seed int64, s string) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte("gnn-validation\x00"))
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// TrainDataset trains on the dataset directory data selects (see OpenData), recording
+// the data's provenance in the checkpoint.
+func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*TrainResult, error) {
+	train, val, meta, err := OpenData(data, opts.Task)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if opts.Meta == (Meta{}) {
+		opts.Meta = meta
+	}
+	return Train(ctx, train, val, opts)
+}

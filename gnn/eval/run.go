@@ -1,0 +1,97 @@
+package eval
+
+import (
+	"fmt"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// RunOptions select what `tpucost eval` evaluates.
+type RunOptions struct {
+	ModelDir string
+	DataDir  string // default: the dataset the model was trained on
+	// Split is "random" or "program"; empty: the checkpoint's. It must be the split the
+	// model was trained with (same kind, test fraction and seed), or the test rows would
+	// include training rows; a mismatch is an error.
+	Split    string
+	PlotsDir string // write PNG plots here when set
+}
+
+// Result is a finished evaluation.
+type Result struct {
+	*Report
+	Model      string   `json:"model"`
+	Data       string   `json:"data"`
+	TestFrac   float64  `json:"test_fraction"`
+	SplitSeed  int64    `json:"split_seed"`
+	Metric     string   `json:"metric"`
+	PlotFiles  []string `json:"plots,omitempty"`
+	Checkpoint string   `json:"-"`
+}
+
+// Run loads a model checkpoint and evaluates it, and the analytical model, on the test
+// part of the split the model was trained with.
+func Run(o RunOptions) (*Result, error) {
+	m, ck, err := gnn.Load(o.ModelDir)
+	if err != nil {
+		return nil, err
+	}
+	meta := ck.Meta
+	dir := o.DataDir
+	if dir == "" {
+		dir = meta.Data
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%s records no dataset: give --data", o.ModelDir)
+	}
+	if meta.Split == "" {
+		return nil, fmt.Errorf("%s records no train/test split: it cannot be evaluated on unseen rows", o.ModelDir)
+	}
+	if o.Split != "" && o.Split != meta.Split {
+		return nil, fmt.Errorf("%s was trained with the %s split; evaluating it on the %s split would test on rows it trained on (train a model with --split %s)",
+			o.ModelDir, meta.Split, o.Split, o.Split)
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if d.Provenance.Task != ck.Task {
+		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
+	}
+	split, err := dataset.NewSplit(d, meta.Split, meta.TestFraction, meta.SplitSeed)
+	if err != nil {
+		return nil, err
+	}
+	chip, err := tpusim.Preset(d.Provenance.Chip)
+	if err != nil {
+		return nil, err
+	}
+	chip = chip.WithVMEM(d.Provenance.VMEMBytes)
+	pred, err := gnn.NewPredictor(m, chip.Target, gnn.PredictorOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer pred.Close()
+	rep, err := Evaluate(d, split, pred.PredictRows)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Report: rep, Model: o.ModelDir, Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric}
+	if o.PlotsDir != "" {
+		var hist []EpochPoint
+		for _, e := range ck.History {
+			p := EpochPoint{Epoch: e.Epoch, TrainLoss: e.TrainLoss}
+			if e.Val != nil {
+				p.ValLoss, p.ValMetric = e.Val.Loss, e.Val.Metric
+			}
+			hist = append(hist, p)
+		}
+		res.PlotFiles, err = WritePlots(o.PlotsDir, rep, hist, ck.Metric)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,284 @@
+package gnn
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// net is one Gorgonia expression graph of the model for one batch shape, with its tape
+// machine. Gorgonia fixes shapes when a graph is built, so a net serves every batch of
+// its shape; an engine caches nets by shape. A train net also computes the loss and
+// its gradients with respect to every parameter.
+//
+// In float32 mode (the default) the parameter nodes are bound to tensors backed by the
+// model's Params slices, so optimizer updates are seen by every net without copying. The
+// float64 mode exists for the finite-difference gradient check: parameters are copied.
+type net struct {
+	cfg   Config
+	loss  Loss
+	shape shape
+	train bool
+	dt    tensor.Dtype
+
+	g      *G.ExprGraph
+	vm     G.VM
+	params []*G.Node // in Params order
+
+	opcodes, x, inIdx, outIdx, poolIdx, kf, cf *G.Node
+	sk, y, w, rank, kw, kspan, out, cost       *G.Node
+}
+
+// l2Eps is added to the squared norm before the L2 normalization's square root: it
+// bounds the normalization's gain at 1/√l2Eps = 1000 for near-zero embeddings.
+const l2Eps = 1e-6
+
+// newNet builds the graph of cfg for batches of shape s. train adds the loss (which
+// needs the targets) and the gradients.
+func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dtype) (n *net, err error) {
+	defer func() {
+		// Gorgonia's builders panic through Must on shape errors; report them as errors.
+		if r := recover(); r != nil {
+			n, err = nil, fmt.Errorf("building the model graph for %v: %v", s, r)
+		}
+	}()
+	n = &net{cfg: cfg, loss: loss, shape: s, train: train, dt: dt, g: G.NewGraph()}
+	g := n.g
+	specs := cfg.paramSpecs()
+	if len(specs) != len(ps) {
+		return nil, fmt.Errorf("model has %d parameters, architecture needs %d", len(ps), len(specs))
+	}
+	byName := map[string]*G.Node{}
+	for i, p := range ps {
+		var v tensor.Tensor
+		if dt == tensor.Float32 {
+			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(p.Data))
+		} else {
+			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(to64(p.Data)))
+		}
+		node := G.NewTensor(g, dt, len(p.Shape), G.WithShape(p.Shape...), G.WithName(specs[i].name), G.WithValue(v))
+		n.params = append(n.params, node)
+		byName[p.Name] = node
+	}
+	P := func(name string) *G.Node {
+		if nd, ok := byName[name]; ok {
+			return nd
+		}
+		panic(fmt.Sprintf("no parameter %s", name))
+	}
+	ints := func(name string, size int) *G.Node {
+		return G.NewVector(g, tensor.Int, G.WithShape(size), G.WithName(name))
+	}
+	floats := func(name string, shp ...int) *G.Node {
+		return G.NewTensor(g, dt, len(shp), G.WithShape(shp...), G.WithName(name))
+	}
+	n.opcodes = ints("opcodes", s.N)
+	n.x = floats("x", s.N, cfg.NodeWidth)
+	n.inIdx = ints("in_idx", s.N*s.Din)
+	n.outIdx = ints("out_idx", s.N*s.Dout)
+	n.poolIdx = ints("pool_idx", s.B*s.M)
+	n.kf = floats("kf", s.B, cfg.KernelWidth)
+	n.cf = floats("cf", s.S, cfg.ConfigWidth)
+	n.sk = ints("sample_kernel", s.S)
+
+	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
+	add := func(a, b *G.Node) *G.Node { return G.Must(G.Add(a, b)) }
+	bias := func(x *G.Node, b string) *G.Node { return G.Must(G.ApplyOp(newBiasOp(), x, P(b))) }
+
+	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
+	emb := gather(P("embed"), n.opcodes, ReduceSum, 1)
+	h := reluNode(bias(add(mul(emb, "input.w_op"), mul(n.x, "input.w_x")), "input.b"))
+
+	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
+	for l := 1; l <= cfg.Layers; l++ {
+		ain := gather(h, n.inIdx, ReduceMean, s.Din)
+		aout := gather(h, n.outIdx, ReduceMean, s.Dout)
+		w := fmt.Sprintf("sage%d.", l)
+		z := add(add(mul(h, w+"w_self"), mul(ain, w+"w_in")), mul(aout, w+"w_out"))
+		h = reluNode(bias(z, w+"b"))
+		if cfg.L2Norm {
+			h = G.Must(G.ApplyOp(newL2Op(l2Eps), h))
+		}
+	}
+
+	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
+	// is gathered to each of the kernel's samples and added to the per-config part.
+	zk := mul(n.kf, "head0.w_kernel")
+	for _, r := range cfg.Reduce {
+		zk = add(zk, mul(gather(h, n.poolIdx, r, s.M), "head0.w_"+string(r)))
+	}
+	zc := mul(n.cf, "head0.w_config") // [S, h0]
+	z := reluNode(bias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
+	for i := 1; i < len(cfg.Head); i++ {
+		z = reluNode(bias(mul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
+	}
+	n.out = G.Must(G.Reshape(bias(mul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
+
+	if train {
+		if err := n.buildLoss(); err != nil {
+			return nil, err
+		}
+		if _, err := G.Grad(n.cost, n.params...); err != nil {
+			return nil, fmt.Errorf("differentiating the model graph: %w", err)
+		}
+		n.vm = G.NewTapeMachine(g, G.BindDualValues(n.params...))
+	} else {
+		n.vm = G.NewTapeMachine(g)
+	}
+	return n, nil
+}
+
+// buildLoss adds the loss of the configured kind (see loss.go for the formulas).
+func (n *net) buildLoss() error {
+	s := n.shape
+	g := n.g
+	if !n.loss.Rank() {
+		n.y = G.NewVector(g, n.dt, G.WithShape(s.S), G.WithName("y"))
+		n.w = G.NewVector(g, n.dt, G.WithShape(s.S), G.WithName("w"))
+		n.cost = G.Must(G.ApplyOp(newMSEOp(), n.out, n.y, n.w))
+		return nil
+	}
+	if n.loss != LossRankHinge && n.loss != LossRankLogistic {
+		return fmt.Errorf("unknown loss %q", n.loss)
+	}
+	n.rank = G.NewVector(g, n.dt, G.WithShape(s.S), G.WithName("rank"))
+	n.kw = G.NewVector(g, n.dt, G.WithShape(s.B), G.WithName("kernel_weight"))
+	n.kspan = G.NewVector(g, tensor.Int, G.WithShape(s.B+1), G.WithName("kernel_span"))
+	n.cost = G.Must(G.ApplyOp(newRankLossOp(n.loss), n.out, n.rank, n.kw, n.kspan))
+	return nil
+}
+
+func (n *net) floatTensor(data []float32, shp ...int) tensor.Tensor {
+	if n.dt == tensor.Float32 {
+		// A copy: Gorgonia may compute in place in an input's register.
+		return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(append([]float32(nil), data...)))
+	}
+	return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(to64(data)))
+}
+
+func intTensor(data []int) tensor.Tensor {
+	return tensor.New(tensor.WithShape(len(data)), tensor.WithBacking(append([]int(nil), data...)))
+}
+
+// let is an input node and its value for one run.
+type let struct {
+	node *G.Node
+	v    tensor.Tensor
+}
+
+// bind sets the net's inputs from b, whose shape must be the net's.
+func (n *net) bind(b *batch) error {
+	if b.shape != n.shape {
+		return fmt.Errorf("batch of shape %v on a graph of shape %v", b.shape, n.shape)
+	}
+	s := n.shape
+	lets := []let{
+		{n.opcodes, intTensor(b.opcodes)},
+		{n.x, n.floatTensor(b.x, s.N, n.cfg.NodeWidth)},
+		{n.inIdx, intTensor(b.inIdx)},
+		{n.outIdx, intTensor(b.outIdx)},
+		{n.poolIdx, intTensor(b.poolIdx)},
+		{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)},
+		{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)},
+		{n.sk, intTensor(b.sk)},
+	}
+	if n.train {
+		if n.loss.Rank() {
+			if b.rank == nil {
+				return fmt.Errorf("batch has no rank targets")
+			}
+			lets = append(lets, let{n.rank, n.floatTensor(b.rank, s.S)}, let{n.kw, n.floatTensor(b.kw, s.B)}, let{n.kspan, intTensor(b.kspan)})
+		} else {
+			if b.y == nil {
+				return fmt.Errorf("batch has no regression targets")
+			}
+			lets = append(lets, let{n.y, n.floatTensor(b.y, s.S)}, let{n.w, n.floatTensor(b.w, s.S)})
+		}
+	}
+	for _, l := range lets {
+		if err := G.Let(l.node, l.v); err != nil {
+			return fmt.Errorf("binding %s: %w", l.node.Name(), err)
+		}
+	}
+	return nil
+}
+
+// run binds b and runs the machine. It returns the outputs (one per sample) and, for a
+// train net, the loss; gradients are then in the parameter nodes (see grads).
+func (n *net) run(b *batch) (out []float64, loss float64, err error) {
+	if err := n.bind(b); err != nil {
+		return nil, 0, err
+	}
+	defer n.vm.Reset()
+	if err := n.vm.RunAll(); err != nil {
+		return nil, 0, fmt.Errorf("running the model graph (%v): %w", n.shape, err)
+	}
+	if !n.train {
+		out = values(n.out.Value())
+	}
+	if n.train {
+		loss = values(n.cost.Value())[0]
+	}
+	return out, loss, nil
+}
+
+// grads returns the gradient of parameter i from the last run (float32 mode: the
+// slice aliases Gorgonia's buffer; it is valid until zeroGrads or the next run).
+func (n *net) grad32(i int) ([]float32, error) {
+	gv, err := n.params[i].Grad()
+	if err != nil {
+		return nil, fmt.Errorf("gradient of %s: %w", n.params[i].Name(), err)
+	}
+	d, ok := gv.Data().([]float32)
+	if !ok {
+		return nil, fmt.Errorf("gradient of %s is %T, want []float32", n.params[i].Name(), gv.Data())
+	}
+	return d, nil
+}
+
+// zeroGrads clears the accumulated gradients (Gorgonia adds each run's gradient to the
+// dual values' derivatives).
+func (n *net) zeroGrads() {
+	for _, p := range n.params {
+		if gv, err := p.Grad(); err == nil {
+			if t, ok := gv.(tensor.Tensor); ok {
+				t.Zero()
+			}
+		}
+	}
+}
+
+// close releases the machine.
+func (n *net) close() {
+	if n.vm != nil {
+		n.vm.Close()
+	}
+}
+
+// values converts a Gorgonia value (float32 or float64 tensor or scalar) to float64s.
+func values(v G.Value) []float64 {
+	switch d := v.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	case float32:
+		return []float64{float64(d)}
+	case float64:
+		return []float64{d}
+	}
+	panic(fmt.Sprintf("gnn: unexpected value type %T", v.Data()))
+}
+
+func to64(xs []float32) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package gnn
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+)
+
+// Model is a cost model: its architecture, its parameters, and what it needs to read
+// inputs the way it was trained (normalization statistics, target statistics). A Model
+// is not safe for concurrent use; Predictor serializes access to one.
+type Model struct {
+	Config Config
+	Task   dataset.Task
+	Loss   Loss
+	Norm   features.Stats
+	Target TargetStats
+	Params Params
+}
+
+// NewModel returns a model with parameters initialized from seed (He-uniform weights,
+// zero biases; the same seed gives the same parameters).
+func NewModel(cfg Config, task dataset.Task, loss Loss, norm features.Stats, target TargetStats, seed int64) (*Model, error) {
+	m := &Model{Config: cfg, Task: task, Loss: loss, Norm: norm, Target: target}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.Params = initParams(cfg, seed)
+	return m, nil
+}
+
+func (m *Model) validate() error {
+	if err := m.Config.Validate(); err != nil {
+		return err
+	}
+	if err := m.Config.matchesSchema(); err != nil {
+		return err
+	}
+	if !slices.Contains(dataset.Tasks(), m.Task) {
+		return fmt.Errorf("unknown task %q", m.Task)
+	}
+	if !slices.Contains(Losses(), m.Loss) {
+		return fmt.Errorf("unknown loss %q", m.Loss)
+	}
+	if m.Loss.Rank() && !m.Task.Relative() {
+		return fmt.Errorf("the %s loss ranks the configurations of one kernel; task %s has one runtime per kernel: use mse", m.Loss, m.Task)
+	}
+	if err := m.Norm.Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Relative reports whether the model's outputs are scores comparable only among the
+// configurations of one kernel (rank losses) rather than runtimes in ns.
+func (m *Model) Relative() bool { return m.Loss.Rank() }
+
+// FlopsPerKernel and FlopsPerConfig are the forward-pass FLOPs (2 per multiply-add of the
+// matrix products, which dominate; element-wise work, gathers and padding are not
+// counted) of a kernel with the given number of nodes, and of each of its
+// configurations. A sample's FLOPs are FlopsPerKernel / configs + FlopsPerConfig; a
+// training step costs about three times the forward pass.
+func (m *Model) FlopsPerKernel(nodes int) float64 {
+	c := m.Config
+	H := float64(c.Hidden)
+	n := float64(nodes)
+	f := 2 * n * float64(c.EmbedDim+c.NodeWidth) * H // input layer
+	f += float64(c.Layers) * 2 * n * 3 * H * H       // GraphSAGE layers
+	gk, _ := c.headInput()
+	f += 2 * float64(gk) * float64(c.Head[0]) // per-kernel part of the head
+	return f
+}
+
+// FlopsPerConfig: see FlopsPerKernel.
+func (m *Model) FlopsPerConfig() float64 {
+	c := m.Config
+	_, gc := c.headInput()
+	f := 2 * float64(gc) * float64(c.Head[0])
+	for i := 1; i < len(c.Head); i++ {
+		f += 2 * float64(c.Head[i-1]) * float64(c.Head[i])
+	}
+	f += 2 * float64(c.Head[len(c.Head)-1])
+	return f
+}
+
+// engine runs a model's nets, caching them by batch shape (LRU). Bucketing rounds batch
+// shapes up a size ladder so a few nets serve every batch; without it every batch gets a
+// net of its exact shape, built and dropped.
+type engine struct {
+	m        *Model
+	train    bool
+	bucket   bool
+	capacity int
+	nets     map[shape]*net
+	lru      []shape // least recently used first
+	builds   int     // nets built (for benchmarks and tests)
+}
+
+// defaultNetCache is the number of nets an engine keeps.
+const defaultNetCache = 24
+
+func newEngine(m *Model, train, bucket bool, capacity int) *engine {
+	return &engine{m: m, train: train, bucket: bucket, capacity: capacity, nets: map[shape]*net{}}
+}
+
+// run runs batch b on the net of its shape, building it if needed.
+func (e *engine) run(b *batch) (*net, []float64, float64, error) {
+	n, err := e.net(b.shape)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	out, loss, err := n.run(b)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return n, out, loss, nil
+}
+
+func (e *engine) net(s shape) (*net, error) {
+	if n, ok := e.nets[s]; ok {
+		i := slices.Index(e.lru, s)
+		e.lru = append(append(e.lru[:i:i], e.lru[i+1:]...), s)
+		return n, nil
+	}
+	n, err := newNet(e.m.Config, e.m.Loss, e.m.Params, s, e.train, tensor.Float32)
+	if err != nil {
+		return nil, err
+	}
+	e.builds++
+	cap := e.capacity
+	if !e.bucket {
+		cap = 1
+	}
+	for len(e.lru) >= cap && len(e.lru) > 0 {
+		old := e.lru[0]
+		e.nets[old].close()
+		delete(e.nets, old)
+		e.lru = e.lru[1:]
+	}
+	e.nets[s] = n
+	e.lru = append(e.lru, s)
+	return n, nil
+}
+
+func (e *engine) close() {
+	for _, n := range e.nets {
+		n.close()
+	}
+	e.nets = map[shape]*net{}
+	e.lru = nil
+}
+
+// maxBatchSamples bounds the samples of one inference batch.
+const maxBatchSamples = 8192
+
+// predict runs kernels through the model in batches of at most batchKernels kernels and
+// maxBatchSamples samples and returns every kernel's outputs, one per configuration (the
+// raw model outputs: scores, or standardized log runtimes). A kernel with more
+// configurations than a batch holds is split over several batches.
+func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, error) {
+	out := make([][]float64, len(kernels))
+	type ref struct{ kernel, first int }
+	var items []item
+	var refs []ref
+	samples := 0
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		b, err := newBatch(e.m.Config, items, e.bucket, 0, e.m.Loss, e.m.Target, false)
+		if err != nil {
+			return err
+		}
+		_, o, _, err := e.run(b)
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			copy(out[refs[i].kernel][refs[i].first:], o[b.starts[i]:b.starts[i+1]])
+		}
+		items, refs, samples = items[:0], refs[:0], 0
+		return nil
+	}
+	for ki, k := range kernels {
+		nc := k.configs()
+		if nc == 0 {
+			return nil, fmt.Errorf("kernel %s has no configurations to score", k.key)
+		}
+		out[ki] = make([]float64, nc)
+		for first := 0; first < nc; first += maxBatchSamples {
+			cfgs := make([]int, min(maxBatchSamples, nc-first))
+			for i := range cfgs {
+				cfgs[i] = first + i
+			}
+			if len(items) > 0 && (len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples) {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			items = append(items, item{k: k, cfgs: cfgs})
+			refs = append(refs, ref{ki, first})
+			samples += len(cfgs)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	for ki, o := range out {
+		if !isFinite(o) {
+			return nil, fmt.Errorf("kernel %s: the model produced a non-finite output", kernels[ki].key)
+		}
+	}
+	return out, nil
+}
+
+// prepare normalizes a row for the model.
+func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
+	if len(r.ConfigFeats) != len(r.RuntimesNs) && len(r.RuntimesNs) != 0 {
+		return nil, fmt.Errorf("row %s/%s has %d config vectors and %d runtimes", r.Program, r.KernelName, len(r.ConfigFeats), len(r.RuntimesNs))
+	}
+	k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree)
+	if err != nil {
+		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
+	}
+	k.key, k.program = r.KernelKey, r.Program
+	if len(r.RuntimesNs) > 0 {
+		k.runtimes = slices.Clone(r.RuntimesNs)
+	}
+	if len(r.AnalyticalNs) == len(r.ConfigFeats) {
+		k.analytical = slices.Clone(r.AnalyticalNs)
+	}
+	return k, nil
+}
+
+// report maps raw outputs to what the model reports: ns for absolute models, the score
+// for relative ones.
+func (m *Model) report(out []float64) []float64 {
+	if m.Relative() {
+		return out
+	}
+	ns := make([]float64, len(out))
+	for i, y := range out {
+		ns[i] = m.Target.runtime(y)
+	}
+	return ns
+}
+
+var errNoRows = errors.New("no rows")

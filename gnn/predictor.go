@@ -1,0 +1,257 @@
+package gnn
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+)
+
+// Predictor scores (kernel, config) pairs with a trained model, many per call, in
+// batches. It featurizes with features.OfKernel and features.Config for the target it was
+// made for. It is safe for concurrent use; calls are serialized (one Gorgonia machine
+// runs at a time).
+type Predictor struct {
+	mu           sync.Mutex
+	m            *Model
+	target       cost.Target
+	eng          *engine
+	batchKernels int
+}
+
+// PredictorOptions configure a Predictor.
+type PredictorOptions struct {
+	// BatchKernels is the number of kernels per inference batch (default 64).
+	BatchKernels int
+	// NoBucketing builds a graph of every batch's exact shape instead of padding batches
+	// to cached bucket shapes.
+	NoBucketing bool
+}
+
+// NewPredictor returns a predictor for m on target t. m must not be modified while the
+// predictor is in use.
+func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.BatchKernels <= 0 {
+		opts.BatchKernels = 64
+	}
+	return &Predictor{m: m, target: t, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+}
+
+// LoadPredictor loads the model of the checkpoint in dir (see Load) for target t.
+func LoadPredictor(dir string, t cost.Target) (*Predictor, error) {
+	m, _, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return NewPredictor(m, t, PredictorOptions{})
+}
+
+// Model returns the predictor's model (do not modify it).
+func (p *Predictor) Model() *Model { return p.m }
+
+// Relative reports whether scores are relative (rank-loss models: lower is better, only
+// comparable among the configurations of one kernel) rather than runtimes in ns.
+func (p *Predictor) Relative() bool { return p.m.Relative() }
+
+// Close releases the predictor's Gorgonia machines.
+func (p *Predictor) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eng.close()
+}
+
+// Request asks for the scores of one kernel under configurations (Tiles[i], Flags[i]).
+type Request struct {
+	Kernel *compiler.Kernel
+	Tiles  []cost.Tile
+	Flags  []cost.Flags
+}
+
+// ScoreKernel returns, for each (tiles[i], flags[i]), the model's predicted runtime in ns
+// (absolute models) or a score where lower is better (relative models). A pair that is
+// not valid for k on the predictor's target (the tile does not fit the kernel or VMEM
+// with those flags, or the flags are invalid) scores +Inf, so it ranks last.
+func (p *Predictor) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
+	out, err := p.Score([]Request{{Kernel: k, Tiles: tiles, Flags: flags}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// Score is ScoreKernel for many kernels at once: their graphs and configurations share
+// batches, which is much faster than one call per kernel.
+func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
+	out := make([][]float64, len(reqs))
+	var ks []*kernel
+	var valid [][]int // per prepared kernel, the request's indices it scores
+	var owner []int   // per prepared kernel, its request
+	for ri, r := range reqs {
+		if r.Kernel == nil || r.Kernel.Info == nil || r.Kernel.Comp == nil {
+			return nil, fmt.Errorf("score request %d: no kernel", ri)
+		}
+		if len(r.Tiles) != len(r.Flags) {
+			return nil, fmt.Errorf("kernel %s: %d tiles and %d flags", r.Kernel.Name, len(r.Tiles), len(r.Flags))
+		}
+		out[ri] = make([]float64, len(r.Tiles))
+		var cfs [][]float32
+		var idx []int
+		for i := range r.Tiles {
+			out[ri][i] = math.Inf(1)
+			if r.Flags[i].Validate() != nil {
+				continue
+			}
+			if _, err := r.Kernel.Info.CheckTile(r.Tiles[i], r.Flags[i], p.target); err != nil {
+				continue
+			}
+			cf, err := features.Config(r.Kernel.Info, r.Tiles[i], r.Flags[i], p.target)
+			if err != nil {
+				continue
+			}
+			cfs = append(cfs, cf)
+			idx = append(idx, i)
+		}
+		if len(cfs) == 0 {
+			continue
+		}
+		g := features.OfKernel(r.Kernel, p.target)
+		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config.MaxDegree)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
+		}
+		k.key = r.Kernel.Key
+		ks = append(ks, k)
+		valid = append(valid, idx)
+		owner = append(owner, ri)
+	}
+	if len(ks) == 0 {
+		return out, nil
+	}
+	p.mu.Lock()
+	raw, err := p.eng.predict(ks, p.batchKernels)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range raw {
+		scores := p.m.report(o)
+		for i, s := range scores {
+			out[owner[j]][valid[j][i]] = s
+		}
+	}
+	return out, nil
+}
+
+// PredictRows returns the model's prediction for every configuration of every row, in
+// order: runtimes in ns (absolute models) or scores (relative models). Rows carry their
+// own features (computed when the dataset was generated); the feature schema of the
+// dataset must be the model's.
+func (p *Predictor) PredictRows(rows []*dataset.Row) ([][]float64, error) {
+	ks := make([]*kernel, 0, len(rows))
+	for _, r := range rows {
+		k, err := p.m.prepare(r)
+		if err != nil {
+			return nil, err
+		}
+		ks = append(ks, k)
+	}
+	out := make([][]float64, len(rows))
+	var nonEmpty []*kernel
+	var pos []int
+	for i, k := range ks {
+		if k.configs() > 0 {
+			nonEmpty = append(nonEmpty, k)
+			pos = append(pos, i)
+		} else {
+			out[i] = []float64{}
+		}
+	}
+	if len(nonEmpty) == 0 {
+		return out, nil
+	}
+	p.mu.Lock()
+	raw, err := p.eng.predict(nonEmpty, p.batchKernels)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range raw {
+		out[pos[j]] = p.m.report(o)
+	}
+	return out, nil
+}
+
+// PredictRow is PredictRows for one row; its signature is gnn/eval's Predict. (Calls with
+// many rows batch better: PredictRows, PredictSource.)
+func (p *Predictor) PredictRow(r *dataset.Row) ([]float64, error) {
+	out, err := p.PredictRows([]*dataset.Row{r})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// PredictSource streams src through the model, calling fn with each row and its
+// predictions (see PredictRows) in src's order, a batch of rows at a time; memory stays
+// bounded. fn must not keep the row.
+func (p *Predictor) PredictSource(src RowSource, fn func(r *dataset.Row, pred []float64) error) error {
+	var rows []dataset.Row
+	flush := func() error {
+		ptrs := make([]*dataset.Row, len(rows))
+		for i := range rows {
+			ptrs[i] = &rows[i]
+		}
+		preds, err := p.PredictRows(ptrs)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			if err := fn(&rows[i], preds[i]); err != nil {
+				return err
+			}
+		}
+		rows = rows[:0]
+		return nil
+	}
+	err := src.Rows(func(r *dataset.Row) error {
+		rows = append(rows, cloneRow(r))
+		if len(rows) == 4*p.batchKernels {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil && len(rows) > 0 {
+		err = flush()
+	}
+	return err
+}
+
+// cloneRow deep-copies what the model reads of a row.
+func cloneRow(r *dataset.Row) dataset.Row {
+	c := *r
+	c.Graph = features.Graph{
+		Opcodes:     append([]int32(nil), r.Graph.Opcodes...),
+		NodeFeats:   append([]float32(nil), r.Graph.NodeFeats...),
+		EdgeSrc:     append([]int32(nil), r.Graph.EdgeSrc...),
+		EdgeDst:     append([]int32(nil), r.Graph.EdgeDst...),
+		KernelFeats: append([]float32(nil), r.Graph.KernelFeats...),
+	}
+	c.Configs = append([]string(nil), r.Configs...)
+	c.ConfigFeats = make([][]float32, len(r.ConfigFeats))
+	for i, f := range r.ConfigFeats {
+		c.ConfigFeats[i] = append([]float32(nil), f...)
+	}
+	c.RuntimesNs = append([]float64(nil), r.RuntimesNs...)
+	c.AnalyticalNs = append([]float64(nil), r.AnalyticalNs...)
+	return c
+}

@@ -1,0 +1,201 @@
+package gnn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// batchTol bounds the difference between a prediction made in a large padded batch and
+// alone, relative to max(1, |prediction|) (scores are O(1), runtimes large): the same
+// float32 arithmetic, except that matrix products of different shapes may block, and so
+// round, differently (OpenBLAS does; observed ~4e-8 absolute on scores of O(1e-3)).
+const batchTol = 1e-5
+
+func near(a, b, tol float64) bool {
+	return a == b || math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+func TestPredictorBatchEqualsOneByOne(t *testing.T) {
+	train, _ := trainRows(t)
+	for _, loss := range []Loss{LossMSE, LossRankHinge} {
+		t.Run(string(loss), func(t *testing.T) {
+			m := testModel(t, DefaultConfig(), dataset.TaskTile, loss, train, 3)
+			p, err := NewPredictor(m, testChip(t).Target, PredictorOptions{BatchKernels: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if p.Relative() != loss.Rank() {
+				t.Errorf("Relative() = %t", p.Relative())
+			}
+			prog := compileZoo(t, "resnet18_b1")
+			target := testChip(t).Target
+			var reqs []Request
+			for _, k := range prog.Kernels[:20] {
+				var tiles []cost.Tile
+				var flags []cost.Flags
+				for _, tl := range k.Info.TileOptions(target, k.Flags) {
+					tiles, flags = append(tiles, tl), append(flags, k.Flags)
+				}
+				// An invalid tile scores +Inf.
+				tiles, flags = append(tiles, cost.Tile{3, 5, 7}), append(flags, k.Flags)
+				reqs = append(reqs, Request{Kernel: k, Tiles: tiles, Flags: flags})
+			}
+			all, err := p.Score(reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range reqs {
+				last := len(r.Tiles) - 1
+				if !math.IsInf(all[i][last], 1) {
+					t.Errorf("%s: invalid tile scored %g", r.Kernel.Name, all[i][last])
+				}
+				for j := 0; j < last; j++ {
+					one, err := p.ScoreKernel(r.Kernel, r.Tiles[j:j+1], r.Flags[j:j+1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !near(one[0], all[i][j], batchTol) || math.IsInf(one[0], 0) || math.IsNaN(one[0]) {
+						t.Fatalf("%s %s: batched %g, alone %g", r.Kernel.Name, r.Tiles[j], all[i][j], one[0])
+					}
+					if !loss.Rank() && !(one[0] > 0) {
+						t.Fatalf("absolute model predicted %g ns", one[0])
+					}
+				}
+			}
+			// Rows featurized at generation time predict what the kernel API predicts.
+			rows := rowsFor(t, "resnet18_b1", dataset.TaskTile, 1000, rand.New(rand.NewPCG(1, 1)))
+			var ptrs []*dataset.Row
+			for i := range rows {
+				ptrs = append(ptrs, &rows[i])
+			}
+			preds, err := p.PredictRows(ptrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byKey := map[string]int{}
+			for i, r := range reqs {
+				byKey[r.Kernel.Key] = i
+			}
+			matched := 0
+			for i, r := range rows {
+				qi, ok := byKey[r.KernelKey]
+				if !ok {
+					continue
+				}
+				if len(preds[i]) != len(r.Configs) {
+					t.Fatalf("%d predictions for %d configs", len(preds[i]), len(r.Configs))
+				}
+				for j := range r.Configs {
+					if !near(preds[i][j], all[qi][j], batchTol) {
+						t.Fatalf("row %s config %d: %g, kernel API %g", r.KernelName, j, preds[i][j], all[qi][j])
+					}
+				}
+				matched++
+			}
+			if matched == 0 {
+				t.Error("no row matched a scored kernel")
+			}
+			one, err := p.PredictRow(&rows[0])
+			if err != nil || len(one) != len(preds[0]) || !near(one[0], preds[0][0], batchTol) {
+				t.Errorf("PredictRow: %v, %v vs %v", err, one, preds[0])
+			}
+		})
+	}
+}
+
+func TestReportProgram(t *testing.T) {
+	train, _ := trainRows(t)
+	chip := testChip(t)
+	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
+		kt, err := tpusim.SimulateKernel(k.Info, tile, flags, chip)
+		if err != nil {
+			return 0, 0, err
+		}
+		an, err := k.Info.Analytical(tile, chip.Target)
+		return kt.Ns, an, err
+	}
+	prog := compileZoo(t, "resnet18_b1")
+	for _, loss := range []Loss{LossMSE, LossRankLogistic} {
+		m := testModel(t, tinyConfig(), dataset.TaskTile, loss, train, 3)
+		p, err := NewPredictor(m, chip.Target, PredictorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ReportProgram(p, prog, 3, timer)
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Kernels) != len(prog.Kernels) || !(r.SimTotalNs > 0) || r.Relative != loss.Rank() {
+			t.Fatalf("%s: report %d kernels, sim total %g", loss, len(r.Kernels), r.SimTotalNs)
+		}
+		if !loss.Rank() && !(r.PredictedTotalNs > 0) {
+			t.Errorf("no predicted total")
+		}
+		k := r.Kernels[0]
+		if len(k.Options) == 0 || len(k.Options) > 3 || k.CurrentRank < 1 || k.BestOptionNs > k.ModelPickNs || r.BestOptionTotalNs > r.ModelPickTotalNs {
+			t.Errorf("%s: kernel report %+v", loss, k)
+		}
+		for i := 1; i < len(k.Options); i++ {
+			if k.Options[i].Score < k.Options[i-1].Score || !strings.Contains(k.Options[i].Tile, "x") && k.Options[i].Tile != "-" {
+				t.Errorf("options out of order: %+v", k.Options)
+			}
+		}
+	}
+}
+
+func TestPredictorConcurrentUse(t *testing.T) {
+	train, _ := trainRows(t)
+	m := testModel(t, tinyConfig(), dataset.TaskTile, LossRankHinge, train, 3)
+	chip := testChip(t)
+	p, err := NewPredictor(m, chip.Target, PredictorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	prog := compileZoo(t, "mlp_768x3_b8")
+	want := make([][]float64, len(prog.Kernels))
+	for i, k := range prog.Kernels {
+		if want[i], err = p.ScoreKernel(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for i, k := range prog.Kernels {
+				got, err := p.ScoreKernel(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags})
+				if err == nil && got[0] != want[i][0] {
+					err = fmt.Errorf("%s: %g concurrently, %g alone", k.Name, got[0], want[i][0])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// tunerModel is the interface the tuner declares (tune.Model); Predictor must satisfy it.
+type tunerModel interface {
+	ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error)
+	Relative() bool
+}
+
+var _ tunerModel = (*Predictor)(nil)

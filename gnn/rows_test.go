@@ -1,0 +1,138 @@
+package gnn
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// testChip is the chip every test compiles for and simulates on.
+func testChip(tb testing.TB) tpusim.Chip {
+	tb.Helper()
+	c, err := tpusim.Preset("v4")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// compileZoo compiles a zoo model with its default config.
+func compileZoo(tb testing.TB, name string) *compiler.Program {
+	tb.Helper()
+	m, err := zoo.Resolve(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := compiler.Compile(m, nil, compiler.Options{Target: testChip(tb).Target})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// rowsFor builds in-memory rows from a compiled zoo model, one per distinct kernel: for a
+// relative task, up to maxConfigs (tile, flags) options drawn with rng (tile task: tiles
+// with the kernel's flags; flags task: flags with its tile); for an absolute task, the
+// kernel's own config. Times come from tpusim.SimulateKernel.
+func rowsFor(tb testing.TB, model string, task dataset.Task, maxConfigs int, rng *rand.Rand) []dataset.Row {
+	tb.Helper()
+	chip := testChip(tb)
+	p := compileZoo(tb, model)
+	seen := map[string]bool{}
+	var rows []dataset.Row
+	for _, k := range p.Kernels {
+		if seen[k.Key] {
+			continue
+		}
+		seen[k.Key] = true
+		var tiles []cost.Tile
+		var flags []cost.Flags
+		switch task {
+		case dataset.TaskTile:
+			for _, t := range k.Info.TileOptions(chip.Target, k.Flags) {
+				tiles, flags = append(tiles, t), append(flags, k.Flags)
+			}
+		case dataset.TaskFlags:
+			for _, f := range compiler.FlagOptions(k.Info, k.Tile, chip.Target) {
+				tiles, flags = append(tiles, k.Tile), append(flags, f)
+			}
+		default:
+			tiles, flags = []cost.Tile{k.Tile}, []cost.Flags{k.Flags}
+		}
+		if len(tiles) > maxConfigs {
+			perm := rng.Perm(len(tiles))[:maxConfigs]
+			var t2 []cost.Tile
+			var f2 []cost.Flags
+			for _, i := range perm {
+				t2, f2 = append(t2, tiles[i]), append(f2, flags[i])
+			}
+			tiles, flags = t2, f2
+		}
+		r := dataset.Row{Program: p.Name, Task: task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind, Graph: features.OfKernel(k, chip.Target)}
+		for i := range tiles {
+			cf, err := features.Config(k.Info, tiles[i], flags[i], chip.Target)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			kt, err := tpusim.SimulateKernel(k.Info, tiles[i], flags[i], chip)
+			if err != nil {
+				continue
+			}
+			an, err := k.Info.Analytical(tiles[i], chip.Target)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			r.Configs = append(r.Configs, "tile="+tiles[i].String()+";flags="+flags[i].String())
+			r.ConfigFeats = append(r.ConfigFeats, cf)
+			r.RuntimesNs = append(r.RuntimesNs, kt.Ns)
+			r.AnalyticalNs = append(r.AnalyticalNs, an)
+		}
+		if len(r.Configs) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// testRows caches rows per (model, task) across tests of one run: compiling is the slow
+// part.
+var testRows = struct {
+	sync.Mutex
+	m map[string][]dataset.Row
+}{m: map[string][]dataset.Row{}}
+
+func cachedRows(tb testing.TB, model string, task dataset.Task, maxConfigs int) []dataset.Row {
+	tb.Helper()
+	key := model + "/" + string(task)
+	testRows.Lock()
+	defer testRows.Unlock()
+	if r, ok := testRows.m[key]; ok {
+		return r
+	}
+	r := rowsFor(tb, model, task, maxConfigs, rand.New(rand.NewPCG(1, 2)))
+	testRows.m[key] = r
+	return r
+}
+
+// rowsWithConfigs keeps rows with at least n configurations, truncated to n.
+func rowsWithConfigs(rows []dataset.Row, n, maxRows int) []dataset.Row {
+	var out []dataset.Row
+	for _, r := range rows {
+		if len(r.Configs) < n {
+			continue
+		}
+		r.Configs, r.ConfigFeats, r.RuntimesNs, r.AnalyticalNs = r.Configs[:n], r.ConfigFeats[:n], r.RuntimesNs[:n], r.AnalyticalNs[:n]
+		out = append(out, r)
+		if len(out) == maxRows {
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,89 @@
+package gnn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+)
+
+// RowSource streams rows. Each call of Rows is one pass over the data and must visit the
+// same rows in the same order every time (training is deterministic only if its data
+// is). fn must not keep the *Row or anything it points to after it returns, and an error
+// from fn stops the pass and is returned.
+type RowSource interface {
+	Rows(fn func(*dataset.Row) error) error
+}
+
+// SliceSource is an in-memory RowSource.
+type SliceSource []dataset.Row
+
+// Rows implements RowSource.
+func (s SliceSource) Rows(fn func(*dataset.Row) error) error {
+	for i := range s {
+		if err := fn(&s[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FilterSource passes on the rows of Source for which Keep returns true.
+type FilterSource struct {
+	Source RowSource
+	Keep   func(*dataset.Row) bool
+}
+
+// Rows implements RowSource.
+func (f FilterSource) Rows(fn func(*dataset.Row) error) error {
+	return f.Source.Rows(func(r *dataset.Row) error {
+		if !f.Keep(r) {
+			return nil
+		}
+		return fn(r)
+	})
+}
+
+// FitStats fits the normalization statistics of features and of the log runtimes on one
+// pass over src. Rows without configurations are skipped. It fails when src has no
+// usable row or a runtime is not positive and finite.
+func FitStats(src RowSource) (features.Stats, TargetStats, error) {
+	f := features.NewFitter()
+	var n int64
+	var mean, m2 float64
+	rows := 0
+	err := src.Rows(func(r *dataset.Row) error {
+		if len(r.ConfigFeats) == 0 {
+			return nil
+		}
+		if len(r.RuntimesNs) != len(r.ConfigFeats) {
+			return fmt.Errorf("row %s/%s has %d config vectors and %d runtimes", r.Program, r.KernelName, len(r.ConfigFeats), len(r.RuntimesNs))
+		}
+		rows++
+		f.AddGraph(&r.Graph)
+		for i, c := range r.ConfigFeats {
+			f.AddConfig(c)
+			t := r.RuntimesNs[i]
+			if !(t > 0) || math.IsInf(t, 0) {
+				return fmt.Errorf("row %s/%s: config %d has runtime %g ns", r.Program, r.KernelName, i, t)
+			}
+			n++
+			d := math.Log(t) - mean
+			mean += d / float64(n)
+			m2 += d * (math.Log(t) - mean)
+		}
+		return nil
+	})
+	if err != nil {
+		return features.Stats{}, TargetStats{}, fmt.Errorf("fitting normalization: %w", err)
+	}
+	if rows == 0 {
+		return features.Stats{}, TargetStats{}, fmt.Errorf("fitting normalization: %w", errNoRows)
+	}
+	st, err := f.Stats()
+	if err != nil {
+		return features.Stats{}, TargetStats{}, err
+	}
+	return st, TargetStats{LogMean: mean, LogStd: math.Sqrt(m2 / float64(n))}, nil
+}

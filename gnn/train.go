@@ -1,0 +1,536 @@
+package gnn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+)
+
+// TrainOptions configure Train. Zero values take the defaults named on each field.
+type TrainOptions struct {
+	Task dataset.Task // required
+	// Loss defaults to rank-hinge for relative tasks (tile, flags) and mse otherwise.
+	Loss Loss
+	// Model is the architecture (zero: DefaultConfig()).
+	Model Config
+	// Epochs is the number of passes over the training rows (default 20).
+	Epochs int
+	// BatchKernels is the number of kernels per batch (default 32). A kernel's sampled
+	// configurations always stay in one batch (the rank loss compares them).
+	BatchKernels int
+	// MaxConfigs caps the configurations of one kernel per training batch, drawn anew
+	// every epoch (default 32).
+	MaxConfigs int
+	// LR is Adam's learning rate (default 1e-3).
+	LR float64
+	// Seed seeds initialization, shuffling and config sampling: the same seed and rows
+	// give the same weights.
+	Seed int64
+	// Patience stops training after this many epochs without a better validation
+	// metric (default 5; negative: never stop early).
+	Patience int
+	// ShuffleBuffer is the number of kernels held for shuffling a streamed epoch
+	// (default 2048): memory stays bounded however large the dataset.
+	ShuffleBuffer int
+	// NoBucketing builds a graph of every batch's exact shape instead of padding batches
+	// to a few cached bucket shapes.
+	NoBucketing bool
+	// OutDir, if set, receives a checkpoint after every epoch.
+	OutDir string
+	// Resume continues the checkpoint in OutDir (same data). The checkpoint's
+	// architecture, loss and settings are kept (a different Task, or a different Loss
+	// given explicitly, is an error); Epochs may be raised.
+	Resume bool
+	// Progress receives progress lines (nil: none).
+	Progress io.Writer
+	// ProgressEvery is the interval between progress lines within an epoch (default 10s).
+	ProgressEvery time.Duration
+	// Meta is recorded in the checkpoint.
+	Meta Meta
+}
+
+func (o *TrainOptions) defaults() error {
+	if !slices.Contains(dataset.Tasks(), o.Task) {
+		return fmt.Errorf("unknown task %q", o.Task)
+	}
+	if o.Loss == "" {
+		o.Loss = LossMSE
+		if o.Task.Relative() {
+			o.Loss = LossRankHinge
+		}
+	}
+	if reflect.DeepEqual(o.Model, Config{}) {
+		o.Model = DefaultConfig()
+	}
+	if o.Epochs == 0 {
+		o.Epochs = 20
+	}
+	if o.BatchKernels == 0 {
+		o.BatchKernels = 32
+	}
+	if o.MaxConfigs == 0 {
+		o.MaxConfigs = 32
+	}
+	if o.LR == 0 {
+		o.LR = 1e-3
+	}
+	if o.Patience == 0 {
+		o.Patience = 5
+	}
+	if o.ShuffleBuffer == 0 {
+		o.ShuffleBuffer = 2048
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 10 * time.Second
+	}
+	switch {
+	case o.Epochs < 0:
+		return fmt.Errorf("epochs must be positive, got %d", o.Epochs)
+	case o.BatchKernels < 0:
+		return fmt.Errorf("batch size must be positive, got %d", o.BatchKernels)
+	case o.MaxConfigs < 0:
+		return fmt.Errorf("max configs must be positive, got %d", o.MaxConfigs)
+	case !(o.LR > 0) || math.IsInf(o.LR, 0):
+		return fmt.Errorf("learning rate must be positive, got %g", o.LR)
+	case o.ShuffleBuffer < 0:
+		return fmt.Errorf("shuffle buffer must be positive, got %d", o.ShuffleBuffer)
+	case o.Resume && o.OutDir == "":
+		return errors.New("resuming needs the checkpoint directory (OutDir)")
+	}
+	return nil
+}
+
+func (o *TrainOptions) settings() Settings {
+	return Settings{Epochs: o.Epochs, BatchKernels: o.BatchKernels, MaxConfigs: o.MaxConfigs, LR: o.LR, Seed: o.Seed,
+		Patience: o.Patience, ShuffleBuffer: o.ShuffleBuffer, Bucketing: !o.NoBucketing}
+}
+
+// TrainResult is the outcome of Train.
+type TrainResult struct {
+	Model      *Model // the best epoch's model: lowest validation metric, ties by validation loss (without validation rows: training loss)
+	History    []Epoch
+	BestEpoch  int    // 1-based
+	Stopped    string // "epochs" or "early-stopping"
+	Checkpoint *Checkpoint
+}
+
+// Train trains a model on train, validating on val after every epoch, and returns the
+// best epoch's model. Rows are streamed: each epoch is one pass of train.Rows through a
+// shuffle buffer, so memory is bounded by the buffer, not the dataset. Normalization
+// statistics are fitted on train first (one extra pass). With OutDir set, a checkpoint
+// is saved atomically after every epoch, and Resume continues one: the resumed run gives
+// the same weights as an uninterrupted one. Cancelling ctx stops at the next batch
+// (the last checkpoint stays).
+func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*TrainResult, error) {
+	lossGiven := opts.Loss != ""
+	if err := opts.defaults(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven}
+	if !opts.Resume && opts.OutDir != "" {
+		if _, err := os.Stat(filepath.Join(opts.OutDir, ModelFile)); err == nil {
+			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
+		}
+	}
+	if opts.Resume {
+		if err := t.resume(); err != nil {
+			return nil, err
+		}
+	} else {
+		t.progressf("fitting normalization on the training rows")
+		norm, target, err := FitStats(train)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		if t.m, err = NewModel(opts.Model, opts.Task, opts.Loss, norm, target, opts.Seed); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		t.best = t.m.Params.Clone()
+		t.adam = newAdam(t.m.Params, opts.LR)
+	}
+	t.eng = newEngine(t.m, true, !t.opts.NoBucketing, defaultNetCache)
+	t.val = newEngine(t.m, false, !t.opts.NoBucketing, defaultNetCache)
+	defer t.eng.close()
+	defer t.val.close()
+	stopped := "epochs"
+	for e := len(t.history) + 1; e <= t.opts.Epochs; e++ {
+		if t.opts.Patience >= 0 && t.bestEpoch > 0 && len(t.history)-t.bestEpoch >= t.opts.Patience {
+			stopped = "early-stopping"
+			break
+		}
+		if err := t.epoch(ctx, e, train, val); err != nil {
+			return nil, err
+		}
+	}
+	if t.opts.Patience >= 0 && t.bestEpoch > 0 && len(t.history)-t.bestEpoch >= t.opts.Patience {
+		stopped = "early-stopping"
+	}
+	t.stopped = stopped
+	best := &Model{Config: t.m.Config, Task: t.m.Task, Loss: t.m.Loss, Norm: t.m.Norm, Target: t.m.Target, Params: t.best.Clone()}
+	c := t.checkpoint()
+	if t.opts.OutDir != "" {
+		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+			return nil, err
+		}
+	}
+	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, Checkpoint: c}, nil
+}
+
+// trainer is the state of one Train call.
+type trainer struct {
+	opts  TrainOptions
+	m     *Model // current parameters
+	best  Params // best epoch's parameters
+	adam  *adam
+	eng   *engine // training nets
+	val   *engine // inference nets (validation), sharing m's parameters
+	start time.Time
+
+	history   []Epoch
+	bestEpoch int
+	stopped   string
+	lossGiven bool // the caller chose the loss (else a resumed run takes the checkpoint's)
+}
+
+func (t *trainer) progressf(format string, args ...any) {
+	if t.opts.Progress != nil {
+		fmt.Fprintf(t.opts.Progress, format+"\n", args...)
+	}
+}
+
+// epochRNG is the generator of epoch e (1-based): a function of the seed and the epoch
+// only, so a resumed run draws what an uninterrupted one would.
+func (t *trainer) epochRNG(e int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(t.opts.Seed), 0x6570_6f63_6800_0000|uint64(e))) // "epoch"
+}
+
+func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error {
+	start := time.Now()
+	builds := t.eng.builds
+	rng := t.epochRNG(e)
+	var (
+		buf             []*kernel
+		pending         []item
+		lossSum         float64
+		batches         int
+		kernels         int
+		samples         int
+		lastProgress    = time.Now()
+		kernelsAtReport int
+	)
+	step := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l, err := t.step(pending)
+		if err != nil {
+			return fmt.Errorf("train: epoch %d, batch %d: %w", e, batches+1, err)
+		}
+		batches++
+		lossSum += l
+		for _, it := range pending {
+			kernels++
+			samples += len(it.cfgs)
+		}
+		pending = pending[:0]
+		if now := time.Now(); now.Sub(lastProgress) >= t.opts.ProgressEvery {
+			t.progressf("epoch %d/%d: %d batches, %d kernels, loss %.4g, %.0f kernels/s",
+				e, t.opts.Epochs, batches, kernels, lossSum/float64(batches), float64(kernels-kernelsAtReport)/now.Sub(lastProgress).Seconds())
+			lastProgress, kernelsAtReport = now, kernels
+		}
+		return nil
+	}
+	emit := func(k *kernel) error {
+		it, ok := t.sample(k, rng)
+		if !ok {
+			return nil
+		}
+		pending = append(pending, it)
+		if len(pending) == t.opts.BatchKernels {
+			return step()
+		}
+		return nil
+	}
+	err := train.Rows(func(r *dataset.Row) error {
+		if len(r.ConfigFeats) == 0 {
+			return nil
+		}
+		k, err := t.m.prepare(r)
+		if err != nil {
+			return err
+		}
+		if k.runtimes == nil {
+			return fmt.Errorf("row %s/%s has no runtimes", r.Program, r.KernelName)
+		}
+		if len(buf) < t.opts.ShuffleBuffer {
+			buf = append(buf, k)
+			return nil
+		}
+		j := rng.IntN(len(buf))
+		out := buf[j]
+		buf[j] = k
+		return emit(out)
+	})
+	if err == nil {
+		rng.Shuffle(len(buf), func(i, j int) { buf[i], buf[j] = buf[j], buf[i] })
+		for _, k := range buf {
+			if err = emit(k); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = step()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("train: interrupted in epoch %d: %w", e, ctx.Err())
+		}
+		return fmt.Errorf("train: epoch %d: %w", e, err)
+	}
+	if batches == 0 {
+		return fmt.Errorf("train: epoch %d: no training batch (rank losses need kernels with at least 2 configurations): %w", e, errNoRows)
+	}
+	trainLoss := lossSum / float64(batches)
+	ep := Epoch{Epoch: e, TrainLoss: trainLoss, Kernels: kernels, Samples: samples, GraphBuilds: t.eng.builds - builds}
+	trainSecs := time.Since(start).Seconds()
+	if val != nil {
+		v, err := t.validate(val)
+		if err != nil {
+			return fmt.Errorf("train: validating epoch %d: %w", e, err)
+		}
+		ep.Val = v
+	}
+	ep.Seconds = time.Since(start).Seconds()
+	ep.KernelsPerSec = float64(kernels) / trainSecs
+	note := ""
+	if t.bestEpoch == 0 || better(ep, t.history[t.bestEpoch-1]) {
+		t.bestEpoch = e
+		if err := t.best.CopyFrom(t.m.Params); err != nil {
+			return err
+		}
+		note = " (best)"
+	}
+	t.history = append(t.history, ep)
+	if ep.Val != nil {
+		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
+			e, t.opts.Epochs, trainLoss, ep.Val.Loss, MetricFor(t.m.Task), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
+	} else {
+		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
+			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
+	}
+	if t.opts.OutDir != "" {
+		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// better reports whether epoch a beats epoch b: a lower validation metric, ties broken
+// by the lower validation loss (without validation rows: the lower training loss).
+func better(a, b Epoch) bool {
+	if a.Val == nil || b.Val == nil {
+		return a.TrainLoss < b.TrainLoss
+	}
+	if a.Val.Metric != b.Val.Metric {
+		return a.Val.Metric < b.Val.Metric
+	}
+	return a.Val.Loss < b.Val.Loss
+}
+
+// sample picks the configurations of k for one training batch: all of them, or
+// MaxConfigs drawn without replacement. For a rank loss, kernels with fewer than two
+// configurations carry no pair and are skipped.
+func (t *trainer) sample(k *kernel, rng *rand.Rand) (item, bool) {
+	n := k.configs()
+	if t.m.Loss.Rank() && n < 2 {
+		return item{}, false
+	}
+	var cfgs []int
+	if n <= t.opts.MaxConfigs {
+		cfgs = make([]int, n)
+		for i := range cfgs {
+			cfgs[i] = i
+		}
+	} else {
+		cfgs = rng.Perm(n)[:t.opts.MaxConfigs]
+	}
+	return item{k: k, cfgs: cfgs}, true
+}
+
+// step runs one training batch and applies Adam.
+func (t *trainer) step(items []item) (float64, error) {
+	b, err := newBatch(t.m.Config, items, t.eng.bucket, t.opts.BatchKernels, t.m.Loss, t.m.Target, true)
+	if err != nil {
+		return 0, err
+	}
+	n, _, loss, err := t.eng.run(b)
+	if err != nil {
+		return 0, err
+	}
+	defer n.zeroGrads()
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return 0, fmt.Errorf("the loss is %g: training diverged (try a lower learning rate)", loss)
+	}
+	grads := make([][]float32, len(t.m.Params))
+	for i := range grads {
+		if grads[i], err = n.grad32(i); err != nil {
+			return 0, err
+		}
+	}
+	t.adam.update(t.m.Params, grads)
+	return loss, nil
+}
+
+// validate predicts every validation row with the current parameters.
+func (t *trainer) validate(val RowSource) (*ValResult, error) {
+	acc := &valAccum{m: t.m}
+	var chunk []*kernel
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		outs, err := t.val.predict(chunk, t.opts.BatchKernels)
+		if err != nil {
+			return err
+		}
+		for i, k := range chunk {
+			acc.add(k, outs[i])
+		}
+		chunk = chunk[:0]
+		return nil
+	}
+	err := val.Rows(func(r *dataset.Row) error {
+		if len(r.ConfigFeats) == 0 {
+			return nil
+		}
+		k, err := t.m.prepare(r)
+		if err != nil {
+			return err
+		}
+		if k.runtimes == nil {
+			return fmt.Errorf("row %s/%s has no runtimes", r.Program, r.KernelName)
+		}
+		chunk = append(chunk, k)
+		if len(chunk) == 4*t.opts.BatchKernels {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if acc.kernels == 0 {
+		return nil, nil
+	}
+	r := acc.result()
+	return &r, nil
+}
+
+// state is the training state saved for resuming: current parameters and Adam moments.
+func (t *trainer) state() Params {
+	var s Params
+	for _, p := range t.m.Params {
+		s = append(s, &Param{Name: "param/" + p.Name, Shape: p.Shape, Data: p.Data})
+	}
+	return append(s, t.adam.state()...)
+}
+
+func (t *trainer) checkpoint() *Checkpoint {
+	return &Checkpoint{
+		Task: t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
+		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
+		Normalization: t.m.Norm, Target: t.m.Target, Metric: MetricFor(t.m.Task),
+		Settings: t.opts.settings(), Meta: t.opts.Meta,
+		Epochs: len(t.history), BestEpoch: t.bestEpoch, Stopped: t.stopped, History: slices.Clone(t.history),
+	}
+}
+
+// resume restores the trainer from the checkpoint in OutDir.
+func (t *trainer) resume() error {
+	dir := t.opts.OutDir
+	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
+		return fmt.Errorf("train: nothing to resume in %s: %w", dir, err)
+	}
+	c, err := readCheckpoint(dir)
+	if err != nil {
+		return fmt.Errorf("train: resuming: %w", err)
+	}
+	if c.State == nil {
+		return fmt.Errorf("train: %s holds a model without training state; it cannot be resumed", dir)
+	}
+	if c.Task != t.opts.Task {
+		return fmt.Errorf("train: the checkpoint in %s is for task %s, not %s", dir, c.Task, t.opts.Task)
+	}
+	if t.lossGiven && c.Loss != t.opts.Loss {
+		return fmt.Errorf("train: the checkpoint in %s was trained with loss %s, not %s", dir, c.Loss, t.opts.Loss)
+	}
+	t.opts.Loss = c.Loss
+	m, err := c.model()
+	if err != nil {
+		return fmt.Errorf("train: resuming %s: %w", dir, err)
+	}
+	step, state, err := readTensorFile(dir, *c.State)
+	if err != nil {
+		return fmt.Errorf("train: resuming: %w", err)
+	}
+	byName := map[string]*Param{}
+	for _, p := range state {
+		byName[p.Name] = p
+	}
+	for _, p := range m.Params {
+		s, ok := byName["param/"+p.Name]
+		if !ok || !slices.Equal(s.Shape, p.Shape) {
+			return fmt.Errorf("train: resuming %s: state lacks parameter %s%v", dir, p.Name, p.Shape)
+		}
+		copy(p.Data, s.Data)
+	}
+	_, best, err := readTensorFile(dir, c.Weights)
+	if err != nil {
+		return fmt.Errorf("train: resuming: %w", err)
+	}
+	t.best = m.Params.Clone()
+	if err := t.best.CopyFrom(best); err != nil {
+		return fmt.Errorf("train: resuming %s: %w", dir, err)
+	}
+	// The checkpoint's settings win, except the number of epochs, which may be raised.
+	epochs := t.opts.Epochs
+	s := c.Settings
+	t.opts.BatchKernels, t.opts.MaxConfigs, t.opts.LR, t.opts.Seed = s.BatchKernels, s.MaxConfigs, s.LR, s.Seed
+	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = s.Patience, s.ShuffleBuffer, !s.Bucketing
+	t.opts.Epochs = max(epochs, c.Epochs)
+	t.opts.Model = c.Config
+	if t.opts.Meta == (Meta{}) {
+		t.opts.Meta = c.Meta
+	}
+	t.m = m
+	t.adam = newAdam(m.Params, t.opts.LR)
+	if err := t.adam.restore(step, state); err != nil {
+		return fmt.Errorf("train: resuming %s: %w", dir, err)
+	}
+	t.history = slices.Clone(c.History)
+	t.bestEpoch = c.BestEpoch
+	if t.bestEpoch < 0 || t.bestEpoch > len(t.history) {
+		return fmt.Errorf("train: resuming %s: best epoch %d of %d", dir, t.bestEpoch, len(t.history))
+	}
+	t.progressf("resuming %s after epoch %d (best epoch %d)", dir, len(t.history), t.bestEpoch)
+	return nil
+}
