@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
@@ -58,36 +59,73 @@ func (s DatasetSource) Rows(fn func(*dataset.Row) error) error {
 	return s.Data.Rows(dataset.ReadOptions{Split: s.Split, Part: s.Part}, fn)
 }
 
-// OpenData opens a dataset for training a model of task: it checks the task and the
-// feature schema against the dataset's provenance, splits it, and returns the training
-// and validation sources (both from the split's Train part) and the Meta to record.
+// OpenData opens the datasets of opts.Dir (one directory, or several separated by
+// commas) for training a model of task: it checks each dataset's task (several datasets
+// must all be of task, or all absolute, e.g. fusion and layout data for one program-level
+// model) and feature schema against its provenance, and that they were simulated alike;
+// splits each with the same split settings (a random split is a hash of the kernel key,
+// so a kernel lands on the same side in every dataset); and returns the training and
+// validation sources (from the splits' Train parts) and the Meta to record.
 func OpenData(opts DataOptions, task dataset.Task) (train, val RowSource, meta Meta, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, nil, Meta{}, err
 	}
-	d, err := dataset.Open(opts.Dir)
-	if err != nil {
-		return nil, nil, Meta{}, err
+	var trains, vals ConcatSource
+	var first *dataset.Provenance
+	for _, dir := range strings.Split(opts.Dir, ",") {
+		dir = strings.TrimSpace(dir)
+		if dir == "" {
+			continue
+		}
+		d, err := dataset.Open(dir)
+		if err != nil {
+			return nil, nil, Meta{}, err
+		}
+		p := d.Provenance
+		if p.Task != task && (p.Task.Relative() || task.Relative()) {
+			return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
+		}
+		if p.FeatureSchema.Version != features.SchemaVersion {
+			return nil, nil, Meta{}, fmt.Errorf("%w: dataset %s has feature schema version %d, this tpucost computes version %d: regenerate it",
+				ErrFeatureSchema, dir, p.FeatureSchema.Version, features.SchemaVersion)
+		}
+		if first == nil {
+			first = &p
+		} else if p.Chip != first.Chip || p.VMEMBytes != first.VMEMBytes || p.SimulatorVersion != first.SimulatorVersion {
+			return nil, nil, Meta{}, fmt.Errorf("dataset %s was simulated on %s/%s, the first on %s/%s: train on data of one chip and simulator",
+				dir, p.Chip, p.SimulatorVersion, first.Chip, first.SimulatorVersion)
+		}
+		split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
+		if err != nil {
+			return nil, nil, Meta{}, err
+		}
+		trainPart := DatasetSource{Data: d, Split: split, Part: dataset.Train}
+		isVal := valHoldout(opts, split.Programs(dataset.Train))
+		trains = append(trains, FilterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }})
+		vals = append(vals, FilterSource{Source: trainPart, Keep: isVal})
 	}
-	p := d.Provenance
-	if p.Task != task {
-		return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", opts.Dir, p.Task, task)
+	if first == nil {
+		return nil, nil, Meta{}, fmt.Errorf("no dataset directory given")
 	}
-	if p.FeatureSchema.Version != features.SchemaVersion {
-		return nil, nil, Meta{}, fmt.Errorf("%w: dataset %s has feature schema version %d, this tpucost computes version %d: regenerate it",
-			ErrFeatureSchema, opts.Dir, p.FeatureSchema.Version, features.SchemaVersion)
-	}
-	split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
-	if err != nil {
-		return nil, nil, Meta{}, err
-	}
-	trainPart := DatasetSource{Data: d, Split: split, Part: dataset.Train}
-	isVal := valHoldout(opts, split.Programs(dataset.Train))
-	train = FilterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }}
-	val = FilterSource{Source: trainPart, Keep: isVal}
 	meta = Meta{Data: opts.Dir, Split: opts.Split, TestFraction: opts.TestFraction, ValFraction: opts.ValFraction, SplitSeed: opts.SplitSeed,
-		Chip: p.Chip, VMEMBytes: p.VMEMBytes, Simulator: p.SimulatorVersion}
-	return train, val, meta, nil
+		Chip: first.Chip, VMEMBytes: first.VMEMBytes, Simulator: first.SimulatorVersion}
+	if len(trains) == 1 {
+		return trains[0], vals[0], meta, nil
+	}
+	return trains, vals, meta, nil
+}
+
+// ConcatSource streams its sources one after another.
+type ConcatSource []RowSource
+
+// Rows implements RowSource.
+func (c ConcatSource) Rows(fn func(*dataset.Row) error) error {
+	for _, s := range c {
+		if err := s.Rows(fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // valHoldout returns the validation predicate: for a program split, rows of

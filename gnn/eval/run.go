@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
@@ -41,7 +42,8 @@ func Run(o RunOptions) (*Result, error) {
 	meta := ck.Meta
 	dir := o.DataDir
 	if dir == "" {
-		dir = meta.Data
+		// A model trained on several datasets is evaluated on the first by default.
+		dir, _, _ = strings.Cut(meta.Data, ",")
 	}
 	if dir == "" {
 		return nil, fmt.Errorf("%s records no dataset: give --data", o.ModelDir)
@@ -57,7 +59,7 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Provenance.Task != ck.Task {
+	if t := d.Provenance.Task; t != ck.Task && (t.Relative() || ck.Task.Relative()) {
 		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
 	}
 	split, err := dataset.NewSplit(d, meta.Split, meta.TestFraction, meta.SplitSeed)

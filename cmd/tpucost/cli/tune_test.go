@@ -123,7 +123,7 @@ func TestTuneErrors(t *testing.T) {
 		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, "unknown strategy"},
 		{[]string{"mlp_96x2_b1", "--budget", "0"}, "budget must be positive"},
 		{[]string{"no_such_model"}, "no model named"},
-		{[]string{"mlp_96x2_b1", "--model", "ckpt"}, "no learned-model loader"},
+		{[]string{"mlp_96x2_b1", "--model", "ckpt"}, "--model ckpt"},
 		{[]string{"mlp_96x2_b1", "--chip", "v9"}, "unknown chip"},
 	} {
 		out, errs, code := runTuneCmd(tc.args...)
