@@ -3,29 +3,27 @@ package compiler
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 	"hash/fnv"
 	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// hasher accumulates a structural description into a 64-bit FNV-1a hash.
+// hasher accumulates a structural description (varint-encoded) and hashes it with
+// 64-bit FNV-1a in one pass at the end.
 type hasher struct {
-	h   hash.Hash64
-	buf [8]byte
+	buf []byte
 }
 
-func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+func newHasher() *hasher { return &hasher{buf: make([]byte, 0, 256)} }
 
 func (h *hasher) str(s string) {
 	h.int(len(s))
-	h.h.Write([]byte(s))
+	h.buf = append(h.buf, s...)
 }
 
 func (h *hasher) int(x int) {
-	binary.LittleEndian.PutUint64(h.buf[:], uint64(x))
-	h.h.Write(h.buf[:])
+	h.buf = binary.AppendVarint(h.buf, int64(x))
 }
 
 func (h *hasher) ints(xs []int) {
@@ -99,7 +97,9 @@ func (h *hasher) attrs(in *hlo.Instruction) {
 }
 
 func (h *hasher) sum() string {
-	return hex.EncodeToString(h.h.Sum(nil))
+	f := fnv.New64a()
+	f.Write(h.buf)
+	return hex.EncodeToString(f.Sum(nil))
 }
 
 // NodeKey is the stable structural hash of one instruction in context-free form: its

@@ -130,9 +130,13 @@ func DefaultFlagsFor(info *cost.KernelInfo, tile cost.Tile, t cost.Target) cost.
 // FlagOptions lists the flag combinations valid for a kernel with a given tile (those
 // whose buffers fit in VMEM), default first when valid.
 func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Flags {
+	p, err := info.PlanTile(tile, t)
+	if err != nil {
+		return nil
+	}
 	var out []cost.Flags
 	for _, f := range cost.AllFlags() {
-		if _, err := info.CheckTile(tile, f, t); err == nil {
+		if p.Footprint(f) <= float64(t.VMEMBytes) {
 			out = append(out, f)
 		}
 	}

@@ -370,6 +370,33 @@ func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.Rec
 		l.ValueBuilder().(*array.Float64Builder).AppendValues(v, nil)
 	}
 	cfgFeatInner := configFeats.ValueBuilder().(*array.ListBuilder)
+	// Reserve every value buffer once: growing them append by append dominated the cost
+	// of writing a part.
+	var nOps, nNode, nEdge, nKern, nCfg, nCfgFeat, nCfgStr int
+	for i := range rows {
+		r := &rows[i]
+		nOps += len(r.Graph.Opcodes)
+		nNode += len(r.Graph.NodeFeats)
+		nEdge += len(r.Graph.EdgeSrc)
+		nKern += len(r.Graph.KernelFeats)
+		nCfg += len(r.Configs)
+		for j, c := range r.Configs {
+			nCfgStr += len(c)
+			nCfgFeat += len(r.ConfigFeats[j])
+		}
+	}
+	opcodes.ValueBuilder().Reserve(nOps)
+	nodeFeats.ValueBuilder().Reserve(nNode)
+	edgeSrc.ValueBuilder().Reserve(nEdge)
+	edgeDst.ValueBuilder().Reserve(nEdge)
+	kernelFeats.ValueBuilder().Reserve(nKern)
+	cs := configs.ValueBuilder().(*array.StringBuilder)
+	cs.Reserve(nCfg)
+	cs.ReserveData(nCfgStr)
+	cfgFeatInner.Reserve(nCfg)
+	cfgFeatInner.ValueBuilder().Reserve(nCfgFeat)
+	runtimes.ValueBuilder().Reserve(nCfg)
+	analytical.ValueBuilder().Reserve(nCfg)
 	for i := range rows {
 		r := &rows[i]
 		program.Append(r.Program)

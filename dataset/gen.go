@@ -24,6 +24,11 @@ import (
 // different data.
 const GeneratorVersion = "gen-1"
 
+// GenGCPercent is the garbage-collector target the generation command runs with
+// (runtime/debug.SetGCPercent): the work allocates quickly and keeps little alive, so a
+// higher target than Go's 100 trades some heap for parallel scaling.
+const GenGCPercent = 400
+
 // GenOptions configure a generation run.
 type GenOptions struct {
 	Task   Task
@@ -238,7 +243,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	var lastDone int64 = -1
 	for r := range results {
 		pending[r.unit] = r
-		for next < len(units) {
+		for next < len(units) && ctx.Err() == nil {
 			r, ok := pending[units[next]]
 			if !ok {
 				break
@@ -334,6 +339,39 @@ type generator struct {
 	opts    GenOptions
 	sim     *tpusim.Simulator
 	written *keySet
+
+	// spaces caches each model's default-compile config space, from which variants are
+	// perturbed (compiling the default once per model instead of once per variant).
+	mu     sync.Mutex
+	spaces map[string]*spaceOnce
+}
+
+type spaceOnce struct {
+	once  sync.Once
+	space *compiler.Space
+	err   error
+}
+
+// defaultSpace returns the config space of the default compile of model m.
+func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
+	g.mu.Lock()
+	if g.spaces == nil {
+		g.spaces = map[string]*spaceOnce{}
+	}
+	so := g.spaces[model]
+	if so == nil {
+		so = &spaceOnce{}
+		g.spaces[model] = so
+	}
+	g.mu.Unlock()
+	so.once.Do(func() {
+		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target})
+		if err == nil {
+			so.space = p.Space
+		}
+		so.err = err
+	})
+	return so.space, so.err
 }
 
 // seedFor derives a deterministic PCG source from the run seed and some labels.
@@ -394,9 +432,12 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 // layouts and fusion (tile, flags) or the task's pass (fusion, layout) at random.
 func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compiler.Program, error) {
 	opts := compiler.Options{Target: g.opts.Chip.Target}
-	base, err := compiler.Compile(m, nil, opts)
-	if err != nil || v == 0 {
-		return base, err
+	if v == 0 {
+		return compiler.Compile(m, nil, opts)
+	}
+	space, err := g.defaultSpace(m, model)
+	if err != nil {
+		return nil, err
 	}
 	r := g.rng("variant", model, fmt.Sprint(v))
 	var kinds []compiler.Kind
@@ -411,7 +452,7 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	// Each variant flips a different share of the decisions, from neighbours of the
 	// default to nearly uniform configs.
 	p := 0.05 + 0.6*r.Float64()
-	cfg := base.Space.Perturb(nil, kinds, p, r)
+	cfg := space.Perturb(nil, kinds, p, r)
 	return compiler.Compile(m, cfg, opts)
 }
 

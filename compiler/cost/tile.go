@@ -424,14 +424,22 @@ func (k *KernelInfo) planOpaque(t Target) Plan {
 // dimension's candidate sizes (multiples of its alignment, powers of two up to the padded
 // size) whose plan fits in VMEM with the given flags.
 func (k *KernelInfo) TileOptions(t Target, f Flags) []Tile {
+	tiles, _ := k.tileOptions(t, f)
+	return tiles
+}
+
+// tileOptions is TileOptions with each tile's plan.
+func (k *KernelInfo) tileOptions(t Target, f Flags) ([]Tile, []Plan) {
 	if len(k.Dims) == 0 {
-		return []Tile{{}}
+		p, _ := k.PlanTile(Tile{}, t)
+		return []Tile{{}}, []Plan{p}
 	}
 	cands := make([][]int, len(k.Dims))
 	for i, d := range k.Dims {
 		cands[i] = dimCandidates(d)
 	}
 	var out []Tile
+	var plans []Plan
 	idx := make([]int, len(cands))
 	for {
 		tile := make(Tile, len(cands))
@@ -440,6 +448,7 @@ func (k *KernelInfo) TileOptions(t Target, f Flags) []Tile {
 		}
 		if p, err := k.PlanTile(tile, t); err == nil && p.Footprint(f) <= float64(t.VMEMBytes) {
 			out = append(out, tile)
+			plans = append(plans, p)
 		}
 		i := len(idx) - 1
 		for i >= 0 {
@@ -454,7 +463,7 @@ func (k *KernelInfo) TileOptions(t Target, f Flags) []Tile {
 			break
 		}
 	}
-	return out
+	return out, plans
 }
 
 // CheckTile reports whether tile is valid for k with flags f: right arity, aligned, and
@@ -496,7 +505,7 @@ func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
 // stays within VMEM/2 (room for the compiler's other buffers), then to the smaller
 // footprint, then to option order.
 func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
-	opts := k.TileOptions(t, f)
+	opts, plans := k.tileOptions(t, f)
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
 	}
@@ -523,7 +532,7 @@ func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
 	}
 	var best cand
 	for i, tile := range opts {
-		p, _ := k.PlanTile(tile, t)
+		p := plans[i]
 		c := cand{tile: tile, ns: k.analyticalPlan(p, t), steps: p.Steps, fp: p.Footprint(f)}
 		c.over = c.fp > budget
 		switch {
