@@ -19,14 +19,15 @@ test: lint
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
+# Runs every package's headline benchmarks and writes one table to BENCHMARKS.md and into
+# README.md (between the bench markers). A few minutes on 2 cores.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=3x $(PKGS)
+	$(GO) run ./internal/benchtable
 
+# The whole loop on a small built-in default: datasets, two models, evaluation with plots,
+# model-guided vs simulator-only tuning; the report is demo-out/report.md.
 demo: build
-	./$(BIN) zoo list --family resnet_v1
-	./$(BIN) compile resnet50_b32
-	./$(BIN) sim resnet50_b32 --chip v4
-	./$(BIN) sim ../shared/testdata/hlo/graphsage_tf.hlo --chip v5e 2>/dev/null || ./$(BIN) sim compiler/hlo/testdata/graphsage_tf.hlo --chip v5e
+	./$(BIN) demo --out demo-out
 
 lint:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -327,6 +327,14 @@ func (r *run) graphSearch(ctx context.Context, st Strategy, kinds kindSet, start
 		}
 		ph.ModelEvaluations = me.n
 		top := survivors(me.scored, r.opts.TopKGraph)
+		// The starting program is always among those measured, so that a model that
+		// misjudges every change cannot make the result worse than where it started.
+		if s0 := start[0]; !slices.ContainsFunc(top, func(c *candidate) bool { return c.fp == s0.fp }) {
+			if len(top) >= r.opts.TopKGraph && len(top) > 0 {
+				top = top[:len(top)-1]
+			}
+			top = append([]*candidate{s0}, top...)
+		}
 		cands := make([]*candidate, len(top))
 		err := parallel(ctx, r.workers, len(top), func(i int) error {
 			c, err := r.cc.compile(top[i].cfg)

@@ -2,7 +2,9 @@ package eval
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
@@ -96,4 +98,63 @@ func Run(o RunOptions) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+func fmtOpt(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+// WriteTable prints the evaluation like the paper's tables: per program, then overall,
+// learned vs analytical.
+func (res *Result) WriteTable(w io.Writer) error {
+	r := res.Report
+	fmt.Fprintf(w, "%s model %s on %s, %s split (test fraction %.2f, seed %d): %d kernels, %d samples, %d programs\n\n",
+		r.Task, res.Model, res.Data, r.Split, res.TestFrac, res.SplitSeed, r.Kernels, r.Samples, r.Programs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	metric := "APE %"
+	if !r.Task.Relative() {
+		metric = "PROGRAM ERR %"
+	}
+	fmt.Fprintf(tw, "PROGRAM\tKERNELS\tLEARNED %s\tANALYTICAL %s\n", metric, metric)
+	for _, p := range r.PerProgram {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\n", p.Program, p.Kernels, p.Learned, p.Analytical)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return res.WriteSummary(w)
+}
+
+// WriteSummary prints the overall rows: learned vs analytical.
+func (res *Result) WriteSummary(w io.Writer) error {
+	r := res.Report
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := []struct {
+		name string
+		m    Metrics
+	}{{"learned", r.Learned}, {"analytical", r.Analytical}}
+	if r.Task.Relative() {
+		fmt.Fprintln(tw, "MODEL\tAPE %\tKENDALL TAU\tSLOWDOWN@1\tSLOWDOWN@5\tSLOWDOWN@10")
+		for _, m := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.4f\t%.4f\t%.4f\n", m.name, fmtOpt(m.m.APE, "%.2f"), m.m.KendallTau,
+				m.m.SlowdownAt["1"], m.m.SlowdownAt["5"], m.m.SlowdownAt["10"])
+		}
+	} else {
+		fmt.Fprintln(tw, "MODEL\tMAPE %\tMAPE >=5us\tMAPE <5us\tKENDALL TAU\tPROGRAM MAPE %\tPROGRAM TAU")
+		for _, m := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", m.name, fmtOpt(m.m.MAPE, "%.2f"), fmtOpt(m.m.MAPEGE5us, "%.2f"),
+				fmtOpt(m.m.MAPELT5us, "%.2f"), m.m.KendallTau, fmtOpt(m.m.ProgramMAPE, "%.2f"), fmtOpt(m.m.ProgramTau, "%.3f"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.PlotFiles) > 0 {
+		fmt.Fprintf(w, "\nplots: %s\n", strings.Join(res.PlotFiles, ", "))
+	}
+	return nil
 }

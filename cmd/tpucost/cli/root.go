@@ -55,6 +55,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdPredict(ios, g),
 		NewCmdEval(ios, g),
 		NewCmdTune(ios, g),
+		NewCmdDemo(ios, g),
 	)
 	return root
 }

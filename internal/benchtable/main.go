@@ -1,0 +1,169 @@
+// Command benchtable runs tpucost's benchmarks (`make bench`) and writes one table of the
+// numbers that matter — simulator evaluations/s, dataset samples/s with 1 and 2 workers,
+// training kernels/s, inference predictions/s, compile+simulate time of the largest zoo
+// model and of a 500k-node graph, peak memory — to BENCHMARKS.md, and into README.md
+// between the markers <!-- bench:start --> and <!-- bench:end -->.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// run is one `go test -bench` invocation.
+type run struct {
+	pkg, bench, benchtime string
+}
+
+// runs lists the benchmarks `make bench` runs, with iteration counts that keep the whole
+// run to a few minutes on 2 cores.
+func runs() []run {
+	return []run{
+		{"./tpusim", "SimulateKernel", "200000x"},
+		{"./tpusim", "LargestZooModel|Synthetic500k", "1x"},
+		{"./dataset", "Generate", "2x"},
+		{"./dataset", "ReadRows1M", "1x"},
+		{"./gnn", "TrainStep|Predict", "20x"},
+		{"./gnn", "TrainEpoch", "1x"},
+	}
+}
+
+// result is one benchmark line: name and metrics by unit.
+type result struct {
+	name    string
+	metrics map[string]float64
+	order   []string
+}
+
+var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
+
+func parse(out string) []result {
+	var rs []result
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		m := lineRE.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		r := result{name: strings.TrimPrefix(m[1], "Benchmark"), metrics: map[string]float64{}}
+		f := strings.Fields(m[4])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			r.metrics[f[i+1]] = v
+			r.order = append(r.order, f[i+1])
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func find(rs []result, name, unit string) (float64, bool) {
+	for _, r := range rs {
+		if r.name == name {
+			v, ok := r.metrics[unit]
+			return v, ok
+		}
+	}
+	return 0, false
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s, %s, %s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
+}
+
+func main() {
+	var all []result
+	var raw bytes.Buffer
+	for _, r := range runs() {
+		args := []string{"test", "-run", "^$", "-bench", r.bench, "-benchtime", r.benchtime, r.pkg}
+		fmt.Fprintf(os.Stderr, "benchtable: go %s\n", strings.Join(args, " "))
+		cmd := exec.Command("go", args...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		raw.Write(out)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchtable: %s: %v\n%s", r.pkg, err, out)
+			os.Exit(1)
+		}
+		all = append(all, parse(string(out))...)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s. One run of `make bench`; rows that compare two settings were measured in the same run.\n\n", machine())
+	fmt.Fprintf(&b, "| what | value | benchmark |\n|---|---|---|\n")
+	row := func(what, format, name, unit string, scale float64) {
+		if v, ok := find(all, name, unit); ok {
+			fmt.Fprintf(&b, "| %s | "+format+" | `%s` |\n", what, v*scale, name)
+		}
+	}
+	row("simulator evaluations per second (one kernel, varying tiles)", "%.0f", "SimulateKernel", "evals/s", 1)
+	row("compile + simulate the largest zoo model (default configs)", "%.0f ms", "LargestZooModel", "ns/op", 1e-6)
+	row("  peak heap", "%.0f MiB", "LargestZooModel", "peak-heap-MiB", 1)
+	row("compile + simulate a 500,000-node graph (default configs)", "%.1f s", "Synthetic500k", "ns/op", 1e-9)
+	row("  peak heap", "%.0f MiB", "Synthetic500k", "peak-heap-MiB", 1)
+	for _, task := range []string{"tile", "fusion"} {
+		row("dataset generation, "+task+", 1 worker on 1 core (samples/s)", "%.0f", "Generate/"+task+"/workers=1/cpus=1", "samples/s", 1)
+		row("dataset generation, "+task+", 1 worker (samples/s)", "%.0f", "Generate/"+task+"/workers=1", "samples/s", 1)
+		row("dataset generation, "+task+", 2 workers (samples/s)", "%.0f", "Generate/"+task+"/workers=2", "samples/s", 1)
+		if one, ok := find(all, "Generate/"+task+"/workers=1", "samples/s"); ok {
+			if two, ok := find(all, "Generate/"+task+"/workers=2", "samples/s"); ok {
+				fmt.Fprintf(&b, "|   2 workers / 1 worker | %.2f× | |\n", two/one)
+			}
+		}
+		if one, ok := find(all, "Generate/"+task+"/workers=1/cpus=1", "samples/s"); ok {
+			if two, ok := find(all, "Generate/"+task+"/workers=2", "samples/s"); ok {
+				fmt.Fprintf(&b, "|   2 workers / 1 worker on 1 core | %.2f× | |\n", two/one)
+			}
+		}
+		row("  bytes per sample on disk ("+task+", Arrow + zstd)", "%.0f B", "Generate/"+task+"/workers=2", "bytes/sample", 1)
+	}
+	row("dataset read, 1M samples, Arrow (samples/s)", "%.0f", "ReadRows1M/arrow/cold", "samples/s", 1)
+	row("  peak heap while reading", "%.0f MiB", "ReadRows1M/arrow/cold", "peak-heap-MiB", 1)
+	row("training, rank-hinge (kernels/s)", "%.0f", "TrainStep/rank-hinge/bucket=true", "kernels/s", 1)
+	row("  share of the machine's float32 peak", "%.1f%%", "TrainStep/rank-hinge/bucket=true", "%peak", 1)
+	row("inference (kernel-config predictions/s)", "%.0f", "Predict/bucket=true", "predictions/s", 1)
+	row("training epoch over 1M streamed samples: peak heap", "%.0f MiB", "TrainEpoch/samples=1000000", "peak-heap-MiB", 1)
+	row("  peak resident set", "%.0f MiB", "TrainEpoch/samples=1000000", "maxrss-MiB", 1)
+	table := b.String()
+
+	fmt.Print(table)
+	full := "# Benchmarks\n\n" + table + "\n## All benchmark lines\n\n```\n" + raw.String() + "```\n"
+	if err := os.WriteFile("BENCHMARKS.md", []byte(full), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		return
+	}
+	const start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+	s := string(readme)
+	i, j := strings.Index(s, start), strings.Index(s, end)
+	if i < 0 || j < i {
+		return
+	}
+	s = s[:i+len(start)] + "\n" + table + s[j:]
+	if err := os.WriteFile("README.md", []byte(s), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
