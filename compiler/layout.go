@@ -269,7 +269,7 @@ func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 		case in.Opcode == hlo.OpReduce:
 			lin := in.Operands[0].Shape.LayoutOrDefault().MinorToMajor
 			kept := map[int]int{}
-			for i, d := range keptDimsOf(in.Operands[0].Shape.Rank(), in.Dimensions) {
+			for i, d := range hlo.KeptDims(in.Operands[0].Shape.Rank(), in.Dimensions) {
 				kept[d] = i
 			}
 			var mtm []int
@@ -389,18 +389,4 @@ func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 		}
 	}
 	return m, changed, nil
-}
-
-func keptDimsOf(rank int, reduced []int) []int {
-	red := make([]bool, rank)
-	for _, d := range reduced {
-		red[d] = true
-	}
-	var kept []int
-	for i := 0; i < rank; i++ {
-		if !red[i] {
-			kept = append(kept, i)
-		}
-	}
-	return kept
 }

@@ -1,10 +1,10 @@
 package dataset
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tpucost/tpucost/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,7 +47,7 @@ const (
 
 // tmpSuffix marks a file being written; readers ignore such files and the next writer of
 // the shard removes them.
-const tmpSuffix = ".tmp"
+const tmpSuffix = atomicfile.TmpSuffix
 
 // fileName is the parsed name of a part file:
 // "<task>-<shard>of<count>-<part:05d>[.occ].<arrow|parquet>".
@@ -418,35 +418,13 @@ func writeBatches(out io.Writer, format Format, schema *arrow.Schema, mem memory
 	return fmt.Errorf("unknown format %q", format)
 }
 
-// writeAtomic writes path through a temporary file in the same directory, synced and
-// renamed into place only when write succeeded; on failure the temporary file is removed.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
+// writeAtomic writes path atomically (internal/atomicfile), reporting failures as a
+// FileError naming path.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	if err := atomicfile.Write(path, write); err != nil {
+		return &FileError{File: path, Err: err}
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = &FileError{File: path, Err: err}
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = write(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // syncDir makes renames in dir durable.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tpucost/tpucost/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -142,7 +143,7 @@ func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state
 	if err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ModelFile), append(data, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ModelFile), append(data, '\n')); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
 	// Remove tensor files the new model.json does not name.
@@ -167,7 +168,7 @@ func writeTensorFile(dir, name string, step int64, ts Params) (FileRef, error) {
 		return FileRef{}, fmt.Errorf("saving checkpoint %s: %w", name, err)
 	}
 	sum := sha256.Sum256(buf.Bytes())
-	if err := writeFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), buf.Bytes()); err != nil {
 		return FileRef{}, fmt.Errorf("saving checkpoint: %w", err)
 	}
 	return FileRef{File: name, SHA256: hex.EncodeToString(sum[:])}, nil
@@ -253,29 +254,4 @@ func (m *Model) Save(dir string, meta Meta) error {
 		Normalization: m.Norm, Target: m.Target, Metric: MetricFor(m.Task), Meta: meta,
 	}
 	return saveCheckpoint(dir, c, m.Params, 0, nil, 0)
-}
-
-// writeFileAtomic writes data to a temporary file in path's directory, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

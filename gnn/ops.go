@@ -26,6 +26,17 @@ func (o opBase) CallsExtern() bool     { return false }
 func (o opBase) OverwritesInput() int  { return -1 }
 func (o opBase) WriteHash(h hash.Hash) { fmt.Fprint(h, o.id) }
 func (o opBase) String() string        { return o.id }
+
+// InferShape gives the result the shape of the first input (ops with another result
+// shape define their own).
+func (o opBase) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	s, err := shapeOf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return s.Clone(), nil
+}
+
 func (o opBase) Hashcode() uint32 {
 	h := fnv.New32a()
 	fmt.Fprint(h, o.id)
@@ -57,6 +68,27 @@ func dense64(d []float64, shp ...int) G.Value {
 	return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(d))
 }
 
+// mapRows applies f (in the values' precision) to the first value and, when given, the
+// second, and returns the result in the first value's shape.
+func mapRows(vals []G.Value, f32 func(a, b []float32, shp tensor.Shape) []float32, f64 func(a, b []float64, shp tensor.Shape) []float64) (G.Value, error) {
+	a32, a64, err := floats(vals[0])
+	if err != nil {
+		return nil, err
+	}
+	var b32 []float32
+	var b64 []float64
+	if len(vals) > 1 {
+		if b32, b64, err = floats(vals[1]); err != nil {
+			return nil, err
+		}
+	}
+	shp := vals[0].Shape()
+	if a32 != nil {
+		return dense32(f32(a32, b32, shp), shp...), nil
+	}
+	return dense64(f64(a64, b64, shp), shp...), nil
+}
+
 func shapeOf(in G.DimSizer) (tensor.Shape, error) {
 	s, ok := in.(tensor.Shape)
 	if !ok {
@@ -73,27 +105,10 @@ func newBiasOp() biasOp { return biasOp{opBase{"gnn.bias"}} }
 
 func (op biasOp) Arity() int    { return 2 }
 func (op biasOp) Type() hm.Type { return hm.NewFnType(tt(2), tt(1), tt(2)) }
-func (op biasOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op biasOp) Do(vals ...G.Value) (G.Value, error) {
-	x32, x64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	b32, b64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	shp := vals[0].Shape()
-	if x32 != nil {
-		return dense32(addBias(x32, b32), shp...), nil
-	}
-	return dense64(addBias(x64, b64), shp...), nil
+	return mapRows(vals,
+		func(x, b []float32, _ tensor.Shape) []float32 { return addBias(x, b) },
+		func(x, b []float64, _ tensor.Shape) []float64 { return addBias(x, b) })
 }
 
 func addBias[T float32 | float64](x, b []T) []T {
@@ -188,23 +203,10 @@ func newL2Op(eps float64) l2Op { return l2Op{opBase{fmt.Sprintf("gnn.l2{%g}", ep
 
 func (op l2Op) Arity() int    { return 1 }
 func (op l2Op) Type() hm.Type { return hm.NewFnType(tt(2), tt(2)) }
-func (op l2Op) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op l2Op) Do(vals ...G.Value) (G.Value, error) {
-	h32, h64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	shp := vals[0].Shape()
-	if h32 != nil {
-		return dense32(l2Rows(h32, shp[1], op.eps, nil), shp...), nil
-	}
-	return dense64(l2Rows(h64, shp[1], op.eps, nil), shp...), nil
+	return mapRows(vals,
+		func(h, _ []float32, shp tensor.Shape) []float32 { return l2Rows(h, shp[1], op.eps, nil) },
+		func(h, _ []float64, shp tensor.Shape) []float64 { return l2Rows(h, shp[1], op.eps, nil) })
 }
 
 // l2Rows normalizes rows; with g it instead returns the gradient with respect to h of
@@ -253,27 +255,10 @@ type l2DiffOp struct {
 
 func (op l2DiffOp) Arity() int    { return 2 }
 func (op l2DiffOp) Type() hm.Type { return hm.NewFnType(tt(2), tt(2), tt(2)) }
-func (op l2DiffOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op l2DiffOp) Do(vals ...G.Value) (G.Value, error) {
-	h32, h64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	g32, g64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	shp := vals[0].Shape()
-	if h32 != nil {
-		return dense32(l2Rows(h32, shp[1], op.eps, g32), shp...), nil
-	}
-	return dense64(l2Rows(h64, shp[1], op.eps, g64), shp...), nil
+	return mapRows(vals,
+		func(h, g []float32, shp tensor.Shape) []float32 { return l2Rows(h, shp[1], op.eps, g) },
+		func(h, g []float64, shp tensor.Shape) []float64 { return l2Rows(h, shp[1], op.eps, g) })
 }
 
 // ---- losses ----
@@ -402,13 +387,6 @@ func (op rankDiffOp) Arity() int { return 5 }
 func (op rankDiffOp) Type() hm.Type {
 	return hm.NewFnType(tt(1), tt(1), tt(1), G.TensorType{Dims: 1, Of: tensor.Int}, hm.TypeVariable('a'), tt(1))
 }
-func (op rankDiffOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op rankDiffOp) Do(vals ...G.Value) (G.Value, error) {
 	span, ok := vals[3].Data().([]int)
 	if !ok {
@@ -506,13 +484,6 @@ func (op mseDiffOp) Arity() int { return 4 }
 func (op mseDiffOp) Type() hm.Type {
 	return hm.NewFnType(tt(1), tt(1), tt(1), hm.TypeVariable('a'), tt(1))
 }
-func (op mseDiffOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op mseDiffOp) Do(vals ...G.Value) (G.Value, error) {
 	o32, o64, err := floats(vals[0])
 	if err != nil {
@@ -552,23 +523,10 @@ func newReluOp() reluOp { return reluOp{opBase{"gnn.relu"}} }
 
 func (op reluOp) Arity() int    { return 1 }
 func (op reluOp) Type() hm.Type { return hm.NewFnType(hm.TypeVariable('a'), hm.TypeVariable('a')) }
-func (op reluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op reluOp) Do(vals ...G.Value) (G.Value, error) {
-	x32, x64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	shp := vals[0].Shape()
-	if x32 != nil {
-		return dense32(relu(x32, nil), shp...), nil
-	}
-	return dense64(relu(x64, nil), shp...), nil
+	return mapRows(vals,
+		func(x, _ []float32, _ tensor.Shape) []float32 { return relu(x, nil) },
+		func(x, _ []float64, _ tensor.Shape) []float64 { return relu(x, nil) })
 }
 
 // relu returns max(0, x), or with g the gradient g·[x > 0].
@@ -601,27 +559,10 @@ func (op reluDiffOp) Arity() int { return 2 }
 func (op reluDiffOp) Type() hm.Type {
 	return hm.NewFnType(hm.TypeVariable('a'), hm.TypeVariable('a'), hm.TypeVariable('a'))
 }
-func (op reluDiffOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := shapeOf(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return s.Clone(), nil
-}
 func (op reluDiffOp) Do(vals ...G.Value) (G.Value, error) {
-	y32, y64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	g32, g64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	shp := vals[0].Shape()
-	if y32 != nil {
-		return dense32(relu(y32, g32), shp...), nil
-	}
-	return dense64(relu(y64, g64), shp...), nil
+	return mapRows(vals,
+		func(y, g []float32, _ tensor.Shape) []float32 { return relu(y, g) },
+		func(y, g []float64, _ tensor.Shape) []float64 { return relu(y, g) })
 }
 
 // reluNode applies reluOp.

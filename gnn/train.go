@@ -266,15 +266,9 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		return nil
 	}
 	err := train.Rows(func(r *dataset.Row) error {
-		if len(r.ConfigFeats) == 0 {
-			return nil
-		}
-		k, err := t.m.prepare(r)
-		if err != nil {
+		k, err := t.prepareRow(r)
+		if err != nil || k == nil {
 			return err
-		}
-		if k.runtimes == nil {
-			return fmt.Errorf("row %s/%s has no runtimes", r.Program, r.KernelName)
 		}
 		if len(buf) < t.opts.ShuffleBuffer {
 			buf = append(buf, k)
@@ -416,15 +410,9 @@ func (t *trainer) validate(val RowSource) (*ValResult, error) {
 		return nil
 	}
 	err := val.Rows(func(r *dataset.Row) error {
-		if len(r.ConfigFeats) == 0 {
-			return nil
-		}
-		k, err := t.m.prepare(r)
-		if err != nil {
+		k, err := t.prepareRow(r)
+		if err != nil || k == nil {
 			return err
-		}
-		if k.runtimes == nil {
-			return fmt.Errorf("row %s/%s has no runtimes", r.Program, r.KernelName)
 		}
 		chunk = append(chunk, k)
 		if len(chunk) == 4*t.opts.BatchKernels {
@@ -533,4 +521,20 @@ func (t *trainer) resume() error {
 	}
 	t.progressf("resuming %s after epoch %d (best epoch %d)", dir, len(t.history), t.bestEpoch)
 	return nil
+}
+
+// prepareRow prepares a training or validation row: nil for a row without configs, an
+// error for one without runtimes.
+func (t *trainer) prepareRow(r *dataset.Row) (*kernel, error) {
+	if len(r.ConfigFeats) == 0 {
+		return nil, nil
+	}
+	k, err := t.m.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	if k.runtimes == nil {
+		return nil, fmt.Errorf("row %s/%s has no runtimes", r.Program, r.KernelName)
+	}
+	return k, nil
 }

@@ -271,7 +271,7 @@ func laneMap(fc *hlo.Computation, start *hlo.Instruction, lane int) map[*hlo.Ins
 				case x.Opcode == hlo.OpTranspose:
 					d = x.Dimensions[ld]
 				case x.Opcode == hlo.OpReduce && j < len(x.Operands)/2:
-					kept := keptDims(op.Shape.Rank(), x.Dimensions)
+					kept := hlo.KeptDims(op.Shape.Rank(), x.Dimensions)
 					if ld < len(kept) {
 						d = kept[ld]
 					}
@@ -291,20 +291,6 @@ func laneMap(fc *hlo.Computation, start *hlo.Instruction, lane int) map[*hlo.Ins
 		}
 	}
 	return m
-}
-
-func keptDims(rank int, reduced []int) []int {
-	red := make([]bool, rank)
-	for _, d := range reduced {
-		red[d] = true
-	}
-	var kept []int
-	for i := 0; i < rank; i++ {
-		if !red[i] {
-			kept = append(kept, i)
-		}
-	}
-	return kept
 }
 
 // minorDim returns the logical dimension that is physically minor in s (-1 for scalars).

@@ -508,3 +508,21 @@ func checkDimList(ds []int, rank int, what string) error {
 	}
 	return nil
 }
+
+// KeptDims lists, in order, the dimensions of a rank-rank array that a reduction over the
+// dimensions reduced keeps.
+func KeptDims(rank int, reduced []int) []int {
+	red := make([]bool, rank)
+	for _, d := range reduced {
+		if d >= 0 && d < rank {
+			red[d] = true
+		}
+	}
+	kept := []int{}
+	for i := 0; i < rank; i++ {
+		if !red[i] {
+			kept = append(kept, i)
+		}
+	}
+	return kept
+}

@@ -98,21 +98,6 @@ func (n *net) activation(x *hlo.Instruction, name string) *hlo.Instruction {
 	return x
 }
 
-// keptDims lists 0..r-1 without the dimensions in red.
-func keptDims(r int, red ...int) []int {
-	var out []int
-	for d := 0; d < r; d++ {
-		skip := false
-		for _, x := range red {
-			skip = skip || x == d
-		}
-		if !skip {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // normalize computes (x - mean)·rsqrt(var + eps) over the dimensions red in f32, then
 // scales by gamma and shifts by beta along the last dimension (trainable, f32), and
 // returns the result in x's type. It is layer norm for red = {last} and training-mode
@@ -127,7 +112,7 @@ func (n *net) normalize(x *hlo.Instruction, red ...int) *hlo.Instruction {
 	for _, d := range red {
 		count *= dims[d]
 	}
-	kept := keptDims(r, red...)
+	kept := hlo.KeptDims(r, red)
 	mean := b.ReduceSum(xf, red...)
 	mean = b.Mul(mean, b.Full(hlo.F32, 1/float64(count), mean.Shape.Dims...))
 	xc := b.Sub(xf, b.Broadcast(mean, kept, dims...))
@@ -152,13 +137,13 @@ func (n *net) batchNorm(x *hlo.Instruction) *hlo.Instruction {
 	if !n.train {
 		return n.addBias(x)
 	}
-	return n.normalize(x, keptDims(x.Shape.Rank(), x.Shape.Rank()-1)...)
+	return n.normalize(x, hlo.KeptDims(x.Shape.Rank(), []int{x.Shape.Rank() - 1})...)
 }
 
 // softmax over dimension d, with the max subtracted for stability (a stop-gradient).
 func (n *net) softmax(x *hlo.Instruction, d int) *hlo.Instruction {
 	b := n.b
-	kept := keptDims(x.Shape.Rank(), d)
+	kept := hlo.KeptDims(x.Shape.Rank(), []int{d})
 	m := b.Reduce(x, hlo.OpMaximum, lowest(x.Shape.Elem), d)
 	n.stops = append(n.stops, m)
 	e := b.Exp(b.Sub(x, b.Broadcast(m, kept, x.Shape.Dims...)))

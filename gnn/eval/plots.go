@@ -3,10 +3,12 @@ package eval
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/tpucost/tpucost/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -27,18 +29,16 @@ type EpochPoint struct {
 	ValMetric          float64
 }
 
-// savePlot writes p as a PNG atomically (temporary name, then rename).
+// savePlot writes p as a PNG atomically.
 func savePlot(p *plot.Plot, w, h vg.Length, path string) error {
-	// The extension selects the format, so the temporary name keeps it.
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := p.Save(w, h, tmp); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing plot %s: %w", path, err)
+	wt, err := p.WriterTo(w, h, "png")
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing plot %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, func(out io.Writer) error {
+		_, err := wt.WriteTo(out)
+		return err
+	})
 }
 
 // WritePlots writes scatter.png (predicted vs true runtime, log-log, both models),
@@ -224,18 +224,8 @@ func trainingPlot(dir string, history []EpochPoint, metricName string) (string, 
 	losses.Draw(canvases[0][0])
 	metric.Draw(canvases[1][0])
 	path := filepath.Join(dir, "training.png")
-	tmp := filepath.Join(dir, ".tmp-training.png")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return "", fmt.Errorf("writing plot %s: %w", path, err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return "", fmt.Errorf("writing plot %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("writing plot %s: %w", path, err)
-	}
-	return path, os.Rename(tmp, path)
+	return path, atomicfile.Write(path, func(out io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(out)
+		return err
+	})
 }

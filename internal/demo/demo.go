@@ -21,6 +21,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
+	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -255,7 +256,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := compiler.WriteFileAtomic(filepath.Join(o.Out, "report.json"), append(js, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, "report.json"), append(js, '\n')); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -323,5 +324,5 @@ func writeReport(res *Result, o Options) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	return compiler.WriteFileAtomic(res.Report, []byte(b.String()))
+	return atomicfile.WriteFile(res.Report, []byte(b.String()))
 }

@@ -1,0 +1,42 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteIsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	if err := WriteFile(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	// A failing write leaves the old content and no temporary file.
+	boom := errors.New("boom")
+	err := Write(path, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != "one" {
+		t.Errorf("content %q after a failed write", b)
+	}
+	if _, err := os.Stat(path + TmpSuffix); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+	if err := WriteFile(path, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "two" {
+		t.Errorf("content %q", b)
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "f"), nil); err == nil {
+		t.Error("write into a missing directory succeeded")
+	}
+}
