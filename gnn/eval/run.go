@@ -30,6 +30,7 @@ type Result struct {
 	TestFrac   float64  `json:"test_fraction"`
 	SplitSeed  int64    `json:"split_seed"`
 	Metric     string   `json:"metric"`
+	ModelTask  string   `json:"model_task"`
 	PlotFiles  []string `json:"plots,omitempty"`
 	Checkpoint string   `json:"-"`
 }
@@ -82,7 +83,7 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: rep, Model: o.ModelDir, Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric}
+	res := &Result{Report: rep, Model: o.ModelDir, ModelTask: string(ck.Task), Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric}
 	if o.PlotsDir != "" {
 		var hist []EpochPoint
 		for _, e := range ck.History {
@@ -111,8 +112,8 @@ func fmtOpt(p *float64, format string) string {
 // learned vs analytical.
 func (res *Result) WriteTable(w io.Writer) error {
 	r := res.Report
-	fmt.Fprintf(w, "%s model %s on %s, %s split (test fraction %.2f, seed %d): %d kernels, %d samples, %d programs\n\n",
-		r.Task, res.Model, res.Data, r.Split, res.TestFrac, res.SplitSeed, r.Kernels, r.Samples, r.Programs)
+	fmt.Fprintf(w, "%s model %s on %s data %s, %s split (test fraction %.2f, seed %d): %d kernels, %d samples, %d programs\n\n",
+		res.ModelTask, res.Model, r.Task, res.Data, r.Split, res.TestFrac, res.SplitSeed, r.Kernels, r.Samples, r.Programs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	metric := "APE %"
 	if !r.Task.Relative() {
