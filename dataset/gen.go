@@ -346,15 +346,20 @@ type generator struct {
 	spaces map[string]*spaceOnce
 }
 
+// spaceOnce holds a model's module (built once: compiling never modifies it) and the
+// config space of its default compile (computed once, on first need).
 type spaceOnce struct {
-	once  sync.Once
-	space *compiler.Space
-	err   error
+	build    sync.Once
+	module   *hlo.Module
+	buildErr error
+	compile  sync.Once
+	space    *compiler.Space
+	spaceErr error
 }
 
-// defaultSpace returns the config space of the default compile of model m.
-func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
+func (g *generator) entry(model string) *spaceOnce {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.spaces == nil {
 		g.spaces = map[string]*spaceOnce{}
 	}
@@ -363,15 +368,27 @@ func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, 
 		so = &spaceOnce{}
 		g.spaces[model] = so
 	}
-	g.mu.Unlock()
-	so.once.Do(func() {
+	return so
+}
+
+// module returns model's module, built once per run.
+func (g *generator) module(model string) (*hlo.Module, error) {
+	so := g.entry(model)
+	so.build.Do(func() { so.module, so.buildErr = zoo.Resolve(model) })
+	return so.module, so.buildErr
+}
+
+// defaultSpace returns the config space of the default compile of model m.
+func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
+	so := g.entry(model)
+	so.compile.Do(func() {
 		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target})
 		if err == nil {
 			so.space = p.Space
 		}
-		so.err = err
+		so.spaceErr = err
 	})
-	return so.space, so.err
+	return so.space, so.spaceErr
 }
 
 // seedFor derives a deterministic PCG source from the run seed and some labels.
@@ -391,7 +408,7 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 	variant := int32(u % perModel)
 	res := unitResult{unit: u}
 	t0 := time.Now()
-	m, err := zoo.Resolve(model)
+	m, err := g.module(model)
 	if err != nil {
 		res.err = fmt.Errorf("unit %d: %w", u, err)
 		return res
