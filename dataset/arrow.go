@@ -72,17 +72,18 @@ const (
 // lengths of its name lists), falling back to the features package's current widths for
 // a list that is empty.
 func (p Provenance) Widths() (node, kernel, config int) {
-	node, kernel, config = len(p.FeatureSchema.Node), len(p.FeatureSchema.Kernel), len(p.FeatureSchema.Config)
-	if node == 0 {
-		node = features.NodeWidth
+	w := [3]int{len(p.FeatureSchema.Node), len(p.FeatureSchema.Kernel), len(p.FeatureSchema.Config)}
+	current := [3]int{features.NodeWidth, features.KernelWidth, features.ConfigWidth}
+	for i := range w {
+		switch {
+		case w[i] > 0:
+		case p.widths[i] > 0:
+			w[i] = p.widths[i] // read from the file's metadata
+		default:
+			w[i] = current[i]
+		}
 	}
-	if kernel == 0 {
-		kernel = features.KernelWidth
-	}
-	if config == 0 {
-		config = features.ConfigWidth
-	}
-	return node, kernel, config
+	return w[0], w[1], w[2]
 }
 
 // Diff returns the JSON name of the first Provenance field in which p and q differ,
@@ -92,7 +93,7 @@ func (p Provenance) Diff(q Provenance) string {
 	t := pv.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if f.Name == "ShardIndex" {
+		if f.Name == "ShardIndex" || !f.IsExported() {
 			continue
 		}
 		if !reflect.DeepEqual(pv.Field(i).Interface(), qv.Field(i).Interface()) {
@@ -178,7 +179,16 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 	if err != nil {
 		return m, err
 	}
-	// The flat keys repeat provenance fields: disagreement means a damaged file.
+	// A feature schema without names (a minimal or older file) takes its widths from the
+	// flat keys; otherwise the flat keys repeat provenance fields, and disagreement means
+	// a damaged file.
+	for i, key := range []string{MetaNodeFeatureWidth, MetaKernelFeatureWidth, MetaConfigFeatureWidth} {
+		if v, ok := get(key); ok {
+			if n, perr := strconv.Atoi(v); perr == nil && n > 0 {
+				m.Prov.widths[i] = n
+			}
+		}
+	}
 	node, kernel, config := m.Prov.Widths()
 	for key, want := range map[string]string{
 		MetaSchemaVersion: strconv.Itoa(m.Prov.SchemaVersion), MetaFeatureVersion: strconv.Itoa(m.Prov.FeatureSchema.Version),

@@ -82,4 +82,8 @@ type Provenance struct {
 	ShardCount       int             `json:"shard_count"`
 	ToolVersion      string          `json:"tool_version"`
 	GeneratorVersion string          `json:"generator_version"`
+
+	// widths are the feature widths a file's flat metadata gave when its feature schema
+	// lists no names (older or minimal files); see Widths.
+	widths [3]int
 }

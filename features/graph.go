@@ -73,6 +73,9 @@ func nodeNames() []string {
 		n = append(n, fmt.Sprintf("dim%d_log", i))
 	}
 	for i := 0; i < MaxRank; i++ {
+		n = append(n, fmt.Sprintf("dim%d_mod8", i), fmt.Sprintf("dim%d_mod128", i))
+	}
+	for i := 0; i < MaxRank; i++ {
 		n = append(n, fmt.Sprintf("phys%d_log", i)) // phys0 is the minor-most dimension
 	}
 	for i := 0; i < MaxRank; i++ {
@@ -113,6 +116,17 @@ func nodeFeatures(f []float32, in *hlo.Instruction, nUsers int, isRoot bool, t c
 		if d < s.Rank() {
 			put(lg(float64(s.Dims[d])))
 		} else {
+			put(0)
+		}
+	}
+	// Each dimension modulo the sublane (8) and lane (128) tiles: what padding wastes
+	// wherever the layout puts it.
+	for d := 0; d < MaxRank; d++ {
+		if d < s.Rank() {
+			put(float32(s.Dims[d]%8) / 8)
+			put(float32(s.Dims[d]%128) / 128)
+		} else {
+			put(0)
 			put(0)
 		}
 	}

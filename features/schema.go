@@ -9,8 +9,9 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// SchemaVersion is the version of the feature schema.
-const SchemaVersion = 1
+// SchemaVersion is the version of the feature schema. Version 2 added each dimension
+// modulo 8 and 128 to the node features.
+const SchemaVersion = 2
 
 // MaxRank is the rank shapes are padded to in node features.
 const MaxRank = 6
@@ -72,7 +73,7 @@ func CurrentSchema() Schema {
 
 // Widths of the feature vectors (TestWidths checks them against the name lists).
 const (
-	NodeWidth   = 74
+	NodeWidth   = 86
 	KernelWidth = 34
 	ConfigWidth = 31
 )
