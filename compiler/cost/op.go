@@ -22,52 +22,37 @@ type OpCost struct {
 // Bytes is BytesRead + BytesWritten.
 func (c OpCost) Bytes() float64 { return c.BytesRead + c.BytesWritten }
 
-// vectorWeight is how many vector-unit element operations one element of an elementwise
-// op costs: 1 for simple arithmetic; more for ops that expand into several (divide is a
-// reciprocal estimate plus Newton steps, select and clamp two, integer remainder a
-// division). Ops not listed weigh 1.
-var vectorWeight = map[hlo.Opcode]float64{
-	hlo.OpDivide:    4,
-	hlo.OpRemainder: 6,
-	hlo.OpClamp:     2,
-	hlo.OpSelect:    1,
-	hlo.OpConvert:   1,
-	hlo.OpCompare:   1,
-	hlo.OpPower:     2, // exp(y*log(x)): the two transcendentals are counted separately
-	hlo.OpAtan2:     4,
-	hlo.OpLogistic:  2, // 1/(1+exp(-x)): the exp is a transcendental, the rest vector work
-	hlo.OpErf:       6, // polynomial
-}
-
-// transcendentalWeight is the number of transcendental evaluations per element.
-var transcendentalWeight = map[hlo.Opcode]float64{
-	hlo.OpPower: 2,
-	hlo.OpAtan2: 1,
-	hlo.OpErf:   1,
-}
-
-// VectorWeight returns the vector-unit operations per element of an elementwise op
-// (0 for ops that are not elementwise).
+// VectorWeight returns the vector-unit operations per element of an elementwise op (0
+// for ops that are not elementwise): 1 for simple arithmetic; more for ops that expand
+// into several (divide is a reciprocal estimate plus Newton steps, clamp two compares,
+// integer remainder a division, erf a polynomial); transcendental ops count their
+// argument reduction and scaling here and their evaluation in TranscendentalWeight.
 func VectorWeight(op hlo.Opcode) float64 {
 	if !op.IsElementwise() {
 		return 0
 	}
-	if w, ok := vectorWeight[op]; ok {
-		return w
+	switch op {
+	case hlo.OpDivide, hlo.OpAtan2:
+		return 4
+	case hlo.OpRemainder, hlo.OpErf:
+		return 6
+	case hlo.OpClamp, hlo.OpPower, hlo.OpLogistic: // logistic: 1/(1+exp(-x)) around the exp
+		return 2
 	}
 	if op.Category() == hlo.CatTranscendental {
-		return 0.5 // argument range reduction and result scaling
+		return 0.5
 	}
 	return 1
 }
 
-// TranscendentalWeight returns the transcendental evaluations per element of op.
+// TranscendentalWeight returns the transcendental evaluations per element of op: two
+// for power (exp and log), one for every other transcendental op.
 func TranscendentalWeight(op hlo.Opcode) float64 {
 	if op.Category() != hlo.CatTranscendental {
 		return 0
 	}
-	if w, ok := transcendentalWeight[op]; ok {
-		return w
+	if op == hlo.OpPower {
+		return 2
 	}
 	return 1
 }
