@@ -72,9 +72,7 @@ func nodeNames() []string {
 	for i := 0; i < MaxRank; i++ {
 		n = append(n, fmt.Sprintf("dim%d_log", i))
 	}
-	for i := 0; i < MaxRank; i++ {
-		n = append(n, fmt.Sprintf("dim%d_mod8", i), fmt.Sprintf("dim%d_mod128", i))
-	}
+
 	for i := 0; i < MaxRank; i++ {
 		n = append(n, fmt.Sprintf("phys%d_log", i)) // phys0 is the minor-most dimension
 	}
@@ -119,17 +117,7 @@ func nodeFeatures(f []float32, in *hlo.Instruction, nUsers int, isRoot bool, t c
 			put(0)
 		}
 	}
-	// Each dimension modulo the sublane (8) and lane (128) tiles: what padding wastes
-	// wherever the layout puts it.
-	for d := 0; d < MaxRank; d++ {
-		if d < s.Rank() {
-			put(float32(s.Dims[d]%8) / 8)
-			put(float32(s.Dims[d]%128) / 128)
-		} else {
-			put(0)
-			put(0)
-		}
-	}
+
 	mtm := []int{}
 	if s.IsArray() && s.Rank() > 0 {
 		mtm = s.LayoutOrDefault().MinorToMajor
