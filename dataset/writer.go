@@ -381,16 +381,7 @@ func writeBatches(out io.Writer, format Format, schema *arrow.Schema, mem memory
 		if err != nil {
 			return err
 		}
-		for i := 0; i < n; i++ {
-			rec := batch(i)
-			err := fw.Write(rec)
-			rec.Release()
-			if err != nil {
-				fw.Close()
-				return err
-			}
-		}
-		return fw.Close()
+		return writeRecords(fw, n, batch)
 	case FormatParquet:
 		props := parquet.NewWriterProperties(
 			parquet.WithAllocator(mem),
@@ -404,18 +395,29 @@ func writeBatches(out io.Writer, format Format, schema *arrow.Schema, mem memory
 		if err != nil {
 			return err
 		}
-		for i := 0; i < n; i++ {
-			rec := batch(i)
-			err := fw.Write(rec)
-			rec.Release()
-			if err != nil {
-				fw.Close()
-				return err
-			}
-		}
-		return fw.Close()
+		return writeRecords(fw, n, batch)
 	}
 	return fmt.Errorf("unknown format %q", format)
+}
+
+// recordWriter is what the Arrow IPC and Parquet file writers share.
+type recordWriter interface {
+	Write(arrow.RecordBatch) error
+	Close() error
+}
+
+// writeRecords writes batches 0..n-1 (releasing each) and closes fw.
+func writeRecords(fw recordWriter, n int, batch func(int) arrow.RecordBatch) error {
+	for i := 0; i < n; i++ {
+		rec := batch(i)
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return err
+		}
+	}
+	return fw.Close()
 }
 
 // writeAtomic writes path atomically (internal/atomicfile), reporting failures as a

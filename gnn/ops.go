@@ -392,34 +392,9 @@ func (op rankDiffOp) Do(vals ...G.Value) (G.Value, error) {
 	if !ok {
 		return nil, fmt.Errorf("%v: spans are %T", op, vals[3].Data())
 	}
-	o32, o64, err := floats(vals[0])
-	if err != nil {
-		return nil, err
-	}
-	r32, r64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	w32, w64, err := floats(vals[2])
-	if err != nil {
-		return nil, err
-	}
-	g, err := scalarOf(vals[4])
-	if err != nil {
-		return nil, err
-	}
-	if o32 != nil {
-		_, d := rankLoss(op.loss, o32, r32, w32, span, true)
-		for i := range d {
-			d[i] *= float32(g)
-		}
-		return dense32(d, len(d)), nil
-	}
-	_, d := rankLoss(op.loss, o64, r64, w64, span, true)
-	for i := range d {
-		d[i] *= g
-	}
-	return dense64(d, len(d)), nil
+	return lossGrad(vals[:3], vals[4],
+		func(o, r, w []float32) []float32 { _, d := rankLoss(op.loss, o, r, w, span, true); return d },
+		func(o, r, w []float64) []float64 { _, d := rankLoss(op.loss, o, r, w, span, true); return d })
 }
 
 // mseOp is Σ_s w_s (ŷ_s − y_s)².
@@ -485,32 +460,37 @@ func (op mseDiffOp) Type() hm.Type {
 	return hm.NewFnType(tt(1), tt(1), tt(1), hm.TypeVariable('a'), tt(1))
 }
 func (op mseDiffOp) Do(vals ...G.Value) (G.Value, error) {
-	o32, o64, err := floats(vals[0])
+	return lossGrad(vals[:3], vals[3],
+		func(o, y, w []float32) []float32 { _, d := mse(o, y, w, true); return d },
+		func(o, y, w []float64) []float64 { _, d := mse(o, y, w, true); return d })
+}
+
+// lossGrad computes a loss's gradient with respect to its first input from the three
+// float inputs (outputs, targets, weights) in their precision, scaled by the incoming
+// scalar gradient g.
+func lossGrad(in []G.Value, g G.Value, f32 func(a, b, c []float32) []float32, f64 func(a, b, c []float64) []float64) (G.Value, error) {
+	var x32 [3][]float32
+	var x64 [3][]float64
+	for i, v := range in {
+		var err error
+		if x32[i], x64[i], err = floats(v); err != nil {
+			return nil, err
+		}
+	}
+	scale, err := scalarOf(g)
 	if err != nil {
 		return nil, err
 	}
-	y32, y64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	w32, w64, err := floats(vals[2])
-	if err != nil {
-		return nil, err
-	}
-	g, err := scalarOf(vals[3])
-	if err != nil {
-		return nil, err
-	}
-	if o32 != nil {
-		_, d := mse(o32, y32, w32, true)
+	if x32[0] != nil {
+		d := f32(x32[0], x32[1], x32[2])
 		for i := range d {
-			d[i] *= float32(g)
+			d[i] *= float32(scale)
 		}
 		return dense32(d, len(d)), nil
 	}
-	_, d := mse(o64, y64, w64, true)
+	d := f64(x64[0], x64[1], x64[2])
 	for i := range d {
-		d[i] *= g
+		d[i] *= scale
 	}
 	return dense64(d, len(d)), nil
 }
