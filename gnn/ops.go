@@ -310,23 +310,15 @@ func (op rankLossOp) Do(vals ...G.Value) (G.Value, error) {
 	if !ok {
 		return nil, fmt.Errorf("%v: spans are %T", op, vals[3].Data())
 	}
-	o32, o64, err := floats(vals[0])
+	x32, x64, err := lossInputs(vals[:3])
 	if err != nil {
 		return nil, err
 	}
-	r32, r64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	w32, w64, err := floats(vals[2])
-	if err != nil {
-		return nil, err
-	}
-	if o32 != nil {
-		l, _ := rankLoss(op.loss, o32, r32, w32, span, false)
+	if x32[0] != nil {
+		l, _ := rankLoss(op.loss, x32[0], x32[1], x32[2], span, false)
 		return scalarValue(true, l), nil
 	}
-	l, _ := rankLoss(op.loss, o64, r64, w64, span, false)
+	l, _ := rankLoss(op.loss, x64[0], x64[1], x64[2], span, false)
 	return scalarValue(false, l), nil
 }
 
@@ -408,23 +400,15 @@ func (op mseOp) Type() hm.Type {
 }
 func (op mseOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return tensor.ScalarShape(), nil }
 func (op mseOp) Do(vals ...G.Value) (G.Value, error) {
-	o32, o64, err := floats(vals[0])
+	x32, x64, err := lossInputs(vals[:3])
 	if err != nil {
 		return nil, err
 	}
-	y32, y64, err := floats(vals[1])
-	if err != nil {
-		return nil, err
-	}
-	w32, w64, err := floats(vals[2])
-	if err != nil {
-		return nil, err
-	}
-	if o32 != nil {
-		l, _ := mse(o32, y32, w32, false)
+	if x32[0] != nil {
+		l, _ := mse(x32[0], x32[1], x32[2], false)
 		return scalarValue(true, l), nil
 	}
-	l, _ := mse(o64, y64, w64, false)
+	l, _ := mse(x64[0], x64[1], x64[2], false)
 	return scalarValue(false, l), nil
 }
 
@@ -465,17 +449,24 @@ func (op mseDiffOp) Do(vals ...G.Value) (G.Value, error) {
 		func(o, y, w []float64) []float64 { _, d := mse(o, y, w, true); return d })
 }
 
+// lossInputs reads a loss's three float inputs (outputs, targets, weights) in their
+// precision: the float32 or the float64 array is set for each.
+func lossInputs(in []G.Value) (x32 [3][]float32, x64 [3][]float64, err error) {
+	for i, v := range in {
+		if x32[i], x64[i], err = floats(v); err != nil {
+			return x32, x64, err
+		}
+	}
+	return x32, x64, nil
+}
+
 // lossGrad computes a loss's gradient with respect to its first input from the three
 // float inputs (outputs, targets, weights) in their precision, scaled by the incoming
 // scalar gradient g.
 func lossGrad(in []G.Value, g G.Value, f32 func(a, b, c []float32) []float32, f64 func(a, b, c []float64) []float64) (G.Value, error) {
-	var x32 [3][]float32
-	var x64 [3][]float64
-	for i, v := range in {
-		var err error
-		if x32[i], x64[i], err = floats(v); err != nil {
-			return nil, err
-		}
+	x32, x64, err := lossInputs(in)
+	if err != nil {
+		return nil, err
 	}
 	scale, err := scalarOf(g)
 	if err != nil {
