@@ -1,0 +1,52 @@
+// Package opt holds tpucost's target-independent HLO simplification passes, the ones an
+// XLA-like compiler runs before layout assignment, named after their XLA counterparts:
+//
+//	call-inliner                 inline call instructions; delete callees left unused
+//	zero-sized-hlo-elimination   zero-element results → constants; ops on empty operands
+//	tuple-simplifier             get-tuple-element(tuple) → operand; tuple(gte(t, 0..n-1)) → t
+//	while-loop-constant-sinking  loop-invariant constant tuple elements → constants in body/cond
+//	while-loop-simplifier        trip count 0 → init, 1 → inlined body; dead loop-carried values
+//	algsimp                      algebraic identities, converts, data movement of data movement
+//	constant-folding             evaluate pure ops on known constants (≤ MaxFoldElements)
+//	reshape-mover                sink reshapes/transposes below elementwise ops toward cancellation
+//	broadcast-sinking            elementwise(broadcasts) → broadcast(elementwise)
+//	transpose-folding            transposes of dot/convolution operands and results → dim numbers
+//	slice-sinker                 elementwise ops on slices tiling arrays → one op, then slices
+//	cse                          common-subexpression elimination
+//	dce                          dead-code elimination (instructions and computations)
+//
+// All returns them in that order, Lookup finds one by name, and Default is the default
+// pipeline: the same list iterated to a fixed point (at most DefaultMaxIterations times).
+// Run and RunToFixedPoint apply any list; OpCount is the measure every pass may only
+// reduce (the pass-ordering gym's reward is its reduction).
+//
+// # Contract
+//
+// A pass mutates a module that passes hlo.Verify in place, reports whether it changed
+// it, and leaves a module that passes hlo.Verify and computes the same entry result (the
+// tests check this with a reference evaluator on random inputs). Passes rewrite the
+// flow computations only — the entry and the computations it runs through call and
+// while — and are layout-insensitive (they run before layout assignment; a rewritten
+// value takes the layout of the instruction it replaces when it has none). Runs are
+// deterministic: the same input module gives byte-identical printed output. Passes
+// interact: one pass's rewrite exposes work for another (broadcast-sinking makes ops on
+// constants that constant-folding folds; reshape-mover brings transposes together for
+// algsimp; while-loop-constant-sinking gives while-loop-simplifier its trip counts and
+// dead elements; call-inliner and while-loop-simplifier leave tuples for
+// tuple-simplifier), which is what makes their order matter.
+//
+// # Purity
+//
+// Only instructions whose opcode is on an explicit list (pureOpcode: elementwise and
+// transcendental ops, data movement, dot, convolution, reductions, gather/scatter,
+// dynamic slices, tuples, constants, iota; call, while and fusion when everything they
+// call is pure) are merged, deleted, evaluated or rewritten. Every other opcode —
+// custom-call, rng, collectives, send/recv, infeed/outfeed, after-all, sort,
+// conditional, and opcodes added later — is opaque: never deleted, merged or duplicated.
+//
+// # Constants
+//
+// Constant values are read from their literals (scalars, "{1, 2}", nested arrays,
+// inf/nan). A payload the text elides ("{...}", as the zoo builders write weights) is an
+// unknown value: such constants are never folded, merged or taken for a splat.
+package opt

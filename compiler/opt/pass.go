@@ -1,0 +1,198 @@
+package opt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// Pass is one target-independent HLO rewrite. Run mutates m in place and reports whether
+// it changed anything. Given a module that passes hlo.Verify, it leaves one that passes
+// hlo.Verify and computes the same entry result for every input (up to floating-point
+// reassociation where a pass's doc says so). A pass never removes, merges, duplicates or
+// reorders instructions that are not on the pure list (see the package doc), and never
+// increases OpCount. Runs are deterministic: the same module gives the same printed
+// result. On error the module may be partly rewritten and should be discarded.
+type Pass struct {
+	Name string // XLA's name for the pass where one exists
+	Doc  string // one line: what it rewrites
+	Run  func(m *hlo.Module) (changed bool, err error)
+}
+
+// newPass wraps a pass body: it checks the module has an entry and turns a panic inside
+// the pass into an error naming it.
+func newPass(name, doc string, body func(m *hlo.Module) (bool, error)) Pass {
+	return Pass{Name: name, Doc: doc, Run: func(m *hlo.Module) (bool, error) {
+		if m == nil || m.Entry == nil {
+			return false, fmt.Errorf("opt: pass %s: module has no entry computation", name)
+		}
+		return guard(name, func() (bool, error) { return body(m) })
+	}}
+}
+
+// All returns every pass, in a fixed order (the order of DefaultPasses, then the passes
+// Default does not use).
+func All() []Pass {
+	return []Pass{
+		callInliner(),
+		zeroSizedElimination(),
+		tupleSimplifier(),
+		whileLoopConstantSinking(),
+		whileLoopSimplifier(),
+		algsimp(),
+		constantFolding(),
+		reshapeMover(),
+		broadcastSinking(),
+		transposeFolding(),
+		sliceSinker(),
+		cse(),
+		dce(),
+	}
+}
+
+// Names lists the names of All() in order.
+func Names() []string {
+	var ns []string
+	for _, p := range All() {
+		ns = append(ns, p.Name)
+	}
+	return ns
+}
+
+// Lookup returns the pass called name.
+func Lookup(name string) (Pass, error) {
+	for _, p := range All() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Pass{}, fmt.Errorf("opt: no pass named %q (passes: %s)", name, strings.Join(Names(), ", "))
+}
+
+// LookupAll resolves a list of pass names, in order.
+func LookupAll(names []string) ([]Pass, error) {
+	out := make([]Pass, 0, len(names))
+	for _, n := range names {
+		p, err := Lookup(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// DefaultMaxIterations caps the fixed-point iteration of Default. The zoo and the
+// bundled real HLO reach their fixed point in at most 4 iterations (the last one
+// changing nothing); the cap only stops a pass pair that undoes each other's work.
+const DefaultMaxIterations = 20
+
+// DefaultPasses is one iteration of the default simplification pipeline, in the order of
+// XLA's simplification pipelines: inline calls, clean up tuples and loops, simplify
+// algebraically, fold constants, move data movement toward cancellation, then CSE and
+// DCE.
+func DefaultPasses() []Pass {
+	all := All()
+	return all
+}
+
+// Default returns the default pipeline as one pass, "simplify": DefaultPasses run in
+// order repeatedly until an iteration changes nothing (a fixed point). It fails, with an
+// error wrapping ErrNoFixedPoint, if iteration DefaultMaxIterations still changed the
+// module.
+func Default() Pass {
+	passes := DefaultPasses()
+	return Pass{Name: "simplify", Doc: "the default pipeline (" + passNames(passes) + ") iterated to a fixed point",
+		Run: func(m *hlo.Module) (bool, error) {
+			n, err := RunToFixedPoint(m, passes, DefaultMaxIterations)
+			return n > 1 || err != nil, err
+		}}
+}
+
+func passNames(ps []Pass) string {
+	var ns []string
+	for _, p := range ps {
+		ns = append(ns, p.Name)
+	}
+	return strings.Join(ns, ", ")
+}
+
+// ErrNoFixedPoint is wrapped by RunToFixedPoint's error when the iteration cap is hit
+// while passes still change the module.
+var ErrNoFixedPoint = errors.New("no fixed point")
+
+// Run applies passes to m once each, in order, and reports whether any changed it.
+func Run(m *hlo.Module, passes ...Pass) (bool, error) {
+	changed := false
+	for _, p := range passes {
+		c, err := p.Run(m)
+		changed = changed || c
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// RunToFixedPoint applies passes in order, repeatedly, until one whole iteration changes
+// nothing, and returns the number of iterations run (the last one changed nothing). It
+// returns an error wrapping ErrNoFixedPoint when maxIter iterations all changed m.
+func RunToFixedPoint(m *hlo.Module, passes []Pass, maxIter int) (int, error) {
+	for it := 1; it <= maxIter; it++ {
+		changed, err := Run(m, passes...)
+		if err != nil {
+			return it, fmt.Errorf("iteration %d: %w", it, err)
+		}
+		if !changed {
+			return it, nil
+		}
+	}
+	return maxIter, fmt.Errorf("opt: passes %s still changed %s after %d iterations: %w",
+		passNames(passes), m.Name, maxIter, ErrNoFixedPoint)
+}
+
+// OpCount is the size measure the passes reduce (and the pass-ordering gym rewards): the
+// number of instructions that are not parameters in the entry computation, where each
+// call and while instruction also counts the instructions of the computations it runs
+// (a call's callee at every call site; a while's condition and body once per while
+// instruction, not per iteration), recursively. Reducers (to_apply), fusion bodies, sort
+// comparators and conditional branches are part of the instruction that uses them and
+// are not counted separately; a fusion counts as one op.
+func OpCount(m *hlo.Module) int {
+	if m == nil || m.Entry == nil {
+		return 0
+	}
+	memo := map[*hlo.Computation]int{}
+	var count func(c *hlo.Computation) int
+	count = func(c *hlo.Computation) int {
+		if n, ok := memo[c]; ok {
+			return n
+		}
+		memo[c] = 0 // guards malformed recursive call graphs
+		n := 0
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpParameter {
+				continue
+			}
+			n++
+			switch in.Opcode {
+			case hlo.OpCall:
+				if in.Calls != nil && !in.Calls.IsFusion {
+					n += count(in.Calls)
+				}
+			case hlo.OpWhile:
+				if in.Condition != nil {
+					n += count(in.Condition)
+				}
+				if in.Body != nil {
+					n += count(in.Body)
+				}
+			}
+		}
+		memo[c] = n
+		return n
+	}
+	return count(m.Entry)
+}
