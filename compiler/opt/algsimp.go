@@ -89,7 +89,8 @@ func scalarBroadcast(x *hlo.Instruction) bool {
 //   - select(true, a, b) → a; select(false, a, b) → b; select(p, a, a) → a;
 //     select(not(p), a, b) → select(p, b, a) (when the not dies)
 //   - convert to the operand's type → x; convert(convert(x: A→B)→C) → convert(x: A→C), or
-//     x when C = A, if B represents every value of A exactly; copy with equal layouts → x
+//     x when C = A, if B represents every value of A exactly (and, for integers through a
+//     float type to integers, C does too); copy with equal layouts → x
 //   - broadcast, reshape, transpose, slice, pad, reverse and concatenate that are
 //     identities → x; broadcast(broadcast), reshape(reshape), transpose(transpose),
 //     slice(slice), reverse(reverse) → one op; a transpose that only moves size-1
@@ -241,7 +242,7 @@ func simplify(e *editor, x *hlo.Instruction) *hlo.Instruction {
 		}
 		if a.Opcode == hlo.OpConvert {
 			src := a.Operands[0]
-			if exactlyRepresents(src.Shape.Elem, a.Shape.Elem) {
+			if exactChain(src.Shape.Elem, a.Shape.Elem, t) {
 				if src.Shape.Elem == t {
 					return src
 				}
@@ -300,6 +301,20 @@ func simplify(e *editor, x *hlo.Instruction) *hlo.Instruction {
 		return simplifyDynamicSlice(e, x)
 	}
 	return nil
+}
+
+// exactChain reports whether converting a → b → c equals converting a → c: b holds
+// every value of a exactly, and b → c treats those values as a → c does (an integer
+// reaching an integer through a float type would be converted with float-to-integer
+// semantics, which differ from wrapping on overflow, unless c holds all of a).
+func exactChain(a, b, c hlo.ElemType) bool {
+	if !exactlyRepresents(a, b) {
+		return false
+	}
+	if isInt(a) && b.IsFloat() && isInt(c) {
+		return exactlyRepresents(a, c)
+	}
+	return true
 }
 
 func nonUnit(dims, ds []int) []int {
@@ -397,6 +412,9 @@ func simplifySlice(e *editor, x *hlo.Instruction) *hlo.Instruction {
 			st := s.Stride * in.Stride
 			start := in.Start + s.Start*in.Stride
 			sd[i] = hlo.SliceDim{Start: start, Limit: start + max(n[i]-1, 0)*st + min(n[i], 1), Stride: st}
+			if n[i] == 0 {
+				sd[i] = hlo.SliceDim{Stride: 1} // any empty window
+			}
 		}
 		return e.sliceOf(a.Operands[0], sd)
 	case a.Opcode == hlo.OpConcatenate:

@@ -442,9 +442,6 @@ func (e *editor) replace(old, nw *hlo.Instruction) {
 	}
 	e.changed = true
 	e.removeIfDead(old)
-	if e.fresh(nw) {
-		e.removeIfDead(nw) // old was dead code: so is its replacement
-	}
 }
 
 // setOperand makes u read x in operand slot i, deleting the old operand if it dies.
@@ -505,6 +502,10 @@ func (e *editor) sweep() {
 func (e *editor) finish() {
 	if e.dead[e.c.Root.ID] {
 		internalf("the root of %s was deleted", e.c.Name)
+	}
+	// new instructions nothing reads (replacements of dead code) go again
+	for i := len(e.ins) - 1; i >= e.norig; i-- {
+		e.removeIfDead(e.ins[i])
 	}
 	planned := make([]*hlo.Instruction, 0, len(e.ins))
 	var plan func(x *hlo.Instruction)

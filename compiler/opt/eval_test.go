@@ -615,6 +615,24 @@ func refElem(in *hlo.Instruction, a []float64) (float64, error) {
 		return math.Sin(a[0]), nil
 	case hlo.OpCosine:
 		return math.Cos(a[0]), nil
+	case hlo.OpTan:
+		return math.Tan(a[0]), nil
+	case hlo.OpRoundNearestEven:
+		return math.RoundToEven(a[0]), nil
+	case hlo.OpRoundNearestAfz:
+		return math.Round(a[0]), nil
+	case hlo.OpExpm1:
+		return math.Expm1(a[0]), nil
+	case hlo.OpLog1p:
+		return math.Log1p(a[0]), nil
+	case hlo.OpCbrt:
+		return math.Cbrt(a[0]), nil
+	case hlo.OpErf:
+		return math.Erf(a[0]), nil
+	case hlo.OpAtan2:
+		return math.Atan2(a[0], a[1]), nil
+	case hlo.OpIsFinite:
+		return b2(!math.IsInf(a[0], 0) && !math.IsNaN(a[0])), nil
 	}
 	return 0, fmt.Errorf("the reference evaluator does not support %s", in.Opcode)
 }

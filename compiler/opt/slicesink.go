@@ -28,8 +28,8 @@ func runSliceSinker(m *hlo.Module) (bool, error) {
 		var order []string
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() {
-				continue
+			if e.dead[i] || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() || e.userCount(x) == 0 {
+				continue // dead code is DCE's
 			}
 			key, ok := sliceGroupKey(x)
 			if !ok {
