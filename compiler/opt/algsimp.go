@@ -115,7 +115,7 @@ func runAlgsimp(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !mc.pure(x) || !x.Shape.IsArray() {
+			if e.unused(x) || !mc.pure(x) || !x.Shape.IsArray() {
 				continue
 			}
 			e.anchor = x

@@ -32,7 +32,7 @@ func runConstantFolding(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !foldable(x) || !mc.pure(x) || x.Shape.Elements() > MaxFoldElements {
+			if e.unused(x) || !foldable(x) || !mc.pure(x) || x.Shape.Elements() > MaxFoldElements {
 				continue
 			}
 			vals := make([][]float64, len(x.Operands))

@@ -38,7 +38,7 @@ func runCSE(m *hlo.Module) (bool, error) {
 		seen := make(map[string]*hlo.Instruction, len(c.Instructions))
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || x.Opcode == hlo.OpParameter || !mc.pure(x) {
+			if e.unused(x) || x.Opcode == hlo.OpParameter || !mc.pure(x) {
 				continue
 			}
 			key, ok := cseKey(mc, classes, x)
@@ -180,7 +180,7 @@ func runTupleSimplifier(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] {
+			if e.unused(x) {
 				continue
 			}
 			e.anchor = x

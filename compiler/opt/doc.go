@@ -12,6 +12,7 @@
 //	broadcast-sinking            elementwise(broadcasts) → broadcast(elementwise)
 //	transpose-folding            transposes of dot/convolution operands and results → dim numbers
 //	slice-sinker                 elementwise ops on slices tiling arrays → one op, then slices
+//	pad-add-to-concat            add(pad(a, 0), pad(b, 0)) of adjacent windows → pad(concatenate)
 //	cse                          common-subexpression elimination
 //	dce                          dead-code elimination (instructions and computations)
 //

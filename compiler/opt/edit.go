@@ -263,6 +263,12 @@ func (e *editor) live(in *hlo.Instruction) bool {
 	return in.ID < len(e.ins) && e.ins[in.ID] == in && !e.dead[in.ID]
 }
 
+// unused reports whether in was deleted or nothing reads it (dead code, which the
+// rewriting passes leave to DCE).
+func (e *editor) unused(in *hlo.Instruction) bool {
+	return e.dead[in.ID] || (in != e.c.Root && len(e.users[in.ID]) == 0)
+}
+
 // fresh reports whether in was created during this edit.
 func (e *editor) fresh(in *hlo.Instruction) bool { return in.ID >= e.norig && e.ins[in.ID] == in }
 

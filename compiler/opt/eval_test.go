@@ -365,6 +365,23 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 		for i := range out.data {
 			out.data[i] = (ops[0].data[0] + ops[1].data[0]) / 2
 		}
+	case hlo.OpScatter: // the Builder.ScatterAdd row form: rows of updates combined into operand rows
+		copy(out.data, ops[0].data)
+		v := ops[0].shape.Dims[0]
+		row := int(ops[0].shape.Elements()) / max(v, 1)
+		for n, id := range ops[1].data {
+			if id < 0 || int(id) >= v {
+				continue // XLA skips out-of-bounds updates
+			}
+			k := int(id)
+			for j := 0; j < row; j++ {
+				r, err := scalarCall(in.ToApply, out.data[k*row+j], ops[2].data[n*row+j], t)
+				if err != nil {
+					return nil, err
+				}
+				out.data[k*row+j] = r
+			}
+		}
 	case hlo.OpGather: // the Builder.Gather row lookup: table[V, D...] at s32[N]
 		row := int(ops[0].shape.Elements()) / max(ops[0].shape.Dims[0], 1)
 		for n, id := range ops[1].data {

@@ -37,6 +37,7 @@ func (v gval) elems() int {
 type gcomp struct {
 	name   string
 	sub    bool // a callee: new leaves are constants, not parameters
+	used   map[string]bool
 	lines  []string
 	pool   []gval
 	params []gval
@@ -60,8 +61,12 @@ func (g *rgen) name(base string) string {
 func (g *rgen) emit(c *gcomp, base string, t hlo.ElemType, dims []int, op string, attrs string, args ...gval) gval {
 	v := gval{name: g.name(base), t: t, dims: slices.Clone(dims)}
 	var as []string
+	if c.used == nil {
+		c.used = map[string]bool{}
+	}
 	for _, a := range args {
 		as = append(as, "%"+a.name)
+		c.used[a.name] = true
 	}
 	c.lines = append(c.lines, fmt.Sprintf("  %%%s = %s %s(%s)%s", v.name, v.shape(), op, strings.Join(as, ", "), attrs))
 	c.pool = append(c.pool, v)
@@ -161,7 +166,7 @@ func (g *rgen) step(c *gcomp) {
 		}
 		return v
 	}
-	switch k := r.IntN(41); k {
+	switch k := r.IntN(42); k {
 	case 0, 1, 2: // binary arithmetic
 		a := fl()
 		b := g.floatOf(c, a.t, a.dims)
@@ -457,6 +462,40 @@ func (g *rgen) step(c *gcomp) {
 		}
 		dims := g.shapes[r.IntN(len(g.shapes))]
 		g.emit(c, "kb", hlo.F32, dims, "broadcast", ", dimensions={}", v)
+	case 41: // the gradient of a split: zero pads of adjacent windows, summed
+		a := fl()
+		if len(a.dims) == 0 {
+			return
+		}
+		d := r.IntN(len(a.dims))
+		parts := 2 + r.IntN(3)
+		total := a.dims[d] * parts
+		z := g.splat(c, a.t, nil, 0)
+		var sum gval
+		for _, k := range r.Perm(parts) {
+			v := a
+			if k > 0 {
+				v = g.floatOf(c, a.t, a.dims)
+			}
+			var ps []string
+			dims := slices.Clone(a.dims)
+			for i := range dims {
+				if i == d {
+					ps = append(ps, fmt.Sprintf("%d_%d", k*a.dims[d], total-(k+1)*a.dims[d]))
+					dims[i] = total
+				} else {
+					ps = append(ps, "0_0")
+				}
+			}
+			p := g.emit(c, "pg", a.t, dims, "pad", ", padding="+strings.Join(ps, "x"), v, z)
+			if sum.name == "" {
+				sum = p
+			} else if r.IntN(2) == 0 {
+				sum = g.emit(c, "ps", a.t, dims, "add", "", sum, p)
+			} else {
+				sum = g.emit(c, "ps", a.t, dims, "add", "", p, sum)
+			}
+		}
 	case 38: // iota
 		dims := g.shapes[r.IntN(len(g.shapes))]
 		if len(dims) == 0 {
@@ -805,16 +844,15 @@ func randomModule(seed uint64, n int) string {
 	for len(entry.lines) < n {
 		g.step(entry)
 	}
-	// the root: a tuple of a few values (the rest may be dead)
+	// the root: a tuple of most values nothing reads (the rest is dead code)
 	var outs []gval
-	for _, v := range entry.pool[max(0, len(entry.pool)-6):] {
-		if v.t != hlo.PRED && g.r.IntN(3) > 0 {
+	for _, v := range entry.pool {
+		if v.t != hlo.PRED && !entry.used[v.name] && g.r.IntN(5) > 0 {
 			outs = append(outs, v)
 		}
 	}
-	root := entry.pool[len(entry.pool)-1]
-	if root.name == "" || len(outs) == 0 {
-		outs = append(outs, root)
+	if len(outs) == 0 {
+		outs = append(outs, entry.pool[len(entry.pool)-1])
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "HloModule random_%d\n\n", seed)

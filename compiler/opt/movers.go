@@ -13,7 +13,7 @@ func eachElementwise(m *hlo.Module, f func(e *editor, x *hlo.Instruction)) bool 
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() || x.Shape.Rank() == 0 {
+			if e.unused(x) || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() || x.Shape.Rank() == 0 {
 				continue
 			}
 			e.anchor = x
@@ -195,7 +195,7 @@ func runTransposeFolding(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !mc.pure(x) {
+			if e.unused(x) || !mc.pure(x) {
 				continue
 			}
 			e.anchor = x

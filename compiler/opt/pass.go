@@ -47,6 +47,7 @@ func All() []Pass {
 		broadcastSinking(),
 		transposeFolding(),
 		sliceSinker(),
+		padAddToConcat(),
 		cse(),
 		dce(),
 	}

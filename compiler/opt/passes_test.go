@@ -552,6 +552,38 @@ ENTRY %main {
   %a2 = f32[2,3] add(%x2, %y2)
   ROOT %t = (f32[1,3], f32[2,3]) tuple(%a1, %a2)`,
 		"tuple(add(slice[0:1:1][0:3:1](x), slice[0:1:1][0:3:1](y)), add(slice[1:3:1][0:3:1](x), slice[1:3:1][0:3:1](y)))", 7},
+	{"pad-add-to-concat", "gradient of a four-way split", `
+  %a = f32[2,3] parameter(0)
+  %b = f32[2,3] parameter(1)
+  %c = f32[2,3] parameter(2)
+  %d = f32[2,3] parameter(3)
+  %z = f32[] constant(0)
+  %pd = f32[2,12] pad(%d, %z), padding=0_0x9_0
+  %pc = f32[2,12] pad(%c, %z), padding=0_0x6_3
+  %s1 = f32[2,12] add(%pd, %pc)
+  %pb = f32[2,12] pad(%b, %z), padding=0_0x3_6
+  %s2 = f32[2,12] add(%s1, %pb)
+  %pa = f32[2,12] pad(%a, %z), padding=0_0x0_9
+  ROOT %s3 = f32[2,12] add(%pa, %s2)`, "concatenate[1](a, b, c, d)", 1},
+	{"pad-add-to-concat", "reassociated past another term", `
+  %a = f32[2,3] parameter(0)
+  %b = f32[2,3] parameter(1)
+  %u = f32[2,8] parameter(2)
+  %z = f32[] constant(-0)
+  %pa = f32[2,8] pad(%a, %z), padding=0_0x1_4
+  %s1 = f32[2,8] add(%u, %pa)
+  %pb = f32[2,8] pad(%b, %z), padding=0_0x4_1
+  ROOT %s2 = f32[2,8] add(%pb, %s1)`, "add(u, pad(concatenate[1](a, b), -0))", 4},
+	{"pad-add-to-concat", "overlapping or gapped windows stay", `
+  %a = f32[2,3] parameter(0)
+  %b = f32[2,3] parameter(1)
+  %z = f32[] constant(0)
+  %pa = f32[2,8] pad(%a, %z), padding=0_0x0_5
+  %pb = f32[2,8] pad(%b, %z), padding=0_0x4_1
+  %pc = f32[2,8] pad(%b, %z), padding=0_0x2_3
+  %s1 = f32[2,8] add(%pa, %pb)
+  %s2 = f32[2,8] add(%pa, %pc)
+  ROOT %t = (f32[2,8], f32[2,8]) tuple(%s1, %s2)`, "tuple(add(pad(a, 0), pad(b, 0)), add(pad(a, 0), pad(b, 0)))", 7},
 	{"zero-sized-hlo-elimination", "zero-element arrays", `HloModule zeros
 
 %add (a: f32[], b: f32[]) -> f32[] {

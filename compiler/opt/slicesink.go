@@ -28,7 +28,7 @@ func runSliceSinker(m *hlo.Module) (bool, error) {
 		var order []string
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() || e.userCount(x) == 0 {
+			if e.unused(x) || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() {
 				continue // dead code is DCE's
 			}
 			key, ok := sliceGroupKey(x)
@@ -164,7 +164,7 @@ func runZeroSized(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || !mc.pure(x) || !x.Shape.IsArray() || x.Opcode == hlo.OpParameter {
+			if e.unused(x) || !mc.pure(x) || !x.Shape.IsArray() || x.Opcode == hlo.OpParameter {
 				continue
 			}
 			e.anchor = x

@@ -97,7 +97,7 @@ func runWhileConstantSinking(m *hlo.Module) (bool, error) {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			g := e.ins[i]
-			if e.dead[i] || g.Opcode != hlo.OpGetTupleElement || g.Operands[0].Opcode != hlo.OpWhile {
+			if e.unused(g) || g.Opcode != hlo.OpGetTupleElement || g.Operands[0].Opcode != hlo.OpWhile {
 				continue
 			}
 			w := g.Operands[0]
