@@ -91,14 +91,25 @@ func classRep(classes map[*hlo.Computation]*hlo.Computation, c *hlo.Computation)
 	return c
 }
 
-// computationClasses maps every computation to the first one (in module order) that is
-// structurally identical to it: the same instructions in the same order with the same
-// opcodes, shapes, operand positions, attributes and (classes of) called computations,
-// names and metadata aside.
+// computationClasses maps every called computation to the first one (in module order)
+// that is structurally identical to it: the same instructions in the same order with
+// the same opcodes, shapes, operand positions, attributes and (classes of) called
+// computations, names and metadata aside.
 func computationClasses(m *hlo.Module) map[*hlo.Computation]*hlo.Computation {
-	classes := make(map[*hlo.Computation]*hlo.Computation, len(m.Computations))
+	called := map[*hlo.Computation]bool{}
+	for _, c := range m.Computations {
+		for _, in := range c.Instructions {
+			for _, cc := range in.CalledComputations() {
+				called[cc] = true
+			}
+		}
+	}
+	classes := make(map[*hlo.Computation]*hlo.Computation, len(called))
 	byPrint := map[string]*hlo.Computation{}
 	for _, c := range m.Computations { // callees come before callers
+		if !called[c] {
+			continue
+		}
 		fp := fingerprint(c, classes)
 		if r, ok := byPrint[fp]; ok {
 			classes[c] = r

@@ -51,18 +51,19 @@ type litResult struct {
 }
 
 func newModCtx(m *hlo.Module) *modCtx {
-	mc := &modCtx{m: m, names: make(map[string]bool, m.InstructionCount()), next: map[string]int{},
-		lits: map[*hlo.Instruction]litResult{}, pureC: map[*hlo.Computation]bool{}}
-	for _, c := range m.Computations {
-		for _, in := range c.Instructions {
-			mc.names[in.Name] = true
-		}
-	}
-	return mc
+	return &modCtx{m: m, next: map[string]int{}, lits: map[*hlo.Instruction]litResult{}, pureC: map[*hlo.Computation]bool{}}
 }
 
 // uniqueName returns base.N for the smallest N (from a per-base counter) not in use.
 func (mc *modCtx) uniqueName(base string) string {
+	if mc.names == nil { // built on first use: most pass runs create nothing
+		mc.names = make(map[string]bool, mc.m.InstructionCount())
+		for _, c := range mc.m.Computations {
+			for _, in := range c.Instructions {
+				mc.names[in.Name] = true
+			}
+		}
+	}
 	if i := strings.LastIndexByte(base, '.'); i > 0 {
 		if _, err := strconv.Atoi(base[i+1:]); err == nil {
 			base = base[:i]

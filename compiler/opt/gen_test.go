@@ -870,8 +870,12 @@ const randomModules = 150
 func TestRandomModules(t *testing.T) {
 	passes := append(All(), Default())
 	hits := map[string]int{}
+	count := uint64(randomModules)
+	if raceEnabled {
+		count /= 5
+	}
 	for _, size := range []int{12, 40} {
-		for seed := uint64(1); seed <= randomModules; seed++ {
+		for seed := uint64(1); seed <= count; seed++ {
 			src := randomModule(seed*100+uint64(size), size)
 			m, err := hlo.Parse("random.hlo", []byte(src))
 			if err != nil {
@@ -893,15 +897,12 @@ func TestRandomModules(t *testing.T) {
 			}
 		}
 	}
-	// every pass must have found work in a good share of the modules, or the test
-	// proves nothing about it
+	// every pass must have found work in at least 10% of the modules, or the test
+	// proves little about it
 	for _, p := range passes {
-		t.Logf("%-28s changed %3d of %d modules", p.Name, hits[p.Name], 2*randomModules)
-		if hits[p.Name] < minRandomHits {
-			t.Errorf("%s changed only %d of the %d random modules (want ≥ %d)", p.Name, hits[p.Name], 2*randomModules, minRandomHits)
+		t.Logf("%-28s changed %3d of %d modules", p.Name, hits[p.Name], 2*count)
+		if want := int(2 * count / 10); hits[p.Name] < want {
+			t.Errorf("%s changed only %d of the %d random modules (want ≥ %d)", p.Name, hits[p.Name], 2*count, want)
 		}
 	}
 }
-
-// minRandomHits is the number of random modules each pass must change: 10% of them.
-const minRandomHits = 2 * randomModules / 10

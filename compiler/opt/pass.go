@@ -94,10 +94,7 @@ const DefaultMaxIterations = 20
 // XLA's simplification pipelines: inline calls, clean up tuples and loops, simplify
 // algebraically, fold constants, move data movement toward cancellation, then CSE and
 // DCE.
-func DefaultPasses() []Pass {
-	all := All()
-	return all
-}
+func DefaultPasses() []Pass { return All() }
 
 // Default returns the default pipeline as one pass, "simplify": DefaultPasses run in
 // order repeatedly until an iteration changes nothing (a fixed point). It fails, with an
