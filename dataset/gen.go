@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -393,10 +393,9 @@ func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, 
 
 // seedFor derives a deterministic PCG source from the run seed and some labels.
 func (g *generator) rng(labels ...string) *rand.Rand {
-	h := fnv.New64a()
+	h := stablehash.New()
 	for _, l := range labels {
-		h.Write([]byte(l))
-		h.Write([]byte{0})
+		h.Label(l)
 	}
 	return rand.New(rand.NewPCG(uint64(g.opts.Seed), h.Sum64()))
 }

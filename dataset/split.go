@@ -2,11 +2,11 @@ package dataset
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
+
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // The kinds of split.
@@ -110,7 +110,7 @@ func (s *Split) isTest(key, program string) bool {
 	if s.Kind == SplitProgram {
 		return s.testKeys[key] || s.heldOut[program]
 	}
-	return unitInterval(splitHash(s.Seed, "kernel", key)) < s.TestFraction
+	return stablehash.Unit(splitHash(s.Seed, "kernel", key)) < s.TestFraction
 }
 
 // Programs returns the programs of a part, sorted: for a program split, the held-out
@@ -121,21 +121,5 @@ func (s *Split) Programs(part SplitPart) []string { return slices.Clone(s.progra
 // splitHash hashes (seed, domain, s) to 64 bits: FNV-1a, then a SplitMix64 finalizer to
 // spread FNV's weak low bits. It is fixed forever: splits must not change across versions.
 func splitHash(seed int64, domain, s string) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(domain))
-	h.Write([]byte{0})
-	h.Write([]byte(s))
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return stablehash.Mix(stablehash.Seeded(seed).Label(domain).Sum64Of(s))
 }
-
-// unitInterval maps a hash to [0, 1).
-func unitInterval(h uint64) float64 { return float64(h>>11) / (1 << 53) }

@@ -3,15 +3,14 @@ package gnn
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // DataOptions select a dataset directory's rows for training.
@@ -146,18 +145,12 @@ func valHoldout(opts DataOptions, programs []string) func(*dataset.Row) bool {
 		return func(r *dataset.Row) bool { return held[r.Program] }
 	}
 	return func(r *dataset.Row) bool {
-		return float64(valHash(opts.SplitSeed, r.KernelKey)>>11)/(1<<53) < opts.ValFraction
+		return stablehash.Unit(valHash(opts.SplitSeed, r.KernelKey)) < opts.ValFraction
 	}
 }
 
 func valHash(seed int64, s string) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte("gnn-validation\x00"))
-	h.Write([]byte(s))
-	return h.Sum64()
+	return stablehash.Seeded(seed).Label("gnn-validation").Sum64Of(s)
 }
 
 // TrainDataset trains on the dataset directory data selects (see OpenData), recording

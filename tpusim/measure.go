@@ -1,14 +1,13 @@
 package tpusim
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // The modelled cost of measuring on real hardware, in seconds: compiling a whole program
@@ -32,16 +31,7 @@ type Measurement struct {
 
 // identity hashes what a measurement is of, so that its noise depends on the candidate
 // and the salt but not on the order measurements are taken in.
-func identity(parts ...string) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, p := range parts {
-		binary.LittleEndian.PutUint64(b[:], uint64(len(p)))
-		h.Write(b[:])
-		h.Write([]byte(p))
-	}
-	return h.Sum64()
-}
+func identity(parts ...string) uint64 { return stablehash.New().Strs(parts...).Sum64() }
 
 // noisy returns min over runs of trueNs * (1 + |N(0, sigma)|), seeded by the simulator
 // seed, the candidate identity and the salt.

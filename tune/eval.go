@@ -2,14 +2,13 @@ package tune
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"sync"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -50,32 +49,6 @@ func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
 	return nil
 }
 
-// hash64 hashes strings and integers into a 64-bit value (FNV-1a, length-prefixed).
-func hash64(parts ...any) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, p := range parts {
-		switch v := p.(type) {
-		case string:
-			binary.LittleEndian.PutUint64(b[:], uint64(len(v)))
-			h.Write(b[:])
-			h.Write([]byte(v))
-		case int:
-			binary.LittleEndian.PutUint64(b[:], uint64(v))
-			h.Write(b[:])
-		case int64:
-			binary.LittleEndian.PutUint64(b[:], uint64(v))
-			h.Write(b[:])
-		case uint64:
-			binary.LittleEndian.PutUint64(b[:], v)
-			h.Write(b[:])
-		default:
-			panic(fmt.Sprintf("hash64: unsupported %T", p))
-		}
-	}
-	return h.Sum64()
-}
-
 // run is the state of one tuning run shared by its phases: the simulator, the measurement
 // accounting and the caches. Only the goroutine driving the run touches it; workers only
 // compute.
@@ -114,7 +87,7 @@ func (r *run) progress() {
 
 // salt derives a measurement's salt from the run's seed and the candidate's identity, so
 // that its noise does not depend on when or on which worker it is measured.
-func (r *run) salt(id string) uint64 { return hash64(r.opts.Seed, id) }
+func (r *run) salt(id string) uint64 { return stablehash.Seeded(r.opts.Seed).Str(id).Sum64() }
 
 // noteKernelTime records t as a known time of kernel configuration id (keeping the min).
 func (r *run) noteKernelTime(id string, t float64) {

@@ -1,10 +1,7 @@
 package tune
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // candidate is one point of a program-level search: a well-formed config (the effective
@@ -68,21 +66,11 @@ func (cc *compilerCtx) compileWith(cfg *compiler.Config, o compiler.Options) (*c
 // and every kernel's key, tile and flags in program order. Two configs with the same
 // fingerprint compile to programs that time identically.
 func (cc *compilerCtx) fingerprint(p *compiler.Program) string {
-	h := fnv.New64a()
-	var b [8]byte
-	put := func(s string) {
-		binary.LittleEndian.PutUint64(b[:], uint64(len(s)))
-		h.Write(b[:])
-		h.Write([]byte(s))
-	}
-	put(cc.sim)
-	put(cc.chip)
+	h := stablehash.New().Strs(cc.sim, cc.chip)
 	for _, k := range p.Kernels {
-		put(k.Key)
-		put(k.Tile.String())
-		put(k.Flags.String())
+		h.Strs(k.Key, k.Tile.String(), k.Flags.String())
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.Hex()
 }
 
 // dim is one configurable choice of a candidate's space.

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // Strategy names a search strategy.
@@ -69,7 +71,7 @@ type search struct {
 }
 
 func newSearch(r *run, ev evaluator, kinds kindSet, name string, start []*candidate) *search {
-	seed := hash64(r.opts.Seed, "search", name)
+	seed := stablehash.Seeded(r.opts.Seed).Strs("search", name).Sum64()
 	return &search{r: r, ev: ev, kinds: kinds, batch: r.opts.Batch, seed: seed, start: start,
 		rng: rand.New(rand.NewPCG(seed, 1))}
 }
