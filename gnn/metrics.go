@@ -1,10 +1,11 @@
 package gnn
 
 import (
-	"math"
+	"fmt"
 	"slices"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn/metric"
 )
 
 // Validation metrics (in-training; the eval package computes the full set). All are
@@ -44,18 +45,16 @@ type ValResult struct {
 	Samples int                `json:"samples"`
 }
 
-// valAccum accumulates validation results kernel by kernel.
+// valAccum accumulates validation results kernel by kernel; the metrics themselves are
+// package metric's, the same functions evaluation uses.
 type valAccum struct {
 	m *Model
 
 	lossSum float64
 	lossN   int
-	slowSum float64
-	slowN   int
-	chosen  float64 // Σ t(k, ĉ_k)
-	best    float64 // Σ min_c t(k, c)
-	apeSum  float64
-	apeN    int
+	ranked  []metric.Kernel // relative tasks: kernels with at least two configurations
+	truth   []float64       // mse: every sample's true runtime ...
+	pred    []float64       // ... and the runtime the model predicts for it
 	kernels int
 	samples int
 }
@@ -75,44 +74,43 @@ func (a *valAccum) add(k *kernel, out []float64) {
 			d := y - a.m.Target.standardize(rt[i])
 			a.lossSum += d * d
 			a.lossN++
-			ns := a.m.Target.runtime(y)
-			a.apeSum += 100 * math.Abs(ns-rt[i]) / rt[i]
-			a.apeN++
+			a.truth = append(a.truth, rt[i])
+			a.pred = append(a.pred, a.m.Target.runtime(y))
 		}
 	}
 	if a.m.Task.Relative() && len(out) >= 2 {
-		top := argmin(out)
-		best := slices.Min(rt)
-		a.slowSum += 100 * (rt[top] - best) / best
-		a.slowN++
-		a.chosen += rt[top]
-		a.best += best
+		a.ranked = append(a.ranked, metric.Kernel{True: rt, Pred: slices.Clone(out)})
 	}
 }
 
-func (a *valAccum) result() ValResult {
+func (a *valAccum) result() (ValResult, error) {
 	r := ValResult{Metrics: map[string]float64{}, Kernels: a.kernels, Samples: a.samples}
 	if a.lossN > 0 {
 		r.Loss = a.lossSum / float64(a.lossN)
 	}
-	if a.slowN > 0 {
-		r.Metrics[MetricSlowdown] = a.slowSum / float64(a.slowN)
-		r.Metrics[MetricAPE] = 100 * math.Abs(a.chosen-a.best) / a.best
+	if len(a.ranked) > 0 {
+		var slow float64
+		for i, k := range a.ranked {
+			s, err := metric.SlowdownAtK(k, 1)
+			if err != nil {
+				return r, fmt.Errorf("validation kernel %d: %w", i, err)
+			}
+			slow += 100 * s
+		}
+		r.Metrics[MetricSlowdown] = slow / float64(len(a.ranked))
+		ape, err := metric.ProgramAPE(a.ranked, nil)
+		if err != nil {
+			return r, fmt.Errorf("validation APE: %w", err)
+		}
+		r.Metrics[MetricAPE] = ape
 	}
-	if a.apeN > 0 {
-		r.Metrics[MetricMAPE] = a.apeSum / float64(a.apeN)
+	if len(a.truth) > 0 {
+		m, err := metric.ComputeMAPE(a.truth, a.pred)
+		if err != nil {
+			return r, fmt.Errorf("validation MAPE: %w", err)
+		}
+		r.Metrics[MetricMAPE] = m.All
 	}
 	r.Metric = r.Metrics[MetricFor(a.m.Task)]
-	return r
-}
-
-// argmin returns the index of the smallest value (the first on ties).
-func argmin(xs []float64) int {
-	best := 0
-	for i, x := range xs {
-		if x < xs[best] {
-			best = i
-		}
-	}
-	return best
+	return r, nil
 }

@@ -429,7 +429,10 @@ func (t *trainer) validate(val RowSource) (*ValResult, error) {
 	if acc.kernels == 0 {
 		return nil, nil
 	}
-	r := acc.result()
+	r, err := acc.result()
+	if err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 

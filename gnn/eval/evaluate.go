@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn/metric"
 )
 
 // Predict returns a model's predictions (or scores; lower is better) for every config of
@@ -167,11 +168,11 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 	for _, key := range keys {
 		kd := kernels[key]
 		if len(kd.truth) >= 2 {
-			tl, err := KendallTau(kd.learned, kd.truth)
+			tl, err := metric.KendallTau(kd.learned, kd.truth)
 			if err != nil {
 				return err
 			}
-			ta, err := KendallTau(kd.analytical, kd.truth)
+			ta, err := metric.KendallTau(kd.analytical, kd.truth)
 			if err != nil {
 				return err
 			}
@@ -180,11 +181,11 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 			nTau++
 		}
 		for K := range slow {
-			sl, err := SlowdownAtK(Kernel{True: kd.truth, Pred: kd.learned}, K)
+			sl, err := metric.SlowdownAtK(metric.Kernel{True: kd.truth, Pred: kd.learned}, K)
 			if err != nil {
 				return fmt.Errorf("kernel %s: %w", key, err)
 			}
-			sa, err := SlowdownAtK(Kernel{True: kd.truth, Pred: kd.analytical}, K)
+			sa, err := metric.SlowdownAtK(metric.Kernel{True: kd.truth, Pred: kd.analytical}, K)
 			if err != nil {
 				return fmt.Errorf("kernel %s: %w", key, err)
 			}
@@ -203,7 +204,7 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 	}
 	// Per program: the default-compile units.
 	type prog struct {
-		kl, ka []Kernel
+		kl, ka []metric.Kernel
 		counts []float64
 		trueNs float64
 	}
@@ -220,20 +221,20 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 			progs[o.Program] = p
 			names = append(names, o.Program)
 		}
-		p.kl = append(p.kl, Kernel{True: kd.truth, Pred: kd.learned})
-		p.ka = append(p.ka, Kernel{True: kd.truth, Pred: kd.analytical})
+		p.kl = append(p.kl, metric.Kernel{True: kd.truth, Pred: kd.learned})
+		p.ka = append(p.ka, metric.Kernel{True: kd.truth, Pred: kd.analytical})
 		p.counts = append(p.counts, float64(o.Count))
-		p.trueNs += float64(o.Count) * Kernel{True: kd.truth}.minTrue()
+		p.trueNs += float64(o.Count) * metric.Kernel{True: kd.truth}.MinTrue()
 	}
 	sort.Strings(names)
 	var sumL, sumA float64
 	for _, name := range names {
 		p := progs[name]
-		al, err := ProgramAPE(p.kl, p.counts)
+		al, err := metric.ProgramAPE(p.kl, p.counts)
 		if err != nil {
 			return fmt.Errorf("program %s: %w", name, err)
 		}
-		aa, err := ProgramAPE(p.ka, p.counts)
+		aa, err := metric.ProgramAPE(p.ka, p.counts)
 		if err != nil {
 			return fmt.Errorf("program %s: %w", name, err)
 		}
@@ -260,7 +261,7 @@ func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, oc
 		analytical = append(analytical, kd.analytical...)
 	}
 	set := func(m *Metrics, pred []float64) error {
-		mp, err := ComputeMAPE(truth, pred)
+		mp, err := metric.ComputeMAPE(truth, pred)
 		if err != nil {
 			return err
 		}
@@ -272,7 +273,7 @@ func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, oc
 			m.MAPELT5us = ptr(mp.LT5us)
 		}
 		if len(truth) >= 2 {
-			tau, err := KendallTau(pred, truth)
+			tau, err := metric.KendallTau(pred, truth)
 			if err != nil {
 				return err
 			}
@@ -350,13 +351,13 @@ func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, oc
 	}
 	rep.Programs = len(names)
 	if len(pt) > 0 {
-		ml, _ := ComputeMAPE(pt, pl)
-		ma, _ := ComputeMAPE(pt, pa)
+		ml, _ := metric.ComputeMAPE(pt, pl)
+		ma, _ := metric.ComputeMAPE(pt, pa)
 		rep.Learned.ProgramMAPE, rep.Analytical.ProgramMAPE = ptr(ml.All), ptr(ma.All)
 	}
 	if len(pt) >= 2 {
-		tl, _ := KendallTau(pl, pt)
-		ta, _ := KendallTau(pa, pt)
+		tl, _ := metric.KendallTau(pl, pt)
+		ta, _ := metric.KendallTau(pa, pt)
 		rep.Learned.ProgramTau, rep.Analytical.ProgramTau = ptr(tl), ptr(ta)
 	}
 	return nil

@@ -1,8 +1,8 @@
-// Package eval computes the accuracy metrics of cost models exactly as DESIGN.md defines
-// them — tile APE, fusion MAPE split at 5 µs, Kendall's τ, slowdown@K — for a learned
-// model and for the analytical baseline on the same rows, and renders the tables and plots
-// of `tpucost eval`.
-package eval
+// Package metric holds the accuracy metrics of cost models exactly as DESIGN.md defines
+// them — tile APE, MAPE split at 5 µs, Kendall's τ, slowdown@K — as pure functions of true
+// and predicted runtimes. It is a leaf: training validation (package gnn) and evaluation
+// (package gnn/eval) both compute their numbers here, so the two cannot disagree.
+package metric
 
 import (
 	"errors"
@@ -37,8 +37,8 @@ func (k Kernel) check() error {
 	return nil
 }
 
-// minTrue is the best true runtime of k.
-func (k Kernel) minTrue() float64 {
+// MinTrue is the best true runtime of k.
+func (k Kernel) MinTrue() float64 {
 	m := math.Inf(1)
 	for _, t := range k.True {
 		m = math.Min(m, t)
@@ -46,11 +46,11 @@ func (k Kernel) minTrue() float64 {
 	return m
 }
 
-// chosenTrue is the true runtime of the model's best config ĉ: the config with the lowest
+// ChosenTrue is the true runtime of the model's best config ĉ: the config with the lowest
 // prediction, ties broken by config order (the first listed wins). Datasets list the
 // compiler's own choice first, so a model that cannot tell configs apart (like the
 // analytical roofline on many tiles) gets the compiler's tie-break.
-func (k Kernel) chosenTrue() float64 {
+func (k Kernel) ChosenTrue() float64 {
 	best := 0
 	for i, p := range k.Pred {
 		if p < k.Pred[best] {
@@ -76,8 +76,8 @@ func ProgramAPE(kernels []Kernel, counts []float64) (float64, error) {
 		if counts != nil {
 			c = counts[i]
 		}
-		chosen += c * k.chosenTrue()
-		best += c * k.minTrue()
+		chosen += c * k.ChosenTrue()
+		best += c * k.MinTrue()
 	}
 	if best == 0 {
 		return 0, errors.New("program has no kernels")
@@ -105,7 +105,7 @@ func SlowdownAtK(k Kernel, K int) (float64, error) {
 	for _, i := range idx[:min(K, len(idx))] {
 		m = math.Min(m, k.True[i])
 	}
-	best := k.minTrue()
+	best := k.MinTrue()
 	return (m - best) / best, nil
 }
 
