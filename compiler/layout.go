@@ -37,12 +37,11 @@ func LayoutOptions(s hlo.Shape) [][]int {
 		}
 		cands = [][]int{rm, sw, cm}
 	}
-	var out [][]int
-	seen := map[string]bool{}
+	var out, sigs [][]int
 	for _, c := range cands {
-		sig := fmt.Sprint(physicalSignature(s.Dims, c))
-		if !seen[sig] {
-			seen[sig] = true
+		sig := physicalSignature(s.Dims, c)
+		if !slices.ContainsFunc(sigs, func(o []int) bool { return slices.Equal(o, sig) }) {
+			sigs = append(sigs, sig)
 			out = append(out, c)
 		}
 	}
@@ -154,9 +153,9 @@ func defaultLayout(in *hlo.Instruction, opts [][]int, t cost.Target) int {
 
 // findLayout returns the index of the option physically equal to want (0 if none).
 func findLayout(s hlo.Shape, opts [][]int, want []int) int {
-	sig := fmt.Sprint(physicalSignature(s.Dims, want))
+	sig := physicalSignature(s.Dims, want)
 	for i, o := range opts {
-		if fmt.Sprint(physicalSignature(s.Dims, o)) == sig {
+		if slices.Equal(physicalSignature(s.Dims, o), sig) {
 			return i
 		}
 	}

@@ -58,6 +58,8 @@ type Options struct {
 	// DumpAfter names a pass after which the module's HLO text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
+	// Kernels, when set, shares kernel analyses across compiles (see KernelCache).
+	Kernels *KernelCache
 }
 
 // Kernel is one launched kernel of a compiled program.

@@ -3,42 +3,80 @@ package compiler
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// analyze returns the (cached) analysis and tile options of a fused computation.
+// analyze returns the (cached) analysis and tile options of a fused computation: from
+// this compile's table, else from Options.Kernels (shared across compiles), else computed.
 func (pc *passContext) analyze(fc *hlo.Computation) (string, *kernelCache) {
 	key := KernelKey(fc)
 	if kc, ok := pc.kernels[key]; ok {
 		return key, kc
 	}
-	kc := &kernelCache{}
+	kc := pc.opts.Kernels.get(key, pc.opts.Target, func() *kernelCache { return analyzeKernel(fc, pc.opts.Target) })
 	pc.kernels[key] = kc
-	t := pc.opts.Target
+	return key, kc
+}
+
+// KernelCache shares kernel analyses (cost.KernelInfo, tile options and the default
+// tile) across compiles of programs for one target: a kernel key names a fused
+// computation structurally, so every compile that forms the same kernel gets the same,
+// read-only analysis and its memoized tile plans. Dataset generation and tuning, which
+// compile one module under many configs, pass one cache to all their compiles. Safe for
+// concurrent use; the zero value is ready; a nil *KernelCache caches nothing.
+type KernelCache struct {
+	mu sync.Mutex
+	m  map[kernelCacheKey]*kernelOnce
+}
+
+type kernelCacheKey struct {
+	key string
+	t   cost.Target
+}
+
+type kernelOnce struct {
+	once sync.Once
+	kc   *kernelCache
+}
+
+func (c *KernelCache) get(key string, t cost.Target, compute func() *kernelCache) *kernelCache {
+	if c == nil {
+		return compute()
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[kernelCacheKey]*kernelOnce{}
+	}
+	e := c.m[kernelCacheKey{key, t}]
+	if e == nil {
+		e = &kernelOnce{}
+		c.m[kernelCacheKey{key, t}] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.kc = compute() })
+	return e.kc
+}
+
+// analyzeKernel analyzes a fused computation and lists its tile options and default tile.
+func analyzeKernel(fc *hlo.Computation, t cost.Target) *kernelCache {
+	kc := &kernelCache{}
 	kc.info, kc.err = cost.Analyze(fc, t)
 	if kc.err != nil {
-		return key, kc
+		return kc
 	}
-	kc.tiles = kc.info.TileOptions(t, cost.DefaultFlags())
-	if len(kc.tiles) == 0 {
-		// Nothing fits with double buffering: fall back to single buffers.
-		kc.tiles = kc.info.TileOptions(t, cost.Flags{Unroll: 1, PipelineDepth: 1})
-	}
-	if len(kc.tiles) == 0 {
-		kc.err = fmt.Errorf("%w: no tile of kernel %s fits in %s's VMEM", cost.ErrTileInvalid, fc.Name, t.Name)
-		return key, kc
-	}
-	best, err := kc.info.BestAnalyticalTile(t, cost.DefaultFlags())
+	var err error
+	kc.tiles, kc.defTile, err = kc.info.TileChoices(t, cost.DefaultFlags())
 	if err != nil {
-		best = kc.tiles[0]
+		// Nothing fits with double buffering: fall back to single buffers (the first).
+		kc.tiles, kc.defTile = kc.info.TileOptions(t, cost.Flags{Unroll: 1, PipelineDepth: 1}), 0
 	}
-	kc.defTile = slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(best) })
-	if kc.defTile < 0 {
-		kc.defTile = 0
+	if len(kc.tiles) == 0 {
+		kc.err = fmt.Errorf("%w: no tile of this kernel fits in %s's VMEM", cost.ErrTileInvalid, t.Name)
 	}
-	return key, kc
+	return kc
 }
 
 func setExtra(in *hlo.Instruction, key, value string) {

@@ -344,6 +344,8 @@ type generator struct {
 	// perturbed (compiling the default once per model instead of once per variant).
 	mu     sync.Mutex
 	spaces map[string]*spaceOnce
+	// kernels shares kernel analyses and tile plans across every compile of the run.
+	kernels compiler.KernelCache
 }
 
 // spaceOnce holds a model's module (built once: compiling never modifies it) and the
@@ -382,7 +384,7 @@ func (g *generator) module(model string) (*hlo.Module, error) {
 func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
 	so := g.entry(model)
 	so.compile.Do(func() {
-		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target})
+		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
 		if err == nil {
 			so.space = p.Space
 		}
@@ -447,7 +449,7 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 // compileVariant compiles variant v of a model: 0 is the default compile; others perturb
 // layouts and fusion (tile, flags) or the task's pass (fusion, layout) at random.
 func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compiler.Program, error) {
-	opts := compiler.Options{Target: g.opts.Chip.Target}
+	opts := compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels}
 	if v == 0 {
 		return compiler.Compile(m, nil, opts)
 	}

@@ -238,8 +238,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("tuning %s: reading the config store: %w", m.Name, err)
 		}
 	}
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: o.Chip.Target, Store: snap}, sim: tpusim.Version, chip: o.Chip.Name}
-	def, err := cc.compileWith(nil, compiler.Options{Target: o.Chip.Target})
+	kernels := &compiler.KernelCache{}
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: o.Chip.Target, Store: snap, Kernels: kernels}, sim: tpusim.Version, chip: o.Chip.Name}
+	def, err := cc.compileWith(nil, compiler.Options{Target: o.Chip.Target, Kernels: kernels})
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s: default compile: %w", m.Name, err)
 	}

@@ -213,3 +213,23 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMemoIsTransparent: a memoized plan equals a fresh one, for the target the
+// memo holds and for another target (which bypasses it).
+func TestPlanMemoIsTransparent(t *testing.T) {
+	b := hlo.NewBuilder("gemm")
+	k := kernel(t, b, b.MatMul(b.Param(hlo.BF16, 256, 512), b.Param(hlo.BF16, 512, 384)))
+	other := v4
+	other.Name, other.HBMBandwidth = "other", v4.HBMBandwidth/2
+	for _, tg := range []Target{v4, other, v4} {
+		for _, tile := range k.TileOptions(tg, DefaultFlags()) {
+			got, err := k.PlanTile(tile, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := k.plan(tile, tg); got != want {
+				t.Fatalf("%s tile %s: memoized plan %+v, fresh %+v", tg.Name, tile, got, want)
+			}
+		}
+	}
+}

@@ -99,6 +99,9 @@ type KernelInfo struct {
 	// dimension of the input is reduced (a cross-lane reduction).
 	RowReduce         bool
 	InElems, OutElems int64
+
+	// plans memoizes PlanTile (nil for a KernelInfo not made by Analyze: no memo).
+	plans *planMemo
 }
 
 // Analyze computes the KernelInfo of a fused computation: its parameters are the kernel's
@@ -108,7 +111,7 @@ func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
 	if fc == nil || fc.Root == nil {
 		return nil, fmt.Errorf("kernel computation has no root")
 	}
-	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1}
+	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1, plans: &planMemo{}}
 	var hero *hlo.Instruction
 	for _, in := range fc.Instructions {
 		if in.Opcode == hlo.OpParameter {

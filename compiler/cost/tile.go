@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Tile is a tile shape: one size per IterDim of a kernel (empty for untiled kernels).
@@ -169,25 +170,106 @@ func vregs(rows, lanes float64, t Target) float64 {
 	return math.Ceil(rows/float64(t.Sublanes)) * math.Ceil(lanes/float64(t.Lanes))
 }
 
-// PlanTile computes the plan of tile for kernel k.
+// PlanTile computes the plan of tile for kernel k. Plans are pure functions of (kernel,
+// tile, target) and memoized per KernelInfo for the target it was analyzed for: option
+// listing, the default choice, the validity check, the analytical model, the features and
+// the simulator all ask for the same few plans, and only the first ask computes.
 func (k *KernelInfo) PlanTile(tile Tile, t Target) (Plan, error) {
+	if err := k.validTile(tile); err != nil {
+		return Plan{}, err
+	}
+	if p, ok := k.plans.get(tile, t); ok {
+		return p, nil
+	}
+	p := k.plan(tile, t)
+	k.plans.put(t, []Tile{tile}, []Plan{p})
+	return p, nil
+}
+
+// maxMemoDims bounds the tiles PlanTile memoizes (kernels have at most 4 tiled dims).
+const maxMemoDims = 6
+
+type memoTile struct {
+	n    int
+	dims [maxMemoDims]int
+}
+
+func toMemoTile(tile Tile) (memoTile, bool) {
+	if len(tile) > maxMemoDims {
+		return memoTile{}, false
+	}
+	m := memoTile{n: len(tile)}
+	copy(m.dims[:], tile)
+	return m, true
+}
+
+// planMemo is a KernelInfo's plan cache for one target (the first one planned for; plans
+// for other targets are computed each time), safe for concurrent use: a KernelInfo is
+// shared by every kernel with its key. A nil *planMemo caches nothing.
+type planMemo struct {
+	mu  sync.Mutex
+	t   Target
+	set bool
+	m   map[memoTile]Plan
+}
+
+func (pm *planMemo) get(tile Tile, t Target) (Plan, bool) {
+	mt, ok := toMemoTile(tile)
+	if pm == nil || !ok {
+		return Plan{}, false
+	}
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if !pm.set || pm.t != t {
+		return Plan{}, false
+	}
+	p, ok := pm.m[mt]
+	return p, ok
+}
+
+func (pm *planMemo) put(t Target, tiles []Tile, plans []Plan) {
+	if pm == nil {
+		return
+	}
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if !pm.set {
+		pm.t, pm.set, pm.m = t, true, make(map[memoTile]Plan, len(tiles))
+	}
+	if pm.t != t {
+		return
+	}
+	for i, tile := range tiles {
+		if mt, ok := toMemoTile(tile); ok {
+			pm.m[mt] = plans[i]
+		}
+	}
+}
+
+// validTile checks a tile's arity and alignment against k.
+func (k *KernelInfo) validTile(tile Tile) error {
 	if len(tile) != len(k.Dims) {
-		return Plan{}, fmt.Errorf("%w: tile %s has %d dims, kernel has %d", ErrTileInvalid, tile, len(tile), len(k.Dims))
+		return fmt.Errorf("%w: tile %s has %d dims, kernel has %d", ErrTileInvalid, tile, len(tile), len(k.Dims))
 	}
 	for i, d := range k.Dims {
 		if tile[i] <= 0 || tile[i]%d.Align != 0 {
-			return Plan{}, fmt.Errorf("%w: tile %s: %s size %d is not a positive multiple of %d", ErrTileInvalid, tile, d.Name, tile[i], d.Align)
+			return fmt.Errorf("%w: tile %s: %s size %d is not a positive multiple of %d", ErrTileInvalid, tile, d.Name, tile[i], d.Align)
 		}
 	}
+	return nil
+}
+
+// plan computes the plan of a valid tile.
+func (k *KernelInfo) plan(tile Tile, t Target) Plan {
 	switch k.Kind {
 	case KindGEMM:
-		return k.planGEMM(tile, t), nil
+		return k.planGEMM(tile, t)
 	case KindReduce:
-		return k.planReduce(tile, t), nil
+		return k.planReduce(tile, t)
 	case KindLoop:
-		return k.planLoop(tile, t), nil
+		return k.planLoop(tile, t)
 	default:
-		return k.planOpaque(t), nil
+		return k.planOpaque(t)
 	}
 }
 
@@ -440,15 +522,18 @@ func (k *KernelInfo) tileOptions(t Target, f Flags) ([]Tile, []Plan) {
 	}
 	var out []Tile
 	var plans []Plan
+	defer func() { k.plans.put(t, out, plans) }()
 	idx := make([]int, len(cands))
 	for {
 		tile := make(Tile, len(cands))
 		for i, c := range cands {
 			tile[i] = c[idx[i]]
 		}
-		if p, err := k.PlanTile(tile, t); err == nil && p.Footprint(f) <= float64(t.VMEMBytes) {
-			out = append(out, tile)
-			plans = append(plans, p)
+		if k.validTile(tile) == nil {
+			if p := k.plan(tile, t); p.Footprint(f) <= float64(t.VMEMBytes) {
+				out = append(out, tile)
+				plans = append(plans, p)
+			}
 		}
 		i := len(idx) - 1
 		for i >= 0 {
@@ -505,9 +590,19 @@ func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
 // stays within VMEM/2 (room for the compiler's other buffers), then to the smaller
 // footprint, then to option order.
 func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
+	opts, best, err := k.TileChoices(t, f)
+	if err != nil {
+		return nil, err
+	}
+	return opts[best], nil
+}
+
+// TileChoices lists the valid tiles of k with flags f (as TileOptions) and the index of
+// the one BestAnalyticalTile picks, planning each tile once.
+func (k *KernelInfo) TileChoices(t Target, f Flags) ([]Tile, int, error) {
 	opts, plans := k.tileOptions(t, f)
 	if len(opts) == 0 {
-		return nil, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
+		return nil, 0, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
 	}
 	const tieTolerance = 1e-3 // relative; analytical estimates closer than this are ties
 	budget := float64(t.VMEMBytes) / 2
@@ -531,17 +626,18 @@ func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
 		return a.fp < b.fp
 	}
 	var best cand
+	bestIdx := 0
 	for i, tile := range opts {
 		p := plans[i]
 		c := cand{tile: tile, ns: k.analyticalPlan(p, t), steps: p.Steps, fp: p.Footprint(f)}
 		c.over = c.fp > budget
 		switch {
 		case i == 0, c.ns < best.ns*(1-tieTolerance):
-			best = c
+			best, bestIdx = c, i
 		case c.ns <= best.ns*(1+tieTolerance) && better(c, best):
 			c.ns = math.Min(c.ns, best.ns)
-			best = c
+			best, bestIdx = c, i
 		}
 	}
-	return best.tile, nil
+	return opts, bestIdx, nil
 }
