@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
+	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -13,14 +15,29 @@ import (
 const (
 	SplitRandom  = "random"  // by kernel: a hash of (seed, kernel key) decides
 	SplitProgram = "program" // held-out programs: no kernel of a test program is trained on
+	SplitFamily  = "family"  // held-out model families: no kernel of a test family is trained on
 )
+
+// SplitKinds lists the kinds of split.
+func SplitKinds() []string { return []string{SplitRandom, SplitProgram, SplitFamily} }
+
+// Family is the model family of a program: the zoo's family for zoo models; a program
+// from outside the zoo (an HLO file) is a family of its own.
+func Family(program string) string {
+	if m, err := zoo.Lookup(program); err == nil {
+		return m.Family
+	}
+	return program
+}
 
 // Split divides a dataset's rows into train and test, deterministically given its seed.
 type Split struct {
 	Kind         string
 	TestFraction float64
 	Seed         int64
-	HeldOut      []string // the held-out (test) programs of a program split, sorted
+	HeldOut      []string // the held-out (test) programs of a program or family split, sorted
+	// HeldOutFamilies are the held-out families of a family split, sorted.
+	HeldOutFamilies []string
 
 	heldOut  map[string]bool
 	testKeys map[string]bool        // program split: kernels occurring in a held-out program
@@ -33,7 +50,10 @@ type Split struct {
 // testFraction. Kind "program": max(1, round(testFraction·programs)) programs, never all of
 // them, are held out, chosen by a hash of (seed, program name); a row is in test when its
 // kernel occurs in any held-out program (by the dataset's occurrences) or it comes from
-// one, so that no kernel of a held-out program is trained on. testFraction must be in
+// one, so that no kernel of a held-out program is trained on. Kind "family": the same with
+// whole model families (Family) in place of programs — max(1, round(testFraction·families)),
+// never all, chosen by a hash of (seed, family) — so the test programs come from families
+// the model never saw (train on CNNs, test on transformers). testFraction must be in
 // (0, 1).
 func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split, error) {
 	if !(testFraction > 0 && testFraction < 1) {
@@ -50,20 +70,44 @@ func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split
 	}
 	slices.Sort(programs)
 	programs = slices.Compact(programs)
+	// heldOutOf picks max(1, round(testFraction·n)) of names, never all, by a hash of
+	// (seed, domain, name).
+	heldOutOf := func(domain string, names []string) []string {
+		n := max(1, int(math.Round(testFraction*float64(len(names)))))
+		n = min(n, len(names)-1)
+		ranked := slices.Clone(names)
+		slices.SortFunc(ranked, func(a, b string) int {
+			return cmp.Or(cmp.Compare(splitHash(seed, domain, a), splitHash(seed, domain, b)), cmp.Compare(a, b))
+		})
+		out := slices.Clone(ranked[:n])
+		slices.Sort(out)
+		return out
+	}
 	switch kind {
 	case SplitRandom:
-	case SplitProgram:
-		if len(programs) < 2 {
-			return nil, fmt.Errorf("dataset: a program split needs at least 2 programs, %s has %d", d.Dir, len(programs))
+	case SplitProgram, SplitFamily:
+		if kind == SplitProgram {
+			if len(programs) < 2 {
+				return nil, fmt.Errorf("dataset: a program split needs at least 2 programs, %s has %d", d.Dir, len(programs))
+			}
+			s.HeldOut = heldOutOf("program", programs)
+		} else {
+			var families []string
+			for _, p := range programs {
+				families = append(families, Family(p))
+			}
+			slices.Sort(families)
+			families = slices.Compact(families)
+			if len(families) < 2 {
+				return nil, fmt.Errorf("dataset: a family split needs programs of at least 2 model families, %s has %d (%v)", d.Dir, len(families), families)
+			}
+			s.HeldOutFamilies = heldOutOf("family", families)
+			for _, p := range programs {
+				if slices.Contains(s.HeldOutFamilies, Family(p)) {
+					s.HeldOut = append(s.HeldOut, p)
+				}
+			}
 		}
-		n := max(1, int(math.Round(testFraction*float64(len(programs)))))
-		n = min(n, len(programs)-1)
-		ranked := slices.Clone(programs)
-		slices.SortFunc(ranked, func(a, b string) int {
-			return cmp.Or(cmp.Compare(splitHash(seed, "program", a), splitHash(seed, "program", b)), cmp.Compare(a, b))
-		})
-		s.HeldOut = slices.Clone(ranked[:n])
-		slices.Sort(s.HeldOut)
 		for _, p := range s.HeldOut {
 			s.heldOut[p] = true
 		}
@@ -73,16 +117,16 @@ func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split
 			}
 		}
 	default:
-		return nil, fmt.Errorf("dataset: unknown split kind %q (want %s or %s)", kind, SplitRandom, SplitProgram)
+		return nil, fmt.Errorf("dataset: unknown split kind %q (want %s)", kind, strings.Join(SplitKinds(), ", "))
 	}
 	// The programs of each part: for a program split, the held-out programs and the rest;
 	// for a random split, the programs with at least one kernel in the part.
 	in := map[SplitPart]map[string]bool{Train: {}, Test: {}}
 	for _, o := range occ {
 		switch {
-		case kind == SplitProgram && s.heldOut[o.Program]:
+		case kind != SplitRandom && s.heldOut[o.Program]:
 			in[Test][o.Program] = true
-		case kind == SplitProgram:
+		case kind != SplitRandom:
 			in[Train][o.Program] = true
 		case s.isTest(o.KernelKey, o.Program):
 			in[Test][o.Program] = true
@@ -107,7 +151,7 @@ func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split
 func (s *Split) IsTest(r *Row) bool { return s.isTest(r.KernelKey, r.Program) }
 
 func (s *Split) isTest(key, program string) bool {
-	if s.Kind == SplitProgram {
+	if s.Kind != SplitRandom {
 		return s.testKeys[key] || s.heldOut[program]
 	}
 	return stablehash.Unit(splitHash(s.Seed, "kernel", key)) < s.TestFraction

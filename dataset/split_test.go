@@ -147,3 +147,65 @@ func TestSplitHashIsFrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilySplit holds out whole model families: every program of a held-out family is
+// in test with all its kernels, no program of a training family is, and programs outside
+// the zoo are families of their own.
+func TestFamilySplit(t *testing.T) {
+	// 12 zoo programs of 4 families (3 each), named onto the synthetic units.
+	zooNames := []string{
+		"resnet18_b1", "resnet50_b32", "resnet34_b8",
+		"bert_tiny_s128_b32", "bert_base_s128_b8", "bert_mini_s128_b16",
+		"mlp_96x2_b1", "mlp_768x3_b8", "mlp_1000x4_b64",
+		"gpt2_tiny_s128_b8", "gpt2_small_s128_b8", "gpt2_medium_s256_b2",
+	}
+	units := testUnits(11, 300, 12, 400)
+	for i := range units {
+		var p int
+		fmt.Sscanf(units[i].program, "prog%d", &p)
+		units[i].program = zooNames[p]
+	}
+	dir := t.TempDir()
+	writeShard(t, dir, FormatArrow, memory.DefaultAllocator, rowGen{task: TaskTile, maxNodes: 3, configs: 2}, units, 0, 1, 50)
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSplit(d, SplitFamily, 0.25, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.HeldOutFamilies) != 1 || len(s.HeldOut) != 3 {
+		t.Fatalf("held out families %v programs %v: want 1 family (round(0.25·4)) of 3 programs", s.HeldOutFamilies, s.HeldOut)
+	}
+	for _, p := range zooNames {
+		held := slices.Contains(s.HeldOut, p)
+		if held != (Family(p) == s.HeldOutFamilies[0]) {
+			t.Errorf("program %s (family %s): held out %v, held-out family %s", p, Family(p), held, s.HeldOutFamilies[0])
+		}
+	}
+	occ, _ := d.Occurrences()
+	test := map[string]bool{}
+	for _, k := range keysOf(t, d, s, Test) {
+		test[k] = true
+	}
+	for _, o := range occ {
+		if slices.Contains(s.HeldOut, o.Program) && !test[o.KernelKey] {
+			t.Errorf("kernel %s of held-out program %s is in train", o.KernelKey, o.Program)
+		}
+	}
+	if Family("my_dump.hlo") != "my_dump.hlo" {
+		t.Error("a program outside the zoo must be its own family")
+	}
+	// The synthetic dataset's programs are outside the zoo: one family each, so a family
+	// split there equals a program split.
+	sd := splitDataset(t)
+	fs, err := NewSplit(sd, SplitFamily, 0.25, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := NewSplit(sd, SplitProgram, 0.25, 42)
+	if len(fs.HeldOut) != len(ps.HeldOut) {
+		t.Errorf("family split of single-program families holds out %d programs, program split %d", len(fs.HeldOut), len(ps.HeldOut))
+	}
+}

@@ -121,3 +121,19 @@ func float32Bytes(v []float32) []byte {
 	}
 	return b
 }
+
+// TestPaperSetIsRawTileAndFlags: the paper set is exactly the raw tile and flag features,
+// a prefix of the stored vector, and reads nothing of the plan.
+func TestPaperSetIsRawTileAndFlags(t *testing.T) {
+	want := []string{"tile0_log", "tile0_fraction", "blocks0_log", "tile1_log", "tile1_fraction", "blocks1_log",
+		"tile2_log", "tile2_fraction", "blocks2_log", "double_buffer", "pipeline_depth", "unroll_log"}
+	if got := ConfigPaper.Names(); !slices.Equal(got, want) {
+		t.Errorf("paper features %v, want %v", got, want)
+	}
+	if got := ConfigPlan.Names(); len(got) != ConfigWidth {
+		t.Errorf("plan set has %d features, want all %d", len(got), ConfigWidth)
+	}
+	if _, err := ParseConfigSet("oracle"); err == nil {
+		t.Error("unknown feature set accepted")
+	}
+}

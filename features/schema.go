@@ -6,6 +6,8 @@
 package features
 
 import (
+	"fmt"
+
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
@@ -81,3 +83,50 @@ const (
 	KernelWidth = 34
 	ConfigWidth = 31
 )
+
+// ConfigSet names which configuration features a model reads. The stored vectors (in
+// datasets, from Config) always hold every feature; a set is a prefix of them.
+type ConfigSet string
+
+// The configuration feature sets.
+const (
+	// ConfigPaper is what the MLSys 2021 model had: the raw tile (per tiled dimension its
+	// log2 size, its size relative to the dimension and the blocks along it — arithmetic
+	// on the tile and the kernel's shape) and the raw flags. Nothing from the cost
+	// package's plan, which on our simulator is close to the answer and on real hardware
+	// nobody has.
+	ConfigPaper ConfigSet = "paper"
+	// ConfigPlan adds what the tile implies statically (the plan: steps, bytes per step,
+	// VMEM footprint, MXU passes, vector work, edge waste).
+	ConfigPlan ConfigSet = "plan"
+)
+
+// PaperConfigWidth is the width of ConfigPaper: 3 tiled dimensions × 3 + 3 flags.
+const PaperConfigWidth = 12
+
+// ConfigSets lists the sets, the default first.
+func ConfigSets() []ConfigSet { return []ConfigSet{ConfigPaper, ConfigPlan} }
+
+// ParseConfigSet returns the set named s.
+func ParseConfigSet(s string) (ConfigSet, error) {
+	for _, c := range ConfigSets() {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("unknown feature set %q (want paper or plan)", s)
+}
+
+// Width is the number of configuration features of the set (0 for an unknown set).
+func (c ConfigSet) Width() int {
+	switch c {
+	case ConfigPaper:
+		return PaperConfigWidth
+	case ConfigPlan:
+		return ConfigWidth
+	}
+	return 0
+}
+
+// Names lists the set's feature names (a prefix of the schema's Config names).
+func (c ConfigSet) Names() []string { return configNames()[:c.Width()] }

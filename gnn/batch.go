@@ -33,9 +33,11 @@ func (k *kernel) maxDegrees() (in, out int) {
 	return in, out
 }
 
-// prepareKernel normalizes a kernel's graph and config features with st and builds its
-// capped neighbour lists. The result shares nothing with the inputs.
-func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, maxDegree int) (*kernel, error) {
+// prepareKernel normalizes a kernel's graph and config features with st, keeps the first
+// configWidth config features (the model's feature set; sets are prefixes of the stored
+// vectors) and builds its capped neighbour lists. The result shares nothing with the
+// inputs.
+func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, maxDegree, configWidth int) (*kernel, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, m
 		}
 		nc := make([]float32, len(c))
 		st.Config.Apply(nc, c)
-		k.cf = append(k.cf, nc)
+		k.cf = append(k.cf, nc[:configWidth:configWidth])
 	}
 	ins := make([][]int32, n)
 	outs := make([][]int32, n)

@@ -114,7 +114,12 @@ type Config struct {
 	// MaxDegree caps the neighbours aggregated per node and direction.
 	MaxDegree int `json:"max_degree"`
 
-	// Input widths, from the feature schema the model was built for.
+	// Features is the configuration feature set the model reads (features.ConfigPaper or
+	// ConfigPlan); checkpoints from before the field read every feature ("plan").
+	Features features.ConfigSet `json:"features,omitempty"`
+
+	// Input widths, from the feature schema the model was built for; ConfigWidth is the
+	// width of the Features set.
 	Vocab       int `json:"vocab"`
 	NodeWidth   int `json:"node_width"`
 	KernelWidth int `json:"kernel_width"`
@@ -122,14 +127,30 @@ type Config struct {
 }
 
 // DefaultConfig is the paper's and the TpuGraphs baseline's size: 3 GraphSAGE layers of
-// width 64, a 64-64 head, mean and max reductions, for the current feature schema.
+// width 64, a 64-64 head, mean and max reductions, for the current feature schema, reading
+// the paper's configuration features (the raw tile and flags).
 func DefaultConfig() Config {
 	s := features.CurrentSchema()
 	return Config{
 		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []Reduction{ReduceMean, ReduceMax}, Head: []int{64, 64},
-		L2Norm: true, MaxDegree: 8,
-		Vocab: len(s.Vocab), NodeWidth: features.NodeWidth, KernelWidth: features.KernelWidth, ConfigWidth: features.ConfigWidth,
+		L2Norm: true, MaxDegree: 8, Features: features.ConfigPaper,
+		Vocab: len(s.Vocab), NodeWidth: features.NodeWidth, KernelWidth: features.KernelWidth, ConfigWidth: features.PaperConfigWidth,
 	}
+}
+
+// WithFeatures returns c reading configuration feature set f.
+func (c Config) WithFeatures(f features.ConfigSet) Config {
+	c.Features, c.ConfigWidth = f, f.Width()
+	return c
+}
+
+// FeatureSet is the configuration feature set the model reads ("plan" for checkpoints
+// from before feature sets).
+func (c Config) FeatureSet() features.ConfigSet {
+	if c.Features == "" {
+		return features.ConfigPlan
+	}
+	return c.Features
 }
 
 // ParseReductions parses a comma-separated list such as "mean,max".
@@ -194,9 +215,13 @@ func (c Config) Validate() error {
 // matchesSchema checks that c's input widths are those of the current feature schema.
 func (c Config) matchesSchema() error {
 	s := features.CurrentSchema()
-	if c.Vocab != len(s.Vocab) || c.NodeWidth != features.NodeWidth || c.KernelWidth != features.KernelWidth || c.ConfigWidth != features.ConfigWidth {
-		return fmt.Errorf("model input widths (vocab %d, node %d, kernel %d, config %d) differ from feature schema %d (vocab %d, node %d, kernel %d, config %d)",
-			c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth, features.SchemaVersion, len(s.Vocab), features.NodeWidth, features.KernelWidth, features.ConfigWidth)
+	set := c.FeatureSet()
+	if set.Width() == 0 {
+		return fmt.Errorf("model reads unknown configuration feature set %q (want paper or plan)", set)
+	}
+	if c.Vocab != len(s.Vocab) || c.NodeWidth != features.NodeWidth || c.KernelWidth != features.KernelWidth || c.ConfigWidth != set.Width() {
+		return fmt.Errorf("model input widths (vocab %d, node %d, kernel %d, config %d) differ from feature schema %d with the %s config set (vocab %d, node %d, kernel %d, config %d)",
+			c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth, features.SchemaVersion, set, len(s.Vocab), features.NodeWidth, features.KernelWidth, set.Width())
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ import (
 // DataOptions select a dataset directory's rows for training.
 type DataOptions struct {
 	Dir string
-	// Split is "random" (by kernel, the default) or "program" (held-out programs).
+	// Split is "random" (by kernel, the default), "program" (held-out programs) or
+	// "family" (held-out model families).
 	Split string
 	// TestFraction is held out for evaluation (dataset.NewSplit's Test part), never
 	// trained or validated on (default 0.2).
@@ -127,12 +128,12 @@ func (c ConcatSource) Rows(fn func(*dataset.Row) error) error {
 	return nil
 }
 
-// valHoldout returns the validation predicate: for a program split, rows of
+// valHoldout returns the validation predicate: for a program or family split, rows of
 // max(1, round(ValFraction·n)) of the n training programs (ranked by a hash of the seed
 // and the name; never all of them); otherwise (or with a single program) rows whose
 // kernel key hashes below ValFraction.
 func valHoldout(opts DataOptions, programs []string) func(*dataset.Row) bool {
-	if opts.Split == dataset.SplitProgram && len(programs) >= 2 {
+	if opts.Split != dataset.SplitRandom && len(programs) >= 2 {
 		n := min(max(1, int(math.Round(opts.ValFraction*float64(len(programs))))), len(programs)-1)
 		ranked := slices.Clone(programs)
 		slices.SortFunc(ranked, func(a, b string) int {

@@ -223,7 +223,7 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 	if len(r.ConfigFeats) != len(r.RuntimesNs) && len(r.RuntimesNs) != 0 {
 		return nil, fmt.Errorf("row %s/%s has %d config vectors and %d runtimes", r.Program, r.KernelName, len(r.ConfigFeats), len(r.RuntimesNs))
 	}
-	k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree)
+	k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree, m.Config.ConfigWidth)
 	if err != nil {
 		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 	}

@@ -125,7 +125,7 @@ func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
 			continue
 		}
 		g := features.OfKernel(r.Kernel, p.target)
-		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config.MaxDegree)
+		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config.MaxDegree, p.m.Config.ConfigWidth)
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
 		}

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
 )
 
 func TestRankLossHandComputed(t *testing.T) {
@@ -230,5 +232,46 @@ func TestLoadRefusesOtherFeatureSchema(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "weights-e0000.bin"), []byte("TPCGNN\x00\x01garbage"), 0o644)
 	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("corrupt weights: %v", err)
+	}
+}
+
+// TestPaperModelReadsNoPlanFeature: a model on the paper feature set sees the same inputs
+// whatever the stored plan features (columns PaperConfigWidth and after) hold, and a
+// checkpoint from before feature sets (no "features" field) reads every feature.
+func TestPaperModelReadsNoPlanFeature(t *testing.T) {
+	train, _ := trainRows(t)
+	m := testModel(t, tinyConfig().WithFeatures(features.ConfigPaper), dataset.TaskTile, LossRankHinge, train, 1)
+	row := train[0]
+	before, err := m.prepare(&row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrambled := row
+	scrambled.ConfigFeats = nil
+	for _, c := range row.ConfigFeats {
+		c = slices.Clone(c)
+		for j := features.PaperConfigWidth; j < len(c); j++ {
+			c[j] = float32(j) * 1e3
+		}
+		scrambled.ConfigFeats = append(scrambled.ConfigFeats, c)
+	}
+	after, err := m.prepare(&scrambled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before.cf {
+		if len(before.cf[i]) != features.PaperConfigWidth || !slices.Equal(before.cf[i], after.cf[i]) {
+			t.Fatalf("config %d: the paper model's inputs depend on plan features (%d wide)", i, len(before.cf[i]))
+		}
+	}
+	legacy := tinyConfig()
+	legacy.Features, legacy.ConfigWidth = "", features.ConfigWidth
+	if legacy.FeatureSet() != features.ConfigPlan || legacy.matchesSchema() != nil {
+		t.Errorf("a checkpoint without a feature set must read the plan set: %v", legacy.matchesSchema())
+	}
+	bad := tinyConfig()
+	bad.Features = "oracle"
+	if bad.matchesSchema() == nil {
+		t.Error("an unknown feature set was accepted")
 	}
 }

@@ -46,14 +46,16 @@ type ProgramRow struct {
 // Report is the evaluation of a learned model against the analytical baseline on the
 // same rows.
 type Report struct {
-	Task       dataset.Task `json:"task"`
-	Split      string       `json:"split"`
-	Kernels    int          `json:"kernels"`
-	Samples    int          `json:"samples"`
-	Programs   int          `json:"programs"`
-	Learned    Metrics      `json:"learned"`
-	Analytical Metrics      `json:"analytical"`
-	PerProgram []ProgramRow `json:"per_program"`
+	Task  dataset.Task `json:"task"`
+	Split string       `json:"split"`
+	// HeldOutFamilies are the test families of a family split.
+	HeldOutFamilies []string     `json:"held_out_families,omitempty"`
+	Kernels         int          `json:"kernels"`
+	Samples         int          `json:"samples"`
+	Programs        int          `json:"programs"`
+	Learned         Metrics      `json:"learned"`
+	Analytical      Metrics      `json:"analytical"`
+	PerProgram      []ProgramRow `json:"per_program"`
 
 	// Pairs for plots (absolute: one per kernel; relative: one per config), capped.
 	Points []Point `json:"-"`
@@ -84,6 +86,7 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Repor
 	if split != nil {
 		part = dataset.Test
 		rep.Split = split.Kind
+		rep.HeldOutFamilies = split.HeldOutFamilies
 	}
 	kernels := map[string]*kernelData{}
 	var buf []*dataset.Row

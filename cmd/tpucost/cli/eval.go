@@ -29,7 +29,7 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.ModelDir, "model", "", "model checkpoint directory (tpucost train --out)")
 	f.StringVar(&o.DataDir, "data", "", "dataset directory (default: the one the model was trained on)")
-	f.StringVar(&o.Split, "split", "", "random or program; must be the model's training split (default: it)")
+	f.StringVar(&o.Split, "split", "", "random, program or family; must be the model's training split (default: it)")
 	f.StringVar(&o.PlotsDir, "plots", "", "write PNG plots into this directory")
 	cmd.MarkFlagRequired("model")
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn"
 )
 
@@ -34,6 +35,7 @@ type TrainOptions struct {
 	Layers       int
 	Hidden       int
 	Reduce       string
+	Features     string
 	Resume       bool
 	NoBucketing  bool
 }
@@ -63,7 +65,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
 	f.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for initialization, shuffling and config sampling")
-	f.StringVar(&o.Split, "split", dataset.SplitRandom, "train/test split: random (by kernel) or program (held-out programs)")
+	f.StringVar(&o.Split, "split", dataset.SplitRandom, "train/test split: random (by kernel), program (held-out programs) or family (held-out model families, e.g. train on CNNs, test on transformers)")
 	f.Float64Var(&o.TestFraction, "test-fraction", 0.2, "fraction held out for evaluation")
 	f.Float64Var(&o.ValFraction, "val-fraction", 0.1, "fraction of the training part used for validation")
 	f.Int64Var(&o.SplitSeed, "split-seed", 1, "seed of the split (use the same with tpucost eval)")
@@ -71,6 +73,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Layers, "layers", 3, "GraphSAGE layers")
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
+	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (its model, loss and settings are kept; --epochs may be raised)")
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
@@ -121,6 +124,11 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--reduce: %w", err)
 	}
 	cfg.Reduce = red
+	set, err := features.ParseConfigSet(o.Features)
+	if err != nil {
+		return fmt.Errorf("--features: %w", err)
+	}
+	cfg = cfg.WithFeatures(set)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
