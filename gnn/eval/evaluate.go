@@ -32,6 +32,11 @@ type Metrics struct {
 	// Kendall's tau-b: per kernel over its configs, averaged (relative tasks); over
 	// kernels (absolute tasks).
 	KendallTau float64 `json:"kendall_tau"`
+	// OPA is the TpuGraphs ordered pair accuracy, over the same pairs as KendallTau.
+	OPA *float64 `json:"opa,omitempty"`
+	// TileScore is the TpuGraphs leaderboard's tile score, 1 − mean slowdown@5 (relative
+	// tasks).
+	TileScore *float64 `json:"tpugraphs_tile_score,omitempty"`
 }
 
 // ProgramRow is one program's line of the per-program table.
@@ -165,11 +170,17 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Repor
 func ptr(x float64) *float64 { return &x }
 
 func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, occ []dataset.Occurrence) error {
-	var tauL, tauA float64
-	nTau := 0
+	var tauL, tauA, opaL, opaA float64
+	nTau, nOPA := 0, 0
 	slow := map[int][2]float64{1: {}, 5: {}, 10: {}}
 	for _, key := range keys {
 		kd := kernels[key]
+		if ol, err := metric.OPA(kd.learned, kd.truth); err == nil {
+			oa, _ := metric.OPA(kd.analytical, kd.truth)
+			opaL += ol
+			opaA += oa
+			nOPA++
+		}
 		if len(kd.truth) >= 2 {
 			tl, err := metric.KendallTau(kd.learned, kd.truth)
 			if err != nil {
@@ -205,6 +216,11 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 	if nTau > 0 {
 		rep.Learned.KendallTau, rep.Analytical.KendallTau = tauL/float64(nTau), tauA/float64(nTau)
 	}
+	if nOPA > 0 {
+		rep.Learned.OPA, rep.Analytical.OPA = ptr(opaL/float64(nOPA)), ptr(opaA/float64(nOPA))
+	}
+	rep.Learned.TileScore = ptr(1 - rep.Learned.SlowdownAt["5"])
+	rep.Analytical.TileScore = ptr(1 - rep.Analytical.SlowdownAt["5"])
 	// Per program: the default-compile units.
 	type prog struct {
 		kl, ka []metric.Kernel
@@ -281,6 +297,9 @@ func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, oc
 				return err
 			}
 			m.KendallTau = tau
+			if opa, err := metric.OPA(pred, truth); err == nil {
+				m.OPA = ptr(opa)
+			}
 		}
 		return nil
 	}

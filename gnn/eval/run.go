@@ -139,16 +139,16 @@ func (res *Result) WriteSummary(w io.Writer) error {
 		m    Metrics
 	}{{"learned", r.Learned}, {"analytical", r.Analytical}}
 	if r.Task.Relative() {
-		fmt.Fprintln(tw, "MODEL\tAPE %\tKENDALL TAU\tSLOWDOWN@1\tSLOWDOWN@5\tSLOWDOWN@10")
+		fmt.Fprintln(tw, "MODEL\tAPE %\tKENDALL TAU\tOPA\tSLOWDOWN@1\tSLOWDOWN@5\tSLOWDOWN@10\tTILE SCORE")
 		for _, m := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.4f\t%.4f\t%.4f\n", m.name, fmtOpt(m.m.APE, "%.2f"), m.m.KendallTau,
-				m.m.SlowdownAt["1"], m.m.SlowdownAt["5"], m.m.SlowdownAt["10"])
+			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.4f\t%.4f\t%.4f\t%s\n", m.name, fmtOpt(m.m.APE, "%.2f"), m.m.KendallTau, fmtOpt(m.m.OPA, "%.3f"),
+				m.m.SlowdownAt["1"], m.m.SlowdownAt["5"], m.m.SlowdownAt["10"], fmtOpt(m.m.TileScore, "%.4f"))
 		}
 	} else {
-		fmt.Fprintln(tw, "MODEL\tMAPE %\tMAPE >=5us\tMAPE <5us\tKENDALL TAU\tPROGRAM MAPE %\tPROGRAM TAU")
+		fmt.Fprintln(tw, "MODEL\tMAPE %\tMAPE >=5us\tMAPE <5us\tKENDALL TAU\tOPA\tPROGRAM MAPE %\tPROGRAM TAU")
 		for _, m := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n", m.name, fmtOpt(m.m.MAPE, "%.2f"), fmtOpt(m.m.MAPEGE5us, "%.2f"),
-				fmtOpt(m.m.MAPELT5us, "%.2f"), m.m.KendallTau, fmtOpt(m.m.ProgramMAPE, "%.2f"), fmtOpt(m.m.ProgramTau, "%.3f"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\n", m.name, fmtOpt(m.m.MAPE, "%.2f"), fmtOpt(m.m.MAPEGE5us, "%.2f"),
+				fmtOpt(m.m.MAPELT5us, "%.2f"), m.m.KendallTau, fmtOpt(m.m.OPA, "%.3f"), fmtOpt(m.m.ProgramMAPE, "%.2f"), fmtOpt(m.m.ProgramTau, "%.3f"))
 		}
 	}
 	if err := tw.Flush(); err != nil {

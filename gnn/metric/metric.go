@@ -204,3 +204,46 @@ func mean(sum float64, n int) float64 {
 	}
 	return sum / float64(n)
 }
+
+// OPA is the ordered pair accuracy of the TpuGraphs layout baseline: over the pairs whose
+// true values differ, the fraction the prediction orders the same way,
+// Σ_{i,j} [y_i > y_j]·[ŷ_i > ŷ_j] / Σ_{i,j} [y_i > y_j] (a tie in the prediction is a
+// miss). It is an error for fewer than two values or when every true value is equal.
+func OPA(pred, truth []float64) (float64, error) {
+	if len(pred) != len(truth) {
+		return 0, fmt.Errorf("%d predictions, %d true values", len(pred), len(truth))
+	}
+	var hit, all float64
+	for i := range truth {
+		for j := range truth {
+			if truth[i] > truth[j] {
+				all++
+				if pred[i] > pred[j] {
+					hit++
+				}
+			}
+		}
+	}
+	if all == 0 {
+		return 0, errors.New("OPA needs two different true values")
+	}
+	return hit / all, nil
+}
+
+// TileScore is the TpuGraphs leaderboard's tile score over kernels: 1 − the mean
+// slowdown@5 (SlowdownAtK with K = 5), so 1 is a model whose top five always hold the best
+// config.
+func TileScore(kernels []Kernel) (float64, error) {
+	if len(kernels) == 0 {
+		return 0, errors.New("tile score of no kernels")
+	}
+	var s float64
+	for i, k := range kernels {
+		x, err := SlowdownAtK(k, 5)
+		if err != nil {
+			return 0, fmt.Errorf("kernel %d: %w", i, err)
+		}
+		s += x
+	}
+	return 1 - s/float64(len(kernels)), nil
+}

@@ -105,3 +105,24 @@ func TestMAPE(t *testing.T) {
 		t.Errorf("zero runtime: %v", err)
 	}
 }
+
+func TestOPAAndTileScore(t *testing.T) {
+	// Hand-computed: truth 1 < 2 < 3; the prediction orders (1,2) and (1,3) right and ties
+	// (2,3): 2 of 3 pairs.
+	if got, err := OPA([]float64{0, 5, 5}, []float64{1, 2, 3}); err != nil || !near(got, 2.0/3) {
+		t.Errorf("OPA = %v, %v; want 2/3", got, err)
+	}
+	if got, _ := OPA([]float64{3, 2, 1}, []float64{1, 2, 3}); got != 0 {
+		t.Errorf("reversed OPA = %v, want 0", got)
+	}
+	if _, err := OPA([]float64{1, 2}, []float64{4, 4}); err == nil {
+		t.Error("OPA of equal true values accepted")
+	}
+	// Kernel A: the best config (10) is predicted 6th, the best of the top five is 12:
+	// slowdown 0.2. Kernel B: best predicted first: 0. Score 1 − 0.1.
+	a := Kernel{True: []float64{12, 13, 14, 15, 16, 10}, Pred: []float64{1, 2, 3, 4, 5, 6}}
+	b := Kernel{True: []float64{7, 9}, Pred: []float64{0, 1}}
+	if got, err := TileScore([]Kernel{a, b}); err != nil || !near(got, 0.9) {
+		t.Errorf("TileScore = %v, %v; want 0.9", got, err)
+	}
+}
