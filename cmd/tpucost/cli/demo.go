@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/internal/demo"
+	"github.com/tpucost/tpucost/demo"
 )
 
 // DemoOptions are the options of `tpucost demo`.

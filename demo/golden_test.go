@@ -48,7 +48,7 @@ func TestGolden(t *testing.T) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/demo -run TestGolden -update to record)", err)
+		t.Fatalf("%v (run go test ./demo -run TestGolden -update to record)", err)
 	}
 	var want map[string]string
 	if err := json.Unmarshal(b, &want); err != nil {
