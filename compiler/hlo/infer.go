@@ -10,7 +10,21 @@ import (
 // dynamic-slice, custom-call, rng, ...), and for the result element type of convert-like
 // ops, it takes them from in.Shape after checking that they are consistent with the
 // operands. The returned shape carries no layout; callers compare with Compatible.
+//
+// Every shape it returns passes CheckSize: a derived shape larger than MaxArrayBytes (a
+// concatenation, pad or dot of huge operands) is an error, never an overflowed size.
 func InferShape(in *Instruction) (Shape, error) {
+	s, err := inferShape(in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if err := s.CheckSize(); err != nil {
+		return Shape{}, fmt.Errorf("%s result: %w", in.Opcode, err)
+	}
+	return s, nil
+}
+
+func inferShape(in *Instruction) (Shape, error) {
 	info := in.Info()
 	if in.Opcode == OpInvalid || in.Opcode >= numOpcodes {
 		return Shape{}, fmt.Errorf("invalid opcode")
@@ -148,8 +162,14 @@ func InferShape(in *Instruction) (Shape, error) {
 			if p.Interior < 0 {
 				return Shape{}, fmt.Errorf("negative interior padding in dimension %d", i)
 			}
+			if !inLimit(p.Interior, p.Lo, p.Hi) {
+				return Shape{}, fmt.Errorf("padding %d_%d_%d in dimension %d exceeds the size limit of 2^40", p.Lo, p.Hi, p.Interior, i)
+			}
 			n := s.Dims[i]
 			if n > 0 {
+				if p.Interior > 0 && n-1 > (1<<62)/p.Interior {
+					return Shape{}, fmt.Errorf("interior padding %d of a dimension of size %d exceeds the size limit", p.Interior, n)
+				}
 				n += (n - 1) * p.Interior
 			}
 			dims[i] = n + p.Lo + p.Hi
@@ -344,12 +364,18 @@ func inferReduceWindow(in *Instruction) (Shape, error) {
 
 // windowOut is the output size of one windowed dimension.
 func windowOut(in int, w WindowDim) (int, error) {
+	if !inLimit(w.Size, w.Stride, w.PadLo, w.PadHi, w.LhsDilate, w.RhsDilate) {
+		return 0, fmt.Errorf("window %+v exceeds the size limit of 2^40", w)
+	}
 	ld, rd, st := max(w.LhsDilate, 1), max(w.RhsDilate, 1), max(w.Stride, 1)
 	padded := w.PadLo + w.PadHi
 	if in > 0 {
+		if in-1 > (1<<62)/ld {
+			return 0, fmt.Errorf("base dilation %d of a dimension of size %d exceeds the size limit", ld, in)
+		}
 		padded += (in-1)*ld + 1
 	}
-	win := (max(w.Size, 1)-1)*rd + 1
+	win := (max(w.Size, 1)-1)*rd + 1 // both at most 2^40: no overflow
 	if padded < win {
 		return 0, fmt.Errorf("window of size %d does not fit the padded input of size %d", win, padded)
 	}
@@ -525,4 +551,15 @@ func KeptDims(rank int, reduced []int) []int {
 		}
 	}
 	return kept
+}
+
+// inLimit reports whether every |x| is at most MaxArrayBytes, so that products of two
+// such values with a dimension size (also bounded by it) cannot overflow int64.
+func inLimit(xs ...int) bool {
+	for _, x := range xs {
+		if int64(x) > MaxArrayBytes || int64(x) < -MaxArrayBytes {
+			return false
+		}
+	}
+	return true
 }

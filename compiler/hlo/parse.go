@@ -618,13 +618,25 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 	}
 	p.off++
 	dims := []int{}
+	var dynamic []bool
 	if !p.accept(']') {
 		for {
+			p.skipSpace()
+			dyn := bytes.HasPrefix(p.src[p.off:], []byte("<="))
+			if dyn {
+				p.off += 2
+				if dynamic == nil {
+					dynamic = make([]bool, len(dims), len(dims)+1)
+				}
+			}
 			d, _, err := p.integer("dimension size", false)
 			if err != nil {
 				return Shape{}, err
 			}
 			dims = append(dims, d)
+			if dynamic != nil {
+				dynamic = append(dynamic, dyn)
+			}
 			if p.accept(',') {
 				continue
 			}
@@ -634,11 +646,14 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 			return Shape{}, p.errAt(p.off, "expected ',' or ']' in shape dimensions, found %s", p.found())
 		}
 	}
-	if t == Token && len(dims) > 0 {
-		return Shape{}, p.errAt(start, "expected token[], found token with dimensions")
+	if (t == Token || t == Opaque) && len(dims) > 0 {
+		return Shape{}, p.errAt(start, "expected %s[], found %s with dimensions", t, t)
 	}
-	s := Shape{Elem: t, Dims: dims}
-	if t != Token && p.off < len(p.src) && p.src[p.off] == '{' && (!sigResult || p.layoutAhead()) {
+	s := Shape{Elem: t, Dims: dims, Dynamic: dynamic}
+	if err := s.CheckSize(); err != nil {
+		return Shape{}, p.newErr(start, err, "%v", err)
+	}
+	if t != Token && t != Opaque && p.off < len(p.src) && p.src[p.off] == '{' && (!sigResult || p.layoutAhead()) {
 		l, err := p.layout(s)
 		if err != nil {
 			return Shape{}, err
