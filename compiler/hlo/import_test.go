@@ -119,3 +119,83 @@ func TestDynamicDimensions(t *testing.T) {
 	}
 	roundTrip(t, m)
 }
+
+// The same instruction name in two computations is legal; within one it is not.
+func TestNamesScopedPerComputation(t *testing.T) {
+	src := "HloModule m\nf {\n  p0 = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p0)\n}\nENTRY e {\n  p0 = f32[2] parameter(0)\n  ROOT n = f32[2] call(p0), to_apply=f\n}\n"
+	m := mustParse(t, src)
+	if m.Entry.Root.Operands[0] != m.Entry.Lookup("p0") || m.Computation("f").Lookup("p0") == m.Entry.Lookup("p0") {
+		t.Errorf("operands resolved across computations")
+	}
+	roundTrip(t, m)
+	pe := parseErr(t, "HloModule m\nENTRY e {\n  p0 = f32[2] parameter(0)\n  p0 = f32[2] parameter(1)\n  ROOT n = f32[2] add(p0, p0)\n}\n")
+	if pe.Line != 4 || pe.Col != 3 || !strings.Contains(pe.Msg, `duplicate instruction name "p0" in computation "e"`) {
+		t.Errorf("error %v", pe)
+	}
+}
+
+const stackFrameHeader = `HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+FileNames
+1 "a.py"
+2 "<embedded module '_launcher'>"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=6 end_line=6 column=11 end_column=20}
+2 {file_name_id=2 function_name_id=1 line=7 end_line=7 column=1 end_column=2}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=0}
+2 {file_location_id=2 parent_frame_id=1}
+
+ENTRY main {
+  p = f32[2]{0} parameter(0), metadata={op_name="x" stack_frame_id=2}
+  ROOT n = f32[2]{0} negate(p), metadata={op_name="y" stack_frame_id=1}
+}
+`
+
+// JAX's stack-frame tables are read into the module, never taken for computations, and
+// print back.
+func TestStackFrameTables(t *testing.T) {
+	m := mustParse(t, stackFrameHeader)
+	sf := m.StackFrames
+	if len(m.Computations) != 1 || sf == nil || len(sf.FileNames) != 2 || sf.FileNames[1] != "<embedded module '_launcher'>" ||
+		len(sf.FunctionNames) != 1 || len(sf.FileLocations) != 2 || sf.FileLocations[1].Line != 7 ||
+		len(sf.StackFrames) != 2 || sf.StackFrames[1] != (StackFrame{FileLocationID: 2, ParentFrameID: 1}) {
+		t.Fatalf("stack frames %+v, %d computations", sf, len(m.Computations))
+	}
+	text := roundTrip(t, m)
+	if !strings.Contains(text, "\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}\n") {
+		t.Errorf("printed tables missing:\n%s", text)
+	}
+	bad := strings.Replace(stackFrameHeader, "2 {file_location_id=2", "3 {file_location_id=2", 1)
+	if pe := parseErr(t, bad); !strings.Contains(pe.Msg, "expected id 2 in the StackFrames table, found 3") {
+		t.Errorf("error %v", pe)
+	}
+	bad = strings.Replace(stackFrameHeader, "line=7", "lime=7", 1)
+	if pe := parseErr(t, bad); !strings.Contains(pe.Msg, `unexpected or repeated field "lime"`) {
+		t.Errorf("error %v", pe)
+	}
+	// A computation may be called like a table.
+	mustParse(t, "HloModule m\nFileNames {\n  ROOT p = f32[] parameter(0)\n}\n")
+}
+
+// Older and terser forms XLA accepts: "HloModule name:", no ENTRY (the last
+// computation), no ROOT (the last instruction), result shapes left to inference.
+func TestTerseForms(t *testing.T) {
+	m := mustParse(t, "HloModule conv.1:\n\nf {\n  a = f32[2] parameter(0)\n}\n\ne {\n  p0 = f64[3] parameter(0)\n  p1 = f64[3] parameter(1)\n  out = add(p0, p1)\n  t = tuple(out, p0)\n  g = get-tuple-element(t), index=1\n}\n")
+	if m.Name != "conv.1" || m.Entry.Name != "e" || m.Entry.Root.Name != "g" || m.Computation("f").Root.Name != "a" {
+		t.Fatalf("name %q entry %q root %q", m.Name, m.Entry.Name, m.Entry.Root.Name)
+	}
+	if got := m.Entry.Lookup("t").Shape.StringNoLayout(); got != "(f64[3], f64[3])" {
+		t.Errorf("inferred tuple shape %s", got)
+	}
+	roundTrip(t, m)
+	pe := parseErr(t, "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = broadcast(a), dimensions={0}\n}\n")
+	if pe.Line != 4 || pe.Col != 12 || !strings.Contains(pe.Msg, "expected the result shape of %b (broadcast)") {
+		t.Errorf("error %v", pe)
+	}
+}

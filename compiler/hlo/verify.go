@@ -6,8 +6,8 @@ import (
 )
 
 // Verify checks that m is well formed: every computation has exactly one root among its
-// instructions; every operand is defined earlier in the same computation; names are
-// unique; parameter numbers are 0..n-1; every called computation belongs to m; layouts are
+// instructions; every operand is defined earlier in the same computation; instruction
+// names are unique within their computation (the same name in two computations is legal); parameter numbers are 0..n-1; every called computation belongs to m; layouts are
 // permutations of their shape's dimensions; and every instruction's shape agrees with the
 // shape rules of its op (InferShape). It returns all problems found, joined.
 func Verify(m *Module) error {
@@ -22,9 +22,8 @@ func Verify(m *Module) error {
 	if !comps[m.Entry] {
 		errs = append(errs, fmt.Errorf("entry computation %s is not in the module", m.Entry.Name))
 	}
-	names := make(map[string]bool, m.InstructionCount())
 	for _, c := range m.Computations {
-		errs = append(errs, verifyComputation(c, comps, names)...)
+		errs = append(errs, verifyComputation(c, comps)...)
 		if len(errs) > 20 {
 			errs = append(errs[:20], errors.New("too many errors"))
 			break
@@ -33,7 +32,8 @@ func Verify(m *Module) error {
 	return errors.Join(errs...)
 }
 
-func verifyComputation(c *Computation, comps map[*Computation]bool, names map[string]bool) []error {
+func verifyComputation(c *Computation, comps map[*Computation]bool) []error {
+	names := make(map[string]bool, len(c.Instructions))
 	var errs []error
 	fail := func(in *Instruction, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %%%s: %s", c.Name, in.Name, fmt.Sprintf(format, args...)))
