@@ -77,6 +77,9 @@ func computationsEqual(a, b *Computation) error {
 	if a.IsFusion != b.IsFusion {
 		return fmt.Errorf("IsFusion %v != %v", a.IsFusion, b.IsFusion)
 	}
+	if !slices.Equal(a.Attrs, b.Attrs) {
+		return fmt.Errorf("attributes %v != %v", a.Attrs, b.Attrs)
+	}
 	if len(a.Instructions) != len(b.Instructions) {
 		return fmt.Errorf("%d instructions != %d", len(a.Instructions), len(b.Instructions))
 	}

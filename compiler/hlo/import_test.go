@@ -66,7 +66,7 @@ func TestShapeSizesSaturate(t *testing.T) {
 	if s.CheckSize() == nil {
 		t.Errorf("CheckSize accepted %s", s)
 	}
-	if err := Array(F32, -1).CheckSize(); err == nil {
+	if err := Array(F32, -2).CheckSize(); err == nil {
 		t.Errorf("CheckSize accepted a negative dimension")
 	}
 }

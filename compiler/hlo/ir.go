@@ -46,6 +46,9 @@ type Computation struct {
 	Root         *Instruction
 	// IsFusion marks a computation called by a fusion instruction.
 	IsFusion bool
+	// Attrs are the attributes written after the closing brace
+	// ("}, execution_thread="t""), kept verbatim.
+	Attrs []Attr
 }
 
 // Attr is a raw attribute kept verbatim ("offset_dims={1}").
@@ -250,7 +253,7 @@ func (m *Module) Clone() *Module {
 // cloneWith clones c, mapping called computations through cmap (callees must already be
 // in it; unmapped callees are kept as they are).
 func (c *Computation) cloneWith(cmap map[*Computation]*Computation) *Computation {
-	nc := &Computation{Name: c.Name, IsFusion: c.IsFusion,
+	nc := &Computation{Name: c.Name, IsFusion: c.IsFusion, Attrs: append([]Attr(nil), c.Attrs...),
 		Instructions: make([]*Instruction, len(c.Instructions))}
 	imap := make(map[*Instruction]*Instruction, len(c.Instructions))
 	for i, in := range c.Instructions {

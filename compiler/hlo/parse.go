@@ -543,6 +543,19 @@ func (p *parser) rawValue(key string) (string, error) {
 	dirty := false
 	for p.off < len(p.src) {
 		c := p.src[p.off]
+		if isSpace(c) && p.off > start {
+			// A bracketed group after a space continues the value, as in
+			// replica_groups=mesh['a'=2,'b'=2] {'b'}.
+			j := p.off
+			for j < len(p.src) && (p.src[j] == ' ' || p.src[j] == '\t') {
+				j++
+			}
+			if j < len(p.src) && (p.src[j] == '{' || p.src[j] == '[') {
+				p.off = j
+				dirty = true
+				continue
+			}
+		}
 		if isSpace(c) || c == ',' || c == ')' || c == ']' || c == '}' {
 			break
 		}
@@ -633,8 +646,15 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 					dynamic = make([]bool, len(dims), len(dims)+1)
 				}
 			}
-			d, _, err := p.integer("dimension size", false)
-			if err != nil {
+			var d int
+			var err error
+			if !dyn && p.off < len(p.src) && p.src[p.off] == '?' { // unbounded dynamic
+				p.off++
+				d, dyn = UnboundedDim, true
+				if dynamic == nil {
+					dynamic = make([]bool, len(dims), len(dims)+1)
+				}
+			} else if d, _, err = p.integer("dimension size", false); err != nil {
 				return Shape{}, err
 			}
 			dims = append(dims, d)
@@ -951,6 +971,21 @@ func (p *parser) computation() error {
 		if c == '}' {
 			cs.closePos = p.off
 			p.off++
+			// Computation attributes: "}, execution_thread="t"".
+			for p.accept(',') {
+				key, err := p.attrKey()
+				if err != nil {
+					return err
+				}
+				if err := p.expect('=', "after computation attribute "+key); err != nil {
+					return err
+				}
+				v, err := p.rawValue(key)
+				if err != nil {
+					return err
+				}
+				cs.comp.Attrs = append(cs.comp.Attrs, Attr{Key: key, Value: v})
+			}
 			break
 		}
 		if err := p.instruction(cs); err != nil {
@@ -1323,6 +1358,16 @@ func (p *parser) attribute(pi *pendingInstr, seen *[]string) error {
 		if g, err = p.rawGroup(); err == nil {
 			in.Metadata = strings.Trim(g[1:len(g)-1], " ")
 		}
+	case "literal": // custom-call's "literal=s32[] 1": a shape and a literal
+		var sh Shape
+		if sh, err = p.shape(0, false); err != nil {
+			return err
+		}
+		var lit string
+		if lit, err = p.literal(0); err != nil {
+			return err
+		}
+		in.Extra = append(in.Extra, Attr{Key: key, Value: sh.String() + " " + lit})
 	case "sharding", "frontend_attributes":
 		_, err = p.rawValue(key)
 	default:
@@ -1805,8 +1850,10 @@ func (p *parser) finishComputation(cs *compState) error {
 		params[in.ParamNum] = i
 	}
 	if cs.hasSig && len(cs.params) != nParams {
-		return p.errAt(cs.sigPos, "signature of computation %q has %d parameters, but its body has %d",
-			c.Name, len(cs.params), nParams)
+		// XLA's parser accepts a parameter list that disagrees with the body (its own
+		// import tests have such computations): the body defines the computation, so
+		// the list is ignored, as XLA does.
+		cs.hasSig = false
 	}
 	cs.paramIdx = params
 	return nil

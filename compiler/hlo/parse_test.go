@@ -566,8 +566,6 @@ func malformedCases() []malformedCase {
 			`get-tuple-element index 0 invalid for f32[4]`},
 		{"param-number", head + "  ROOT %a = f32[] parameter(1)\n}\n", "4:8", `parameter number 1 out of range: computation "e" has 1 parameters`},
 		{"param-duplicate", head + "  %a = f32[] parameter(0)\n  ROOT %b = f32[] parameter(0)\n}\n", "5:8", `duplicate parameter number 0 (also %a)`},
-		{"signature-count", "HloModule m\nENTRY e (x: f32[], y: f32[]) -> f32[] {\n  ROOT x = f32[] parameter(0)\n}\n", "2:9",
-			`signature of computation "e" has 2 parameters, but its body has 1`},
 		{"signature-result", "HloModule m\nENTRY e (x: f32[]) -> s32[] {\n  ROOT x = f32[] parameter(0)\n}\n", "2:23",
 			`signature of computation "e" returns s32[], but its ROOT %x is f32[]`},
 		{"signature-arrow", "HloModule m\nENTRY e (x: f32[]) f32[] {\n  ROOT x = f32[] parameter(0)\n}\n", "2:20",

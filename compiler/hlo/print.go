@@ -95,7 +95,11 @@ func writeComputation(w textWriter, c *Computation, entry bool) {
 		writeInstruction(w, in)
 		w.WriteByte('\n')
 	}
-	w.WriteString("}\n")
+	w.WriteString("}")
+	for _, a := range c.Attrs {
+		w.WriteString(", " + a.Key + "=" + a.Value)
+	}
+	w.WriteString("\n")
 }
 
 func writeInstruction(w textWriter, in *Instruction) {

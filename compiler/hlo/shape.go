@@ -70,6 +70,11 @@ var elemBits = [numElemTypes]int{
 	F8E3M4: 8, F4E2M1FN: 4, F8E8M0FNU: 8, S4: 4, U4: 4, S2: 2, U2: 2, S1: 1, U1: 1, C128: 128,
 }
 
+// UnboundedDim is the size of an unbounded dynamic dimension ("f32[?]"). Such a shape
+// can be imported and printed but has no size: CheckBounded rejects it before anything
+// is compiled or simulated.
+const UnboundedDim = -1
+
 // MaxArrayBytes is the largest array this package accepts: 2^40 bytes (1 TiB), far above
 // any accelerator's memory and far below the int64 range, so that element counts, byte
 // sizes and the sums and products cost analysis forms from them cannot overflow.
@@ -321,12 +326,18 @@ func (s Shape) CheckSize() error {
 		}
 		return nil
 	}
+	bounded := s
+	bounded.Dims = append([]int(nil), s.Dims...)
 	for i, d := range s.Dims {
+		if d == UnboundedDim {
+			bounded.Dims[i] = 1 // no size yet: CheckBounded stops it before compilation
+			continue
+		}
 		if d < 0 {
 			return fmt.Errorf("%s: dimension %d is negative", s.StringNoLayout(), i)
 		}
 	}
-	if b, ok := arrayBytes(s); !ok || b > MaxArrayBytes {
+	if b, ok := arrayBytes(bounded); !ok || b > MaxArrayBytes {
 		return fmt.Errorf("%s is too large: an array may hold at most 2^40 bytes (1 TiB)", s.StringNoLayout())
 	}
 	return nil
@@ -454,7 +465,11 @@ func (s Shape) write(b *strings.Builder, layouts bool) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if s.IsDynamic(i) {
+		switch {
+		case d == UnboundedDim:
+			b.WriteByte('?')
+			continue
+		case s.IsDynamic(i):
 			b.WriteString("<=")
 		}
 		b.WriteString(strconv.Itoa(d))

@@ -118,3 +118,45 @@ func verifyLayouts(s Shape) error {
 	}
 	return nil
 }
+
+// CheckBounded reports an error naming the first instruction, in the entry computation
+// or any computation it reaches, whose shape has an unbounded dynamic dimension
+// ("f32[?]"): such a program has no size to compile or simulate. Unreachable
+// computations may keep them.
+func CheckBounded(m *Module) error {
+	seen := map[*Computation]bool{}
+	var walk func(c *Computation) error
+	walk = func(c *Computation) error {
+		if c == nil || seen[c] {
+			return nil
+		}
+		seen[c] = true
+		for _, in := range c.Instructions {
+			if hasUnbounded(in.Shape) {
+				return fmt.Errorf("computation %s: %%%s has an unbounded dynamic dimension (%s): give it a bound (<=N) to compile or simulate it",
+					c.Name, in.Name, in.Shape.StringNoLayout())
+			}
+			for _, cc := range in.CalledComputations() {
+				if err := walk(cc); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(m.Entry)
+}
+
+func hasUnbounded(s Shape) bool {
+	for _, d := range s.Dims {
+		if d == UnboundedDim {
+			return true
+		}
+	}
+	for _, e := range s.Tuple {
+		if hasUnbounded(e) {
+			return true
+		}
+	}
+	return false
+}
