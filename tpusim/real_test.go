@@ -2,6 +2,7 @@ package tpusim
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -82,6 +83,33 @@ ENTRY e {
 	for _, k := range r.Kernels {
 		if k.ApproximateOps > 0 && k.SimNs < 2*64*64*4/c.HBMBandwidth*1e9 {
 			t.Errorf("cholesky kernel %g ns, faster than streaming its bytes", k.SimNs)
+		}
+	}
+}
+
+// The HloModuleProtos embedded in the TpuGraphs files compile and simulate on every
+// preset.
+func TestTuningDataModulesSimulate(t *testing.T) {
+	data, err := os.ReadFile("../compiler/hlo/testdata/tpugraphs/module_tuning_data_layout.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := hlo.DecodeModuleProtoField("layout.pb", data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range PresetNames() {
+		c := preset(t, name)
+		p, err := compiler.Compile(m, nil, compiler.Options{Target: c.Target})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		r, err := Simulate(p, c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !(r.TotalNs > 0) || math.IsInf(r.TotalNs, 0) || len(r.Kernels) < 100 {
+			t.Errorf("%s: %d kernels, %g ns", name, len(r.Kernels), r.TotalNs)
 		}
 	}
 }

@@ -199,3 +199,17 @@ func TestTerseForms(t *testing.T) {
 		t.Errorf("error %v", pe)
 	}
 }
+
+// Floating-point element types may differ between an op's operands and result (XLA's
+// allow_mixed_precision, used for TPU dumps); integer and float may not.
+func TestMixedPrecision(t *testing.T) {
+	m := mustParse(t, "HloModule m\nENTRY e {\n  a = f32[6] parameter(0)\n  b = bf16[6] parameter(1)\n  r = bf16[2,3] reshape(a)\n  ROOT s = bf16[6] add(a, b)\n}\n")
+	if got := m.Entry.Lookup("r").Shape.Elem; got != BF16 {
+		t.Errorf("reshape result %s, want the declared bf16", got)
+	}
+	roundTrip(t, m)
+	pe := parseErr(t, "HloModule m\nENTRY e {\n  a = s32[6] parameter(0)\n  ROOT r = f32[2,3] reshape(a)\n}\n")
+	if !strings.Contains(pe.Msg, "%r is declared f32[2,3], but reshape of its operands gives s32[2,3]") {
+		t.Errorf("error %v", pe)
+	}
+}

@@ -429,7 +429,8 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		if !s.SameDims(first) {
 			return Shape{}, fmt.Errorf("%s operand %d has shape %s, want dimensions of %s", in.Opcode, i+1, s.StringNoLayout(), first.StringNoLayout())
 		}
-		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical {
+		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical &&
+			!(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
 			return Shape{}, fmt.Errorf("%s mixes element types %s and %s", in.Opcode, first.Elem, s.Elem)
 		}
 	}

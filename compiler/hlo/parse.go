@@ -1889,7 +1889,7 @@ func (p *parser) checkShapes(cs *compState) error {
 		if err != nil {
 			return p.newErr(pos, err, "%%%s: %v", in.Name, err)
 		}
-		if !want.Compatible(in.Shape) {
+		if !want.CompatibleMixedPrecision(in.Shape) {
 			return p.errAt(pos, "%%%s is declared %s, but %s of its operands gives %s",
 				in.Name, in.Shape.StringNoLayout(), in.Opcode, want.StringNoLayout())
 		}

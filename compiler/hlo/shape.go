@@ -404,6 +404,27 @@ func (s Shape) Compatible(o Shape) bool {
 	return intsEqual(s.Dims, o.Dims)
 }
 
+// CompatibleMixedPrecision is Compatible, except that floating-point element types may
+// differ: what XLA's verifier accepts with allow_mixed_precision, as TPU dumps need (a
+// reshape from f32 to bf16, an add of f32 and bf16).
+func (s Shape) CompatibleMixedPrecision(o Shape) bool {
+	if s.IsTuple() || o.IsTuple() {
+		if !s.IsTuple() || !o.IsTuple() || len(s.Tuple) != len(o.Tuple) {
+			return false
+		}
+		for i := range s.Tuple {
+			if !s.Tuple[i].CompatibleMixedPrecision(o.Tuple[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if s.Elem != o.Elem && !(s.Elem.IsFloat() && o.Elem.IsFloat()) {
+		return false
+	}
+	return intsEqual(s.Dims, o.Dims)
+}
+
 // Equal reports whether two shapes are identical including layouts and dynamic
 // dimensions.
 func (s Shape) Equal(o Shape) bool {

@@ -81,7 +81,7 @@ func verifyComputation(c *Computation, comps map[*Computation]bool) []error {
 		if operandsOK {
 			if want, err := InferShape(in); err != nil {
 				fail(in, "%v", err)
-			} else if !want.Compatible(in.Shape) {
+			} else if !want.CompatibleMixedPrecision(in.Shape) {
 				fail(in, "shape %s does not match the %s shape rule, which gives %s", in.Shape.StringNoLayout(), in.Opcode, want.StringNoLayout())
 			}
 		}
