@@ -55,7 +55,6 @@ func protoModule() pb {
 		msg(2, pbInstr(2, "i", "get-tuple-element", pbShape(s32), 1).int(13, 0)).
 		msg(2, pbInstr(4, "n", "constant", pbShape(s32)).msg(8, pb(nil).packed(4, 10))).
 		msg(2, pbInstr(3, "lt", "compare", pbShape(pred), 2, 4).str(63, "LT"))
-	cond[len(cond)-1] = cond[len(cond)-1] // keep the root id 3 (the compare)
 	body := pb(nil).str(1, "body").int(5, 2).int(6, 7).
 		msg(2, pbInstr(5, "p", "parameter", st)).
 		msg(2, pbInstr(6, "x", "get-tuple-element", pbShape(f32, 8, 8), 5).int(13, 1)).
