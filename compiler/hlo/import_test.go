@@ -213,3 +213,18 @@ func TestMixedPrecision(t *testing.T) {
 		t.Errorf("error %v", pe)
 	}
 }
+
+// The builder's derived shapes go through the same size check.
+func TestBuilderRejectsOversizedShapes(t *testing.T) {
+	b := NewBuilder("m")
+	x := b.Param(U8, 1<<40)
+	b.Concat(0, x, x) // 2^41 bytes
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("concatenate to 2^41 bytes: error %v", err)
+	}
+	b = NewBuilder("m")
+	b.Param(F32, 1<<40, 1<<40)
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("oversized parameter: error %v", err)
+	}
+}
