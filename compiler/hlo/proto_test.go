@@ -180,3 +180,23 @@ func TestDecodeTuningDataModules(t *testing.T) {
 		roundTrip(t, m)
 	}
 }
+
+// FuzzDecodeModuleProto checks that decoding arbitrary bytes never panics, that errors
+// name the file, and that every module it accepts verifies and round-trips as text.
+func FuzzDecodeModuleProto(f *testing.F) {
+	f.Add([]byte(protoModule()))
+	f.Add([]byte(pb(nil).msg(1, protoModule())))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeModuleProto("f.pb", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.pb: ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if err := Verify(m); err != nil {
+			t.Fatalf("decoded module does not verify: %v", err)
+		}
+		roundTrip(t, m)
+	})
+}
