@@ -3,15 +3,19 @@ package hlo
 // This file is the reader of XLA's HLO text format (a real subset of what
 // xla/hlo/parser/hlo_parser.cc accepts):
 //
-//	module      = "HloModule" name { "," key "=" raw } { computation }
+//	module      = "HloModule" name [ ":" ] { "," key "=" raw } { table } { computation }
+//	table       = ( "FileNames" | "FunctionNames" ) { int string }
+//	            | ( "FileLocations" | "StackFrames" ) { int "{" { key "=" int } "}" }
 //	computation = [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ] "{" { instr } "}"
+//	              { "," key "=" raw }
 //	param       = name ":" shape
-//	instr       = [ "ROOT" ] name "=" shape opcode "(" payload ")" { "," key "=" value }
+//	instr       = [ "ROOT" ] name "=" [ shape ] opcode "(" payload ")" { "," key "=" value }
 //	payload     = int                      (parameter)
 //	            | literal                  (constant)
 //	            | [ operand { "," operand } ]
 //	operand     = [ shape ] name
-//	shape       = elem "[" [ int { "," int } ] "]" [ layout ] | "(" [ shape { "," shape } ] ")"
+//	shape       = elem "[" [ dim { "," dim } ] "]" [ layout ] | "(" [ shape { "," shape } ] ")"
+//	dim         = int | "<=" int | "?"          (static, bounded dynamic, unbounded dynamic)
 //	layout      = "{" [ int { "," int } ] [ ":" "T" "(" ints ")" { [ "T" ] "(" ints ")" } ] "}"
 //	name        = [ "%" ] namechar { namechar }       namechar = letter | digit | "." | "_" | "-"
 //
@@ -84,8 +88,13 @@ func ParseFile(path string) (*Module, error) {
 // The returned module is resolved and checked: operands may be used before they are
 // defined within a computation, and instructions are reordered topologically (keeping
 // the written order where it is already valid); undefined operands, dependency cycles,
-// unknown or recursively called computations, duplicate names, malformed parameter
-// numbers and declared shapes that disagree with InferShape are errors. Computations
+// unknown or recursively called computations, names defined twice in one computation
+// (names are scoped per computation), malformed parameter numbers, arrays larger than
+// MaxArrayBytes and declared shapes that disagree with InferShape (float precision may
+// differ, as XLA allows) are errors. As in XLA, a computation without ROOT returns its
+// last instruction, a module without ENTRY runs its last computation, an omitted result
+// shape is inferred, and a parameter list that disagrees with the body in length is
+// ignored. JAX's stack-frame tables go to Module.StackFrames. Computations
 // come callees before callers; those called by fusion instructions have IsFusion set.
 // Comments, the types written on operands, and sharding= and frontend_attributes= are
 // dropped; all other unknown attributes are kept verbatim in Instruction.Extra.
