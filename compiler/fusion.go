@@ -45,7 +45,8 @@ func fusibleProducer(in *hlo.Instruction) bool {
 // isFree reports whether an entry instruction never becomes a kernel.
 func isFree(in *hlo.Instruction) bool {
 	switch in.Opcode {
-	case hlo.OpParameter, hlo.OpConstant, hlo.OpTuple, hlo.OpGetTupleElement, hlo.OpBitcast, hlo.OpAfterAll:
+	case hlo.OpParameter, hlo.OpConstant, hlo.OpTuple, hlo.OpGetTupleElement, hlo.OpBitcast, hlo.OpAfterAll,
+		hlo.OpAddDependency, hlo.OpDomain, hlo.OpOptimizationBarrier: // scheduling only: no data moves
 		return true
 	}
 	return false

@@ -38,6 +38,11 @@ func TestVocabularyIsStable(t *testing.T) {
 		}
 	}
 	for _, op := range hlo.AllOpcodes() {
+		// The opcodes appended after after-all for XLA's full list are not in the frozen
+		// vocabulary of schema version 1: they map to <unk>.
+		if op > hlo.OpAfterAll {
+			continue
+		}
 		if OpcodeID(op) == 0 {
 			t.Errorf("opcode %s is not in the vocabulary", op)
 		}

@@ -79,6 +79,9 @@ type KernelInfo struct {
 	Flops, Transcendentals, VectorOps float64
 	NumOps                            int // fused instructions that compute (not parameters)
 	OpCounts                          map[hlo.Opcode]int
+	// ApproxOps counts the fused instructions that the simulator times with the
+	// streaming model only (see Approximate).
+	ApproxOps int
 
 	// Per element of the iteration space's stream (loop: output element; reduce: input
 	// element; GEMM epilogue: output element; GEMM prologue: operand element).
@@ -122,6 +125,9 @@ func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
 		k.Transcendentals += c.Transcendentals
 		k.VectorOps += c.VectorOps
 		k.OpCounts[in.Opcode]++
+		if Approximate(in.Opcode) {
+			k.ApproxOps++
+		}
 		if in.Opcode != hlo.OpConstant {
 			k.NumOps++
 		}

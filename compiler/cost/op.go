@@ -6,6 +6,8 @@
 package cost
 
 import (
+	"math"
+
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
@@ -55,6 +57,29 @@ func TranscendentalWeight(op hlo.Opcode) float64 {
 		return 2
 	}
 	return 1
+}
+
+// Approximate reports whether the simulator times op with its streaming model only: the
+// op runs as an opaque kernel that reads its operands and writes its result once at HBM
+// bandwidth, plus the vector work its cost entry counts (n log n for sort-like ops).
+// These are the ops of categories "other" and "control" (collectives, asynchronous
+// wrappers, transfers, custom calls, loops and calls, library ops such as cholesky or
+// fft); `sim --json` reports how many a program has and the share of its time they take.
+func Approximate(op hlo.Opcode) bool {
+	c := op.Category()
+	return c == hlo.CatOther || c == hlo.CatControl
+}
+
+// sortLike reports whether an opaque kernel built around op pays n log n vector work for
+// its n output elements (a sorting network or a generic loop). The other opaque ops
+// (collectives, transfers, library ops with their own cost entry) stream.
+func sortLike(op hlo.Opcode) bool {
+	switch op {
+	case hlo.OpSort, hlo.OpTopK, hlo.OpCustomCall, hlo.OpRng, hlo.OpRngBitGenerator, hlo.OpAllReduce,
+		hlo.OpAfterAll, hlo.OpFusion, hlo.OpCall, hlo.OpWhile, hlo.OpConditional:
+		return true
+	}
+	return false
 }
 
 // computationOps counts the arithmetic ops of a small scalar computation (a reducer).
@@ -156,6 +181,76 @@ func Of(in *hlo.Instruction) OpCost {
 			c.BytesWritten = float64(out.Bytes())
 			c.VectorOps = n
 		}
+	case hlo.CatOther:
+		otherCost(in, &c)
 	}
 	return c
+}
+
+// otherCost fills the arithmetic of the library-like and collective ops (bytes are
+// already counted: every array operand once, the result once).
+//
+//   - batch-norm-training: mean, variance and normalization, 7 ops per element;
+//     batch-norm-inference 4; batch-norm-grad 10.
+//   - cholesky of a batch of n x n matrices: n^3/3 multiply-adds each (2 flops);
+//     triangular-solve of an n x n system with m right-hand sides: n^2 m flops.
+//   - fft: 5 N log2 N flops per transform of N points (the radix-2 count).
+//   - topk: a selection over the last dimension, log2(k) compares per input element.
+//   - reductions over devices (all-reduce, reduce-scatter, their starts): one op per
+//     input element; map: the ops of to_apply per element.
+//   - ragged-dot: 2 flops per output element per contracted lhs element.
+//
+// Vector work equals the flops: these ops run on the vector unit in the streaming model.
+func otherCost(in *hlo.Instruction, c *OpCost) {
+	elems := func(i int) float64 {
+		if i < len(in.Operands) && in.Operands[i].Shape.IsArray() {
+			return float64(in.Operands[i].Shape.Elements())
+		}
+		return 0
+	}
+	x := hlo.Shape{}
+	if len(in.Operands) > 0 {
+		x = in.Operands[0].Shape
+	}
+	switch in.Opcode {
+	case hlo.OpBatchNormTraining:
+		c.Flops = 7 * elems(0)
+	case hlo.OpBatchNormInference:
+		c.Flops = 4 * elems(0)
+	case hlo.OpBatchNormGrad:
+		c.Flops = 10 * elems(0)
+	case hlo.OpCholesky:
+		if r := x.Rank(); r >= 2 {
+			nn := float64(x.Dims[r-1])
+			c.Flops = elems(0) / (nn * nn) * 2 * nn * nn * nn / 3
+		}
+	case hlo.OpTriangularSolve:
+		if a := x; a.Rank() >= 2 {
+			c.Flops = elems(1) * float64(a.Dims[a.Rank()-1])
+		}
+	case hlo.OpFft:
+		if r := x.Rank(); r >= 1 {
+			pts := float64(x.Dims[r-1])
+			c.Flops = 5 * elems(0) * math.Log2(math.Max(pts, 2))
+		}
+	case hlo.OpTopK:
+		k := 1.0
+		if in.Shape.IsTuple() && len(in.Shape.Tuple) > 0 {
+			if t := in.Shape.Tuple[0]; t.Rank() > 0 {
+				k = float64(t.Dims[t.Rank()-1])
+			}
+		}
+		c.Flops = elems(0) * math.Max(math.Log2(math.Max(k, 1)), 1)
+	case hlo.OpAllReduce, hlo.OpAllReduceStart, hlo.OpReduceScatter, hlo.OpCollectiveReduce:
+		for i := range in.Operands {
+			c.Flops += elems(i)
+		}
+	case hlo.OpMap:
+		c.Flops = float64(in.Shape.Elements()) * computationOps(in.ToApply)
+	case hlo.OpRaggedDot:
+		if r := x.Rank(); r >= 1 {
+			c.Flops = 2 * float64(in.Shape.Elements()) * float64(x.Dims[r-1])
+		}
+	}
+	c.VectorOps = c.Flops
 }

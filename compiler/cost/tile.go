@@ -493,8 +493,11 @@ func (k *KernelInfo) planOpaque(t Target) Plan {
 	p.LogicalBytes += k.Output.Bytes
 	n := float64(max(k.OutElems, 1))
 	lanes := float64(t.Sublanes * t.Lanes)
-	// Sorting networks and generic loops: n log n vector work.
-	p.VectorOps = math.Max(k.VectorOps, n*math.Max(math.Log2(n), 1)) / lanes
+	p.VectorOps = k.VectorOps / lanes
+	if sortLike(k.Hero) {
+		// Sorting networks and generic loops: n log n vector work.
+		p.VectorOps = math.Max(k.VectorOps, n*math.Max(math.Log2(n), 1)) / lanes
+	}
 	p.Transcendental = k.Transcendentals / lanes
 	p.PaddedBytes = p.InBytesPerStep + p.OutBytesPerBlock
 	// Opaque kernels stream through VMEM in the hardware's own chunks.

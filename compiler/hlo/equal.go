@@ -25,6 +25,11 @@ func ModulesEqual(a, b *Module) error {
 	if !slices.Equal(a.Attrs, b.Attrs) {
 		return fmt.Errorf("module %s: header attributes %v != %v", a.Name, a.Attrs, b.Attrs)
 	}
+	if sa, sb := a.StackFrames, b.StackFrames; (sa == nil) != (sb == nil) || sa != nil &&
+		(!slices.Equal(sa.FileNames, sb.FileNames) || !slices.Equal(sa.FunctionNames, sb.FunctionNames) ||
+			!slices.Equal(sa.FileLocations, sb.FileLocations) || !slices.Equal(sa.StackFrames, sb.StackFrames)) {
+		return fmt.Errorf("module %s: stack-frame tables differ", a.Name)
+	}
 	for _, ca := range a.Computations {
 		if b.Computation(ca.Name) == nil {
 			return fmt.Errorf("computation %q is only in the first module", ca.Name)
@@ -71,6 +76,9 @@ func instrName(in *Instruction) string {
 func computationsEqual(a, b *Computation) error {
 	if a.IsFusion != b.IsFusion {
 		return fmt.Errorf("IsFusion %v != %v", a.IsFusion, b.IsFusion)
+	}
+	if !slices.Equal(a.Attrs, b.Attrs) {
+		return fmt.Errorf("attributes %v != %v", a.Attrs, b.Attrs)
 	}
 	if len(a.Instructions) != len(b.Instructions) {
 		return fmt.Errorf("%d instructions != %d", len(a.Instructions), len(b.Instructions))

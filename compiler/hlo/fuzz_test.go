@@ -16,6 +16,17 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	real, err := filepath.Glob("testdata/real/*.hlo")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range real {
+		// Large seeds make minimizing every new input take minutes; TestRealFiles covers
+		// the large files.
+		if st, err := os.Stat(name); err == nil && st.Size() < 8<<10 {
+			files = append(files, name)
+		}
+	}
 	for _, name := range files {
 		src, err := os.ReadFile(name)
 		if err != nil {
@@ -25,6 +36,18 @@ func FuzzParse(f *testing.F) {
 	}
 	for _, tc := range malformedCases() {
 		f.Add([]byte(tc.src))
+	}
+	// The syntax of real XLA dumps: stack-frame tables, terse forms, dynamic dimensions,
+	// new element types and opcodes, computation attributes.
+	for _, src := range []string{
+		stackFrameHeader,
+		"HloModule c.1:\nf {\n  a = f64[3] parameter(0)\n  b = f64[3] parameter(1)\n  out = add(a, b)\n}\n",
+		"HloModule m\nENTRY e {\n  p = f32[<=8,?]{1,0} parameter(0)\n  ROOT q = s4[2,<=3] parameter(1)\n}\n",
+		"HloModule m\nENTRY e {\n  x = f8e4m3fn[4,4] parameter(0)\n  y = f8e5m2[4,4] parameter(1)\n  ROOT d = bf16[4,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+		"HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  t = topk(x), k=2, largest=true\n  p = partition-id()\n  ROOT c = cholesky(f32[4,8] x), lower=true\n}, execution_thread=\"main\"\n",
+		"HloModule m\nENTRY e {\n  x = f32[8] parameter(0)\n  ROOT c = f32[8] custom-call(x), custom_call_target=\"f\", literal=s32[] 1, replica_groups=mesh['a'=2] {'a'}\n}\n",
+	} {
+		f.Add([]byte(src))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		m, err := Parse("fuzz.hlo", src)

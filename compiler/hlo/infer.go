@@ -2,6 +2,8 @@ package hlo
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // InferShape computes the shape an instruction must have from its opcode, operands and
@@ -10,7 +12,21 @@ import (
 // dynamic-slice, custom-call, rng, ...), and for the result element type of convert-like
 // ops, it takes them from in.Shape after checking that they are consistent with the
 // operands. The returned shape carries no layout; callers compare with Compatible.
+//
+// Every shape it returns passes CheckSize: a derived shape larger than MaxArrayBytes (a
+// concatenation, pad or dot of huge operands) is an error, never an overflowed size.
 func InferShape(in *Instruction) (Shape, error) {
+	s, err := inferShape(in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if err := s.CheckSize(); err != nil {
+		return Shape{}, fmt.Errorf("%s result: %w", in.Opcode, err)
+	}
+	return s, nil
+}
+
+func inferShape(in *Instruction) (Shape, error) {
 	info := in.Info()
 	if in.Opcode == OpInvalid || in.Opcode >= numOpcodes {
 		return Shape{}, fmt.Errorf("invalid opcode")
@@ -26,14 +42,15 @@ func InferShape(in *Instruction) (Shape, error) {
 		}
 		return nil
 	}
-	for i := range ops {
-		if in.Opcode != OpTuple && in.Opcode != OpGetTupleElement && in.Opcode != OpCall &&
-			in.Opcode != OpFusion && in.Opcode != OpWhile && in.Opcode != OpCustomCall &&
-			in.Opcode != OpAfterAll && in.Opcode != OpConditional && in.Opcode != OpAllReduce {
+	if needsArrayOperands(in.Opcode) {
+		for i := range ops {
 			if err := arr(i); err != nil {
 				return Shape{}, err
 			}
 		}
+	}
+	if s, ok, err := inferExtended(in); ok {
+		return s, err
 	}
 	switch in.Opcode {
 	case OpParameter, OpConstant, OpRng, OpRngBitGenerator, OpCustomCall, OpAfterAll, OpAllReduce:
@@ -148,8 +165,14 @@ func InferShape(in *Instruction) (Shape, error) {
 			if p.Interior < 0 {
 				return Shape{}, fmt.Errorf("negative interior padding in dimension %d", i)
 			}
+			if !inLimit(p.Interior, p.Lo, p.Hi) {
+				return Shape{}, fmt.Errorf("padding %d_%d_%d in dimension %d exceeds the size limit of 2^40", p.Lo, p.Hi, p.Interior, i)
+			}
 			n := s.Dims[i]
 			if n > 0 {
+				if p.Interior > 0 && n-1 > (1<<62)/p.Interior {
+					return Shape{}, fmt.Errorf("interior padding %d of a dimension of size %d exceeds the size limit", p.Interior, n)
+				}
 				n += (n - 1) * p.Interior
 			}
 			dims[i] = n + p.Lo + p.Hi
@@ -225,6 +248,143 @@ func InferShape(in *Instruction) (Shape, error) {
 	}
 }
 
+// needsArrayOperands reports whether every operand of op must be an array.
+func needsArrayOperands(op Opcode) bool {
+	switch op.Category() {
+	case CatElementwise, CatTranscendental, CatDot, CatConvolution, CatReduce, CatReduceWindow,
+		CatDataMovement, CatIndexed:
+		return true
+	}
+	switch op {
+	case OpSort, OpRng, OpRngBitGenerator, OpBatchNormTraining, OpBatchNormInference, OpBatchNormGrad,
+		OpCholesky, OpTriangularSolve, OpFft, OpTopK, OpMap, OpRaggedDot, OpScaledDot,
+		OpGetDimensionSize, OpSetDimensionSize, OpDynamicReshape:
+		return true
+	}
+	return false
+}
+
+// inferExtended is the shape rule of the opcodes appended for XLA's full opcode list
+// (ok is false for the others). Ops whose result XLA derives from attributes this
+// package keeps verbatim (collectives, asynchronous wrappers, transfers, fft, ...) take
+// the declared shape, which must then be written.
+func inferExtended(in *Instruction) (s Shape, ok bool, err error) {
+	ops := in.Operands
+	decl := in.Shape
+	same := func(i int) Shape {
+		c := ops[i].Shape.Clone()
+		stripLayouts(&c)
+		return c
+	}
+	scalarOf := func(t ElemType) Shape { return Scalar(t) }
+	switch in.Opcode {
+	case OpComplex:
+		t := C64
+		switch ops[0].Shape.Elem {
+		case F32:
+		case F64:
+			t = C128
+		default:
+			return Shape{}, true, fmt.Errorf("complex needs f32 or f64 operands, got %s", ops[0].Shape.Elem)
+		}
+		if !ops[0].Shape.Compatible(ops[1].Shape) {
+			return Shape{}, true, fmt.Errorf("complex operands differ: %s vs %s", ops[0].Shape.StringNoLayout(), ops[1].Shape.StringNoLayout())
+		}
+		return Array(t, ops[0].Shape.Dims...), true, nil
+	case OpStochasticConvert:
+		if !decl.IsArray() {
+			return Shape{}, true, fmt.Errorf("stochastic-convert needs an array result type")
+		}
+		return Array(decl.Elem, ops[0].Shape.Dims...), true, nil
+	case OpAddDependency, OpDomain, OpOptimizationBarrier:
+		return same(0), true, nil
+	case OpPartitionID, OpReplicaID:
+		return scalarOf(U32), true, nil
+	case OpGetDimensionSize:
+		return scalarOf(S32), true, nil
+	case OpSetDimensionSize:
+		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), true, nil
+	case OpCholesky:
+		x := ops[0].Shape
+		if r := x.Rank(); r < 2 || x.Dims[r-1] != x.Dims[r-2] {
+			return Shape{}, true, fmt.Errorf("cholesky needs square matrices, got %s", x.StringNoLayout())
+		}
+		return same(0), true, nil
+	case OpTriangularSolve:
+		a, b := ops[0].Shape, ops[1].Shape
+		if r := a.Rank(); r < 2 || a.Dims[r-1] != a.Dims[r-2] || b.Rank() != r {
+			return Shape{}, true, fmt.Errorf("triangular-solve needs square matrices a and b of the same rank, got %s and %s",
+				a.StringNoLayout(), b.StringNoLayout())
+		}
+		return same(1), true, nil
+	case OpBatchNormTraining, OpBatchNormInference, OpBatchNormGrad:
+		x := ops[0].Shape
+		fi := -1
+		if v, found := in.ExtraAttr("feature_index"); found {
+			fi = atoiOr(v, -1)
+		}
+		if fi < 0 || fi >= x.Rank() {
+			return Shape{}, true, fmt.Errorf("%s needs feature_index in 0..%d", in.Opcode, x.Rank()-1)
+		}
+		feat := Array(x.Elem, x.Dims[fi])
+		for i, op := range ops[1:] {
+			want := feat
+			if in.Opcode == OpBatchNormGrad && i == 3 { // grad_output has the operand's shape
+				want = Array(x.Elem, x.Dims...)
+			}
+			if !op.Shape.Compatible(want) {
+				return Shape{}, true, fmt.Errorf("%s operand %d is %s, want %s", in.Opcode, i+1, op.Shape.StringNoLayout(), want.StringNoLayout())
+			}
+		}
+		switch in.Opcode {
+		case OpBatchNormTraining:
+			return TupleOf(Array(x.Elem, x.Dims...), feat, feat), true, nil
+		case OpBatchNormInference:
+			return Array(x.Elem, x.Dims...), true, nil
+		}
+		return TupleOf(Array(x.Elem, x.Dims...), feat, feat), true, nil
+	case OpTopK:
+		x := ops[0].Shape
+		v, found := in.ExtraAttr("k")
+		k := atoiOr(v, -1)
+		if !found || k < 0 || x.Rank() == 0 || k > x.Dims[x.Rank()-1] {
+			return Shape{}, true, fmt.Errorf("topk needs k= between 0 and the last dimension of %s", x.StringNoLayout())
+		}
+		dims := append([]int(nil), x.Dims...)
+		dims[len(dims)-1] = k
+		return TupleOf(Array(x.Elem, dims...), Array(S32, dims...)), true, nil
+	case OpMap:
+		if in.ToApply == nil || in.ToApply.Root == nil || len(ops) == 0 {
+			return Shape{}, true, fmt.Errorf("map needs operands and to_apply=")
+		}
+		for i, op := range ops[1:] {
+			if !op.Shape.SameDims(ops[0].Shape) {
+				return Shape{}, true, fmt.Errorf("map operand %d is %s, want the dimensions of %s", i+1, op.Shape.StringNoLayout(), ops[0].Shape.StringNoLayout())
+			}
+		}
+		return Array(in.ToApply.Root.Shape.Elem, ops[0].Shape.Dims...), true, nil
+	case OpAcos, OpAcosh, OpAsin, OpAsinh, OpAtan, OpAtanh, OpCosh, OpSinh, OpClz, OpReducePrecision, OpMulhi:
+		return Shape{}, false, nil // elementwise rules
+	}
+	if in.Opcode > OpAfterAll && in.Opcode < numOpcodes {
+		// Collectives, asynchronous and transfer ops, fft, dynamic-reshape, ragged and
+		// scaled dots, scan, shuffle, rng-get-and-update-state: the declared shape.
+		if decl.Elem == Invalid {
+			return Shape{}, true, fmt.Errorf("the result shape of %s must be written", in.Opcode)
+		}
+		return decl.Clone(), true, nil
+	}
+	return Shape{}, false, nil
+}
+
+func atoiOr(s string, def int) int {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return def
+	}
+	return v
+}
+
 func stripLayouts(s *Shape) {
 	s.Layout = nil
 	for i := range s.Tuple {
@@ -269,7 +429,8 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		if !s.SameDims(first) {
 			return Shape{}, fmt.Errorf("%s operand %d has shape %s, want dimensions of %s", in.Opcode, i+1, s.StringNoLayout(), first.StringNoLayout())
 		}
-		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical {
+		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical &&
+			!(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
 			return Shape{}, fmt.Errorf("%s mixes element types %s and %s", in.Opcode, first.Elem, s.Elem)
 		}
 	}
@@ -344,12 +505,18 @@ func inferReduceWindow(in *Instruction) (Shape, error) {
 
 // windowOut is the output size of one windowed dimension.
 func windowOut(in int, w WindowDim) (int, error) {
+	if !inLimit(w.Size, w.Stride, w.PadLo, w.PadHi, w.LhsDilate, w.RhsDilate) {
+		return 0, fmt.Errorf("window %+v exceeds the size limit of 2^40", w)
+	}
 	ld, rd, st := max(w.LhsDilate, 1), max(w.RhsDilate, 1), max(w.Stride, 1)
 	padded := w.PadLo + w.PadHi
 	if in > 0 {
+		if in-1 > (1<<62)/ld {
+			return 0, fmt.Errorf("base dilation %d of a dimension of size %d exceeds the size limit", ld, in)
+		}
 		padded += (in-1)*ld + 1
 	}
-	win := (max(w.Size, 1)-1)*rd + 1
+	win := (max(w.Size, 1)-1)*rd + 1 // both at most 2^40: no overflow
 	if padded < win {
 		return 0, fmt.Errorf("window of size %d does not fit the padded input of size %d", win, padded)
 	}
@@ -365,8 +532,9 @@ func inferDot(in *Instruction) (Shape, error) {
 	if len(dd.LhsContracting) != len(dd.RhsContracting) || len(dd.LhsBatch) != len(dd.RhsBatch) {
 		return Shape{}, fmt.Errorf("dot dimension numbers are unbalanced")
 	}
-	if l.Elem != r.Elem {
-		return Shape{}, fmt.Errorf("dot mixes element types %s and %s", l.Elem, r.Elem)
+	out, err := mixedResultType(in, "dot", l.Elem, r.Elem)
+	if err != nil {
+		return Shape{}, err
 	}
 	used := func(rank int, lists ...[]int) (map[int]bool, error) {
 		m := map[int]bool{}
@@ -414,7 +582,20 @@ func inferDot(in *Instruction) (Shape, error) {
 	if dims == nil {
 		dims = []int{}
 	}
-	return Array(l.Elem, dims...), nil
+	return Array(out, dims...), nil
+}
+
+// mixedResultType is the element type of a dot or convolution: the declared one (XLA's
+// preferred element type, which may differ from the operands', as in f8 x f8 -> bf16),
+// else the operands' common type.
+func mixedResultType(in *Instruction, what string, l, r ElemType) (ElemType, error) {
+	if in.Shape.IsArray() {
+		return in.Shape.Elem, nil
+	}
+	if l != r {
+		return Invalid, fmt.Errorf("%s mixes element types %s and %s: write its result shape", what, l, r)
+	}
+	return l, nil
 }
 
 func inferConv(in *Instruction) (Shape, error) {
@@ -427,8 +608,9 @@ func inferConv(in *Instruction) (Shape, error) {
 	if x.Rank() != ns+2 || k.Rank() != ns+2 || len(cd.KernelSpatial) != ns || len(cd.OutputSpatial) != ns {
 		return Shape{}, fmt.Errorf("convolution ranks do not match its dim_labels (%d spatial dims)", ns)
 	}
-	if x.Elem != k.Elem {
-		return Shape{}, fmt.Errorf("convolution mixes element types %s and %s", x.Elem, k.Elem)
+	outElem, err := mixedResultType(in, "convolution", x.Elem, k.Elem)
+	if err != nil {
+		return Shape{}, err
 	}
 	w := in.Window
 	if w == nil {
@@ -481,7 +663,7 @@ func inferConv(in *Instruction) (Shape, error) {
 		}
 		dims[cd.OutputSpatial[i]] = o
 	}
-	return Array(x.Elem, dims...), nil
+	return Array(outElem, dims...), nil
 }
 
 func checkPermutation(p []int, rank int) error {
@@ -525,4 +707,15 @@ func KeptDims(rank int, reduced []int) []int {
 		}
 	}
 	return kept
+}
+
+// inLimit reports whether every |x| is at most MaxArrayBytes, so that products of two
+// such values with a dimension size (also bounded by it) cannot overflow int64.
+func inLimit(xs ...int) bool {
+	for _, x := range xs {
+		if int64(x) > MaxArrayBytes || int64(x) < -MaxArrayBytes {
+			return false
+		}
+	}
+	return true
 }

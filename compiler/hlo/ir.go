@@ -17,7 +17,27 @@ type Module struct {
 	Attrs        []Attr
 	Computations []*Computation // in definition order; callees before callers
 	Entry        *Computation
+	// StackFrames is the stack-frame index JAX writes after the header (nil if none);
+	// metadata's stack_frame_id refers to its StackFrames, 1-based.
+	StackFrames *StackFrameIndex
 }
+
+// StackFrameIndex is XLA's StackFrameIndexProto: flat tables whose ids are 1-based
+// positions.
+type StackFrameIndex struct {
+	FileNames     []string
+	FunctionNames []string
+	FileLocations []FileLocation
+	StackFrames   []StackFrame
+}
+
+// FileLocation is one source position of the stack-frame index.
+type FileLocation struct {
+	FileNameID, FunctionNameID, Line, EndLine, Column, EndColumn int
+}
+
+// StackFrame is one frame: a file location and its parent frame (0 for none).
+type StackFrame struct{ FileLocationID, ParentFrameID int }
 
 // Computation is a named list of instructions in a valid (topological) order.
 type Computation struct {
@@ -26,6 +46,9 @@ type Computation struct {
 	Root         *Instruction
 	// IsFusion marks a computation called by a fusion instruction.
 	IsFusion bool
+	// Attrs are the attributes written after the closing brace
+	// ("}, execution_thread="t""), kept verbatim.
+	Attrs []Attr
 }
 
 // Attr is a raw attribute kept verbatim ("offset_dims={1}").
@@ -209,6 +232,14 @@ func (m *Module) InstructionCount() int {
 // shapes and attributes, wired to each other.
 func (m *Module) Clone() *Module {
 	nm := &Module{Name: m.Name, Attrs: append([]Attr(nil), m.Attrs...)}
+	if sf := m.StackFrames; sf != nil {
+		nm.StackFrames = &StackFrameIndex{
+			FileNames:     append([]string(nil), sf.FileNames...),
+			FunctionNames: append([]string(nil), sf.FunctionNames...),
+			FileLocations: append([]FileLocation(nil), sf.FileLocations...),
+			StackFrames:   append([]StackFrame(nil), sf.StackFrames...),
+		}
+	}
 	cmap := make(map[*Computation]*Computation, len(m.Computations))
 	for _, c := range m.Computations {
 		nc := c.cloneWith(cmap)
@@ -222,7 +253,7 @@ func (m *Module) Clone() *Module {
 // cloneWith clones c, mapping called computations through cmap (callees must already be
 // in it; unmapped callees are kept as they are).
 func (c *Computation) cloneWith(cmap map[*Computation]*Computation) *Computation {
-	nc := &Computation{Name: c.Name, IsFusion: c.IsFusion,
+	nc := &Computation{Name: c.Name, IsFusion: c.IsFusion, Attrs: append([]Attr(nil), c.Attrs...),
 		Instructions: make([]*Instruction, len(c.Instructions))}
 	imap := make(map[*Instruction]*Instruction, len(c.Instructions))
 	for i, in := range c.Instructions {

@@ -43,7 +43,9 @@ type OpInfo struct {
 	Category Category
 }
 
-// The opcodes. Append new ones at the end of a group freely: numbering is not persisted.
+// The opcodes: every opcode of XLA's HLO_OPCODE_LIST (xla/hlo/ir/hlo_opcode.h). Their
+// numeric values are hashed into kernel keys (and so into dataset keys): append new
+// opcodes at the end, never insert or reorder.
 const (
 	OpInvalid Opcode = iota
 	// sources
@@ -136,6 +138,65 @@ const (
 	OpRngBitGenerator
 	OpAllReduce
 	OpAfterAll
+	// Appended for XLA's full opcode list (keep this order).
+	OpAcos
+	OpAcosh
+	OpAsin
+	OpAsinh
+	OpAtan
+	OpAtanh
+	OpCosh
+	OpSinh
+	OpClz
+	OpReducePrecision
+	OpComplex
+	OpMulhi
+	OpStochasticConvert
+	OpAddDependency
+	OpDomain
+	OpOptimizationBarrier
+	OpGetDimensionSize
+	OpSetDimensionSize
+	OpDynamicReshape
+	OpCopyStart
+	OpCopyDone
+	OpAllGather
+	OpAllGatherStart
+	OpAllGatherDone
+	OpAllReduceStart
+	OpAllReduceDone
+	OpAllToAll
+	OpRaggedAllToAll
+	OpReduceScatter
+	OpCollectiveBroadcast
+	OpCollectivePermute
+	OpCollectivePermuteStart
+	OpCollectivePermuteDone
+	OpCollectiveReduce
+	OpAsyncStart
+	OpAsyncUpdate
+	OpAsyncDone
+	OpSend
+	OpSendDone
+	OpRecv
+	OpRecvDone
+	OpInfeed
+	OpOutfeed
+	OpPartitionID
+	OpReplicaID
+	OpBatchNormTraining
+	OpBatchNormInference
+	OpBatchNormGrad
+	OpCholesky
+	OpTriangularSolve
+	OpFft
+	OpTopK
+	OpRngGetAndUpdateState
+	OpMap
+	OpRaggedDot
+	OpScaledDot
+	OpScan
+	OpShuffle
 	numOpcodes
 )
 
@@ -232,6 +293,71 @@ var opTable = [numOpcodes]OpInfo{
 	OpRngBitGenerator: {"rng-bit-generator", 1, CatOther},
 	OpAllReduce:       {"all-reduce", Variadic, CatOther},
 	OpAfterAll:        {"after-all", Variadic, CatOther},
+
+	OpAcos:              {"acos", 1, CatTranscendental},
+	OpAcosh:             {"acosh", 1, CatTranscendental},
+	OpAsin:              {"asin", 1, CatTranscendental},
+	OpAsinh:             {"asinh", 1, CatTranscendental},
+	OpAtan:              {"atan", 1, CatTranscendental},
+	OpAtanh:             {"atanh", 1, CatTranscendental},
+	OpCosh:              {"cosh", 1, CatTranscendental},
+	OpSinh:              {"sinh", 1, CatTranscendental},
+	OpClz:               {"count-leading-zeros", 1, CatElementwise},
+	OpReducePrecision:   {"reduce-precision", 1, CatElementwise},
+	OpComplex:           {"complex", 2, CatElementwise},
+	OpMulhi:             {"mulhi", 2, CatElementwise},
+	OpStochasticConvert: {"stochastic-convert", 2, CatElementwise},
+
+	// Scheduling and metadata ops: no data moves.
+	OpAddDependency:       {"add-dependency", 2, CatTuple},
+	OpDomain:              {"domain", 1, CatTuple},
+	OpOptimizationBarrier: {"opt-barrier", 1, CatTuple},
+	OpGetDimensionSize:    {"get-dimension-size", 1, CatOther},
+	OpSetDimensionSize:    {"set-dimension-size", 2, CatOther},
+	OpDynamicReshape:      {"dynamic-reshape", Variadic, CatOther},
+	OpCopyStart:           {"copy-start", 1, CatOther},
+	OpCopyDone:            {"copy-done", 1, CatOther},
+
+	// Collectives, asynchronous wrappers, host and device transfers.
+	OpAllGather:              {"all-gather", Variadic, CatOther},
+	OpAllGatherStart:         {"all-gather-start", Variadic, CatOther},
+	OpAllGatherDone:          {"all-gather-done", 1, CatOther},
+	OpAllReduceStart:         {"all-reduce-start", Variadic, CatOther},
+	OpAllReduceDone:          {"all-reduce-done", 1, CatOther},
+	OpAllToAll:               {"all-to-all", Variadic, CatOther},
+	OpRaggedAllToAll:         {"ragged-all-to-all", 6, CatOther},
+	OpReduceScatter:          {"reduce-scatter", Variadic, CatOther},
+	OpCollectiveBroadcast:    {"collective-broadcast", Variadic, CatOther},
+	OpCollectivePermute:      {"collective-permute", Variadic, CatOther},
+	OpCollectivePermuteStart: {"collective-permute-start", Variadic, CatOther},
+	OpCollectivePermuteDone:  {"collective-permute-done", 1, CatOther},
+	OpCollectiveReduce:       {"collective-reduce", Variadic, CatOther},
+	OpAsyncStart:             {"async-start", Variadic, CatOther},
+	OpAsyncUpdate:            {"async-update", Variadic, CatOther},
+	OpAsyncDone:              {"async-done", 1, CatOther},
+	OpSend:                   {"send", 2, CatOther},
+	OpSendDone:               {"send-done", 1, CatOther},
+	OpRecv:                   {"recv", 1, CatOther},
+	OpRecvDone:               {"recv-done", 1, CatOther},
+	OpInfeed:                 {"infeed", 1, CatOther},
+	OpOutfeed:                {"outfeed", 2, CatOther},
+	OpPartitionID:            {"partition-id", 0, CatSource},
+	OpReplicaID:              {"replica-id", 0, CatSource},
+
+	// Library-like ops.
+	OpBatchNormTraining:    {"batch-norm-training", 3, CatOther},
+	OpBatchNormInference:   {"batch-norm-inference", 5, CatOther},
+	OpBatchNormGrad:        {"batch-norm-grad", 5, CatOther},
+	OpCholesky:             {"cholesky", 1, CatOther},
+	OpTriangularSolve:      {"triangular-solve", 2, CatOther},
+	OpFft:                  {"fft", 1, CatOther},
+	OpTopK:                 {"topk", 1, CatOther},
+	OpRngGetAndUpdateState: {"rng-get-and-update-state", 0, CatOther},
+	OpMap:                  {"map", Variadic, CatOther},
+	OpRaggedDot:            {"ragged-dot", 3, CatOther},
+	OpScaledDot:            {"scaled-dot", 4, CatOther},
+	OpScan:                 {"scan", Variadic, CatControl},
+	OpShuffle:              {"shuffle", 1, CatOther},
 }
 
 // Info returns the op-table row of op.

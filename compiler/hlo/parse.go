@@ -3,15 +3,19 @@ package hlo
 // This file is the reader of XLA's HLO text format (a real subset of what
 // xla/hlo/parser/hlo_parser.cc accepts):
 //
-//	module      = "HloModule" name { "," key "=" raw } { computation }
+//	module      = "HloModule" name [ ":" ] { "," key "=" raw } { table } { computation }
+//	table       = ( "FileNames" | "FunctionNames" ) { int string }
+//	            | ( "FileLocations" | "StackFrames" ) { int "{" { key "=" int } "}" }
 //	computation = [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ] "{" { instr } "}"
+//	              { "," key "=" raw }
 //	param       = name ":" shape
-//	instr       = [ "ROOT" ] name "=" shape opcode "(" payload ")" { "," key "=" value }
+//	instr       = [ "ROOT" ] name "=" [ shape ] opcode "(" payload ")" { "," key "=" value }
 //	payload     = int                      (parameter)
 //	            | literal                  (constant)
 //	            | [ operand { "," operand } ]
 //	operand     = [ shape ] name
-//	shape       = elem "[" [ int { "," int } ] "]" [ layout ] | "(" [ shape { "," shape } ] ")"
+//	shape       = elem "[" [ dim { "," dim } ] "]" [ layout ] | "(" [ shape { "," shape } ] ")"
+//	dim         = int | "<=" int | "?"          (static, bounded dynamic, unbounded dynamic)
 //	layout      = "{" [ int { "," int } ] [ ":" "T" "(" ints ")" { [ "T" ] "(" ints ")" } ] "}"
 //	name        = [ "%" ] namechar { namechar }       namechar = letter | digit | "." | "_" | "-"
 //
@@ -84,8 +88,13 @@ func ParseFile(path string) (*Module, error) {
 // The returned module is resolved and checked: operands may be used before they are
 // defined within a computation, and instructions are reordered topologically (keeping
 // the written order where it is already valid); undefined operands, dependency cycles,
-// unknown or recursively called computations, duplicate names, malformed parameter
-// numbers and declared shapes that disagree with InferShape are errors. Computations
+// unknown or recursively called computations, names defined twice in one computation
+// (names are scoped per computation), malformed parameter numbers, arrays larger than
+// MaxArrayBytes and declared shapes that disagree with InferShape (float precision may
+// differ, as XLA allows) are errors. As in XLA, a computation without ROOT returns its
+// last instruction, a module without ENTRY runs its last computation, an omitted result
+// shape is inferred, and a parameter list that disagrees with the body in length is
+// ignored. JAX's stack-frame tables go to Module.StackFrames. Computations
 // come callees before callers; those called by fusion instructions have IsFusion set.
 // Comments, the types written on operands, and sharding= and frontend_attributes= are
 // dropped; all other unknown attributes are kept verbatim in Instruction.Extra.
@@ -108,7 +117,7 @@ type parser struct {
 
 	comps      []*compState
 	compByName map[string]int // computation name -> index in comps
-	instrDefs  map[string]int // instruction name -> offset of its definition (module-wide)
+	instrDefs  map[string]int // instruction name -> offset of its first definition in any computation
 	refs       []compRef      // called-computation references, in text order
 	entry      *compState
 }
@@ -123,9 +132,11 @@ type opRef struct {
 }
 
 type pendingInstr struct {
-	in  *Instruction
-	pos int // offset of the instruction's name
-	ops []opRef
+	in       *Instruction
+	pos      int // offset of the instruction's name
+	ops      []opRef
+	noShape  bool // the result shape was omitted: inferred in finish
+	shapePos int
 }
 
 // Called-computation slots of an instruction.
@@ -152,9 +163,11 @@ type sigParam struct {
 type compState struct {
 	comp     *Computation
 	pos      int
+	defs     map[string]int // instruction name -> offset of its definition
 	instrs   []pendingInstr
 	root     int   // index in instrs, -1 if none
 	order    []int // instrs indices in topological order
+	paramIdx []int // instrs index by parameter number
 	hasSig   bool
 	sigPos   int
 	params   []sigParam
@@ -539,6 +552,19 @@ func (p *parser) rawValue(key string) (string, error) {
 	dirty := false
 	for p.off < len(p.src) {
 		c := p.src[p.off]
+		if isSpace(c) && p.off > start {
+			// A bracketed group after a space continues the value, as in
+			// replica_groups=mesh['a'=2,'b'=2] {'b'}.
+			j := p.off
+			for j < len(p.src) && (p.src[j] == ' ' || p.src[j] == '\t') {
+				j++
+			}
+			if j < len(p.src) && (p.src[j] == '{' || p.src[j] == '[') {
+				p.off = j
+				dirty = true
+				continue
+			}
+		}
 		if isSpace(c) || c == ',' || c == ')' || c == ']' || c == '}' {
 			break
 		}
@@ -618,13 +644,32 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 	}
 	p.off++
 	dims := []int{}
+	var dynamic []bool
 	if !p.accept(']') {
 		for {
-			d, _, err := p.integer("dimension size", false)
-			if err != nil {
+			p.skipSpace()
+			dyn := bytes.HasPrefix(p.src[p.off:], []byte("<="))
+			if dyn {
+				p.off += 2
+				if dynamic == nil {
+					dynamic = make([]bool, len(dims), len(dims)+1)
+				}
+			}
+			var d int
+			var err error
+			if !dyn && p.off < len(p.src) && p.src[p.off] == '?' { // unbounded dynamic
+				p.off++
+				d, dyn = UnboundedDim, true
+				if dynamic == nil {
+					dynamic = make([]bool, len(dims), len(dims)+1)
+				}
+			} else if d, _, err = p.integer("dimension size", false); err != nil {
 				return Shape{}, err
 			}
 			dims = append(dims, d)
+			if dynamic != nil {
+				dynamic = append(dynamic, dyn)
+			}
 			if p.accept(',') {
 				continue
 			}
@@ -634,11 +679,14 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 			return Shape{}, p.errAt(p.off, "expected ',' or ']' in shape dimensions, found %s", p.found())
 		}
 	}
-	if t == Token && len(dims) > 0 {
-		return Shape{}, p.errAt(start, "expected token[], found token with dimensions")
+	if (t == Token || t == Opaque) && len(dims) > 0 {
+		return Shape{}, p.errAt(start, "expected %s[], found %s with dimensions", t, t)
 	}
-	s := Shape{Elem: t, Dims: dims}
-	if t != Token && p.off < len(p.src) && p.src[p.off] == '{' && (!sigResult || p.layoutAhead()) {
+	s := Shape{Elem: t, Dims: dims, Dynamic: dynamic}
+	if err := s.CheckSize(); err != nil {
+		return Shape{}, p.newErr(start, err, "%v", err)
+	}
+	if t != Token && t != Opaque && p.off < len(p.src) && p.src[p.off] == '{' && (!sigResult || p.layoutAhead()) {
 		l, err := p.layout(s)
 		if err != nil {
 			return Shape{}, err
@@ -722,6 +770,7 @@ func (p *parser) parseModule() (*Module, error) {
 		return nil, err
 	}
 	m := &Module{Name: name}
+	p.accept(':') // the older "HloModule name:" header form
 	for p.accept(',') {
 		key, err := p.attrKey()
 		if err != nil {
@@ -736,6 +785,9 @@ func (p *parser) parseModule() (*Module, error) {
 		}
 		m.Attrs = append(m.Attrs, Attr{Key: key, Value: v})
 	}
+	if err := p.stackFrameTables(m); err != nil {
+		return nil, err
+	}
 	for p.skipSpace(); p.off < len(p.src); p.skipSpace() {
 		if err := p.computation(); err != nil {
 			return nil, err
@@ -745,12 +797,147 @@ func (p *parser) parseModule() (*Module, error) {
 		return nil, p.lexErr
 	}
 	if p.entry == nil {
-		return nil, p.errAt(p.off, "expected an ENTRY computation, found end of input")
+		// As in XLA, without an ENTRY mark the last computation is the entry.
+		if len(p.comps) == 0 {
+			return nil, p.errAt(p.off, "expected a computation, found end of input")
+		}
+		p.entry = p.comps[len(p.comps)-1]
 	}
 	if err := p.finish(m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// stackFrameTables reads the tables JAX writes after the module header:
+//
+//	FileNames      { id string }
+//	FunctionNames  { id string }
+//	FileLocations  { id "{" key=int ... "}" }
+//	StackFrames    { id "{" key=int ... "}" }
+//
+// in any order, each at most once, ids numbered 1, 2, ... in order.
+func (p *parser) stackFrameTables(m *Module) error {
+	seen := map[string]bool{}
+	for {
+		p.skipSpace()
+		start := p.off
+		word := p.peekWord()
+		switch word {
+		case "FileNames", "FunctionNames", "FileLocations", "StackFrames":
+		default:
+			return nil
+		}
+		// A computation may be named like a table: it is followed by '{' or '('.
+		save := p.off
+		p.off += len(word)
+		if c := p.peek(); c == '{' || c == '(' {
+			p.off = save
+			return nil
+		}
+		if seen[word] {
+			return p.errAt(start, "duplicate %s table", word)
+		}
+		seen[word] = true
+		if m.StackFrames == nil {
+			m.StackFrames = &StackFrameIndex{}
+		}
+		sf := m.StackFrames
+		for n := 1; ; n++ {
+			if c := p.peek(); !isDigit(c) {
+				break
+			}
+			id, idPos, err := p.integer("table id", false)
+			if err != nil {
+				return err
+			}
+			if id != n {
+				return p.errAt(idPos, "expected id %d in the %s table, found %d", n, word, id)
+			}
+			switch word {
+			case "FileNames", "FunctionNames":
+				str, err := p.quoted(word + " entry")
+				if err != nil {
+					return err
+				}
+				if word == "FileNames" {
+					sf.FileNames = append(sf.FileNames, str)
+				} else {
+					sf.FunctionNames = append(sf.FunctionNames, str)
+				}
+			default:
+				keys := []string{"file_name_id", "function_name_id", "line", "end_line", "column", "end_column"}
+				if word == "StackFrames" {
+					keys = []string{"file_location_id", "parent_frame_id"}
+				}
+				vals, err := p.intRecord(word, keys)
+				if err != nil {
+					return err
+				}
+				if word == "StackFrames" {
+					sf.StackFrames = append(sf.StackFrames, StackFrame{FileLocationID: vals[0], ParentFrameID: vals[1]})
+				} else {
+					sf.FileLocations = append(sf.FileLocations, FileLocation{FileNameID: vals[0], FunctionNameID: vals[1],
+						Line: vals[2], EndLine: vals[3], Column: vals[4], EndColumn: vals[5]})
+				}
+			}
+		}
+	}
+}
+
+// quoted reads a double-quoted string and returns it unquoted (Go escapes).
+func (p *parser) quoted(what string) (string, error) {
+	if p.peek() != '"' {
+		return "", p.errAt(p.off, "expected a quoted %s, found %s", what, p.found())
+	}
+	start := p.off
+	if err := p.skipString(); err != nil {
+		return "", err
+	}
+	raw := string(p.src[start:p.off])
+	str, err := strconv.Unquote(raw)
+	if err != nil {
+		// XLA escapes like C; keep what Go cannot unescape verbatim.
+		str = raw[1 : len(raw)-1]
+	}
+	return str, nil
+}
+
+// intRecord reads "{key=int key=int ...}" with keys from keys (each optional, at most
+// once) and returns their values in keys order (0 when absent).
+func (p *parser) intRecord(table string, keys []string) ([]int, error) {
+	if err := p.expect('{', "to start a "+table+" entry"); err != nil {
+		return nil, err
+	}
+	vals := make([]int, len(keys))
+	got := make([]bool, len(keys))
+	for !p.accept('}') {
+		p.skipSpace()
+		kpos := p.off
+		key := p.run(isKeyChar)
+		k := -1
+		for i, name := range keys {
+			if name == key {
+				k = i
+			}
+		}
+		if k < 0 || got[k] {
+			if key == "" {
+				return nil, p.errAt(kpos, "expected a field or '}' in a %s entry, found %s", table, p.found())
+			}
+			return nil, p.errAt(kpos, "unexpected or repeated field %q in a %s entry (want %s)", key, table, strings.Join(keys, ", "))
+		}
+		got[k] = true
+		if err := p.expect('=', "after "+key); err != nil {
+			return nil, err
+		}
+		v, _, err := p.integer(key, true)
+		if err != nil {
+			return nil, err
+		}
+		vals[k] = v
+	}
+	return vals, nil
 }
 
 func (p *parser) computation() error {
@@ -767,7 +954,7 @@ func (p *parser) computation() error {
 	if i, dup := p.compByName[name]; dup {
 		return p.errAt(pos, "duplicate computation name %q (first defined at %s)", name, p.posString(p.comps[i].pos))
 	}
-	cs := &compState{comp: &Computation{Name: name}, pos: pos, root: -1}
+	cs := &compState{comp: &Computation{Name: name}, pos: pos, root: -1, defs: map[string]int{}}
 	if isEntry {
 		if p.entry != nil {
 			return p.errAt(kwPos, "expected one ENTRY computation, found a second (%q after %q)", name, p.entry.comp.Name)
@@ -793,6 +980,21 @@ func (p *parser) computation() error {
 		if c == '}' {
 			cs.closePos = p.off
 			p.off++
+			// Computation attributes: "}, execution_thread="t"".
+			for p.accept(',') {
+				key, err := p.attrKey()
+				if err != nil {
+					return err
+				}
+				if err := p.expect('=', "after computation attribute "+key); err != nil {
+					return err
+				}
+				v, err := p.rawValue(key)
+				if err != nil {
+					return err
+				}
+				cs.comp.Attrs = append(cs.comp.Attrs, Attr{Key: key, Value: v})
+			}
 			break
 		}
 		if err := p.instruction(cs); err != nil {
@@ -858,16 +1060,29 @@ func (p *parser) instruction(cs *compState) error {
 	if err != nil {
 		return err
 	}
-	if prev, dup := p.instrDefs[name]; dup {
-		return p.errAt(pos, "duplicate instruction name %q (first defined at %s)", name, p.posString(prev))
+	if prev, dup := cs.defs[name]; dup {
+		return p.errAt(pos, "duplicate instruction name %q in computation %q (first defined at %s)", name, cs.comp.Name, p.posString(prev))
 	}
-	p.instrDefs[name] = pos
+	cs.defs[name] = pos
+	if _, ok := p.instrDefs[name]; !ok {
+		p.instrDefs[name] = pos
+	}
 	if err := p.expect('=', "after instruction name"); err != nil {
 		return err
 	}
-	s, err := p.shape(0, false)
-	if err != nil {
-		return err
+	// The result shape may be omitted where XLA infers it ("ROOT out = add(a, b)").
+	p.skipSpace()
+	shapePos := p.off
+	var s Shape
+	noShape := false
+	if word := p.peekWord(); word != "" && !p.atShape() && opcodeByName[word] != OpInvalid &&
+		p.off+len(word) < len(p.src) && p.src[p.off+len(word)] == '(' {
+		noShape = true
+	} else {
+		s, err = p.shape(0, false)
+		if err != nil {
+			return err
+		}
 	}
 	p.skipSpace()
 	opPos := p.off
@@ -883,7 +1098,7 @@ func (p *parser) instruction(cs *compState) error {
 		return p.errAt(opPos, "unknown opcode %q", opName)
 	}
 	in := &Instruction{Name: name, Opcode: op, Shape: s}
-	pi := pendingInstr{in: in, pos: pos}
+	pi := pendingInstr{in: in, pos: pos, noShape: noShape, shapePos: shapePos}
 	if !p.accept('(') {
 		return p.errAt(p.off, "expected '(' after opcode %s, found %s", op, p.found())
 	}
@@ -939,6 +1154,15 @@ func (p *parser) instruction(cs *compState) error {
 	}
 	cs.instrs = append(cs.instrs, pi)
 	return nil
+}
+
+// peekWord returns the run of name characters at p.off without consuming it.
+func (p *parser) peekWord() string {
+	end := p.off
+	for end < len(p.src) && isNameChar(p.src[end]) {
+		end++
+	}
+	return string(p.src[p.off:end])
 }
 
 // operand reads "[shape] name".
@@ -1143,6 +1367,16 @@ func (p *parser) attribute(pi *pendingInstr, seen *[]string) error {
 		if g, err = p.rawGroup(); err == nil {
 			in.Metadata = strings.Trim(g[1:len(g)-1], " ")
 		}
+	case "literal": // custom-call's "literal=s32[] 1": a shape and a literal
+		var sh Shape
+		if sh, err = p.shape(0, false); err != nil {
+			return err
+		}
+		var lit string
+		if lit, err = p.literal(0); err != nil {
+			return err
+		}
+		in.Extra = append(in.Extra, Attr{Key: key, Value: sh.String() + " " + lit})
 	case "sharding", "frontend_attributes":
 		_, err = p.rawValue(key)
 	default:
@@ -1543,7 +1777,11 @@ func (h *minHeap) pop() int {
 func (p *parser) finishComputation(cs *compState) error {
 	c := cs.comp
 	if cs.root < 0 {
-		return p.errAt(cs.closePos, "expected a ROOT instruction in computation %q, found '}'", c.Name)
+		// As in XLA, a computation without ROOT returns its last instruction.
+		if len(cs.instrs) == 0 {
+			return p.errAt(cs.closePos, "expected an instruction in computation %q, found '}'", c.Name)
+		}
+		cs.root = len(cs.instrs) - 1
 	}
 	local := make(map[string]int, len(cs.instrs))
 	for i := range cs.instrs {
@@ -1562,12 +1800,7 @@ func (p *parser) finishComputation(cs *compState) error {
 				}
 				return p.errAt(r.pos, "undefined operand %%%s", r.name)
 			}
-			def := cs.instrs[k].in
-			if r.typed != nil && !r.typed.Compatible(def.Shape) {
-				return p.errAt(r.typePos, "operand %%%s is written as %s, but defined as %s",
-					r.name, r.typed.StringNoLayout(), def.Shape.StringNoLayout())
-			}
-			pi.in.Operands[j] = def
+			pi.in.Operands[j] = cs.instrs[k].in
 			r.idx = k
 			sorted = sorted && k < i
 		}
@@ -1625,11 +1858,53 @@ func (p *parser) finishComputation(cs *compState) error {
 		}
 		params[in.ParamNum] = i
 	}
-	if cs.hasSig {
-		if len(cs.params) != nParams {
-			return p.errAt(cs.sigPos, "signature of computation %q has %d parameters, but its body has %d",
-				c.Name, len(cs.params), nParams)
+	if cs.hasSig && len(cs.params) != nParams {
+		// XLA's parser accepts a parameter list that disagrees with the body (its own
+		// import tests have such computations): the body defines the computation, so
+		// the list is ignored, as XLA does.
+		cs.hasSig = false
+	}
+	cs.paramIdx = params
+	return nil
+}
+
+// checkShapes infers the shapes that were omitted, checks every declared shape against
+// InferShape, the types written on operands and the signature. Called computations must
+// have been checked first.
+func (p *parser) checkShapes(cs *compState) error {
+	c := cs.comp
+	for _, i := range cs.order {
+		pi := &cs.instrs[i]
+		in, pos := pi.in, pi.pos
+		for _, r := range pi.ops {
+			def := cs.instrs[r.idx].in
+			if r.typed != nil && !r.typed.Compatible(def.Shape) {
+				return p.errAt(r.typePos, "operand %%%s is written as %s, but defined as %s",
+					r.name, r.typed.StringNoLayout(), def.Shape.StringNoLayout())
+			}
 		}
+		want, err := InferShape(in)
+		if pi.noShape {
+			if err != nil || !(want.IsTuple() || want.IsArray() || want.Elem == Token) {
+				msg := "it cannot be inferred"
+				if err != nil {
+					msg = err.Error()
+				}
+				return p.newErr(pi.shapePos, err, "expected the result shape of %%%s (%s): %s", in.Name, in.Opcode, msg)
+			}
+			in.Shape = want
+			continue
+		}
+		if err != nil {
+			return p.newErr(pos, err, "%%%s: %v", in.Name, err)
+		}
+		if !want.CompatibleMixedPrecision(in.Shape) {
+			return p.errAt(pos, "%%%s is declared %s, but %s of its operands gives %s",
+				in.Name, in.Shape.StringNoLayout(), in.Opcode, want.StringNoLayout())
+		}
+	}
+	if cs.hasSig {
+		params := cs.paramIdx
 		for i, sp := range cs.params {
 			if def := cs.instrs[params[i]].in; !sp.shape.Compatible(def.Shape) {
 				return p.errAt(sp.pos, "signature parameter %d of computation %q is %s, but %%%s is %s",
@@ -1677,16 +1952,8 @@ func (p *parser) finish(m *Module) error {
 	for _, k := range order {
 		cs := p.comps[k]
 		m.Computations = append(m.Computations, cs.comp)
-		for _, i := range cs.order {
-			in, pos := cs.instrs[i].in, cs.instrs[i].pos
-			want, err := InferShape(in)
-			if err != nil {
-				return p.newErr(pos, err, "%%%s: %v", in.Name, err)
-			}
-			if !want.Compatible(in.Shape) {
-				return p.errAt(pos, "%%%s is declared %s, but %s of its operands gives %s",
-					in.Name, in.Shape.StringNoLayout(), in.Opcode, want.StringNoLayout())
-			}
+		if err := p.checkShapes(cs); err != nil {
+			return err
 		}
 	}
 	m.Entry = p.entry.comp

@@ -58,6 +58,7 @@ func writeModule(w textWriter, m *Module) {
 		w.WriteString(a.Value)
 	}
 	w.WriteByte('\n')
+	writeStackFrames(w, m.StackFrames)
 	for _, c := range m.Computations {
 		w.WriteByte('\n')
 		writeComputation(w, c, c == m.Entry)
@@ -94,7 +95,11 @@ func writeComputation(w textWriter, c *Computation, entry bool) {
 		writeInstruction(w, in)
 		w.WriteByte('\n')
 	}
-	w.WriteString("}\n")
+	w.WriteString("}")
+	for _, a := range c.Attrs {
+		w.WriteString(", " + a.Key + "=" + a.Value)
+	}
+	w.WriteString("\n")
 }
 
 func writeInstruction(w textWriter, in *Instruction) {
@@ -342,4 +347,33 @@ func writeDimLabels(w textWriter, cd *ConvDims) {
 	label('i', 'o', cd.KernelInput, cd.KernelOutput, cd.KernelSpatial)
 	w.WriteString("->")
 	label('b', 'f', cd.OutputBatch, cd.OutputFeature, cd.OutputSpatial)
+}
+
+// writeStackFrames writes the stack-frame tables in XLA's text form (nothing for nil).
+func writeStackFrames(w textWriter, sf *StackFrameIndex) {
+	if sf == nil {
+		return
+	}
+	itoa := strconv.Itoa
+	table := func(name string, n int, entry func(i int) string) {
+		if n == 0 {
+			return
+		}
+		w.WriteString("\n" + name + "\n")
+		for i := 0; i < n; i++ {
+			w.WriteString(itoa(i+1) + " " + entry(i) + "\n")
+		}
+	}
+	table("FileNames", len(sf.FileNames), func(i int) string { return strconv.Quote(sf.FileNames[i]) })
+	table("FunctionNames", len(sf.FunctionNames), func(i int) string { return strconv.Quote(sf.FunctionNames[i]) })
+	table("FileLocations", len(sf.FileLocations), func(i int) string {
+		l := sf.FileLocations[i]
+		return "{file_name_id=" + itoa(l.FileNameID) + " function_name_id=" + itoa(l.FunctionNameID) +
+			" line=" + itoa(l.Line) + " end_line=" + itoa(l.EndLine) + " column=" + itoa(l.Column) +
+			" end_column=" + itoa(l.EndColumn) + "}"
+	})
+	table("StackFrames", len(sf.StackFrames), func(i int) string {
+		f := sf.StackFrames[i]
+		return "{file_location_id=" + itoa(f.FileLocationID) + " parent_frame_id=" + itoa(f.ParentFrameID) + "}"
+	})
 }

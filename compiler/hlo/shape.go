@@ -2,6 +2,8 @@ package hlo
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -9,7 +11,9 @@ import (
 // ElemType is an HLO primitive element type.
 type ElemType uint8
 
-// The element types this package understands. Invalid is the zero value.
+// The element types this package understands (every PrimitiveType of XLA's
+// xla_data.proto). Invalid is the zero value. The numeric values are hashed into kernel
+// keys: append new types at the end, never reorder.
 const (
 	Invalid ElemType = iota
 	PRED
@@ -28,18 +32,53 @@ const (
 	C64
 	Token
 	TupleType // the element type of a tuple shape
+	F8E4M3FN
+	F8E5M2
+	F8E4M3B11FNUZ
+	F8E4M3FNUZ
+	F8E5M2FNUZ
+	F8E4M3
+	F8E3M4
+	F4E2M1FN
+	F8E8M0FNU
+	S4
+	U4
+	S2
+	U2
+	S1
+	U1
+	C128
+	Opaque // XLA's OPAQUE_TYPE: a handle passed to custom calls, no elements
+	numElemTypes
 )
 
-var elemNames = [...]string{
+var elemNames = [numElemTypes]string{
 	Invalid: "invalid", PRED: "pred", S8: "s8", S16: "s16", S32: "s32", S64: "s64",
 	U8: "u8", U16: "u16", U32: "u32", U64: "u64", F16: "f16", BF16: "bf16", F32: "f32",
 	F64: "f64", C64: "c64", Token: "token", TupleType: "tuple",
+	F8E4M3FN: "f8e4m3fn", F8E5M2: "f8e5m2", F8E4M3B11FNUZ: "f8e4m3b11fnuz",
+	F8E4M3FNUZ: "f8e4m3fnuz", F8E5M2FNUZ: "f8e5m2fnuz", F8E4M3: "f8e4m3", F8E3M4: "f8e3m4",
+	F4E2M1FN: "f4e2m1fn", F8E8M0FNU: "f8e8m0fnu", S4: "s4", U4: "u4", S2: "s2", U2: "u2",
+	S1: "s1", U1: "u1", C128: "c128", Opaque: "opaque",
 }
 
-var elemBits = [...]int{
+// elemBits is the storage width of one element; sub-byte types are packed.
+var elemBits = [numElemTypes]int{
 	PRED: 8, S8: 8, S16: 16, S32: 32, S64: 64, U8: 8, U16: 16, U32: 32, U64: 64,
 	F16: 16, BF16: 16, F32: 32, F64: 64, C64: 64,
+	F8E4M3FN: 8, F8E5M2: 8, F8E4M3B11FNUZ: 8, F8E4M3FNUZ: 8, F8E5M2FNUZ: 8, F8E4M3: 8,
+	F8E3M4: 8, F4E2M1FN: 4, F8E8M0FNU: 8, S4: 4, U4: 4, S2: 2, U2: 2, S1: 1, U1: 1, C128: 128,
 }
+
+// UnboundedDim is the size of an unbounded dynamic dimension ("f32[?]"). Such a shape
+// can be imported and printed but has no size: CheckBounded rejects it before anything
+// is compiled or simulated.
+const UnboundedDim = -1
+
+// MaxArrayBytes is the largest array this package accepts: 2^40 bytes (1 TiB), far above
+// any accelerator's memory and far below the int64 range, so that element counts, byte
+// sizes and the sums and products cost analysis forms from them cannot overflow.
+const MaxArrayBytes = int64(1) << 40
 
 // String returns the HLO spelling of t ("f32", "bf16", ...).
 func (t ElemType) String() string {
@@ -49,20 +88,33 @@ func (t ElemType) String() string {
 	return fmt.Sprintf("elem(%d)", int(t))
 }
 
-// Bytes is the storage size of one element in bytes (0 for token and tuple).
-func (t ElemType) Bytes() int {
+// Bits is the storage width of one element in bits (0 for token, opaque and tuple).
+// Sub-byte types (s4, u4, s2, u2, s1, u1, f4e2m1fn) are packed in arrays.
+func (t ElemType) Bits() int {
 	if int(t) < len(elemBits) {
-		return elemBits[t] / 8
+		return elemBits[t]
 	}
 	return 0
 }
 
-// IsFloat reports whether t is a floating-point type.
-func (t ElemType) IsFloat() bool { return t == F16 || t == BF16 || t == F32 || t == F64 }
+// Bytes is the storage size of one element in bytes rounded up (1 for sub-byte types,
+// 0 for token, opaque and tuple). Array sizes use Shape.Bytes, which packs sub-byte types.
+func (t ElemType) Bytes() int { return (t.Bits() + 7) / 8 }
+
+// IsFloat reports whether t is a real floating-point type (8-bit and 4-bit floats
+// included).
+func (t ElemType) IsFloat() bool {
+	switch t {
+	case F16, BF16, F32, F64, F8E4M3FN, F8E5M2, F8E4M3B11FNUZ, F8E4M3FNUZ, F8E5M2FNUZ,
+		F8E4M3, F8E3M4, F4E2M1FN, F8E8M0FNU:
+		return true
+	}
+	return false
+}
 
 // ParseElemType maps an HLO spelling to its ElemType.
 func ParseElemType(s string) (ElemType, bool) {
-	for i, n := range elemNames {
+	for i, n := range elemNames[:] {
 		if n == s && ElemType(i) != Invalid && ElemType(i) != TupleType {
 			return ElemType(i), true
 		}
@@ -142,11 +194,15 @@ func (l *Layout) IsRowMajor() bool {
 }
 
 // Shape is an HLO shape: an array (element type, dimensions, optional layout) or a tuple.
+//
+// A dynamic dimension ("f32[<=N]") has Dynamic[i] set and Dims[i] = N, its bound: every
+// size computation (and so the simulator) uses the bound.
 type Shape struct {
-	Elem   ElemType
-	Dims   []int
-	Layout *Layout // nil: not assigned (the default row-major is implied)
-	Tuple  []Shape // element shapes when Elem == TupleType
+	Elem    ElemType
+	Dims    []int
+	Dynamic []bool  // nil when every dimension is static; else one flag per dimension
+	Layout  *Layout // nil: not assigned (the default row-major is implied)
+	Tuple   []Shape // element shapes when Elem == TupleType
 }
 
 // Array returns an array shape with no layout.
@@ -166,33 +222,125 @@ func TupleOf(elems ...Shape) Shape {
 func (s Shape) IsTuple() bool { return s.Elem == TupleType }
 
 // IsArray reports whether s is an array (not tuple, not token).
-func (s Shape) IsArray() bool { return s.Elem != TupleType && s.Elem != Token && s.Elem != Invalid }
+func (s Shape) IsArray() bool {
+	return s.Elem != TupleType && s.Elem != Token && s.Elem != Opaque && s.Elem != Invalid
+}
+
+// IsDynamic reports whether dimension i is dynamic (bounded by Dims[i]).
+func (s Shape) IsDynamic(i int) bool { return i < len(s.Dynamic) && s.Dynamic[i] }
+
+// HasDynamic reports whether any dimension of s (or of a tuple element) is dynamic.
+func (s Shape) HasDynamic() bool {
+	for _, d := range s.Dynamic {
+		if d {
+			return true
+		}
+	}
+	for _, e := range s.Tuple {
+		if e.HasDynamic() {
+			return true
+		}
+	}
+	return false
+}
 
 // Rank is the number of dimensions of an array shape.
 func (s Shape) Rank() int { return len(s.Dims) }
 
-// Elements is the product of the dimensions (1 for a scalar, 0 for tuples).
+// Elements is the product of the dimensions (1 for a scalar, 0 for tuples). It saturates
+// at math.MaxInt64 instead of overflowing; CheckSize rejects such shapes.
 func (s Shape) Elements() int64 {
 	if !s.IsArray() {
 		return 0
 	}
-	n := int64(1)
-	for _, d := range s.Dims {
-		n *= int64(d)
+	n, ok := elements(s.Dims)
+	if !ok {
+		return math.MaxInt64
 	}
-	return n
+	return int64(n)
 }
 
-// Bytes is the logical (unpadded) size in bytes; tuples sum their elements.
+// elements multiplies dims without overflow; ok is false when a dimension is negative
+// or the product exceeds math.MaxInt64.
+func elements(dims []int) (n uint64, ok bool) {
+	n = 1
+	for _, d := range dims {
+		if d < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
+}
+
+// Bytes is the logical (unpadded) size in bytes, sub-byte types packed; tuples sum their
+// elements. It saturates at math.MaxInt64; CheckSize rejects such shapes.
 func (s Shape) Bytes() int64 {
 	if s.IsTuple() {
 		var n int64
 		for _, e := range s.Tuple {
-			n += e.Bytes()
+			b := e.Bytes()
+			if n > math.MaxInt64-b {
+				return math.MaxInt64
+			}
+			n += b
 		}
 		return n
 	}
-	return s.Elements() * int64(s.Elem.Bytes())
+	b, ok := arrayBytes(s)
+	if !ok {
+		return math.MaxInt64
+	}
+	return b
+}
+
+// arrayBytes is the packed byte size of an array shape, without overflow.
+func arrayBytes(s Shape) (int64, bool) {
+	if !s.IsArray() {
+		return 0, true
+	}
+	n, ok := elements(s.Dims)
+	if !ok {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(n, uint64(s.Elem.Bits()))
+	if hi != 0 || lo > math.MaxInt64-7 {
+		return 0, false
+	}
+	return int64((lo + 7) / 8), true
+}
+
+// CheckSize reports an error when an array of s (or of any tuple element) has a negative
+// dimension or is larger than MaxArrayBytes, the limit that keeps every size computation
+// of this module overflow-free.
+func (s Shape) CheckSize() error {
+	if s.IsTuple() {
+		for _, e := range s.Tuple {
+			if err := e.CheckSize(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bounded := s
+	bounded.Dims = append([]int(nil), s.Dims...)
+	for i, d := range s.Dims {
+		if d == UnboundedDim {
+			bounded.Dims[i] = 1 // no size yet: CheckBounded stops it before compilation
+			continue
+		}
+		if d < 0 {
+			return fmt.Errorf("%s: dimension %d is negative", s.StringNoLayout(), i)
+		}
+	}
+	if b, ok := arrayBytes(bounded); !ok || b > MaxArrayBytes {
+		return fmt.Errorf("%s is too large: an array may hold at most 2^40 bytes (1 TiB)", s.StringNoLayout())
+	}
+	return nil
 }
 
 // LayoutOrDefault returns the layout, or row-major when none is assigned.
@@ -217,6 +365,9 @@ func (s Shape) PhysicalDims() []int {
 // Clone returns a deep copy of s.
 func (s Shape) Clone() Shape {
 	c := Shape{Elem: s.Elem, Dims: append([]int{}, s.Dims...), Layout: s.Layout.Clone()}
+	if s.Dynamic != nil {
+		c.Dynamic = append([]bool(nil), s.Dynamic...)
+	}
 	if s.Tuple != nil {
 		c.Tuple = make([]Shape, len(s.Tuple))
 		for i, e := range s.Tuple {
@@ -233,8 +384,8 @@ func (s Shape) WithLayout(l *Layout) Shape {
 	return c
 }
 
-// Compatible reports whether two shapes have the same element type and dimensions,
-// ignoring layouts.
+// Compatible reports whether two shapes have the same element type and dimensions (or
+// bounds), ignoring layouts and which dimensions are dynamic.
 func (s Shape) Compatible(o Shape) bool {
 	if s.Elem != o.Elem {
 		return false
@@ -253,10 +404,37 @@ func (s Shape) Compatible(o Shape) bool {
 	return intsEqual(s.Dims, o.Dims)
 }
 
-// Equal reports whether two shapes are identical including layouts.
+// CompatibleMixedPrecision is Compatible, except that floating-point element types may
+// differ: what XLA's verifier accepts with allow_mixed_precision, as TPU dumps need (a
+// reshape from f32 to bf16, an add of f32 and bf16).
+func (s Shape) CompatibleMixedPrecision(o Shape) bool {
+	if s.IsTuple() || o.IsTuple() {
+		if !s.IsTuple() || !o.IsTuple() || len(s.Tuple) != len(o.Tuple) {
+			return false
+		}
+		for i := range s.Tuple {
+			if !s.Tuple[i].CompatibleMixedPrecision(o.Tuple[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if s.Elem != o.Elem && !(s.Elem.IsFloat() && o.Elem.IsFloat()) {
+		return false
+	}
+	return intsEqual(s.Dims, o.Dims)
+}
+
+// Equal reports whether two shapes are identical including layouts and dynamic
+// dimensions.
 func (s Shape) Equal(o Shape) bool {
 	if !s.Compatible(o) {
 		return false
+	}
+	for i := range s.Dims {
+		if s.IsDynamic(i) != o.IsDynamic(i) {
+			return false
+		}
 	}
 	if s.IsTuple() {
 		for i := range s.Tuple {
@@ -299,12 +477,24 @@ func (s Shape) write(b *strings.Builder, layouts bool) {
 		return
 	}
 	b.WriteString(s.Elem.String())
-	if s.Elem == Token {
+	if s.Elem == Token || s.Elem == Opaque {
 		b.WriteString("[]")
 		return
 	}
 	b.WriteByte('[')
-	writeInts(b, s.Dims)
+	for i, d := range s.Dims {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch {
+		case d == UnboundedDim:
+			b.WriteByte('?')
+			continue
+		case s.IsDynamic(i):
+			b.WriteString("<=")
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
 	b.WriteByte(']')
 	if layouts && s.Layout != nil {
 		b.WriteString(s.Layout.String())

@@ -6,8 +6,8 @@ import (
 )
 
 // Verify checks that m is well formed: every computation has exactly one root among its
-// instructions; every operand is defined earlier in the same computation; names are
-// unique; parameter numbers are 0..n-1; every called computation belongs to m; layouts are
+// instructions; every operand is defined earlier in the same computation; instruction
+// names are unique within their computation (the same name in two computations is legal); parameter numbers are 0..n-1; every called computation belongs to m; layouts are
 // permutations of their shape's dimensions; and every instruction's shape agrees with the
 // shape rules of its op (InferShape). It returns all problems found, joined.
 func Verify(m *Module) error {
@@ -22,9 +22,8 @@ func Verify(m *Module) error {
 	if !comps[m.Entry] {
 		errs = append(errs, fmt.Errorf("entry computation %s is not in the module", m.Entry.Name))
 	}
-	names := make(map[string]bool, m.InstructionCount())
 	for _, c := range m.Computations {
-		errs = append(errs, verifyComputation(c, comps, names)...)
+		errs = append(errs, verifyComputation(c, comps)...)
 		if len(errs) > 20 {
 			errs = append(errs[:20], errors.New("too many errors"))
 			break
@@ -33,7 +32,8 @@ func Verify(m *Module) error {
 	return errors.Join(errs...)
 }
 
-func verifyComputation(c *Computation, comps map[*Computation]bool, names map[string]bool) []error {
+func verifyComputation(c *Computation, comps map[*Computation]bool) []error {
+	names := make(map[string]bool, len(c.Instructions))
 	var errs []error
 	fail := func(in *Instruction, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %%%s: %s", c.Name, in.Name, fmt.Sprintf(format, args...)))
@@ -81,7 +81,7 @@ func verifyComputation(c *Computation, comps map[*Computation]bool, names map[st
 		if operandsOK {
 			if want, err := InferShape(in); err != nil {
 				fail(in, "%v", err)
-			} else if !want.Compatible(in.Shape) {
+			} else if !want.CompatibleMixedPrecision(in.Shape) {
 				fail(in, "shape %s does not match the %s shape rule, which gives %s", in.Shape.StringNoLayout(), in.Opcode, want.StringNoLayout())
 			}
 		}
@@ -117,4 +117,46 @@ func verifyLayouts(s Shape) error {
 		return fmt.Errorf("layout %s of %s: %w", s.Layout, s.StringNoLayout(), err)
 	}
 	return nil
+}
+
+// CheckBounded reports an error naming the first instruction, in the entry computation
+// or any computation it reaches, whose shape has an unbounded dynamic dimension
+// ("f32[?]"): such a program has no size to compile or simulate. Unreachable
+// computations may keep them.
+func CheckBounded(m *Module) error {
+	seen := map[*Computation]bool{}
+	var walk func(c *Computation) error
+	walk = func(c *Computation) error {
+		if c == nil || seen[c] {
+			return nil
+		}
+		seen[c] = true
+		for _, in := range c.Instructions {
+			if hasUnbounded(in.Shape) {
+				return fmt.Errorf("computation %s: %%%s has an unbounded dynamic dimension (%s): give it a bound (<=N) to compile or simulate it",
+					c.Name, in.Name, in.Shape.StringNoLayout())
+			}
+			for _, cc := range in.CalledComputations() {
+				if err := walk(cc); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(m.Entry)
+}
+
+func hasUnbounded(s Shape) bool {
+	for _, d := range s.Dims {
+		if d == UnboundedDim {
+			return true
+		}
+	}
+	for _, e := range s.Tuple {
+		if hasUnbounded(e) {
+			return true
+		}
+	}
+	return false
 }

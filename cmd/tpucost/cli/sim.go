@@ -59,5 +59,8 @@ func runSim(o *SimOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, len(r.Kernels), r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if r.ApproximateOps > 0 {
+		fmt.Fprintf(o.IO.Out, "%d ops timed approximately (streaming model): %.1f%% of the time\n", r.ApproximateOps, 100*r.ApproximateShare)
+	}
 	return nil
 }

@@ -1,0 +1,202 @@
+package hlo
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// pb builds a protocol buffer message for the tests.
+type pb []byte
+
+func (b pb) str(n protowire.Number, s string) pb {
+	return protowire.AppendString(protowire.AppendTag(b, n, protowire.BytesType), s)
+}
+func (b pb) msg(n protowire.Number, m pb) pb {
+	return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), m)
+}
+func (b pb) int(n protowire.Number, v int64) pb {
+	return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), uint64(v))
+}
+func (b pb) packed(n protowire.Number, vs ...int64) pb {
+	var p []byte
+	for _, v := range vs {
+		p = protowire.AppendVarint(p, uint64(v))
+	}
+	return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), p)
+}
+
+func pbShape(et int64, dims ...int64) pb {
+	s := pb(nil).int(2, et).packed(3, dims...)
+	mtm := make([]int64, len(dims))
+	for i := range mtm {
+		mtm[i] = int64(len(dims) - 1 - i)
+	}
+	return s.msg(5, pb(nil).packed(1, mtm...))
+}
+
+func pbInstr(id int64, name, opcode string, shape pb, operands ...int64) pb {
+	b := pb(nil).str(1, name).str(2, opcode).msg(3, shape).int(35, id)
+	if len(operands) > 0 {
+		b = b.packed(36, operands...)
+	}
+	return b
+}
+
+// protoModule is a small HloModuleProto: a while loop whose condition and body are listed
+// body first, a dot with dimension numbers, a dynamic dimension and a scalar constant.
+func protoModule() pb {
+	const f32, s32, pred, tuple = 11, 4, 1, 13
+	st := pb(nil).int(2, tuple).msg(4, pbShape(s32)).msg(4, pbShape(f32, 8, 8))
+	cond := pb(nil).str(1, "cond").int(5, 1).int(6, 3).
+		msg(2, pbInstr(1, "p", "parameter", st)).
+		msg(2, pbInstr(2, "i", "get-tuple-element", pbShape(s32), 1).int(13, 0)).
+		msg(2, pbInstr(4, "n", "constant", pbShape(s32)).msg(8, pb(nil).packed(4, 10))).
+		msg(2, pbInstr(3, "lt", "compare", pbShape(pred), 2, 4).str(63, "LT"))
+	body := pb(nil).str(1, "body").int(5, 2).int(6, 7).
+		msg(2, pbInstr(5, "p", "parameter", st)).
+		msg(2, pbInstr(6, "x", "get-tuple-element", pbShape(f32, 8, 8), 5).int(13, 1)).
+		msg(2, pbInstr(8, "i", "get-tuple-element", pbShape(s32), 5).int(13, 0)).
+		msg(2, pbInstr(9, "d", "dot", pbShape(f32, 8, 8), 6, 6).msg(30, pb(nil).packed(1, 1).packed(2, 0))).
+		msg(2, pbInstr(7, "t", "tuple", st, 8, 9))
+	dyn := pbShape(f32, 16).packed(6, 1)
+	entry := pb(nil).str(1, "main").int(5, 3).int(6, 13).
+		msg(2, pbInstr(10, "a", "parameter", pbShape(f32, 8, 8))).
+		msg(2, pbInstr(11, "z", "constant", pbShape(s32)).msg(8, pb(nil).packed(4, 0))).
+		msg(2, pbInstr(14, "v", "parameter", dyn).int(9, 1)).
+		msg(2, pbInstr(12, "init", "tuple", st, 11, 10)).
+		msg(2, pbInstr(13, "w", "while", st, 12).packed(38, 2, 1))
+	return pb(nil).str(1, "jit_loop").str(2, "main").int(6, 3).msg(3, cond).msg(3, body).msg(3, entry)
+}
+
+func TestDecodeModuleProto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data pb
+	}{{"HloModuleProto", protoModule()}, {"HloProto", pb(nil).msg(1, protoModule())}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := DecodeModuleProto("m.hlo.pb", tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify(m); err != nil {
+				t.Fatal(err)
+			}
+			w := m.Entry.Root
+			if m.Name != "jit_loop" || m.Entry.Name != "main" || w.Opcode != OpWhile ||
+				w.Condition == nil || w.Condition.Name != "cond" || w.Body.Name != "body" {
+				t.Fatalf("module %s entry %s root %s", m.Name, m.Entry.Name, w)
+			}
+			d := m.Computation("body").Lookup("d")
+			if d.Dot == nil || d.Dot.LhsContracting[0] != 1 || d.Dot.RhsContracting[0] != 0 {
+				t.Errorf("dot dims %+v", d.Dot)
+			}
+			if v := m.Entry.Lookup("v").Shape; !v.IsDynamic(0) || v.String() != "f32[<=16]{0}" {
+				t.Errorf("dynamic shape %s", v)
+			}
+			if lit := m.Computation("cond").Lookup("n").Literal; lit != "10" {
+				t.Errorf("constant %q, want 10", lit)
+			}
+			roundTrip(t, m)
+		})
+	}
+}
+
+func TestDecodeModuleProtoErrors(t *testing.T) {
+	good := protoModule()
+	bad := pb(nil).str(1, "m").msg(3, pb(nil).str(1, "main").int(5, 1).int(6, 1).
+		msg(2, pbInstr(1, "a", "parameter", pbShape(11, 4))).
+		msg(2, pbInstr(2, "b", "frobnicate", pbShape(11, 4), 1)))
+	dangling := pb(nil).str(1, "m").msg(3, pb(nil).str(1, "main").int(5, 1).int(6, 2).
+		msg(2, pbInstr(2, "b", "negate", pbShape(11, 4), 7)))
+	mismatch := pb(nil).str(1, "m").msg(3, pb(nil).str(1, "main").int(5, 1).int(6, 2).
+		msg(2, pbInstr(1, "a", "parameter", pbShape(11, 4))).
+		msg(2, pbInstr(2, "b", "negate", pbShape(11, 5), 1)))
+	huge := pb(nil).str(1, "m").msg(3, pb(nil).str(1, "main").int(5, 1).int(6, 1).
+		msg(2, pbInstr(1, "a", "parameter", pbShape(11, 99999999999, 99999999999))))
+	for _, tc := range []struct {
+		name string
+		data []byte
+		msg  string
+	}{
+		{"truncated", good[:len(good)-3], "x.pb: not a serialized HloModuleProto"},
+		{"unknown-opcode", bad, `x.pb: computation "main", instruction "b": unknown opcode "frobnicate"`},
+		{"dangling-operand", dangling, `x.pb: computation "main", instruction "b": operand 0 refers to instruction id 7`},
+		{"shape-mismatch", mismatch, `x.pb: computation "main", instruction "b": %b is declared f32[5], but negate of its operands gives f32[4]`},
+		{"overflow", huge, `x.pb: computation "main", instruction "a": f32[99999999999,99999999999] is too large`},
+		{"empty", nil, "x.pb: the HloModuleProto has no computations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeModuleProto("x.pb", tc.data)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.msg) {
+				t.Errorf("error = %v, want prefix %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// The TpuGraphs files embed real HloModuleProtos: module_tuning_data_layout.pb is a
+// tpu_graphs.ModuleTuningData (module = field 1); op_tuning_data.pb is a TuningData
+// (repeated ModuleTuningData = field 1), one module per tuned op.
+func TestDecodeTuningDataModules(t *testing.T) {
+	data, err := os.ReadFile("testdata/tpugraphs/module_tuning_data_layout.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeModuleProtoField("layout.pb", data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.InstructionCount(); n < 1000 {
+		t.Errorf("%d instructions, want the whole module (thousands)", n)
+	}
+	roundTrip(t, m)
+
+	data, err = os.ReadFile("testdata/tpugraphs/op_tuning_data.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := parseMsg(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := top.all(1)
+	if len(entries) != 15 {
+		t.Fatalf("%d ModuleTuningData entries, want 15", len(entries))
+	}
+	for i, e := range entries {
+		m, err := DecodeModuleProtoField("op.pb", e.b, 1)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if err := Verify(m); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		roundTrip(t, m)
+	}
+}
+
+// FuzzDecodeModuleProto checks that decoding arbitrary bytes never panics, that errors
+// name the file, and that every module it accepts verifies and round-trips as text.
+func FuzzDecodeModuleProto(f *testing.F) {
+	f.Add([]byte(protoModule()))
+	f.Add([]byte(pb(nil).msg(1, protoModule())))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeModuleProto("f.pb", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.pb: ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if err := Verify(m); err != nil {
+			t.Fatalf("decoded module does not verify: %v", err)
+		}
+		roundTrip(t, m)
+	})
+}
