@@ -38,11 +38,6 @@ func TestVocabularyIsStable(t *testing.T) {
 		}
 	}
 	for _, op := range hlo.AllOpcodes() {
-		// The opcodes appended after after-all for XLA's full list are not in the frozen
-		// vocabulary of schema version 1: they map to <unk>.
-		if op > hlo.OpAfterAll {
-			continue
-		}
 		if OpcodeID(op) == 0 {
 			t.Errorf("opcode %s is not in the vocabulary", op)
 		}
@@ -140,5 +135,31 @@ func TestPaperSetIsRawTileAndFlags(t *testing.T) {
 	}
 	if _, err := ParseConfigSet("oracle"); err == nil {
 		t.Error("unknown feature set accepted")
+	}
+}
+
+// TestDynamicDimensionsAreMarked: a bounded dynamic dimension (f32[<=N], simulated at its
+// bound) is visible to the model as the fraction of dynamic dimensions of a node.
+func TestDynamicDimensionsAreMarked(t *testing.T) {
+	m, err := hlo.Parse("dyn.hlo", []byte(`HloModule dyn
+ENTRY e {
+  p = f32[<=64,128] parameter(0)
+  ROOT n = f32[<=64,128] negate(p)
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(nodeNames(), "dynamic_dims_fraction")
+	f := make([]float32, NodeWidth)
+	nodeFeatures(f, m.Entry.Root, 0, true, v4)
+	if col < 0 || f[col] != 0.5 {
+		t.Errorf("dynamic_dims_fraction of f32[<=64,128] = %v (column %d), want 0.5", f[col], col)
+	}
+	static := make([]float32, NodeWidth)
+	s, _ := hlo.Parse("s.hlo", []byte("HloModule s\nENTRY e {\n  ROOT p = f32[64,128] parameter(0)\n}\n"))
+	nodeFeatures(static, s.Entry.Root, 0, true, v4)
+	if static[col] != 0 {
+		t.Errorf("a static shape has dynamic_dims_fraction %v", static[col])
 	}
 }

@@ -91,7 +91,8 @@ func nodeNames() []string {
 		n = append(n, fmt.Sprintf("reduce_dim%d", i))
 	}
 	n = append(n, "reduce_size_log", "reduces_minor", "transpose_moves_minor", "broadcast_new_dims", "size_ratio_log",
-		"flops_log", "transcendentals_log", "vector_ops_log", "bytes_read_log", "bytes_written_log")
+		"flops_log", "transcendentals_log", "vector_ops_log", "bytes_read_log", "bytes_written_log",
+		"dynamic_dims_fraction")
 	return n
 }
 
@@ -249,6 +250,13 @@ func nodeFeatures(f []float32, in *hlo.Instruction, nUsers int, isRoot bool, t c
 	put(lg(c.VectorOps))
 	put(lg(c.BytesRead))
 	put(lg(c.BytesWritten))
+	dyn := 0
+	for d := range s.Rank() {
+		if s.IsDynamic(d) {
+			dyn++
+		}
+	}
+	put(float32(dyn) / float32(max(s.Rank(), 1)))
 	if i != NodeWidth {
 		panic(fmt.Sprintf("features: wrote %d node features, NodeWidth is %d", i, NodeWidth))
 	}

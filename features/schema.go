@@ -16,13 +16,15 @@ import (
 // features are version 1's): they let the model memorize shapes, and a fusion model's
 // MAPE on held-out programs went from 9% to 46% (scripts/quality.sh). Padding is described
 // by the physical minor dimension modulo 128 and the second-minor modulo 8, the two the
-// (8,128) tiling pads.
-const SchemaVersion = 3
+// (8,128) tiling pads. Version 4 appended the rest of XLA's opcode list to the vocabulary
+// (collectives, async pairs, transfers, batch norm, linear algebra: they were <unk>) and a
+// node feature for bounded dynamic dimensions (f32[<=N], sized at the bound).
+const SchemaVersion = 4
 
 // MaxRank is the rank shapes are padded to in node features.
 const MaxRank = 6
 
-// vocabulary is the opcode vocabulary of schema version 1, in a frozen order. Id 0 is
+// vocabulary is the opcode vocabulary, in a frozen order. Id 0 is
 // "<unk>" for opcodes this version does not know. New opcodes are appended at the end
 // (never inserted), so ids never shift.
 var vocabulary = [...]string{
@@ -37,6 +39,18 @@ var vocabulary = [...]string{
 	"reverse", "gather", "scatter", "dynamic-slice", "dynamic-update-slice", "tuple", "get-tuple-element",
 	"fusion", "call", "while", "conditional", "sort", "custom-call", "rng", "rng-bit-generator", "all-reduce",
 	"after-all",
+	// Version 4: the rest of XLA's opcode list (collectives, async pairs, transfers,
+	// batch norm, linear algebra, ...), in the order hlo appended them.
+	"acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "count-leading-zeros",
+	"reduce-precision", "complex", "mulhi", "stochastic-convert", "add-dependency", "domain",
+	"opt-barrier", "get-dimension-size", "set-dimension-size", "dynamic-reshape", "copy-start",
+	"copy-done", "all-gather", "all-gather-start", "all-gather-done", "all-reduce-start",
+	"all-reduce-done", "all-to-all", "ragged-all-to-all", "reduce-scatter", "collective-broadcast",
+	"collective-permute", "collective-permute-start", "collective-permute-done", "collective-reduce",
+	"async-start", "async-update", "async-done", "send", "send-done", "recv", "recv-done", "infeed",
+	"outfeed", "partition-id", "replica-id", "batch-norm-training", "batch-norm-inference",
+	"batch-norm-grad", "cholesky", "triangular-solve", "fft", "topk", "rng-get-and-update-state",
+	"map", "ragged-dot", "scaled-dot", "scan", "shuffle",
 }
 
 // Vocabulary returns the opcode names by id (a copy).
@@ -79,7 +93,7 @@ func CurrentSchema() Schema {
 
 // Widths of the feature vectors (TestWidths checks them against the name lists).
 const (
-	NodeWidth   = 74
+	NodeWidth   = 75
 	KernelWidth = 34
 	ConfigWidth = 31
 )

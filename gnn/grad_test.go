@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -77,6 +78,10 @@ const (
 	fdAbsTol = 1e-8
 	// hostTol: targets and weights are stored as float32 (relative rounding 6e-8 each).
 	hostTol = 1e-6
+	// liveBias shifts every bias so that ReLUs start active (see its use): large enough to
+	// wake them, small enough that most hinge pairs stay inside the margin, where the
+	// hinge has a gradient (at 0.1 the paper set's hinge already has too few).
+	liveBias = 0.05
 )
 
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
@@ -84,13 +89,10 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	if len(rows) < 2 {
 		t.Fatalf("only %d rows", len(rows))
 	}
-	// Both configuration feature sets; the init seed per set is one whose tiny network has
-	// live ReLUs on these rows (with seed 7 the paper set's 3-wide head starts dead and
-	// every gradient is 0, which the check rejects as weak).
 	for _, fs := range []struct {
 		set  features.ConfigSet
 		seed int64
-	}{{features.ConfigPlan, 7}, {features.ConfigPaper, 8}} {
+	}{{features.ConfigPlan, 7}, {features.ConfigPaper, 7}} {
 		for _, loss := range Losses() {
 			t.Run(string(fs.set)+"/"+string(loss), func(t *testing.T) {
 				m := testModel(t, tinyConfig().WithFeatures(fs.set), dataset.TaskTile, loss, rows, fs.seed)
@@ -98,6 +100,16 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				// are all zero sits exactly on a ReLU kink, where finite differences average
 				// the two one-sided derivatives.
 				jitter(m.Params, rand.New(rand.NewPCG(5, 6)), 0.1)
+				// Biases slightly positive: the tiny network's narrow ReLU layers (3 units in
+				// the last head layer) must not start dead, or every gradient is 0 and the
+				// check below rejects itself as weak.
+				for _, p := range m.Params {
+					if strings.HasSuffix(p.Name, ".b") {
+						for i := range p.Data {
+							p.Data[i] += liveBias
+						}
+					}
+				}
 				// A padded batch: the check covers padding too.
 				b, err := newBatch(m.Config, itemsOf(t, m, rows), true, 4, loss, m.Target, true)
 				if err != nil {

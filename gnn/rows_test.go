@@ -1,6 +1,7 @@
 package gnn
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -110,7 +111,8 @@ var testRows = struct {
 
 func cachedRows(tb testing.TB, model string, task dataset.Task, maxConfigs int) []dataset.Row {
 	tb.Helper()
-	key := model + "/" + string(task)
+	// The key names every argument: a test's rows must not depend on which test ran first.
+	key := fmt.Sprintf("%s/%s/%d", model, task, maxConfigs)
 	testRows.Lock()
 	defer testRows.Unlock()
 	if r, ok := testRows.m[key]; ok {
