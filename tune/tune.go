@@ -126,7 +126,9 @@ type PhaseReport struct {
 
 // Report is the result of tuning one program. DefaultNs and TunedNs are the simulator's
 // noiseless times of the default compile (no store) and of the tuned config: an
-// evaluation outside the budget, not measurements.
+// evaluation outside the budget, not measurements. The tuned config is the search's best
+// program only if the final confirmation found it faster than the starting program beyond
+// the measurement noise; otherwise it is the starting program's (see Confirmation).
 type Report struct {
 	Program          string        `json:"program"`
 	Chip             string        `json:"chip"`
@@ -148,6 +150,8 @@ type Report struct {
 	WallS            float64       `json:"wall_s"`
 	StoreRecords     int           `json:"store_records"`
 	Phases           []PhaseReport `json:"phases"`
+	// Confirmation is the final check that the result is not slower than the start.
+	Confirmation Confirmation `json:"confirmation"`
 	// Config is the tuned program's effective config: compiling with it (Strict, no
 	// store) reproduces the tuned program.
 	Config *compiler.Config `json:"-"`
@@ -266,6 +270,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 		fin, err = r.joint(ctx, start, rep)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
+	}
+	if fin, rep.Confirmation, err = r.confirm(ctx, start[0], fin); err != nil {
 		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
 	}
 	truth := func(p *compiler.Program) (float64, error) {

@@ -226,10 +226,25 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 	}
 	fmt.Fprintf(o.IO.Out, "default %.0f ns, tuned %.0f ns: speedup %.3fx; %d measurements (%d program, %d kernel), %.1f s hardware, %.2f s wall\n",
 		r.DefaultNs, r.TunedNs, r.Speedup, r.Measurements, r.ProgramMeasures, r.KernelMeasures, r.HardwareS, r.WallS)
+	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// confirmationLine says what the final confirmation of a tuning run decided.
+func confirmationLine(c tune.Confirmation) string {
+	switch c.Outcome {
+	case tune.KeptWinner:
+		return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the start's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
+			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+	case tune.KeptStart:
+		return fmt.Sprintf("confirmation: kept the starting program: the search's best (%.0f ns) is not faster than the start (%.0f ns; min of %d runs each) beyond the noise margin of %.2f%%",
+			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+	default:
+		return "confirmation: the search's best is the starting program"
+	}
 }
 
 // loadTuneModels loads the comma-separated checkpoints of --model and gives each its role
