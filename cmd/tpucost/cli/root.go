@@ -6,7 +6,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -90,12 +89,17 @@ func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 
 // TargetFlags select the chip to compile for and simulate on.
 type TargetFlags struct {
 	Chip    string
-	VMEMMiB int
+	VMEMMiB int // 0: the preset's
+	vmemSet func() bool
 }
+
+// maxVMEMMiB bounds --vmem (1 TiB): far above any chip, and its bytes fit an int64.
+const maxVMEMMiB = 1 << 20
 
 func (t *TargetFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.Chip, "chip", tpusim.DefaultChip, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
-	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, "override the chip's VMEM per core in MiB (v4's is not public)")
+	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", maxVMEMMiB))
+	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }
 
 func (t *TargetFlags) chip() (tpusim.Chip, error) {
@@ -103,8 +107,8 @@ func (t *TargetFlags) chip() (tpusim.Chip, error) {
 	if err != nil {
 		return c, err
 	}
-	if t.VMEMMiB < 0 {
-		return c, errors.New("--vmem must be positive")
+	if (t.VMEMMiB != 0 || (t.vmemSet != nil && t.vmemSet())) && (t.VMEMMiB < 1 || t.VMEMMiB > maxVMEMMiB) {
+		return c, fmt.Errorf("--vmem: got %d, want MiB in [1, %d]", t.VMEMMiB, maxVMEMMiB)
 	}
 	if t.VMEMMiB > 0 {
 		c = c.WithVMEM(int64(t.VMEMMiB) << 20)

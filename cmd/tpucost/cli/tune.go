@@ -69,16 +69,17 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
-	f.StringVar(&o.Strategy, "strategy", string(tune.XTAT), "search strategy: xtat, exhaustive, random, sa, evo, mbo")
+	d := tune.Defaults()
+	f.StringVar(&o.Strategy, "strategy", string(d.Strategy), "search strategy: "+strategyNames())
 	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoints DIR[,DIR]: an absolute (fusion/layout) model guides layout and fusion, a relative (tile/flags) one ranks kernel options; only their top-k are measured")
-	f.IntVar(&o.TopK, "topk", 10, "with --model: program-level candidates measured")
-	f.IntVar(&o.KernelTopK, "kernel-topk", 5, "with --model: options measured per kernel")
-	f.IntVar(&o.ModelEvals, "model-evals", 500, "with --model: programs the model scores per search")
-	f.IntVar(&o.Budget, "budget", 300, "simulator measurements (programs and kernels)")
+	f.IntVar(&o.TopK, "topk", d.TopKGraph, "with --model: program-level candidates measured (>= 1)")
+	f.IntVar(&o.KernelTopK, "kernel-topk", d.TopKKernel, "with --model: options measured per kernel (>= 1)")
+	f.IntVar(&o.ModelEvals, "model-evals", d.ModelEvals, "with --model: programs the model scores per search (>= 1)")
+	f.IntVar(&o.Budget, "budget", 300, "simulator measurements (programs and kernels; >= 1)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the search and the measurement noise")
-	f.Float64Var(&o.Noise, "noise", 0.02, "measurement noise sigma (a run takes true*(1+|N(0,sigma)|); 0: off)")
-	f.IntVar(&o.Runs, "runs", 3, "runs per measurement (the minimum is reported)")
-	f.IntVar(&o.Workers, "workers", 0, "parallel measurements (default: all cores); results do not depend on it")
+	f.Float64Var(&o.Noise, "noise", 0.02, "measurement noise sigma in [0, 1] (a run takes true*(1+|N(0,sigma)|); 0: off)")
+	f.IntVar(&o.Runs, "runs", d.Runs, "runs per measurement, the minimum is reported (1-1000)")
+	f.IntVar(&o.Workers, "workers", d.Workers, "parallel measurements (default: all cores); results do not depend on it")
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	return cmd
@@ -125,14 +126,13 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := tune.ParseStrategy(o.Strategy)
-	if err != nil {
-		return err
+	opts := tune.Defaults()
+	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
+	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	if err := opts.Validate(); err != nil {
+		return flagError(err)
 	}
-	opts := tune.Options{
-		Chip: c, Strategy: st, Budget: o.Budget, Seed: o.Seed, Workers: o.Workers, Noise: o.Noise, Runs: o.Runs,
-		TopKGraph: o.TopK, TopKKernel: o.KernelTopK, ModelEvals: o.ModelEvals,
-	}
+	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
 	if o.ModelDir != "" {
 		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
 			return err
@@ -231,6 +231,40 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// tuneFlag names the flag of a tune.Options field the command line sets.
+func tuneFlag(field string) (string, bool) {
+	switch field {
+	case "Strategy", "Budget", "Runs", "Workers", "Noise":
+		return "--" + strings.ToLower(field), true
+	case "TopKGraph":
+		return "--topk", true
+	case "TopKKernel":
+		return "--kernel-topk", true
+	case "ModelEvals":
+		return "--model-evals", true
+	}
+	return "", false
+}
+
+// flagError rewrites an invalid tune option as an error naming its flag.
+func flagError(err error) error {
+	var oe *tune.OptionError
+	if errors.As(err, &oe) {
+		if flag, ok := tuneFlag(oe.Field); ok {
+			return fmt.Errorf("%s: got %s, want %s", flag, oe.Value, oe.Want)
+		}
+	}
+	return err
+}
+
+func strategyNames() string {
+	var names []string
+	for _, st := range tune.Strategies() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
 }
 
 // confirmationLine says what the final confirmation of a tuning run decided.

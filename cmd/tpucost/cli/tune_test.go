@@ -120,8 +120,17 @@ func TestTuneErrors(t *testing.T) {
 	}{
 		{[]string{}, "exactly one of SRC"},
 		{[]string{"mlp_96x2_b1", "--all"}, "exactly one of SRC"},
-		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, "unknown strategy"},
-		{[]string{"mlp_96x2_b1", "--budget", "0"}, "budget must be positive"},
+		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, `--strategy: got "bogus", want one of xtat,`},
+		{[]string{"mlp_96x2_b1", "--budget", "0"}, "--budget: got 0, want an integer >= 1"},
+		// Invalid flags name the flag and the valid range; none is replaced by a default.
+		{[]string{"mlp_96x2_b1", "--topk", "-1"}, "--topk: got -1, want an integer >= 1"},
+		{[]string{"mlp_96x2_b1", "--kernel-topk", "0"}, "--kernel-topk: got 0, want an integer >= 1"},
+		{[]string{"mlp_96x2_b1", "--model-evals", "0"}, "--model-evals: got 0, want"},
+		{[]string{"mlp_96x2_b1", "--runs", "0"}, "--runs: got 0, want an integer in [1, 1000]"},
+		{[]string{"mlp_96x2_b1", "--workers", "0"}, "--workers: got 0, want"},
+		{[]string{"mlp_96x2_b1", "--noise", "-0.5"}, "--noise: got -0.5, want a number in [0, 1]"},
+		{[]string{"mlp_96x2_b1", "--vmem", "0"}, "--vmem: got 0, want MiB in [1, 1048576]"},
+		{[]string{"mlp_96x2_b1", "--vmem", "99999999999999"}, "--vmem: got 99999999999999"},
 		{[]string{"no_such_model"}, "no model named"},
 		{[]string{"mlp_96x2_b1", "--model", "ckpt"}, "--model ckpt"},
 		{[]string{"mlp_96x2_b1", "--chip", "v9"}, "unknown chip"},
@@ -140,7 +149,7 @@ func TestTuneErrors(t *testing.T) {
 func TestTuneModelHook(t *testing.T) {
 	var out, errb bytes.Buffer
 	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
-		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3}
+		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}
 	o.Target.Chip = "v4"
 	o.LoadModel = func(string) (tune.Model, error) { return nil, errors.New("checkpoint is corrupt") }
 	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
