@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,11 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if err := opts.Validate(); err != nil {
 		return flagError(err)
 	}
+	if o.Out != "" {
+		if err := checkOut(o.Out, batch); err != nil {
+			return err
+		}
+	}
 	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
 	if o.ModelDir != "" {
 		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
@@ -145,11 +151,6 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		}
 		defer s.Close()
 		opts.Store = s
-	}
-	if batch && o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
 	}
 	var bar *progress.Reporter
 	opts.Progress = func(p tune.Progress) {
@@ -175,6 +176,10 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		if o.Out != "" && writeErr == nil {
 			path := o.Out
 			if batch {
+				if err := os.MkdirAll(o.Out, 0o755); err != nil {
+					writeErr = fmt.Errorf("--out: %w", err)
+					return
+				}
 				path = filepath.Join(o.Out, r.Program+".json")
 			}
 			if err := compiler.WriteConfig(path, r.Config); err != nil {
@@ -231,6 +236,41 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// checkOut checks --out before the search starts, so that a finished search is not lost
+// to an output it cannot write: for one program, a file path that is not a directory, in
+// an existing writable directory; in batch mode (--models, --all), a directory, existing
+// or to be created (at the first write) in a writable one.
+func checkOut(out string, batch bool) error {
+	st, err := os.Stat(out)
+	switch {
+	case err == nil && st.IsDir() && !batch:
+		return fmt.Errorf("--out %s is a directory: give the path of the config file to write (a directory is for --models and --all)", out)
+	case err == nil && !st.IsDir() && batch:
+		return fmt.Errorf("--out %s is a file: in batch mode --out is a directory of MODEL.json files", out)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--out: %w", err)
+	}
+	dir := filepath.Dir(out)
+	if batch {
+		// The directory itself, or the nearest ancestor that exists.
+		for dir = filepath.Clean(out); ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--out %s: %s is not an existing directory", out, dir)
+	}
+	f, err := os.CreateTemp(dir, ".tpucost-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: cannot write in %s: %w", out, dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // tuneFlag names the flag of a tune.Options field the command line sets.

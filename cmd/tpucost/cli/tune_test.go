@@ -188,3 +188,27 @@ func (simScorer) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost
 	}
 	return out, nil
 }
+
+// TestTuneOutCheckedFirst: an --out that cannot be written fails before the search (one
+// error line naming --out, no progress), instead of losing the finished search.
+func TestTuneOutCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mlp_96x2_b1", "--out", dir}, "is a directory"},
+		{[]string{"mlp_96x2_b1", "--out", filepath.Join(dir, "missing", "c.json")}, "is not an existing directory"},
+		{[]string{"mlp_96x2_b1", "--out", filepath.Join(file, "c.json")}, "not a directory"},
+		{[]string{"--models", "mlp_96x2_b1", "--out", file}, "is a file"},
+	} {
+		out, errs, code := runTuneCmd(append(tc.args, "--budget", "5")...)
+		if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--out") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line naming --out with %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+}
