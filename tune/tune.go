@@ -306,11 +306,16 @@ func (o Options) resolve() (Options, error) {
 }
 
 // Run tunes module m. It returns the report with the tuned config; with a store, the
-// run's results are recorded in it. m is not modified.
+// run's results are recorded in it (in one transaction, after the confirmation). m is not
+// modified. When ctx is cancelled, Run stops within a batch of measurements and returns
+// an error wrapping ctx.Err(); nothing is recorded.
 func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	t0 := time.Now()
 	o, err := opts.resolve()
 	if err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
 	}
 	sim, err := tpusim.New(o.Chip, tpusim.Options{NoiseSigma: o.Noise, Runs: o.Runs, Seed: o.Seed})
@@ -378,6 +383,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep.ModelEvaluations, rep.HardwareS = r.modelEvals, r.hardwareS
 	rep.Config = fin.cfg.Clone()
 	if o.Store != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+		}
 		recs := r.records(m, fin.prog)
 		if err := o.Store.Record(ctx, recs); err != nil {
 			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
@@ -514,12 +522,16 @@ type BatchReport struct {
 
 // RunMany tunes each source (a zoo model name or an HLO file) in order with the same
 // options, sharing the store: later programs start from what earlier ones learned. done,
-// if set, is called after each program.
+// if set, is called after each program. When ctx is cancelled, the program being tuned
+// is abandoned (nothing of it is recorded) and the error wraps ctx.Err().
 func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report)) (*BatchReport, error) {
 	t0 := time.Now()
 	b := &BatchReport{}
 	logSum := 0.0
 	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("before tuning %s: %w", src, err)
+		}
 		m, err := zoo.Resolve(src)
 		if err != nil {
 			return nil, err

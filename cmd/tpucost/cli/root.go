@@ -5,10 +5,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -59,12 +64,30 @@ func NewRootCmd(ios IO) *cobra.Command {
 	return root
 }
 
+// ExitInterrupted is the exit code of a command stopped by SIGINT or SIGTERM (128+SIGINT,
+// as shells report).
+const ExitInterrupted = 130
+
 // Main runs the command line and returns the exit code: errors are printed as one line.
+// Every command runs under one context that SIGINT and SIGTERM cancel (cmd.Context());
+// after the first signal the default action is restored, so a second one kills at once.
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	return MainContext(ctx, args, in, out, errw)
+}
+
+// MainContext is Main under ctx (no signal handling of its own). A command that stops
+// because ctx is cancelled exits with ExitInterrupted.
+func MainContext(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, Err: errw})
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(errw, "tpucost: %s\n", oneLine(err))
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return ExitInterrupted
+		}
 		return 1
 	}
 	return 0

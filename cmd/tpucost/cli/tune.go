@@ -59,11 +59,11 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Src = args[0]
 			}
-			return runTune(context.Background(), o)
+			return runTune(cmd.Context(), o)
 		},
 	}
 	o.Target.bind(cmd)
@@ -171,7 +171,9 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		fmt.Fprintf(o.IO.Err, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
 	}
 	var writeErr error
+	finished := 0
 	b, err := tune.RunMany(ctx, srcs, opts, func(r *tune.Report) {
+		finished++
 		done(r)
 		if o.Out != "" && writeErr == nil {
 			path := o.Out
@@ -188,6 +190,12 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		}
 	})
 	if err != nil {
+		if bar != nil {
+			bar.Done()
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return interrupted(o, srcs, finished, batch, err)
+		}
 		return err
 	}
 	if writeErr != nil {
@@ -236,6 +244,23 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// interrupted is the error of a tuning run stopped by its context (Ctrl-C): what was
+// kept and how to carry on. It wraps err (context.Canceled).
+func interrupted(o *TuneOptions, srcs []string, finished int, batch bool, err error) error {
+	if !batch {
+		return fmt.Errorf("interrupted (%w): nothing was written; re-run the same command to tune %s again (the same seed gives the same result)", err, srcs[0])
+	}
+	kept := ""
+	if o.Out != "" && finished > 0 {
+		kept += ", their configs are in " + o.Out
+	}
+	if o.Store != "" && finished > 0 {
+		kept += ", their results in the store " + o.Store
+	}
+	return fmt.Errorf("interrupted (%w): %d of %d programs finished%s, nothing was written for %s; to tune the rest with the same results, re-run the same command with --models %s in place of --models/--all",
+		err, finished, len(srcs), kept, srcs[finished], strings.Join(srcs[finished:], ","))
 }
 
 // checkOut checks --out before the search starts, so that a finished search is not lost

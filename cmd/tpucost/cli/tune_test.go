@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -210,5 +211,32 @@ func TestTuneOutCheckedFirst(t *testing.T) {
 		if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--out") || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line naming --out with %q", tc.args, code, out, errs, tc.want)
 		}
+	}
+}
+
+// TestTuneInterrupted: tune runs under the command's context (Main cancels it on SIGINT
+// and SIGTERM): cancelled, it exits with ExitInterrupted, writes nothing, and says how to
+// re-run; in batch mode, which programs are left.
+func TestTuneInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tuned.json")
+	var out, errb bytes.Buffer
+	code := MainContext(ctx, []string{"tune", "mlp_96x2_b1", "--budget", "20", "--out", cfg}, strings.NewReader(""), &out, &errb)
+	if code != ExitInterrupted || out.Len() != 0 || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "re-run the same command") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(cfg); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out written on interrupt: %v", err)
+	}
+	errb.Reset()
+	batchOut := filepath.Join(dir, "batch")
+	code = MainContext(ctx, []string{"tune", "--models", "mlp_96x2_b1,dlrm_small_b32", "--budget", "20", "--out", batchOut}, strings.NewReader(""), &out, &errb)
+	if code != ExitInterrupted || !strings.Contains(errb.String(), "0 of 2 programs finished") || !strings.Contains(errb.String(), "--models mlp_96x2_b1,dlrm_small_b32") {
+		t.Errorf("batch: exit %d, stderr %q", code, errb.String())
+	}
+	if _, err := os.Stat(batchOut); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("batch --out created on interrupt: %v", err)
 	}
 }
