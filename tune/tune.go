@@ -27,6 +27,12 @@
 // is derived from the seed and the candidate's identity, so a run's results do not depend
 // on the number of workers.
 //
+// # Confirmation
+//
+// Before reporting, the search's best program and the starting program are re-measured
+// with more runs, and the best is kept only if it is faster beyond the noise (see
+// Confirmation): a run never hands back a program slower than where it started.
+//
 // # The XTAT schedule
 //
 // The default schedule (after Phothilimthana et al., PACT 2021) tunes layout and fusion

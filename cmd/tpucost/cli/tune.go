@@ -55,6 +55,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
 			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
 			"all four passes jointly. With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"Before reporting, the search's best and the starting program are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the start. " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
