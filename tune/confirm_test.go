@@ -22,7 +22,7 @@ func TestNeverSlowerThanStart(t *testing.T) {
 		}
 		for _, st := range Strategies() {
 			for _, noise := range noises {
-				for seed := int64(1); seed <= 3; seed++ {
+				for seed := int64(1); seed <= 2; seed++ {
 					r := mustRun(t, m, Options{Chip: chip, Strategy: st, Budget: 16, Seed: seed, Noise: noise})
 					if r.TunedNs > r.DefaultNs {
 						t.Errorf("%s %s noise %g seed %d: tuned %.1f ns slower than default %.1f ns (confirmation %+v)",
