@@ -299,3 +299,61 @@ func TestOptionErrors(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestOptionsValidate: every invalid option is an *OptionError naming the field and the
+// valid values, with no default substituted, both from Validate (as given) and from Run
+// (where only zeros take defaults).
+func TestOptionsValidate(t *testing.T) {
+	chip := testChip(t)
+	good := Defaults()
+	good.Chip, good.Budget = chip, 5
+	if err := good.Validate(); err != nil {
+		t.Fatalf("defaults with a chip and a budget: %v", err)
+	}
+	for _, tc := range []struct {
+		field string
+		set   func(o *Options)
+		inRun bool // also invalid in Run (not a zero that takes a default)
+	}{
+		{"Budget", func(o *Options) { o.Budget = 0 }, true},
+		{"Budget", func(o *Options) { o.Budget = -1 }, true},
+		{"TopKGraph", func(o *Options) { o.TopKGraph = -1 }, true},
+		{"TopKGraph", func(o *Options) { o.TopKGraph = 0 }, false},
+		{"TopKKernel", func(o *Options) { o.TopKKernel = 0 }, false},
+		{"TopKKernel", func(o *Options) { o.TopKKernel = -5 }, true},
+		{"ModelEvals", func(o *Options) { o.ModelEvals = -1 }, true},
+		{"Runs", func(o *Options) { o.Runs = 0 }, false},
+		{"Runs", func(o *Options) { o.Runs = -2 }, true},
+		{"Runs", func(o *Options) { o.Runs = maxRuns + 1 }, true},
+		{"Workers", func(o *Options) { o.Workers = -1 }, true},
+		{"Workers", func(o *Options) { o.Workers = 0 }, false},
+		{"Batch", func(o *Options) { o.Batch = -1 }, true},
+		{"Noise", func(o *Options) { o.Noise = -0.01 }, true},
+		{"Noise", func(o *Options) { o.Noise = math.NaN() }, true},
+		{"Noise", func(o *Options) { o.Noise = math.Inf(1) }, true},
+		{"GraphShare", func(o *Options) { o.GraphShare = 1.5 }, true},
+		{"Strategy", func(o *Options) { o.Strategy = "nope" }, true},
+		{"Strategy", func(o *Options) { o.Strategy = "" }, false},
+		{"Kinds", func(o *Options) { o.Kinds = []compiler.Kind{"tiles"} }, true},
+	} {
+		o := good
+		tc.set(&o)
+		var oe *OptionError
+		if err := o.Validate(); !errors.As(err, &oe) || oe.Field != tc.field || oe.Want == "" {
+			t.Errorf("%s: Validate gives %v, want an OptionError for %s", tc.field, err, tc.field)
+		}
+		_, err := o.resolve()
+		if tc.inRun && (!errors.As(err, &oe) || oe.Field != tc.field) {
+			t.Errorf("%s: Run accepts it (%v)", tc.field, err)
+		}
+		if !tc.inRun && err != nil {
+			t.Errorf("%s: zero takes the default in Run, got %v", tc.field, err)
+		}
+	}
+	// A valid but non-canonical strategy spelling is accepted and canonicalized.
+	o := good
+	o.Strategy = "SA"
+	if r, err := o.resolve(); err != nil || r.Strategy != Annealing {
+		t.Errorf("strategy SA: %v, %q", err, r.Strategy)
+	}
+}

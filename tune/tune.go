@@ -27,6 +27,12 @@
 // is derived from the seed and the candidate's identity, so a run's results do not depend
 // on the number of workers.
 //
+// # Confirmation
+//
+// Before reporting, the search's best program and the starting program are re-measured
+// with more runs, and the best is kept only if it is faster beyond the noise (see
+// Confirmation): a run never hands back a program slower than where it started.
+//
 // # The XTAT schedule
 //
 // The default schedule (after Phothilimthana et al., PACT 2021) tunes layout and fusion
@@ -50,6 +56,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tpucost/tpucost/compiler"
@@ -58,8 +65,9 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// Options configure a tuning run. The zero value of every field but Chip and Budget has
-// a documented default.
+// Options configure a tuning run. In Run, a zero in a field that has a default (see
+// Defaults) takes the default; Chip and Budget are required. Every other value must be
+// valid (Validate): Run never substitutes a default for an invalid value.
 type Options struct {
 	Chip     tpusim.Chip // the target and the simulated hardware; required
 	Strategy Strategy    // default XTAT
@@ -126,7 +134,9 @@ type PhaseReport struct {
 
 // Report is the result of tuning one program. DefaultNs and TunedNs are the simulator's
 // noiseless times of the default compile (no store) and of the tuned config: an
-// evaluation outside the budget, not measurements.
+// evaluation outside the budget, not measurements. The tuned config is the search's best
+// program only if the final confirmation found it faster than the starting program beyond
+// the measurement noise; otherwise it is the starting program's (see Confirmation).
 type Report struct {
 	Program          string        `json:"program"`
 	Chip             string        `json:"chip"`
@@ -148,59 +158,143 @@ type Report struct {
 	WallS            float64       `json:"wall_s"`
 	StoreRecords     int           `json:"store_records"`
 	Phases           []PhaseReport `json:"phases"`
+	// Confirmation is the final check that the result is not slower than the start.
+	Confirmation Confirmation `json:"confirmation"`
 	// Config is the tuned program's effective config: compiling with it (Strict, no
 	// store) reproduces the tuned program.
 	Config *compiler.Config `json:"-"`
 }
 
-func (o Options) withDefaults() (Options, error) {
-	if o.Budget <= 0 {
-		return o, fmt.Errorf("measurement budget must be positive, got %d", o.Budget)
-	}
-	if err := o.Chip.Validate(); err != nil {
-		return o, err
-	}
+// Limits of the options (Validate). They bound what a run can be asked for, not what is
+// useful: a run takes Budget measurements of Runs runs each.
+const (
+	maxRuns    = 1000 // runs per measurement (the confirmation takes 10× that)
+	maxWorkers = 1 << 16
+	maxBatch   = 4096
+	maxNoise   = 1.0 // σ of the multiplicative noise: runs up to ~4× their true time
+)
+
+// OptionError is an invalid option: the Options field, the value given and what is valid.
+type OptionError struct {
+	Field string // the Options field, e.g. "TopKGraph"
+	Value string // the value given
+	Want  string // the valid values, e.g. "an integer >= 1"
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s: got %s, want %s", e.Field, e.Value, e.Want)
+}
+
+// Defaults returns the documented defaults of every option that has one (Strategy XTAT,
+// Workers GOMAXPROCS, Runs 3, Kinds all, GraphShare 0.4, Batch 8, TopKGraph 10, TopKKernel
+// 5, ModelEvals 500; Noise 0). Chip and Budget have none and are left zero.
+func Defaults() Options {
+	return Options{Strategy: XTAT, Workers: runtime.GOMAXPROCS(0), Runs: 3, Kinds: compiler.Kinds(),
+		GraphShare: 0.4, Batch: 8, TopKGraph: 10, TopKKernel: 5, ModelEvals: 500}
+}
+
+// withDefaults gives every zero field that has a default its default (see Defaults).
+// Other values, valid or not, are kept for Validate.
+func (o Options) withDefaults() Options {
+	d := Defaults()
 	if o.Strategy == "" {
-		o.Strategy = XTAT
+		o.Strategy = d.Strategy
 	}
-	if _, err := ParseStrategy(string(o.Strategy)); err != nil {
-		return o, err
+	if o.Workers == 0 {
+		o.Workers = d.Workers
 	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+	if o.Runs == 0 {
+		o.Runs = d.Runs
 	}
-	if o.Runs <= 0 {
-		o.Runs = 3
+	if o.Kinds == nil {
+		o.Kinds = d.Kinds
 	}
-	if o.Noise < 0 {
-		return o, fmt.Errorf("noise must be >= 0, got %g", o.Noise)
+	if o.GraphShare == 0 {
+		o.GraphShare = d.GraphShare
+	}
+	if o.Batch == 0 {
+		o.Batch = d.Batch
+	}
+	if o.TopKGraph == 0 {
+		o.TopKGraph = d.TopKGraph
+	}
+	if o.TopKKernel == 0 {
+		o.TopKKernel = d.TopKKernel
+	}
+	if o.ModelEvals == 0 {
+		o.ModelEvals = d.ModelEvals
+	}
+	return o
+}
+
+// Validate checks every option as given, with no defaults applied: a zero where Run would
+// substitute a default is invalid here, so a caller that sets every field (a command line,
+// starting from Defaults) learns of a bad value instead of running with another. An
+// invalid numeric option or strategy is reported as an *OptionError.
+func (o Options) Validate() error {
+	intAtLeast1 := func(field string, v, hi int) error {
+		if v >= 1 && v <= hi {
+			return nil
+		}
+		want := "an integer >= 1"
+		if hi < math.MaxInt {
+			want = fmt.Sprintf("an integer in [1, %d]", hi)
+		}
+		return &OptionError{Field: field, Value: fmt.Sprint(v), Want: want}
+	}
+	for _, c := range []struct {
+		field string
+		v, hi int
+	}{
+		{"Budget", o.Budget, math.MaxInt},
+		{"Runs", o.Runs, maxRuns},
+		{"Workers", o.Workers, maxWorkers},
+		{"Batch", o.Batch, maxBatch},
+		{"TopKGraph", o.TopKGraph, math.MaxInt},
+		{"TopKKernel", o.TopKKernel, math.MaxInt},
+		{"ModelEvals", o.ModelEvals, math.MaxInt},
+	} {
+		if err := intAtLeast1(c.field, c.v, c.hi); err != nil {
+			return err
+		}
+	}
+	if !(o.Noise >= 0 && o.Noise <= maxNoise) { // also rejects NaN
+		return &OptionError{Field: "Noise", Value: fmt.Sprint(o.Noise), Want: fmt.Sprintf("a number in [0, %g]", float64(maxNoise))}
+	}
+	if !(o.GraphShare > 0 && o.GraphShare <= 1) {
+		return &OptionError{Field: "GraphShare", Value: fmt.Sprint(o.GraphShare), Want: "a number in (0, 1]"}
+	}
+	if _, err := ParseStrategy(string(o.Strategy)); err != nil || o.Strategy == "" {
+		var names []string
+		for _, st := range Strategies() {
+			names = append(names, string(st))
+		}
+		return &OptionError{Field: "Strategy", Value: fmt.Sprintf("%q", o.Strategy), Want: "one of " + strings.Join(names, ", ")}
 	}
 	if len(o.Kinds) == 0 {
-		o.Kinds = compiler.Kinds()
+		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
 	}
 	for _, k := range o.Kinds {
 		if !slices.Contains(compiler.Kinds(), k) {
-			return o, fmt.Errorf("unknown config kind %q", k)
+			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
 		}
 	}
-	if o.GraphShare == 0 {
-		o.GraphShare = 0.4
+	if err := o.Chip.Validate(); err != nil {
+		return fmt.Errorf("chip: %w", err)
 	}
-	if o.GraphShare < 0 || o.GraphShare > 1 {
-		return o, fmt.Errorf("graph share must be in [0, 1], got %g", o.GraphShare)
+	if o.GraphModel != nil && o.GraphModel.Relative() {
+		return errors.New("the graph-level model must be absolute (it sums kernel runtimes); got a relative model")
 	}
-	if o.Batch <= 0 {
-		o.Batch = 8
+	return nil
+}
+
+// resolve applies the defaults, validates, and loads ModelDir.
+func (o Options) resolve() (Options, error) {
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return o, err
 	}
-	if o.TopKGraph <= 0 {
-		o.TopKGraph = 10
-	}
-	if o.TopKKernel <= 0 {
-		o.TopKKernel = 5
-	}
-	if o.ModelEvals <= 0 {
-		o.ModelEvals = 500
-	}
+	o.Strategy, _ = ParseStrategy(string(o.Strategy)) // its canonical spelling
 	if o.ModelDir != "" && o.GraphModel == nil && o.KernelModel == nil {
 		if o.LoadModel == nil {
 			return o, fmt.Errorf("--model %s: %w", o.ModelDir, ErrNoModelLoader)
@@ -214,18 +308,20 @@ func (o Options) withDefaults() (Options, error) {
 			o.GraphModel = m
 		}
 	}
-	if o.GraphModel != nil && o.GraphModel.Relative() {
-		return o, errors.New("the graph-level model must be absolute (it sums kernel runtimes); got a relative model")
-	}
 	return o, nil
 }
 
 // Run tunes module m. It returns the report with the tuned config; with a store, the
-// run's results are recorded in it. m is not modified.
+// run's results are recorded in it (in one transaction, after the confirmation). m is not
+// modified. When ctx is cancelled, Run stops within a batch of measurements and returns
+// an error wrapping ctx.Err(); nothing is recorded.
 func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	t0 := time.Now()
-	o, err := opts.withDefaults()
+	o, err := opts.resolve()
 	if err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
 	}
 	sim, err := tpusim.New(o.Chip, tpusim.Options{NoiseSigma: o.Noise, Runs: o.Runs, Seed: o.Seed})
@@ -269,6 +365,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
 	}
+	if fin, rep.Confirmation, err = r.confirm(ctx, start[0], fin); err != nil {
+		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
+	}
 	truth := func(p *compiler.Program) (float64, error) {
 		pt, err := tpusim.Simulate(p, o.Chip)
 		if err != nil {
@@ -291,6 +390,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep.ModelEvaluations, rep.HardwareS = r.modelEvals, r.hardwareS
 	rep.Config = fin.cfg.Clone()
 	if o.Store != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+		}
 		recs := r.records(m, fin.prog)
 		if err := o.Store.Record(ctx, recs); err != nil {
 			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
@@ -427,12 +529,16 @@ type BatchReport struct {
 
 // RunMany tunes each source (a zoo model name or an HLO file) in order with the same
 // options, sharing the store: later programs start from what earlier ones learned. done,
-// if set, is called after each program.
+// if set, is called after each program. When ctx is cancelled, the program being tuned
+// is abandoned (nothing of it is recorded) and the error wraps ctx.Err().
 func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report)) (*BatchReport, error) {
 	t0 := time.Now()
 	b := &BatchReport{}
 	logSum := 0.0
 	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("before tuning %s: %w", src, err)
+		}
 		m, err := zoo.Resolve(src)
 		if err != nil {
 			return nil, err

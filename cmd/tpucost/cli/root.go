@@ -5,11 +5,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -60,12 +64,30 @@ func NewRootCmd(ios IO) *cobra.Command {
 	return root
 }
 
+// ExitInterrupted is the exit code of a command stopped by SIGINT or SIGTERM (128+SIGINT,
+// as shells report).
+const ExitInterrupted = 130
+
 // Main runs the command line and returns the exit code: errors are printed as one line.
+// Every command runs under one context that SIGINT and SIGTERM cancel (cmd.Context());
+// after the first signal the default action is restored, so a second one kills at once.
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	return MainContext(ctx, args, in, out, errw)
+}
+
+// MainContext is Main under ctx (no signal handling of its own). A command that stops
+// because ctx is cancelled exits with ExitInterrupted.
+func MainContext(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, Err: errw})
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(errw, "tpucost: %s\n", oneLine(err))
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return ExitInterrupted
+		}
 		return 1
 	}
 	return 0
@@ -90,12 +112,17 @@ func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 
 // TargetFlags select the chip to compile for and simulate on.
 type TargetFlags struct {
 	Chip    string
-	VMEMMiB int
+	VMEMMiB int // 0: the preset's
+	vmemSet func() bool
 }
+
+// maxVMEMMiB bounds --vmem (1 TiB): far above any chip, and its bytes fit an int64.
+const maxVMEMMiB = 1 << 20
 
 func (t *TargetFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.Chip, "chip", tpusim.DefaultChip, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
-	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, "override the chip's VMEM per core in MiB (v4's is not public)")
+	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", maxVMEMMiB))
+	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }
 
 func (t *TargetFlags) chip() (tpusim.Chip, error) {
@@ -103,8 +130,8 @@ func (t *TargetFlags) chip() (tpusim.Chip, error) {
 	if err != nil {
 		return c, err
 	}
-	if t.VMEMMiB < 0 {
-		return c, errors.New("--vmem must be positive")
+	if (t.VMEMMiB != 0 || (t.vmemSet != nil && t.vmemSet())) && (t.VMEMMiB < 1 || t.VMEMMiB > maxVMEMMiB) {
+		return c, fmt.Errorf("--vmem: got %d, want MiB in [1, %d]", t.VMEMMiB, maxVMEMMiB)
 	}
 	if t.VMEMMiB > 0 {
 		c = c.WithVMEM(int64(t.VMEMMiB) << 20)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,31 +55,33 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
 			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
 			"all four passes jointly. With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"Before reporting, the search's best and the starting program are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the start. " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Src = args[0]
 			}
-			return runTune(context.Background(), o)
+			return runTune(cmd.Context(), o)
 		},
 	}
 	o.Target.bind(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
-	f.StringVar(&o.Strategy, "strategy", string(tune.XTAT), "search strategy: xtat, exhaustive, random, sa, evo, mbo")
+	d := tune.Defaults()
+	f.StringVar(&o.Strategy, "strategy", string(d.Strategy), "search strategy: "+strategyNames())
 	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoints DIR[,DIR]: an absolute (fusion/layout) model guides layout and fusion, a relative (tile/flags) one ranks kernel options; only their top-k are measured")
-	f.IntVar(&o.TopK, "topk", 10, "with --model: program-level candidates measured")
-	f.IntVar(&o.KernelTopK, "kernel-topk", 5, "with --model: options measured per kernel")
-	f.IntVar(&o.ModelEvals, "model-evals", 500, "with --model: programs the model scores per search")
-	f.IntVar(&o.Budget, "budget", 300, "simulator measurements (programs and kernels)")
+	f.IntVar(&o.TopK, "topk", d.TopKGraph, "with --model: program-level candidates measured (>= 1)")
+	f.IntVar(&o.KernelTopK, "kernel-topk", d.TopKKernel, "with --model: options measured per kernel (>= 1)")
+	f.IntVar(&o.ModelEvals, "model-evals", d.ModelEvals, "with --model: programs the model scores per search (>= 1)")
+	f.IntVar(&o.Budget, "budget", 300, "simulator measurements (programs and kernels; >= 1)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the search and the measurement noise")
-	f.Float64Var(&o.Noise, "noise", 0.02, "measurement noise sigma (a run takes true*(1+|N(0,sigma)|); 0: off)")
-	f.IntVar(&o.Runs, "runs", 3, "runs per measurement (the minimum is reported)")
-	f.IntVar(&o.Workers, "workers", 0, "parallel measurements (default: all cores); results do not depend on it")
+	f.Float64Var(&o.Noise, "noise", 0.02, "measurement noise sigma in [0, 1] (a run takes true*(1+|N(0,sigma)|); 0: off)")
+	f.IntVar(&o.Runs, "runs", d.Runs, "runs per measurement, the minimum is reported (1-1000)")
+	f.IntVar(&o.Workers, "workers", d.Workers, "parallel measurements (default: all cores); results do not depend on it")
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	return cmd
@@ -125,14 +128,18 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := tune.ParseStrategy(o.Strategy)
-	if err != nil {
-		return err
+	opts := tune.Defaults()
+	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
+	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	if err := opts.Validate(); err != nil {
+		return flagError(err)
 	}
-	opts := tune.Options{
-		Chip: c, Strategy: st, Budget: o.Budget, Seed: o.Seed, Workers: o.Workers, Noise: o.Noise, Runs: o.Runs,
-		TopKGraph: o.TopK, TopKKernel: o.KernelTopK, ModelEvals: o.ModelEvals,
+	if o.Out != "" {
+		if err := checkOut(o.Out, batch); err != nil {
+			return err
+		}
 	}
+	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
 	if o.ModelDir != "" {
 		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
 			return err
@@ -145,11 +152,6 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		}
 		defer s.Close()
 		opts.Store = s
-	}
-	if batch && o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
 	}
 	var bar *progress.Reporter
 	opts.Progress = func(p tune.Progress) {
@@ -170,11 +172,17 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		fmt.Fprintf(o.IO.Err, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
 	}
 	var writeErr error
+	finished := 0
 	b, err := tune.RunMany(ctx, srcs, opts, func(r *tune.Report) {
+		finished++
 		done(r)
 		if o.Out != "" && writeErr == nil {
 			path := o.Out
 			if batch {
+				if err := os.MkdirAll(o.Out, 0o755); err != nil {
+					writeErr = fmt.Errorf("--out: %w", err)
+					return
+				}
 				path = filepath.Join(o.Out, r.Program+".json")
 			}
 			if err := compiler.WriteConfig(path, r.Config); err != nil {
@@ -183,6 +191,12 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		}
 	})
 	if err != nil {
+		if bar != nil {
+			bar.Done()
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return interrupted(o, srcs, finished, batch, err)
+		}
 		return err
 	}
 	if writeErr != nil {
@@ -226,10 +240,111 @@ func printTuneReport(o *TuneOptions, r *tune.Report) error {
 	}
 	fmt.Fprintf(o.IO.Out, "default %.0f ns, tuned %.0f ns: speedup %.3fx; %d measurements (%d program, %d kernel), %.1f s hardware, %.2f s wall\n",
 		r.DefaultNs, r.TunedNs, r.Speedup, r.Measurements, r.ProgramMeasures, r.KernelMeasures, r.HardwareS, r.WallS)
+	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
 	return nil
+}
+
+// interrupted is the error of a tuning run stopped by its context (Ctrl-C): what was
+// kept and how to carry on. It wraps err (context.Canceled).
+func interrupted(o *TuneOptions, srcs []string, finished int, batch bool, err error) error {
+	if !batch {
+		return fmt.Errorf("interrupted (%w): nothing was written; re-run the same command to tune %s again (the same seed gives the same result)", err, srcs[0])
+	}
+	kept := ""
+	if o.Out != "" && finished > 0 {
+		kept += ", their configs are in " + o.Out
+	}
+	if o.Store != "" && finished > 0 {
+		kept += ", their results in the store " + o.Store
+	}
+	return fmt.Errorf("interrupted (%w): %d of %d programs finished%s, nothing was written for %s; to tune the rest with the same results, re-run the same command with --models %s in place of --models/--all",
+		err, finished, len(srcs), kept, srcs[finished], strings.Join(srcs[finished:], ","))
+}
+
+// checkOut checks --out before the search starts, so that a finished search is not lost
+// to an output it cannot write: for one program, a file path that is not a directory, in
+// an existing writable directory; in batch mode (--models, --all), a directory, existing
+// or to be created (at the first write) in a writable one.
+func checkOut(out string, batch bool) error {
+	st, err := os.Stat(out)
+	switch {
+	case err == nil && st.IsDir() && !batch:
+		return fmt.Errorf("--out %s is a directory: give the path of the config file to write (a directory is for --models and --all)", out)
+	case err == nil && !st.IsDir() && batch:
+		return fmt.Errorf("--out %s is a file: in batch mode --out is a directory of MODEL.json files", out)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--out: %w", err)
+	}
+	dir := filepath.Dir(out)
+	if batch {
+		// The directory itself, or the nearest ancestor that exists.
+		for dir = filepath.Clean(out); ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--out %s: %s is not an existing directory", out, dir)
+	}
+	f, err := os.CreateTemp(dir, ".tpucost-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: cannot write in %s: %w", out, dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// tuneFlag names the flag of a tune.Options field the command line sets.
+func tuneFlag(field string) (string, bool) {
+	switch field {
+	case "Strategy", "Budget", "Runs", "Workers", "Noise":
+		return "--" + strings.ToLower(field), true
+	case "TopKGraph":
+		return "--topk", true
+	case "TopKKernel":
+		return "--kernel-topk", true
+	case "ModelEvals":
+		return "--model-evals", true
+	}
+	return "", false
+}
+
+// flagError rewrites an invalid tune option as an error naming its flag.
+func flagError(err error) error {
+	var oe *tune.OptionError
+	if errors.As(err, &oe) {
+		if flag, ok := tuneFlag(oe.Field); ok {
+			return fmt.Errorf("%s: got %s, want %s", flag, oe.Value, oe.Want)
+		}
+	}
+	return err
+}
+
+func strategyNames() string {
+	var names []string
+	for _, st := range tune.Strategies() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
+}
+
+// confirmationLine says what the final confirmation of a tuning run decided.
+func confirmationLine(c tune.Confirmation) string {
+	switch c.Outcome {
+	case tune.KeptWinner:
+		return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the start's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
+			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+	case tune.KeptStart:
+		return fmt.Sprintf("confirmation: kept the starting program: the search's best (%.0f ns) is not faster than the start (%.0f ns; min of %d runs each) beyond the noise margin of %.2f%%",
+			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+	default:
+		return "confirmation: the search's best is the starting program"
+	}
 }
 
 // loadTuneModels loads the comma-separated checkpoints of --model and gives each its role

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -120,8 +121,17 @@ func TestTuneErrors(t *testing.T) {
 	}{
 		{[]string{}, "exactly one of SRC"},
 		{[]string{"mlp_96x2_b1", "--all"}, "exactly one of SRC"},
-		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, "unknown strategy"},
-		{[]string{"mlp_96x2_b1", "--budget", "0"}, "budget must be positive"},
+		{[]string{"mlp_96x2_b1", "--strategy", "bogus"}, `--strategy: got "bogus", want one of xtat,`},
+		{[]string{"mlp_96x2_b1", "--budget", "0"}, "--budget: got 0, want an integer >= 1"},
+		// Invalid flags name the flag and the valid range; none is replaced by a default.
+		{[]string{"mlp_96x2_b1", "--topk", "-1"}, "--topk: got -1, want an integer >= 1"},
+		{[]string{"mlp_96x2_b1", "--kernel-topk", "0"}, "--kernel-topk: got 0, want an integer >= 1"},
+		{[]string{"mlp_96x2_b1", "--model-evals", "0"}, "--model-evals: got 0, want"},
+		{[]string{"mlp_96x2_b1", "--runs", "0"}, "--runs: got 0, want an integer in [1, 1000]"},
+		{[]string{"mlp_96x2_b1", "--workers", "0"}, "--workers: got 0, want"},
+		{[]string{"mlp_96x2_b1", "--noise", "-0.5"}, "--noise: got -0.5, want a number in [0, 1]"},
+		{[]string{"mlp_96x2_b1", "--vmem", "0"}, "--vmem: got 0, want MiB in [1, 1048576]"},
+		{[]string{"mlp_96x2_b1", "--vmem", "99999999999999"}, "--vmem: got 99999999999999"},
 		{[]string{"no_such_model"}, "no model named"},
 		{[]string{"mlp_96x2_b1", "--model", "ckpt"}, "--model ckpt"},
 		{[]string{"mlp_96x2_b1", "--chip", "v9"}, "unknown chip"},
@@ -140,7 +150,7 @@ func TestTuneErrors(t *testing.T) {
 func TestTuneModelHook(t *testing.T) {
 	var out, errb bytes.Buffer
 	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
-		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3}
+		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}
 	o.Target.Chip = "v4"
 	o.LoadModel = func(string) (tune.Model, error) { return nil, errors.New("checkpoint is corrupt") }
 	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
@@ -178,4 +188,55 @@ func (simScorer) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost
 		out[i] = kt.Ns
 	}
 	return out, nil
+}
+
+// TestTuneOutCheckedFirst: an --out that cannot be written fails before the search (one
+// error line naming --out, no progress), instead of losing the finished search.
+func TestTuneOutCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mlp_96x2_b1", "--out", dir}, "is a directory"},
+		{[]string{"mlp_96x2_b1", "--out", filepath.Join(dir, "missing", "c.json")}, "is not an existing directory"},
+		{[]string{"mlp_96x2_b1", "--out", filepath.Join(file, "c.json")}, "not a directory"},
+		{[]string{"--models", "mlp_96x2_b1", "--out", file}, "is a file"},
+	} {
+		out, errs, code := runTuneCmd(append(tc.args, "--budget", "5")...)
+		if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--out") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line naming --out with %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+}
+
+// TestTuneInterrupted: tune runs under the command's context (Main cancels it on SIGINT
+// and SIGTERM): cancelled, it exits with ExitInterrupted, writes nothing, and says how to
+// re-run; in batch mode, which programs are left.
+func TestTuneInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tuned.json")
+	var out, errb bytes.Buffer
+	code := MainContext(ctx, []string{"tune", "mlp_96x2_b1", "--budget", "20", "--out", cfg}, strings.NewReader(""), &out, &errb)
+	if code != ExitInterrupted || out.Len() != 0 || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "re-run the same command") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(cfg); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out written on interrupt: %v", err)
+	}
+	errb.Reset()
+	batchOut := filepath.Join(dir, "batch")
+	code = MainContext(ctx, []string{"tune", "--models", "mlp_96x2_b1,dlrm_small_b32", "--budget", "20", "--out", batchOut}, strings.NewReader(""), &out, &errb)
+	if code != ExitInterrupted || !strings.Contains(errb.String(), "0 of 2 programs finished") || !strings.Contains(errb.String(), "--models mlp_96x2_b1,dlrm_small_b32") {
+		t.Errorf("batch: exit %d, stderr %q", code, errb.String())
+	}
+	if _, err := os.Stat(batchOut); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("batch --out created on interrupt: %v", err)
+	}
 }
