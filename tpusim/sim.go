@@ -134,6 +134,12 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 		resident = L + p.ResidentBytes/bw
 	}
 
+	if c.Megacore && p.Blocks >= 2 {
+		// The output blocks are split between the cores, which run at once: each does
+		// half of the blocks (and their inner steps) with its own bandwidth share.
+		per := float64((p.Blocks + int64(c.CoresPerChip) - 1) / int64(c.CoresPerChip))
+		S, B = S*per/B, per
+	}
 	var body float64
 	if !flags.DoubleBuffer {
 		body = S*(L+dIn+cStep) + B*(cEpi+L+dEpiIn+dOut)
@@ -194,6 +200,9 @@ type Options struct {
 	Runs int
 	// Seed seeds the noise.
 	Seed int64
+	// Chips is the number of chips collectives without explicit replica groups span;
+	// 0 takes the program's (its module's replica_count × num_partitions).
+	Chips int
 }
 
 // New returns a simulator for chip c.
@@ -206,6 +215,9 @@ func New(c Chip, opts Options) (*Simulator, error) {
 	}
 	if opts.Runs <= 0 {
 		opts.Runs = 3
+	}
+	if opts.Chips < 0 {
+		return nil, fmt.Errorf("chips must be >= 0, got %d", opts.Chips)
 	}
 	return &Simulator{chip: c, opts: opts}, nil
 }
@@ -225,24 +237,156 @@ func (s *Simulator) Kernel(k *compiler.Kernel) (KernelTime, error) {
 	return kt, nil
 }
 
+// The control-flow overheads of a while loop: WhileSetupNs once per loop (starting it
+// like a kernel launch) and WhileIterNs per iteration (the scalar core reads the
+// condition's result and branches; the body's kernels are launched as usual).
+const (
+	WhileSetupNs = 1000
+	WhileIterNs  = 200
+)
+
 // ProgramTime is the simulated time of a program.
 type ProgramTime struct {
-	TotalNs float64      `json:"total_ns"`
+	TotalNs float64 `json:"total_ns"`
+	// Kernels is one execution of each kernel of the program, in p.Kernels order; a
+	// kernel in a loop body runs Kernel.Weight times per program run.
 	Kernels []KernelTime `json:"-"`
+	// ApproxNs is the time spent in approximately timed kernels; ApproxOps counts them
+	// (each kernel once); UnknownTrips counts loops run DefaultTripCount times because
+	// their trip count is unknown.
+	ApproxNs     float64 `json:"approx_ns"`
+	ApproxOps    int     `json:"approx_ops"`
+	UnknownTrips int     `json:"unknown_trip_counts"`
+	CollectiveNs float64 `json:"collective_ns"`
 }
 
-// Program times every kernel of p and sums them.
+// Program times every kernel of p and walks its schedule: kernels in order; a while loop
+// costs trip count × (condition + body) + WhileSetupNs + trip count × WhileIterNs
+// (nested loops multiply); a conditional the weighted mean of its branches (equal
+// weights unless the branch index is a constant); a collective its interconnect time
+// (CollectiveTime) over its replica group, or over all the program's chips.
 func (s *Simulator) Program(p *compiler.Program) (ProgramTime, error) {
 	pt := ProgramTime{Kernels: make([]KernelTime, len(p.Kernels))}
+	idx := make(map[*compiler.Kernel]int, len(p.Kernels))
 	for i, k := range p.Kernels {
 		kt, err := s.Kernel(k)
 		if err != nil {
 			return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		pt.Kernels[i] = kt
-		pt.TotalNs += kt.Ns
+		idx[k] = i
+		if k.Approximate {
+			pt.ApproxOps++
+			pt.ApproxNs += kt.Ns * k.Weight
+		}
 	}
+	if p.Schedule == nil { // a program built by hand: its kernels in order
+		for _, kt := range pt.Kernels {
+			pt.TotalNs += kt.Ns
+		}
+		return pt, nil
+	}
+	w := &walker{s: s, p: p, pt: &pt, idx: idx, mult: 1}
+	total, err := w.block(p.Schedule)
+	if err != nil {
+		return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	pt.TotalNs = total
 	return pt, nil
+}
+
+// walker times a program's schedule.
+type walker struct {
+	s   *Simulator
+	p   *compiler.Program
+	pt  *ProgramTime
+	idx map[*compiler.Kernel]int
+	// mult is how many times the block being walked runs per program run.
+	mult float64
+	// visit, when set, is called for every step with its time per execution.
+	visit func(st compiler.Step, ns float64)
+}
+
+// chips is the number of chips a collective over all chips spans.
+func (w *walker) chips() int {
+	if w.s.opts.Chips > 0 {
+		return w.s.opts.Chips
+	}
+	return max(w.p.Chips, 1)
+}
+
+func (w *walker) collective(c *compiler.Collective) (CollectiveCost, error) {
+	k := c.GroupSize
+	if k == 0 {
+		k = w.chips()
+	}
+	return CollectiveTime(c.Kind, c.Bytes, k, w.s.chip)
+}
+
+// loopNs is the time of a loop given one iteration's condition and body times.
+func loopNs(trips int64, cond, body float64) float64 {
+	n := float64(trips)
+	return n*(cond+body) + WhileSetupNs + n*WhileIterNs
+}
+
+func (w *walker) block(b *compiler.Block) (float64, error) {
+	total := 0.0
+	for _, st := range b.Steps {
+		ns, err := w.step(st)
+		if err != nil {
+			return 0, err
+		}
+		if w.visit != nil {
+			w.visit(st, ns)
+		}
+		total += ns
+	}
+	return total, nil
+}
+
+func (w *walker) step(st compiler.Step) (float64, error) {
+	switch {
+	case st.Kernel != nil:
+		return w.pt.Kernels[w.idx[st.Kernel]].Ns, nil
+	case st.Loop != nil:
+		l := st.Loop
+		if !l.TripKnown {
+			w.pt.UnknownTrips++
+		}
+		outer := w.mult
+		w.mult *= float64(l.TripCount)
+		defer func() { w.mult = outer }()
+		cond, err := w.block(l.Cond)
+		if err != nil {
+			return 0, err
+		}
+		body, err := w.block(l.Body)
+		if err != nil {
+			return 0, err
+		}
+		return loopNs(l.TripCount, cond, body), nil
+	case st.Cond != nil:
+		ns := 0.0
+		outer := w.mult
+		defer func() { w.mult = outer }()
+		for i, b := range st.Cond.Branches {
+			w.mult = outer * st.Cond.Weights[i]
+			t, err := w.block(b)
+			if err != nil {
+				return 0, err
+			}
+			ns += st.Cond.Weights[i] * t
+		}
+		return ns, nil
+	case st.Collective != nil:
+		cc, err := w.collective(st.Collective)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", st.Collective.Name, err)
+		}
+		w.pt.CollectiveNs += cc.Ns * w.mult
+		return cc.Ns, nil
+	}
+	return 0, nil
 }
 
 // Analytical is the XLA-style analytical estimate of a kernel (the baseline model).

@@ -1,0 +1,240 @@
+package tpusim
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// relTol is the relative tolerance of comparisons between sums of the same float64
+// kernel times added in different orders (rounding only).
+const relTol = 1e-9
+
+func parseHLO(t *testing.T, src string) *hlo.Module {
+	t.Helper()
+	m, err := hlo.Parse("test.hlo", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// loopSrc is a loop running a [256,512] exp-add step n times.
+func loopSrc(n int) string {
+	return strings.ReplaceAll(`HloModule loop
+cond {
+  cp = (s32[], f32[256,512]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(TRIPS)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+body {
+  bp = (s32[], f32[256,512]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  one = s32[] constant(1)
+  next = s32[] add(bi, one)
+  x = f32[256,512] get-tuple-element(bp), index=1
+  e = f32[256,512] exponential(x)
+  y = f32[256,512] add(e, x)
+  ROOT t = (s32[], f32[256,512]) tuple(next, y)
+}
+ENTRY main {
+  p = f32[256,512] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[256,512]) tuple(z, p)
+  w = (s32[], f32[256,512]) while(init), condition=cond, body=body
+  ROOT r = f32[256,512] get-tuple-element(w), index=1
+}
+`, "TRIPS", strconv.Itoa(n))
+}
+
+const stepSrc = `HloModule step
+ENTRY main {
+  x = f32[256,512] parameter(0)
+  e = f32[256,512] exponential(x)
+  ROOT y = f32[256,512] add(e, x)
+}
+`
+
+// TestLoopCostsNTimesBody: a loop of N identical steps costs N × (condition + body) plus
+// the loop's overhead, and its body's main kernel costs what the same step costs alone.
+func TestLoopCostsNTimesBody(t *testing.T) {
+	c := preset(t, "v5e")
+	step, err := Simulate(compileDefault(t, parseHLO(t, stepSrc), c, nil), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepNs := step.TotalNs
+	for _, n := range []int{1, 8, 100} {
+		p := compileDefault(t, parseHLO(t, loopSrc(n)), c, nil)
+		r, err := Simulate(p, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := New(c, Options{})
+		var condNs, incNs, bodyNs float64
+		for _, k := range p.Kernels {
+			kt, err := s.Kernel(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case k.Computation == "cond":
+				condNs += kt.Ns
+			case k.Info.Transcendentals > 0:
+				bodyNs += kt.Ns
+			default:
+				incNs += kt.Ns
+			}
+		}
+		if math.Abs(bodyNs-stepNs) > relTol*stepNs {
+			t.Errorf("n=%d: body kernel %.1f ns, the same step alone %.1f ns", n, bodyNs, stepNs)
+		}
+		want := float64(n)*(condNs+incNs+stepNs) + WhileSetupNs + float64(n)*WhileIterNs
+		if math.Abs(r.TotalNs-want) > relTol*want {
+			t.Errorf("n=%d: loop %.1f ns, want n × (cond %.1f + body %.1f + %.1f) + overhead = %.1f", n, r.TotalNs, condNs, incNs, stepNs, want)
+		}
+		loop := r.Kernels[0].ControlReport
+		if loop == nil || loop.Control != "while" || *loop.TripCount != int64(n) || len(loop.Body) != 2 || len(loop.Condition) != 1 {
+			t.Fatalf("n=%d: report entry %+v, want the while with its trip count and kernels", n, loop)
+		}
+	}
+}
+
+func TestUnknownTripCountIsReported(t *testing.T) {
+	c := preset(t, "v5e")
+	src := strings.Replace(loopSrc(8), "n = s32[] constant(8)", "n = s32[] get-tuple-element(cp), index=0", 1)
+	r, err := Simulate(compileDefault(t, parseHLO(t, src), c, nil), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.UnknownTripCounts != 1 {
+		t.Errorf("unknown trip counts = %d, want 1", r.UnknownTripCounts)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"control":"while"`) || !strings.Contains(string(b), `"trip_count":-1`) {
+		t.Errorf("json %s: want the while with trip_count -1", b)
+	}
+}
+
+func TestConditionalExpectedCost(t *testing.T) {
+	c := preset(t, "v5e")
+	src := func(index string) string {
+		return `HloModule cond
+b0 {
+  a0 = f32[512,512] parameter(0)
+  e0 = f32[512,512] exponential(a0)
+  ROOT s0 = f32[64,128] slice(e0), slice={[0:64], [0:128]}
+}
+b1 {
+  a1 = f32[64,128] parameter(0)
+  ROOT e1 = f32[64,128] negate(a1)
+}
+ENTRY main {
+  x = f32[512,512] parameter(0)
+  y = f32[64,128] parameter(1)
+  i = s32[] ` + index + `
+  ROOT c = f32[64,128] conditional(i, x, y), branch_computations={b0, b1}
+}
+`
+	}
+	times := map[string]float64{}
+	for _, idx := range []string{"constant(0)", "constant(1)", "parameter(2)"} {
+		r, err := Simulate(compileDefault(t, parseHLO(t, src(idx)), c, nil), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times[idx] = r.TotalNs
+	}
+	if times["constant(0)"] == times["constant(1)"] {
+		t.Fatalf("the branches must differ in cost: %v", times)
+	}
+	want := (times["constant(0)"] + times["constant(1)"]) / 2
+	if got := times["parameter(2)"]; math.Abs(got-want) > relTol*want {
+		t.Errorf("unknown index: %.1f ns, want the mean of the branches %.1f", got, want)
+	}
+}
+
+// TestAllGatherRing: over a ring of k chips an all-gather moves (k-1)/k of the gathered
+// data across every link, in k-1 hops; an all-reduce twice that in 2(k-1) hops.
+func TestAllGatherRing(t *testing.T) {
+	c := preset(t, "v4")
+	const bytes = 64 << 20
+	for _, k := range []int{2, 4, 8} {
+		g, err := CollectiveTime(compiler.CollAllGather, bytes, k, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perLink := float64(k-1) / float64(k) * bytes
+		if g.BytesPerLink != perLink {
+			t.Errorf("k=%d: all-gather moves %g bytes per link, want (k-1)/k × %d = %g", k, g.BytesPerLink, bytes, perLink)
+		}
+		// v4: 50 GB/s per link, 1 us per hop, 1 us launch.
+		want := perLink/50e9*1e9 + float64(k-1)*1000 + 1000
+		if math.Abs(g.Ns-want) > relTol*want {
+			t.Errorf("k=%d: all-gather %.0f ns, want %.0f", k, g.Ns, want)
+		}
+		ar, err := CollectiveTime(compiler.CollAllReduce, bytes, k, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ar.BytesPerLink != 2*perLink || ar.Hops != 2*(k-1) {
+			t.Errorf("k=%d: all-reduce %g bytes per link in %d hops, want %g in %d", k, ar.BytesPerLink, ar.Hops, 2*perLink, 2*(k-1))
+		}
+	}
+	if one, err := CollectiveTime(compiler.CollAllReduce, bytes, 1, c); err != nil || one.Ns != 0 {
+		t.Errorf("a group of one chip: %+v, %v; want free", one, err)
+	}
+	if _, err := CollectiveTime("all-sum", bytes, 4, c); err == nil {
+		t.Error("an unknown collective kind must be an error")
+	}
+}
+
+func TestAllReduceInProgram(t *testing.T) {
+	c := preset(t, "v4")
+	src := func(groups string) string {
+		return `HloModule ar, replica_count=8
+sum {
+  sa = f32[] parameter(0)
+  sb = f32[] parameter(1)
+  ROOT sc = f32[] add(sa, sb)
+}
+ENTRY main {
+  x = f32[1024,256] parameter(0)
+  ROOT r = f32[1024,256] all-reduce(x), replica_groups=` + groups + `, to_apply=sum
+}
+`
+	}
+	ns := func(groups string, chips int) float64 {
+		p := compileDefault(t, parseHLO(t, src(groups)), c, nil)
+		r, err := SimulateWith(p, c, Options{Chips: chips})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TotalNs
+	}
+	want := func(k int) float64 {
+		cc, err := CollectiveTime(compiler.CollAllReduce, 1024*256*4, k, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cc.Ns
+	}
+	if got, w := ns("{{0,1},{2,3},{4,5},{6,7}}", 0), want(2); got != w {
+		t.Errorf("groups of 2: %.0f ns, want %.0f", got, w)
+	}
+	if got, w := ns("{}", 0), want(8); got != w {
+		t.Errorf("all chips from replica_count: %.0f ns, want %.0f", got, w)
+	}
+	if got, w := ns("{}", 4), want(4); got != w {
+		t.Errorf("--chips 4: %.0f ns, want %.0f", got, w)
+	}
+}
