@@ -38,11 +38,6 @@ type Chip struct {
 	IFetchCycles       float64 // stall cycles per op beyond IMemOps, per step
 	CodeLoadNsPerOp    float64 // loading one (unrolled) op's code at launch
 
-	// Megacore: the chip's TensorCores run as one device (v4, XLA's default there): a
-	// kernel's output blocks are split between the cores, each with its own MXUs, VMEM
-	// and share of the HBM bandwidth (Target.HBMBandwidth is per core).
-	Megacore bool
-
 	// Interconnect (ICI), for collectives: links per chip, bandwidth per link and
 	// direction (bytes/s), latency per hop.
 	ICILinks         int
@@ -80,7 +75,7 @@ func presets() map[string]Chip {
 	// TPU v4 page lists); v5e has 4 links, 1,600 Gbit/s per chip (Google Cloud's TPU v5e
 	// page).
 	v4 := ici(mk("v4", 2, 4, 275, 1200, 32, 32, 1000), 6, 400)
-	// MEGACORE-TODO
+	v4.Cores = 2 // megacore, XLA's default on v4: both TensorCores as one device
 	return map[string]Chip{
 		"v2":  ici(mk("v2", 2, 1, 45, 700, 16, 16, 2000), 4, 496),
 		"v3":  ici(mk("v3", 2, 2, 123, 900, 32, 16, 1500), 4, 656),

@@ -238,3 +238,26 @@ ENTRY main {
 		t.Errorf("--chips 4: %.0f ns, want %.0f", got, w)
 	}
 }
+
+// TestMegacoreMemoryBound: v4 runs its two TensorCores as one device, so a memory-bound
+// program moves its bytes at the chip's 1,200 GB/s, not one core's 600: it must take at
+// most 819/1200 of its v5e time (v5e: 819 GB/s, one core), within bwTol.
+func TestMegacoreMemoryBound(t *testing.T) {
+	// bwTol covers the pipeline's exposed first fetch and last write-back, which do not
+	// scale with bandwidth.
+	const bwTol = 0.05
+	v4, v5e := preset(t, "v4"), preset(t, "v5e")
+	ns := func(c Chip) float64 {
+		b := hlo.NewBuilder("add")
+		x, y := b.Param(hlo.F32, 16384, 1024), b.Param(hlo.F32, 16384, 1024)
+		return programNs(t, compileDefault(t, build(t, b, b.AddOp(x, y)), c, nil), c)
+	}
+	t4, t5 := ns(v4), ns(v5e)
+	ratio := (819.0 / 1200.0)
+	if t4 > t5*ratio*(1+bwTol) {
+		t.Errorf("memory-bound add: v4 %.0f ns, v5e %.0f ns: v4/v5e = %.3f, want <= %.3f (HBM 819/1200)", t4, t5, t4/t5, ratio)
+	}
+	if v4.DeviceCores() != 2 || v5e.DeviceCores() != 1 {
+		t.Errorf("device cores: v4 %d, v5e %d; want 2 and 1", v4.DeviceCores(), v5e.DeviceCores())
+	}
+}

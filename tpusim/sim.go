@@ -134,10 +134,10 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 		resident = L + p.ResidentBytes/bw
 	}
 
-	if c.Megacore && p.Blocks >= 2 {
-		// The output blocks are split between the cores, which run at once: each does
-		// half of the blocks (and their inner steps) with its own bandwidth share.
-		per := float64((p.Blocks + int64(c.CoresPerChip) - 1) / int64(c.CoresPerChip))
+	if n := int64(c.DeviceCores()); n > 1 && p.Blocks >= 2 {
+		// Megacore: the output blocks are split between the cores, which run at once,
+		// each with its own bandwidth share: the busiest does ceil(blocks / cores).
+		per := float64((p.Blocks + n - 1) / n)
 		S, B = S*per/B, per
 	}
 	var body float64

@@ -481,7 +481,8 @@ func (k *KernelInfo) CheckTile(tile Tile, f Flags, t Target) (Plan, error) {
 }
 
 // Analytical is the XLA-style analytical estimate of a kernel with a tile, in ns: a
-// roofline, max(flops / peak, bytes / HBM bandwidth), plus the launch overhead. It counts
+// roofline, max(flops / peak, bytes / HBM bandwidth), plus the launch overhead; on a
+// megacore device the peak and bandwidth of the cores the tile's blocks can occupy. It counts
 // logical (unpadded) bytes including the operand re-fetch the tile implies, and is blind
 // to padding, pipelining, DMA latency and vector-unit work by design.
 func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
@@ -493,8 +494,9 @@ func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
 }
 
 func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
-	compute := k.Flops / t.PeakFlops()
-	memory := p.LogicalBytes / t.HBMBandwidth
+	cores := t.ParallelCores(p.Blocks)
+	compute := k.Flops / (t.PeakFlops() * cores)
+	memory := p.LogicalBytes / (t.HBMBandwidth * cores)
 	return math.Max(compute, memory)*1e9 + t.LaunchNs
 }
 
