@@ -68,8 +68,9 @@ func (u unitTimes) bound() Bound {
 // steady state per step is max(compute, transfer, (compute + latency + transfer) / D),
 // after an exposed first fetch and before an exposed last write-back. Unrolled code takes
 // longer to load at launch. Groups of a grouped
-// (depthwise) convolution too thin for the MXU run on the vector unit when that is
-// faster. Program time is the sum of kernel times, each with a launch overhead.
+// (depthwise) convolution, and the products of a batched matmul, too thin for the MXU
+// run on the vector unit when that is faster. A batched matmul whose tile covers whole
+// products packs several per step (cost.BatchStepBytes). Program time is the sum of kernel times, each with a launch overhead.
 func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
 	if err := flags.Validate(); err != nil {
 		return KernelTime{}, fmt.Errorf("%w: %v", cost.ErrTileInvalid, err)
@@ -95,6 +96,13 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 			macs := float64(tile[0]) * float64(min(tile[1], info.N)) * float64(min(tile[2], info.K))
 			vpuConv := macs / (float64(c.Lanes*c.Sublanes) * c.VALUSlots) * cyc
 			mxu = math.Min(mxu, vpuConv)
+		}
+		if info.Kind == cost.KindGEMM && !info.IsConv && info.Batch > 1 {
+			// Thin batched products on the vector unit: per product, each output vreg
+			// takes K multiply-adds, each with a broadcast of the LHS element.
+			outVregs := math.Ceil(float64(min(tile[0], info.M))/float64(c.Sublanes)) * math.Ceil(float64(min(tile[1], info.N))/float64(c.Lanes))
+			vpuBatch := math.Max(p.BatchPerStep, 1) * outVregs * float64(min(tile[2], info.K)) * 2 / c.VALUSlots * cyc
+			mxu = math.Min(mxu, vpuBatch)
 		}
 		step.mxu = mxu
 	}
