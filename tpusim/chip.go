@@ -1,5 +1,6 @@
-// Package tpusim is tpucost's ground truth: a simulator of one TensorCore of a TPU-like
-// chip that times compiled kernels with the effects an analytical roofline ignores —
+// Package tpusim is tpucost's ground truth: a simulator of one device of a TPU-like chip
+// (a TensorCore, or v4's two as one megacore device) that times compiled programs — their
+// kernels, loops, conditionals and collectives over the interconnect — and their kernels with the effects an analytical roofline ignores —
 // (8,128) layout tiling and padding, MXU passes with weight loads and fill/drain, vector,
 // transcendental and transpose-unit work, DMA latency and burst overheads, double- or
 // triple-buffered overlap of DMA with compute, per-step loop overhead, unrolling, VMEM

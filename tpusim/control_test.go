@@ -285,3 +285,33 @@ func TestBatchedSmallMatmulTime(t *testing.T) {
 			k.Bytes, k.SimNs, k.Bound, padded, floor, floor*(1+hbmTol))
 	}
 }
+
+// TestApproximateOpsCounted: an unknown custom-call streams its operands and is counted
+// as approximate, with its share of the time; known targets are not.
+func TestApproximateOpsCounted(t *testing.T) {
+	c := preset(t, "v5e")
+	src := `HloModule cc
+ENTRY main {
+  a = f32[512,512] parameter(0)
+  s = f32[512,512] custom-call(a), custom_call_target="Sharding"
+  u = f32[512,512] custom-call(s), custom_call_target="MyFancyKernel"
+  ROOT e = f32[512,512] exponential(u)
+}
+`
+	r, err := Simulate(compileDefault(t, parseHLO(t, src), c, nil), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approx *KernelReport
+	for _, e := range r.Kernels {
+		if e.KernelReport != nil && e.Approximate {
+			approx = e.KernelReport
+		}
+	}
+	if r.ApproxOps != 1 || approx == nil || r.ApproxNs != approx.SimNs || r.ApproxNs <= 0 {
+		t.Errorf("approx ops %d, %.0f ns (kernel %+v), want the unknown custom-call alone", r.ApproxOps, r.ApproxNs, approx)
+	}
+	if len(r.Kernels) != 2 {
+		t.Errorf("%d kernels, want 2 (Sharding is free)", len(r.Kernels))
+	}
+}
