@@ -582,3 +582,87 @@ func flowComputations(m *hlo.Module) ([]*hlo.Computation, error) {
 	}
 	return out, nil
 }
+
+// unfuse replaces the fusion instructions already in the flow computations (a module
+// dumped after XLA's own fusion) by the instructions of their fused computations, so
+// that the fusion pass decides the kernels as it does for any module. Inlined copies are
+// named "<fusion>.<instruction>" (made unique in the module).
+func unfuse(m *hlo.Module, flow []*hlo.Computation) {
+	names := map[string]bool{}
+	has := false
+	for _, c := range m.Computations {
+		for _, in := range c.Instructions {
+			names[in.Name] = true
+		}
+	}
+	for _, c := range flow {
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpFusion && in.Calls != nil {
+				has = true
+			}
+		}
+	}
+	if !has {
+		return
+	}
+	fresh := func(base string) string {
+		n := base
+		for i := 1; names[n]; i++ {
+			n = fmt.Sprintf("%s.%d", base, i)
+		}
+		names[n] = true
+		return n
+	}
+	for _, c := range flow {
+		repl := map[*hlo.Instruction]*hlo.Instruction{}
+		var out []*hlo.Instruction
+		for _, in := range c.Instructions {
+			for j, op := range in.Operands {
+				if r, ok := repl[op]; ok {
+					in.Operands[j] = r
+				}
+			}
+			if in.Opcode != hlo.OpFusion || in.Calls == nil {
+				out = append(out, in)
+				continue
+			}
+			vals := map[*hlo.Instruction]*hlo.Instruction{}
+			for _, x := range in.Calls.Instructions {
+				if x.Opcode == hlo.OpParameter && x.ParamNum >= 0 && x.ParamNum < len(in.Operands) {
+					vals[x] = in.Operands[x.ParamNum]
+					continue
+				}
+				k := x.CloneShallow()
+				k.Name = fresh(in.Name + "." + x.Name)
+				for j, op := range x.Operands {
+					k.Operands[j] = vals[op]
+				}
+				vals[x] = k
+				out = append(out, k)
+			}
+			root := vals[in.Calls.Root]
+			root.Shape = in.Shape.Clone()
+			repl[in] = root
+			if c.Root == in {
+				c.Root = root
+			}
+		}
+		c.Instructions = out
+	}
+	// Drop the fused computations nothing calls any more.
+	used := map[*hlo.Computation]bool{}
+	for _, c := range m.Computations {
+		for _, in := range c.Instructions {
+			for _, cc := range in.CalledComputations() {
+				used[cc] = true
+			}
+		}
+	}
+	var keep []*hlo.Computation
+	for _, c := range m.Computations {
+		if !c.IsFusion || used[c] {
+			keep = append(keep, c)
+		}
+	}
+	m.Computations = keep
+}

@@ -407,3 +407,74 @@ ENTRY main {
 		t.Errorf("kernels %v: the all-reduce must not be a kernel", kernelNames(p))
 	}
 }
+
+// TestRealScan: a JAX scan as XLA dumps it: the trip count comes from the induction
+// variable (0 to 2000 step 1), the call in the body is inlined, the body's kernels run
+// 2000 times per program run.
+func TestRealScan(t *testing.T) {
+	m := readTestdata(t, "bench_scan_N2000_M3_notables.hlo")
+	p, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loop *Loop
+	for _, st := range p.Schedule.Steps {
+		if st.Loop != nil {
+			loop = st.Loop
+		}
+	}
+	if loop == nil || loop.TripCount != 2000 || loop.TripSource != "induction" {
+		t.Fatalf("loop = %+v, want 2000 trips from the induction variable", loop)
+	}
+	body := 0
+	for _, k := range p.Kernels {
+		if k.Computation == "region_0.2" {
+			body++
+			if k.Weight != 2000 {
+				t.Errorf("body kernel %s weight %g, want 2000", k.Name, k.Weight)
+			}
+		}
+		if k.Info.Kind == cost.KindOpaque {
+			t.Errorf("kernel %s is opaque", k.Name)
+		}
+	}
+	if body == 0 {
+		t.Errorf("no kernels in the loop body: %v", kernelNames(p))
+	}
+	for _, c := range p.Module.Computations {
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpCall {
+				t.Errorf("call %s left in %s", in.Name, c.Name)
+			}
+		}
+	}
+}
+
+// TestDumpedFusionsAreRefused: a module dumped after XLA's fusion (here a Triton GEMM
+// fusion) is unfused and compiled like any module: the dot is a GEMM kernel, not an
+// opaque one.
+func TestDumpedFusionsAreRefused(t *testing.T) {
+	src := `HloModule m
+f {
+  a = f32[70,70,70] parameter(0)
+  b = f32[70,70,70] parameter(1)
+  ROOT d = f32[70,70,70] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+}
+ENTRY e {
+  a.1 = f32[70,70,70] parameter(0)
+  b.1 = f32[70,70,70]{2,1,0} parameter(1)
+  f.1 = f32[70,70,70] fusion(a.1, b.1), kind=kCustom, calls=f, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+  ROOT n = f32[70,70,70] negate(f.1)
+}
+`
+	p, err := Compile(parseText(t, src), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Kernels) != 1 || p.Kernels[0].Info.Kind != cost.KindGEMM || p.Kernels[0].Info.Flops < 2*70*70*70*70 {
+		t.Fatalf("kernels %v, want one GEMM (the dot with the negate fused)", kernelNames(p))
+	}
+	if p.Module.Computation("f") != nil {
+		t.Error("the dumped fused computation is left in the module")
+	}
+}

@@ -262,6 +262,7 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
+	unfuse(mod, flow)
 	pc.flow = flow
 	pc.trips = map[*hlo.Instruction]tripInfo{}
 	for _, c := range flow {
