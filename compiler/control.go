@@ -434,6 +434,9 @@ func intConstant(x *hlo.Instruction) (int64, bool) {
 
 // branchIndex returns the constant branch a conditional takes, or -1.
 func branchIndex(in *hlo.Instruction, n int) int {
+	if len(in.Operands) == 0 {
+		return -1
+	}
 	x := peel(in.Operands[0])
 	if x.Opcode != hlo.OpConstant || x.Shape.Rank() != 0 {
 		return -1

@@ -287,6 +287,29 @@ ENTRY main {
 	if w := p.Schedule.Steps[0].Cond.Weights; w[0] != 0 || w[1] != 1 || w[2] != 0 {
 		t.Errorf("weights with constant index 1 = %v, want [0 1 0]", w)
 	}
+	pred := `HloModule predcond
+bt {
+  at = f32[64,128] parameter(0)
+  ROOT et = f32[64,128] exponential(at)
+}
+bf {
+  af = f32[64,128] parameter(0)
+  ROOT ef = f32[64,128] negate(af)
+}
+ENTRY main {
+  i = pred[] constant(false)
+  x = f32[64,128] parameter(0)
+  ROOT c = f32[64,128] conditional(i, x, x), true_computation=bt, false_computation=bf
+}
+`
+	p, err = Compile(parseText(t, pred), nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd = p.Schedule.Steps[0].Cond
+	if cd.Branches[0].Name != "bt" || cd.Weights[0] != 0 || cd.Weights[1] != 1 {
+		t.Errorf("predicate false: branches %s/%s weights %v, want the false branch", cd.Branches[0].Name, cd.Branches[1].Name, cd.Weights)
+	}
 }
 
 func TestCallIsInlined(t *testing.T) {
