@@ -109,3 +109,16 @@ func TestReductionOverTransposedLayout(t *testing.T) {
 		checkMovesPaddedOnce(t, k, padded+PaddedBytes(hlo.Array(hlo.F32, 4000).WithLayout(hlo.RowMajor(1)), v4))
 	})
 }
+
+// TestPadOfNarrowMinor: padding f32[1,224,224,3] (an image, 3 channels minor: ResNet-50's
+// first pad, once counted as 1.1 GB) reads the input once: it is no row-broadcast input
+// although its ratio to the output is below 1.
+func TestPadOfNarrowMinor(t *testing.T) {
+	b := hlo.NewBuilder("pad")
+	x := b.Param(hlo.F32, 1, 224, 224, 3)
+	z := b.ScalarConst(hlo.F32, 0)
+	k := kernel(t, b, b.Pad(x, z, []hlo.PadDim{{}, {Lo: 3, Hi: 3}, {Lo: 3, Hi: 3}, {}}))
+	in := 224.0 * 224 * 128 * 4
+	out := 230.0 * 230 * 128 * 4
+	checkMovesPaddedOnce(t, k, in+out+4)
+}

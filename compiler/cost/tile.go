@@ -398,7 +398,7 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 	p.InnerSteps = 1
 	p.Steps = p.Blocks
 	for _, in := range k.Inputs {
-		p.addStreamed(in, rAvg, lAvg, float64(tr), float64(tl), k.OutElems, t)
+		p.addStreamed(in, rAvg, lAvg, realAvg(k.Dims[1], lb), float64(tr), float64(tl), k.OutElems, t)
 	}
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = windowBytes(rAvg, lAvg, eb, t)
@@ -415,8 +415,12 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 // addStreamed accounts one input of a loop or reduce kernel whose stream window is
 // rAvg x lAvg on average (tr x tl at most), over an iteration space of streamElems
 // elements. A streamed input moves at most its padded size once (times the share of it
-// the kernel needs): a window narrower than its tiles does not re-read them.
-func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, streamElems int64, t Target) {
+// the kernel needs), unless it is broadcast along rows: a window narrower than its tiles
+// does not re-read them.
+//
+// lReal is the real (unpadded) lane extent of a window: an input whose minor dimension
+// is narrower than that is broadcast along rows and streams lane-width windows.
+func (p *Plan) addStreamed(in Operand, rAvg, lAvg, lReal, tr, tl float64, streamElems int64, t Target) {
 	switch in.Role {
 	case RoleResident:
 		p.ResidentBytes += in.Padded
@@ -432,7 +436,8 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, streamElems i
 	default:
 		rows, lanes := rAvg*in.Ratio, lAvg
 		brows, blanes := tr*in.Ratio, tl
-		if in.Ratio < 1 && lanes > float64(in.Minor) {
+		rebroadcast := in.Ratio < 1 && lReal > float64(in.Minor)
+		if rebroadcast {
 			// A smaller input (broadcast along rows) streams a lane-width window.
 			rows, lanes = math.Max(rAvg*lAvg*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
 			brows, blanes = math.Max(tr*tl*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
@@ -442,8 +447,10 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, streamElems i
 			brows, blanes = blanes, brows
 			p.XLUOps += vregs(brows, blanes, t)
 		}
-		w := windowBytes(rows, lanes, in.ElemBytes, t)
-		if in.Ratio >= 1 && p.Steps > 0 {
+		// A step never moves more than the whole input.
+		w := math.Min(windowBytes(rows, lanes, in.ElemBytes, t), in.Padded)
+		if !rebroadcast && p.Steps > 0 {
+			// Streamed in proportion to the iteration: each needed element once.
 			need := math.Min(in.Ratio*float64(streamElems)/float64(max(arrayShape(in.Shape).Elements(), 1)), 1)
 			w = math.Min(w, in.Padded*need/float64(p.Steps))
 		}
@@ -472,7 +479,7 @@ func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
 	}
 	p.Steps = p.Blocks * p.InnerSteps
 	for _, in := range k.Inputs {
-		p.addStreamed(in, a0, a1, float64(tile[0]), float64(tile[1]), k.InElems, t)
+		p.addStreamed(in, a0, a1, realAvg(k.Dims[1], b1), float64(tile[0]), float64(tile[1]), k.InElems, t)
 	}
 	eb := k.Output.ElemBytes
 	outAvg := float64(k.OutElems) / float64(p.Blocks)
@@ -513,7 +520,7 @@ func (k *KernelInfo) planFullReduce(tile Tile, t Target) Plan {
 	p.Blocks, p.InnerSteps = 1, int64(b0)*int64(b1)
 	p.Steps = p.InnerSteps
 	for _, in := range k.Inputs {
-		p.addStreamed(in, a0, a1, float64(tile[0]), float64(tile[1]), k.InElems, t)
+		p.addStreamed(in, a0, a1, realAvg(k.Dims[1], b1), float64(tile[0]), float64(tile[1]), k.InElems, t)
 	}
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = math.Min(windowBytes(1, 1, eb, t), k.Output.Padded)
