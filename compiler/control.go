@@ -17,12 +17,14 @@ import (
 const DefaultTripCount = 1
 
 // Step is one thing an executed computation does, in program order: exactly one field is
-// set.
+// set. Done is the completion (-done) of an asynchronous collective started earlier in
+// the same block.
 type Step struct {
 	Kernel     *Kernel
 	Loop       *Loop
 	Cond       *Conditional
 	Collective *Collective
+	Done       *Collective
 }
 
 // Block is the schedule of one executed computation: the entry, a loop body or
@@ -67,6 +69,8 @@ type Collective struct {
 	Kind      string
 	Bytes     float64
 	GroupSize int
+	// Async marks a -start: the transfer overlaps the steps up to its Done step.
+	Async bool
 }
 
 // collectiveKind maps an instruction to its collective kind by opcode name, so that the

@@ -13,6 +13,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -394,6 +395,7 @@ func approximate(fc *hlo.Computation, info *cost.KernelInfo) bool {
 // adding mult to the weight of each of its kernels.
 func (pc *passContext) block(mod *hlo.Module, c *hlo.Computation, mult float64, kernels map[*hlo.Instruction]*Kernel) (*Block, error) {
 	b := &Block{Name: c.Name}
+	started := map[*hlo.Instruction]*Collective{}
 	for _, in := range c.Instructions {
 		switch in.Opcode {
 		case hlo.OpFusion:
@@ -436,12 +438,20 @@ func (pc *passContext) block(mod *hlo.Module, c *hlo.Computation, mult float64, 
 			b.Steps = append(b.Steps, Step{Cond: cd})
 			continue
 		}
-		if kind, ok := collectiveKind(in); ok && kind != "" {
+		kind, ok := collectiveKind(in)
+		switch {
+		case ok && kind != "":
 			col, err := newCollective(in, kind)
 			if err != nil {
 				return nil, err
 			}
+			if strings.HasSuffix(in.Opcode.String(), "-start") {
+				col.Async = true
+				started[in] = col
+			}
 			b.Steps = append(b.Steps, Step{Collective: col})
+		case ok && len(in.Operands) == 1 && started[in.Operands[0]] != nil:
+			b.Steps = append(b.Steps, Step{Done: started[in.Operands[0]]})
 		}
 	}
 	return b, nil

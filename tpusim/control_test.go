@@ -315,3 +315,42 @@ ENTRY main {
 		t.Errorf("%d kernels, want 2 (Sharding is free)", len(r.Kernels))
 	}
 }
+
+// TestAsyncCollectiveOverlaps: an asynchronous collective (a -start/-done pair) overlaps
+// the kernels between its start and done: the block takes the kernel time plus only
+// what is left of the transfer; a synchronous one adds its whole time.
+func TestAsyncCollectiveOverlaps(t *testing.T) {
+	c := preset(t, "v4")
+	p := compileDefault(t, parseHLO(t, stepSrc), c, nil)
+	k := p.Kernels[0]
+	s, _ := New(c, Options{})
+	kt, err := s.Kernel(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bytes := range []float64{1 << 10, 64 << 20} { // hidden; longer than the kernel
+		col := &compiler.Collective{Name: "ag", Kind: compiler.CollAllGather, Bytes: bytes, GroupSize: 4, Async: true}
+		cc, err := CollectiveTime(col.Kind, bytes, 4, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Schedule = &compiler.Block{Name: "main", Steps: []compiler.Step{{Collective: col}, {Kernel: k}, {Done: col}}}
+		pt, err := s.Program(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := kt.Ns + math.Max(cc.Ns-kt.Ns, 0)
+		if math.Abs(pt.TotalNs-want) > relTol*want {
+			t.Errorf("%g bytes async: %.0f ns, want kernel %.0f + exposed max(%.0f - kernel, 0) = %.0f", bytes, pt.TotalNs, kt.Ns, cc.Ns, want)
+		}
+		sync := *col
+		sync.Async = false
+		p.Schedule = &compiler.Block{Name: "main", Steps: []compiler.Step{{Collective: &sync}, {Kernel: k}}}
+		if pt, err = s.Program(p); err != nil {
+			t.Fatal(err)
+		}
+		if want := kt.Ns + cc.Ns; math.Abs(pt.TotalNs-want) > relTol*want {
+			t.Errorf("%g bytes sync: %.0f ns, want %.0f", bytes, pt.TotalNs, want)
+		}
+	}
+}

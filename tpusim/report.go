@@ -27,7 +27,7 @@ type KernelReport struct {
 // ControlReport is a control-flow or collective step of a simulation report.
 type ControlReport struct {
 	Instruction string  `json:"name"`
-	Control     string  `json:"control"` // "while", "conditional" or "collective"
+	Control     string  `json:"control"` // "while", "conditional", "collective" or "collective-done"
 	TotalNs     float64 `json:"sim_ns"`  // one execution of the step (a loop: all its iterations)
 	// While: the trip count (-1 when unknown: the loop ran compiler.DefaultTripCount
 	// times), where it came from, the condition's and the body's steps (one iteration).
@@ -43,6 +43,9 @@ type ControlReport struct {
 	CollectiveBytes float64 `json:"bytes,omitempty"`
 	BytesPerLink    float64 `json:"bytes_per_link,omitempty"`
 	GroupSize       int     `json:"group_size,omitempty"`
+	// Async marks a collective's -start: its sim_ns overlaps the steps up to its
+	// "collective-done" entry, whose sim_ns is the exposed rest.
+	Async bool `json:"async,omitempty"`
 }
 
 // Entry is one step of a report's schedule: a kernel or a control step (exactly one is
@@ -129,12 +132,15 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 // entries lists the steps of block b as report entries.
 func (w *walker) entries(b *compiler.Block, kr map[*compiler.Kernel]*KernelReport) ([]Entry, error) {
 	var out []Entry
+	fl := inflight{}
 	for _, st := range b.Steps {
-		ns, err := w.step(st)
+		_, ns, err := w.timed(st, fl)
 		if err != nil {
 			return nil, err
 		}
 		switch {
+		case st.Done != nil:
+			out = append(out, Entry{ControlReport: &ControlReport{Instruction: st.Done.Name, Control: "collective-done", TotalNs: ns}})
 		case st.Kernel != nil:
 			out = append(out, Entry{KernelReport: kr[st.Kernel]})
 		case st.Loop != nil:
@@ -167,7 +173,8 @@ func (w *walker) entries(b *compiler.Block, kr map[*compiler.Kernel]*KernelRepor
 				return nil, err
 			}
 			out = append(out, Entry{ControlReport: &ControlReport{Instruction: st.Collective.Name, Control: "collective", TotalNs: ns,
-				Collective: st.Collective.Kind, CollectiveBytes: st.Collective.Bytes, BytesPerLink: cc.BytesPerLink, GroupSize: cc.GroupSize}})
+				Collective: st.Collective.Kind, CollectiveBytes: st.Collective.Bytes, BytesPerLink: cc.BytesPerLink, GroupSize: cc.GroupSize,
+				Async: st.Collective.Async}})
 		}
 	}
 	return out, nil

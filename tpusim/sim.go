@@ -311,8 +311,6 @@ type walker struct {
 	idx map[*compiler.Kernel]int
 	// mult is how many times the block being walked runs per program run.
 	mult float64
-	// visit, when set, is called for every step with its time per execution.
-	visit func(st compiler.Step, ns float64)
 }
 
 // chips is the number of chips a collective over all chips spans.
@@ -339,17 +337,52 @@ func loopNs(trips int64, cond, body float64) float64 {
 
 func (w *walker) block(b *compiler.Block) (float64, error) {
 	total := 0.0
+	fl := inflight{}
 	for _, st := range b.Steps {
-		ns, err := w.step(st)
+		ns, _, err := w.timed(st, fl)
 		if err != nil {
 			return 0, err
 		}
-		if w.visit != nil {
-			w.visit(st, ns)
-		}
 		total += ns
 	}
-	return total, nil
+	return total + fl.rest(), nil
+}
+
+// inflight holds the remaining transfer time of the asynchronous collectives started
+// and not yet done in a block.
+type inflight map[*compiler.Collective]float64
+
+// rest is what the transfers still in flight at the end of a block add to it.
+func (fl inflight) rest() float64 {
+	m := 0.0
+	for _, r := range fl {
+		m = math.Max(m, r)
+	}
+	return m
+}
+
+// timed returns the time step st adds to its block and its own time. An asynchronous
+// collective's start adds nothing: its transfer runs while the following steps do (every
+// step's time drains the transfers in flight); its done adds what is left of the
+// transfer (the exposed part).
+func (w *walker) timed(st compiler.Step, fl inflight) (add, own float64, err error) {
+	if st.Done != nil {
+		r := fl[st.Done]
+		delete(fl, st.Done)
+		return r, r, nil
+	}
+	own, err = w.step(st)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st.Collective != nil && st.Collective.Async {
+		fl[st.Collective] = own
+		return 0, own, nil
+	}
+	for c, r := range fl {
+		fl[c] = math.Max(r-own, 0)
+	}
+	return own, own, nil
 }
 
 func (w *walker) step(st compiler.Step) (float64, error) {

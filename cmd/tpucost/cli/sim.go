@@ -102,7 +102,13 @@ func printEntries(w io.Writer, es []tpusim.Entry, indent string) int {
 			for i, b := range c.Branches {
 				n += printEntries(w, b, fmt.Sprintf("%s  [%d, p=%.2g] ", indent, i, c.Weights[i]))
 			}
+		case "collective-done":
+			fmt.Fprintf(w, "%sdone %s (exposed)\tcollective\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, c.TotalNs)
 		default:
+			if c.Async {
+				fmt.Fprintf(w, "%s%s-start %s (%d chips, overlapped)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
+				continue
+			}
 			fmt.Fprintf(w, "%s%s %s (%d chips)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
 		}
 	}
