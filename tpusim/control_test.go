@@ -257,6 +257,16 @@ func TestMegacoreMemoryBound(t *testing.T) {
 	if t4 > t5*ratio*(1+bwTol) {
 		t.Errorf("memory-bound add: v4 %.0f ns, v5e %.0f ns: v4/v5e = %.3f, want <= %.3f (HBM 819/1200)", t4, t5, t4/t5, ratio)
 	}
+	// A full reduction (one output block) splits its steps between the cores (128 MiB:
+	// enough steps per core to pipeline, whole rows per window).
+	red := func(c Chip) float64 {
+		b := hlo.NewBuilder("sum")
+		x := b.Param(hlo.F32, 65536, 512)
+		return programNs(t, compileDefault(t, build(t, b, b.ReduceSum(x, 0, 1)), c, nil), c)
+	}
+	if r4, r5 := red(v4), red(v5e); r4 > r5*ratio*(1+bwTol) {
+		t.Errorf("full reduction: v4 %.0f ns, v5e %.0f ns: v4/v5e = %.3f, want <= %.3f", r4, r5, r4/r5, ratio)
+	}
 	if v4.DeviceCores() != 2 || v5e.DeviceCores() != 1 {
 		t.Errorf("device cores: v4 %d, v5e %d; want 2 and 1", v4.DeviceCores(), v5e.DeviceCores())
 	}

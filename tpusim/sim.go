@@ -142,11 +142,16 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 		resident = L + p.ResidentBytes/bw
 	}
 
-	if n := int64(c.DeviceCores()); n > 1 && p.Blocks >= 2 {
-		// Megacore: the output blocks are split between the cores, which run at once,
-		// each with its own bandwidth share: the busiest does ceil(blocks / cores).
-		per := float64((p.Blocks + n - 1) / n)
-		S, B = S*per/B, per
+	if n := int64(c.DeviceCores()); n > 1 && info.ParallelUnits(p) >= 2 {
+		// Megacore: the output blocks (a full reduction's steps) are split between the
+		// cores, which run at once, each with its own bandwidth share: the busiest does
+		// ceil(units / cores).
+		if info.FullReduce {
+			S = float64((p.Steps + n - 1) / n)
+		} else {
+			per := float64((p.Blocks + n - 1) / n)
+			S, B = S*per/B, per
+		}
 	}
 	var body float64
 	if !flags.DoubleBuffer {

@@ -634,8 +634,18 @@ func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
 	return k.analyticalPlan(p, t), nil
 }
 
+// ParallelUnits is how many independent pieces of work a plan splits into across the
+// cores of a megacore device: its output blocks, or the steps of a full reduction (each
+// core reduces its share; combining two partial sums is negligible).
+func (k *KernelInfo) ParallelUnits(p Plan) int64 {
+	if k.FullReduce {
+		return p.Steps
+	}
+	return p.Blocks
+}
+
 func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
-	cores := t.ParallelCores(p.Blocks)
+	cores := t.ParallelCores(k.ParallelUnits(p))
 	compute := k.Flops / (t.PeakFlops() * cores)
 	memory := p.LogicalBytes / (t.HBMBandwidth * cores)
 	return math.Max(compute, memory)*1e9 + t.LaunchNs
