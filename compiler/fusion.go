@@ -42,14 +42,22 @@ func fusibleProducer(in *hlo.Instruction) bool {
 	return false
 }
 
-// isFree reports whether an entry instruction never becomes a kernel.
+// isFree reports whether an instruction of a flow computation never becomes a kernel:
+// sources, tuples and bitcasts; control flow (while, conditional: their computations are
+// compiled on their own); collectives (timed by the interconnect model); custom-calls
+// that move no data (Sharding, SPMD shape changes).
 func isFree(in *hlo.Instruction) bool {
 	switch in.Opcode {
 	case hlo.OpParameter, hlo.OpConstant, hlo.OpTuple, hlo.OpGetTupleElement, hlo.OpBitcast, hlo.OpAfterAll,
 		hlo.OpAddDependency, hlo.OpDomain, hlo.OpOptimizationBarrier: // scheduling only: no data moves
 		return true
+	case hlo.OpWhile, hlo.OpConditional, hlo.OpCall:
+		return true
 	}
-	return false
+	if _, ok := collectiveKind(in); ok {
+		return true
+	}
+	return isFreeCustomCall(in)
 }
 
 // isExpensive marks ops XLA will not duplicate into several consumers.
@@ -153,8 +161,41 @@ func fusionConfigurable(p *hlo.Instruction, nUsers int) bool {
 // several kernels is duplicated into each; it is materialized as well when any consumer
 // does not fuse it. Bitcasts and scalar constants are always fused. The result replaces
 // every kernel by a fusion instruction calling a fused computation.
+//
+// Every flow computation is fused this way, the entry first.
 func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
-	e := m.Entry
+	var fused []*hlo.Computation
+	changed := false
+	flow := map[*hlo.Computation]bool{}
+	for _, c := range pc.flow {
+		fc, ch := fuseComputation(c, pc)
+		fused = append(fused, fc...)
+		changed = changed || ch
+		flow[c] = true
+	}
+	// Callees before callers: other computations, the fused ones, then the flow
+	// computations in their original order (the entry last).
+	comps := make([]*hlo.Computation, 0, len(m.Computations)+len(fused))
+	var flows []*hlo.Computation
+	for _, c := range m.Computations {
+		if flow[c] {
+			if c != m.Entry {
+				flows = append(flows, c)
+			}
+		} else {
+			comps = append(comps, c)
+		}
+	}
+	comps = append(comps, fused...)
+	comps = append(comps, flows...)
+	m.Computations = append(comps, m.Entry)
+	return m, changed, nil
+}
+
+// fuseComputation fuses one flow computation (see runFusion) and returns the fused
+// computations it made.
+func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, bool) {
+	firstEdge := len(pc.space.Fusion)
 	users := e.Users()
 	nUsers := func(x *hlo.Instruction) int { return len(users[x.ID]) }
 	inEntry := func(x *hlo.Instruction) bool { return x.ID < len(e.Instructions) && e.Instructions[x.ID] == x }
@@ -222,7 +263,7 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 				defDup := (n > 1 && !diamond[p.ID]) || len(contexts) > 1
 				fuse := false
 				if fusionConfigurable(p, n) {
-					name := EdgeName(p, x)
+					name := pc.qualName(e, EdgeName(p, x))
 					key := EdgeKey(p, x, j)
 					def := defaultFuse(p, x, g, defDup)
 					fuse = def
@@ -248,7 +289,7 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 		}
 	}
 	// The space lists edges in program order (they were met from the root up).
-	slices.Reverse(pc.space.Fusion)
+	slices.Reverse(pc.space.Fusion[firstEdge:])
 
 	// Build fused computations and the new entry.
 	var fused []*hlo.Computation
@@ -281,15 +322,7 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	}
 	// Drop standalone bitcasts and constants nothing uses any more.
 	e.Instructions = liveInstructions(e)
-	comps := make([]*hlo.Computation, 0, len(m.Computations)+len(fused))
-	for _, c := range m.Computations {
-		if c != e {
-			comps = append(comps, c)
-		}
-	}
-	comps = append(comps, fused...)
-	m.Computations = append(comps, e)
-	return m, changed, nil
+	return fused, changed
 }
 
 // liveInstructions returns the instructions of c that the root depends on, parameters

@@ -227,16 +227,35 @@ func setDefaultLayouts(s *hlo.Shape) {
 // their first user's layout); where an operand's layout differs from what its user
 // requires, a copy is inserted; transposes and reshapes that move no data become
 // bitcasts.
+//
+// Every flow computation (the entry, loop bodies and conditions, conditional branches) is
+// laid out this way, the entry first; other computations (reducers) take default layouts.
 func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+	flow := map[*hlo.Computation]bool{}
+	for _, c := range pc.flow {
+		flow[c] = true
+	}
 	for _, c := range m.Computations {
-		if c == m.Entry {
+		if flow[c] {
 			continue
 		}
 		for _, in := range c.Instructions {
 			setDefaultLayouts(&in.Shape)
 		}
 	}
-	e := m.Entry
+	changed := false
+	for _, c := range pc.flow {
+		ch, err := layoutComputation(c, pc)
+		if err != nil {
+			return nil, false, err
+		}
+		changed = changed || ch
+	}
+	return m, changed, nil
+}
+
+// layoutComputation lays out one flow computation (see runLayout).
+func layoutComputation(e *hlo.Computation, pc *passContext) (bool, error) {
 	changed := false
 	agnostic := map[*hlo.Instruction]bool{}
 	for _, in := range e.Instructions {
@@ -254,9 +273,9 @@ func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 			opts := LayoutOptions(*s)
 			def := defaultLayout(in, opts, pc.opts.Target)
 			key := NodeKey(in)
-			choice, err := pc.chooseLayout(in.Name, key, opts, def)
+			choice, err := pc.chooseLayout(pc.qualName(e, in.Name), key, opts, def)
 			if err != nil {
-				return nil, false, err
+				return false, err
 			}
 			setLayout(s, opts[choice])
 			if choice != 0 {
@@ -387,5 +406,5 @@ func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 			}
 		}
 	}
-	return m, changed, nil
+	return changed, nil
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -73,7 +74,18 @@ type Kernel struct {
 	Tile   cost.Tile
 	Flags  cost.Flags
 	Plan   cost.Plan
-	Inputs []string // names of the entry instructions it reads
+	Inputs []string // names of the instructions of its computation it reads
+
+	// Computation is the flow computation the kernel runs in (the entry, a loop body or
+	// condition, a conditional branch).
+	Computation string
+	// Weight is how many times the kernel runs per run of the program: the product of
+	// the trip counts of the loops around it and the weights of the branches it is in
+	// (1 in the entry).
+	Weight float64
+	// Approximate marks a kernel the simulator cannot time precisely (an unknown
+	// custom-call, an op without a model): it streams its operands and result once.
+	Approximate bool
 }
 
 // Program is a compiled module.
@@ -84,6 +96,12 @@ type Program struct {
 	Config  *Config // the effective, complete config: compiling with it reproduces the program
 	Space   *Space  // the configurable nodes and their options
 	Target  cost.Target
+	// Schedule is what the entry does in order: kernels, loops, conditionals and
+	// collectives. Kernels lists every kernel of the schedule once, the entry's first.
+	Schedule *Block
+	// Chips is the number of chips the module runs on, from its header (replica_count ×
+	// num_partitions; 1 when absent).
+	Chips int
 }
 
 // LayoutChoice is one configurable node of the layout pass.
@@ -145,6 +163,25 @@ type passContext struct {
 	tileIdx   map[string]int
 	flagsIdx  map[string]int
 	rootOf    map[*hlo.Instruction]string
+	// flow lists the computations run as control flow, the entry first (flowComputations).
+	flow  []*hlo.Computation
+	trips map[*hlo.Instruction]tripInfo
+}
+
+// tripInfo is a while loop's trip count as derived before the passes rewrote its body.
+type tripInfo struct {
+	n     int64
+	src   string
+	known bool
+}
+
+// qualName is the config name of instruction name in flow computation c: the name itself
+// in the entry, "computation/name" elsewhere (names are scoped per computation).
+func (pc *passContext) qualName(c *hlo.Computation, name string) string {
+	if len(pc.flow) == 0 || c == pc.flow[0] {
+		return name
+	}
+	return c.Name + "/" + name
 }
 
 type kernelCache struct {
@@ -221,6 +258,28 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 		tileIdx: map[string]int{}, flagsIdx: map[string]int{}, rootOf: map[*hlo.Instruction]string{},
 	}
 	mod := m.Clone()
+	if err := inlineCalls(mod); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	flow, err := flowComputations(mod)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	unfuse(mod, flow)
+	pc.flow = flow
+	pc.trips = map[*hlo.Instruction]tripInfo{}
+	for _, c := range flow {
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpWhile {
+				n, src, ok := TripCount(in)
+				if !ok {
+					n, src = DefaultTripCount, "default"
+				}
+				pc.trips[in] = tripInfo{n: n, src: src, known: ok}
+			}
+		}
+	}
+	rewriteCustomCalls(flow)
 	for _, c := range mod.Computations {
 		for _, in := range c.Instructions {
 			pc.names[in.Name] = true
@@ -280,31 +339,124 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// program collects the kernels of the compiled module.
+// program collects the kernels of the compiled module and its schedule.
 func (pc *passContext) program(name string, mod *hlo.Module) (*Program, error) {
-	p := &Program{Name: name, Module: mod, Config: pc.eff, Space: pc.space, Target: pc.opts.Target}
-	for _, in := range mod.Entry.Instructions {
-		if in.Opcode != hlo.OpFusion {
-			continue
+	p := &Program{Name: name, Module: mod, Config: pc.eff, Space: pc.space, Target: pc.opts.Target, Chips: ModuleChips(mod)}
+	kernels := map[*hlo.Instruction]*Kernel{}
+	for _, c := range pc.flow {
+		for _, in := range c.Instructions {
+			if in.Opcode != hlo.OpFusion {
+				continue
+			}
+			key := pc.fusionKey[in]
+			kc := pc.kernels[key]
+			if kc == nil || kc.err != nil {
+				return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
+			}
+			k := &Kernel{Name: in.Name, Key: key, Kind: in.FusionKind, Root: pc.rootOf[in], Comp: in.Calls, Info: kc.info,
+				Tile: pc.eff.Tile[key], Flags: pc.eff.Flags[key], Computation: c.Name, Approximate: approximate(in.Calls, kc.info)}
+			plan, err := kc.info.CheckTile(k.Tile, k.Flags, pc.opts.Target)
+			if err != nil {
+				return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
+			}
+			k.Plan = plan
+			for _, op := range in.Operands {
+				k.Inputs = append(k.Inputs, op.Name)
+			}
+			p.Kernels = append(p.Kernels, k)
+			kernels[in] = k
 		}
-		key := pc.fusionKey[in]
-		kc := pc.kernels[key]
-		if kc == nil || kc.err != nil {
-			return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
-		}
-		k := &Kernel{Name: in.Name, Key: key, Kind: in.FusionKind, Root: pc.rootOf[in], Comp: in.Calls, Info: kc.info,
-			Tile: pc.eff.Tile[key], Flags: pc.eff.Flags[key]}
-		plan, err := kc.info.CheckTile(k.Tile, k.Flags, pc.opts.Target)
-		if err != nil {
-			return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
-		}
-		k.Plan = plan
-		for _, op := range in.Operands {
-			k.Inputs = append(k.Inputs, op.Name)
-		}
-		p.Kernels = append(p.Kernels, k)
+	}
+	var err error
+	p.Schedule, err = pc.block(mod, mod.Entry, 1, kernels)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return p, nil
+}
+
+// approximate reports whether a kernel has no precise timing model: an opaque kernel
+// (untiled, one step) other than a sort or a TopK.
+func approximate(fc *hlo.Computation, info *cost.KernelInfo) bool {
+	if info.Kind != cost.KindOpaque {
+		return false
+	}
+	for _, in := range fc.Instructions {
+		switch in.Opcode.Category() {
+		case hlo.CatOther, hlo.CatControl:
+			if in.Opcode == hlo.OpSort || (in.Opcode == hlo.OpCustomCall && customCallClass(in) == ccTopK) {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// block builds the schedule of flow computation c, run mult times per program run,
+// adding mult to the weight of each of its kernels.
+func (pc *passContext) block(mod *hlo.Module, c *hlo.Computation, mult float64, kernels map[*hlo.Instruction]*Kernel) (*Block, error) {
+	b := &Block{Name: c.Name}
+	started := map[*hlo.Instruction]*Collective{}
+	for _, in := range c.Instructions {
+		switch in.Opcode {
+		case hlo.OpFusion:
+			k := kernels[in]
+			k.Weight += mult
+			b.Steps = append(b.Steps, Step{Kernel: k})
+			continue
+		case hlo.OpWhile:
+			ti := pc.trips[in]
+			l := &Loop{Name: in.Name, TripCount: ti.n, TripKnown: ti.known, TripSource: ti.src}
+			var err error
+			if l.Cond, err = pc.block(mod, in.Condition, mult*float64(ti.n), kernels); err != nil {
+				return nil, err
+			}
+			if l.Body, err = pc.block(mod, in.Body, mult*float64(ti.n), kernels); err != nil {
+				return nil, err
+			}
+			b.Steps = append(b.Steps, Step{Loop: l})
+			continue
+		case hlo.OpConditional:
+			bs, err := branchComputations(mod, in)
+			if err != nil {
+				return nil, err
+			}
+			cd := &Conditional{Name: in.Name, Weights: make([]float64, len(bs))}
+			if taken := branchIndex(in, len(bs)); taken >= 0 {
+				cd.Weights[taken] = 1
+			} else {
+				for i := range cd.Weights {
+					cd.Weights[i] = 1 / float64(len(bs))
+				}
+			}
+			for i, bc := range bs {
+				blk, err := pc.block(mod, bc, mult*cd.Weights[i], kernels)
+				if err != nil {
+					return nil, err
+				}
+				cd.Branches = append(cd.Branches, blk)
+			}
+			b.Steps = append(b.Steps, Step{Cond: cd})
+			continue
+		}
+		kind, ok := collectiveKind(in)
+		switch {
+		case ok && kind != "":
+			col, err := newCollective(in, kind)
+			if err != nil {
+				return nil, err
+			}
+			if strings.HasSuffix(in.Opcode.String(), "-start") {
+				col.Async = true
+				started[in] = col
+			}
+			b.Steps = append(b.Steps, Step{Collective: col})
+		case ok && len(in.Operands) == 1 && started[in.Operands[0]] != nil:
+			b.Steps = append(b.Steps, Step{Done: started[in.Operands[0]]})
+		}
+	}
+	return b, nil
 }
 
 // KernelByName returns the kernel named name, or nil.

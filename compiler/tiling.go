@@ -100,16 +100,27 @@ func tileAttr(t cost.Tile) string {
 	return s + "}"
 }
 
+// flowFusions lists the fusion instructions of the flow computations, the entry's first,
+// each computation's in order.
+func (pc *passContext) flowFusions() []*hlo.Instruction {
+	var out []*hlo.Instruction
+	for _, c := range pc.flow {
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpFusion {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
 // runTiling is the tiling pass: each kernel takes a tile from its valid options (sizes
 // aligned to (8,128) and fitting VMEM with double buffering): the config's entry for its
 // key, else the store's, else the argmin of the analytical model. The tile is recorded on
 // the fusion instruction as tile={...}.
 func runTiling(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	changed := false
-	for _, in := range m.Entry.Instructions {
-		if in.Opcode != hlo.OpFusion {
-			continue
-		}
+	for _, in := range pc.flowFusions() {
 		key, kc := pc.analyze(in.Calls)
 		if kc.err != nil {
 			return nil, false, fmt.Errorf("kernel %s: %w", in.Name, kc.err)
@@ -189,10 +200,7 @@ func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Fl
 func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	changed := false
 	t := pc.opts.Target
-	for _, in := range m.Entry.Instructions {
-		if in.Opcode != hlo.OpFusion {
-			continue
-		}
+	for _, in := range pc.flowFusions() {
 		key := pc.fusionKey[in]
 		kc := pc.kernels[key]
 		if idx, ok := pc.flagsIdx[key]; ok {

@@ -1,5 +1,6 @@
-// Package tpusim is tpucost's ground truth: a simulator of one TensorCore of a TPU-like
-// chip that times compiled kernels with the effects an analytical roofline ignores —
+// Package tpusim is tpucost's ground truth: a simulator of one device of a TPU-like chip
+// (a TensorCore, or v4's two as one megacore device) that times compiled programs — their
+// kernels, loops, conditionals and collectives over the interconnect — and their kernels with the effects an analytical roofline ignores —
 // (8,128) layout tiling and padding, MXU passes with weight loads and fill/drain, vector,
 // transcendental and transpose-unit work, DMA latency and burst overheads, double- or
 // triple-buffered overlap of DMA with compute, per-step loop overhead, unrolling, VMEM
@@ -16,7 +17,7 @@ import (
 
 // Version identifies the simulator's timing model; it is recorded with every dataset and
 // every cached measurement. Bump it whenever a timing changes.
-const Version = "tpusim-1.1"
+const Version = "tpusim-1.2"
 
 // Chip is a chip preset: the compiler-visible Target plus the micro-architectural
 // parameters only the simulator uses.
@@ -37,6 +38,12 @@ type Chip struct {
 	IMemOps            int     // unrolled ops that fit instruction memory; beyond, fetch stalls
 	IFetchCycles       float64 // stall cycles per op beyond IMemOps, per step
 	CodeLoadNsPerOp    float64 // loading one (unrolled) op's code at launch
+
+	// Interconnect (ICI), for collectives: links per chip, bandwidth per link and
+	// direction (bytes/s), latency per hop.
+	ICILinks         int
+	ICILinkBandwidth float64
+	ICIHopNs         float64
 }
 
 // presets builds the presets from public per-chip figures: bf16 peak, HBM bandwidth and
@@ -58,13 +65,29 @@ func presets() map[string]Chip {
 			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2, CodeLoadNsPerOp: 8,
 		}
 	}
+	ici := func(c Chip, links int, gbitPerLink float64) Chip {
+		c.ICILinks, c.ICILinkBandwidth, c.ICIHopNs = links, gbitPerLink*1e9/8, ICIHopNs
+		return c
+	}
+	// ICI: v2 and v3 have 4 links per chip at 496 and 656 Gbit/s (Jouppi et al., "A
+	// Domain-Specific Supercomputer for Training Deep Neural Networks", CACM 63(7), 2020,
+	// table 3); v4 has 6 links at 50 GB/s (Jouppi et al., "TPU v4: An Optically
+	// Reconfigurable Supercomputer", ISCA 2023: 2,400 Gbit/s per chip, as Google Cloud's
+	// TPU v4 page lists); v5e has 4 links, 1,600 Gbit/s per chip (Google Cloud's TPU v5e
+	// page).
+	v4 := ici(mk("v4", 2, 4, 275, 1200, 32, 32, 1000), 6, 400)
+	v4.Cores = 2 // megacore, XLA's default on v4: both TensorCores as one device
 	return map[string]Chip{
-		"v2":  mk("v2", 2, 1, 45, 700, 16, 16, 2000),
-		"v3":  mk("v3", 2, 2, 123, 900, 32, 16, 1500),
-		"v4":  mk("v4", 2, 4, 275, 1200, 32, 32, 1000),
-		"v5e": mk("v5e", 1, 4, 197, 819, 16, 128, 1000),
+		"v2":  ici(mk("v2", 2, 1, 45, 700, 16, 16, 2000), 4, 496),
+		"v3":  ici(mk("v3", 2, 2, 123, 900, 32, 16, 1500), 4, 656),
+		"v4":  v4,
+		"v5e": ici(mk("v5e", 1, 4, 197, 819, 16, 128, 1000), 4, 400),
 	}
 }
+
+// ICIHopNs is the latency of one ICI hop (router and link traversal). It is not public;
+// 1 us is an estimate of the same order as measured small-message collective latencies.
+const ICIHopNs = 1000
 
 // DefaultChip is the preset used when none is given.
 const DefaultChip = "v4"

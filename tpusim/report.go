@@ -1,6 +1,8 @@
 package tpusim
 
 import (
+	"encoding/json"
+
 	"github.com/tpucost/tpucost/compiler"
 )
 
@@ -19,28 +21,82 @@ type KernelReport struct {
 	Bytes        float64 `json:"bytes"` // padded HBM bytes moved
 	VMEMBytes    float64 `json:"vmem_bytes"`
 	// ApproximateOps counts the kernel's instructions timed by the streaming model only
-	// (cost.Approximate): its time is an estimate, not a model of the op.
-	ApproximateOps int `json:"approximate_ops"`
+	// (cost.Approximate); Approximate marks a kernel whose time is such an estimate (it
+	// holds one, or it is a custom-call with no precise model), not a model of the op.
+	ApproximateOps int  `json:"approximate_ops"`
+	Approximate    bool `json:"approximate,omitempty"`
 }
 
-// Report is the simulation of a whole program: per-kernel simulated and analytical time.
+// ControlReport is a control-flow or collective step of a simulation report.
+type ControlReport struct {
+	Instruction string  `json:"name"`
+	Control     string  `json:"control"` // "while", "conditional", "collective" or "collective-done"
+	TotalNs     float64 `json:"sim_ns"`  // one execution of the step (a loop: all its iterations)
+	// While: the trip count (-1 when unknown: the loop ran compiler.DefaultTripCount
+	// times), where it came from, the condition's and the body's steps (one iteration).
+	TripCount  *int64  `json:"trip_count,omitempty"`
+	TripSource string  `json:"trip_source,omitempty"`
+	Condition  []Entry `json:"condition,omitempty"`
+	Body       []Entry `json:"kernels,omitempty"`
+	// Conditional: each branch's steps and weight.
+	Branches [][]Entry `json:"branches,omitempty"`
+	Weights  []float64 `json:"weights,omitempty"`
+	// Collective: its kind, size, the bytes per ring link and the group size.
+	Collective      string  `json:"collective,omitempty"`
+	CollectiveBytes float64 `json:"bytes,omitempty"`
+	BytesPerLink    float64 `json:"bytes_per_link,omitempty"`
+	GroupSize       int     `json:"group_size,omitempty"`
+	// Async marks a collective's -start: its sim_ns overlaps the steps up to its
+	// "collective-done" entry, whose sim_ns is the exposed rest.
+	Async bool `json:"async,omitempty"`
+}
+
+// Entry is one step of a report's schedule: a kernel or a control step (exactly one is
+// set); it marshals as the one that is set.
+type Entry struct {
+	*KernelReport
+	*ControlReport
+}
+
+// MarshalJSON writes the step that is set.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	if e.KernelReport != nil {
+		return json.Marshal(e.KernelReport)
+	}
+	return json.Marshal(e.ControlReport)
+}
+
+// Report is the simulation of a whole program: per-kernel simulated and analytical time,
+// in program order, with loops, conditionals and collectives as nested steps.
 type Report struct {
 	Program           string  `json:"program"`
 	Chip              string  `json:"chip"`
 	Simulator         string  `json:"simulator"`
+	Chips             int     `json:"chips"`
 	TotalNs           float64 `json:"total_ns"`
 	AnalyticalTotalNs float64 `json:"analytical_total_ns"`
-	// ApproximateOps counts the program's instructions timed by the streaming model only;
-	// ApproximateShare is the fraction of TotalNs spent in kernels that hold any.
-	ApproximateOps   int            `json:"approximate_ops"`
-	ApproximateShare float64        `json:"approximate_share"`
-	Kernels          []KernelReport `json:"kernels"`
+	// ApproximateOps counts the program's ops timed by the streaming model only (in
+	// approximate kernels, each at least one); ApproximateNs is the time spent in those
+	// kernels (every run of a loop body counted) and ApproximateShare its fraction of
+	// TotalNs. UnknownTripCounts counts loops whose trip count is unknown.
+	ApproximateOps    int     `json:"approximate_ops"`
+	ApproximateNs     float64 `json:"approximate_ns"`
+	ApproximateShare  float64 `json:"approximate_share"`
+	UnknownTripCounts int     `json:"unknown_trip_counts"`
+	CollectiveNs      float64 `json:"collective_ns"`
+	Kernels           []Entry `json:"kernels"`
 }
 
 // Simulate reports every kernel of p on chip c with its simulated (ground-truth) and
 // analytical time.
 func Simulate(p *compiler.Program, c Chip) (*Report, error) {
-	s, err := New(c, Options{})
+	return SimulateWith(p, c, Options{})
+}
+
+// SimulateWith is Simulate with options (Chips; noise is not applied to reports).
+func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
+	opts.NoiseSigma = 0
+	s, err := New(c, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -48,25 +104,87 @@ func Simulate(p *compiler.Program, c Chip) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Program: p.Name, Chip: c.Name, Simulator: Version, TotalNs: pt.TotalNs, Kernels: make([]KernelReport, len(p.Kernels))}
+	r := &Report{Program: p.Name, Chip: c.Name, Simulator: Version, TotalNs: pt.TotalNs,
+		ApproximateOps: pt.ApproxOps, ApproximateNs: pt.ApproxNs, UnknownTripCounts: pt.UnknownTrips, CollectiveNs: pt.CollectiveNs}
+	kr := make(map[*compiler.Kernel]*KernelReport, len(p.Kernels))
 	for i, k := range p.Kernels {
 		kt := pt.Kernels[i]
 		an := Analytical(k, c)
-		r.AnalyticalTotalNs += an
-		r.Kernels[i] = KernelReport{
+		r.AnalyticalTotalNs += an * k.Weight
+		kr[k] = &KernelReport{
 			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: k.Tile.String(), Flags: k.Flags.String(),
 			SimNs: kt.Ns, AnalyticalNs: an, Bound: kt.Bound, Flops: k.Info.Flops, Bytes: kt.HBMBytes, VMEMBytes: kt.VMEMBytes,
-			ApproximateOps: k.Info.ApproxOps,
-		}
-		if k.Info.ApproxOps > 0 {
-			r.ApproximateOps += k.Info.ApproxOps
-			r.ApproximateShare += kt.Ns
+			ApproximateOps: k.Info.ApproxOps, Approximate: k.Approximate || k.Info.ApproxOps > 0,
 		}
 	}
 	if r.TotalNs > 0 {
-		r.ApproximateShare /= r.TotalNs
-	} else {
-		r.ApproximateShare = 0
+		r.ApproximateShare = r.ApproximateNs / r.TotalNs
+	}
+	if p.Schedule == nil {
+		for _, k := range p.Kernels {
+			r.Kernels = append(r.Kernels, Entry{KernelReport: kr[k]})
+		}
+		return r, nil
+	}
+	w := &walker{s: s, p: p, pt: &ProgramTime{Kernels: pt.Kernels}, idx: map[*compiler.Kernel]int{}, mult: 1}
+	for i, k := range p.Kernels {
+		w.idx[k] = i
+	}
+	r.Chips = w.chips()
+	r.Kernels, err = w.entries(p.Schedule, kr)
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// entries lists the steps of block b as report entries.
+func (w *walker) entries(b *compiler.Block, kr map[*compiler.Kernel]*KernelReport) ([]Entry, error) {
+	var out []Entry
+	fl := inflight{}
+	for _, st := range b.Steps {
+		_, ns, err := w.timed(st, fl)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case st.Done != nil:
+			out = append(out, Entry{ControlReport: &ControlReport{Instruction: st.Done.Name, Control: "collective-done", TotalNs: ns}})
+		case st.Kernel != nil:
+			out = append(out, Entry{KernelReport: kr[st.Kernel]})
+		case st.Loop != nil:
+			l := st.Loop
+			trips := l.TripCount
+			if !l.TripKnown {
+				trips = -1
+			}
+			cr := &ControlReport{Instruction: l.Name, Control: "while", TotalNs: ns, TripCount: &trips, TripSource: l.TripSource}
+			if cr.Condition, err = w.entries(l.Cond, kr); err != nil {
+				return nil, err
+			}
+			if cr.Body, err = w.entries(l.Body, kr); err != nil {
+				return nil, err
+			}
+			out = append(out, Entry{ControlReport: cr})
+		case st.Cond != nil:
+			cr := &ControlReport{Instruction: st.Cond.Name, Control: "conditional", TotalNs: ns, Weights: st.Cond.Weights}
+			for _, br := range st.Cond.Branches {
+				e, err := w.entries(br, kr)
+				if err != nil {
+					return nil, err
+				}
+				cr.Branches = append(cr.Branches, e)
+			}
+			out = append(out, Entry{ControlReport: cr})
+		case st.Collective != nil:
+			cc, err := w.collective(st.Collective)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Entry{ControlReport: &ControlReport{Instruction: st.Collective.Name, Control: "collective", TotalNs: ns,
+				Collective: st.Collective.Kind, CollectiveBytes: st.Collective.Bytes, BytesPerLink: cc.BytesPerLink, GroupSize: cc.GroupSize,
+				Async: st.Collective.Async}})
+		}
+	}
+	return out, nil
 }

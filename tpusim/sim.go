@@ -68,8 +68,9 @@ func (u unitTimes) bound() Bound {
 // steady state per step is max(compute, transfer, (compute + latency + transfer) / D),
 // after an exposed first fetch and before an exposed last write-back. Unrolled code takes
 // longer to load at launch. Groups of a grouped
-// (depthwise) convolution too thin for the MXU run on the vector unit when that is
-// faster. Program time is the sum of kernel times, each with a launch overhead.
+// (depthwise) convolution, and the products of a batched matmul, too thin for the MXU
+// run on the vector unit when that is faster. A batched matmul whose tile covers whole
+// products packs several per step (cost.BatchStepBytes). Program time is the sum of kernel times, each with a launch overhead.
 func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
 	if err := flags.Validate(); err != nil {
 		return KernelTime{}, fmt.Errorf("%w: %v", cost.ErrTileInvalid, err)
@@ -95,6 +96,13 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 			macs := float64(tile[0]) * float64(min(tile[1], info.N)) * float64(min(tile[2], info.K))
 			vpuConv := macs / (float64(c.Lanes*c.Sublanes) * c.VALUSlots) * cyc
 			mxu = math.Min(mxu, vpuConv)
+		}
+		if info.Kind == cost.KindGEMM && !info.IsConv && info.Batch > 1 {
+			// Thin batched products on the vector unit: per product, each output vreg
+			// takes K multiply-adds, each with a broadcast of the LHS element.
+			outVregs := math.Ceil(float64(min(tile[0], info.M))/float64(c.Sublanes)) * math.Ceil(float64(min(tile[1], info.N))/float64(c.Lanes))
+			vpuBatch := math.Max(p.BatchPerStep, 1) * outVregs * float64(min(tile[2], info.K)) * 2 / c.VALUSlots * cyc
+			mxu = math.Min(mxu, vpuBatch)
 		}
 		step.mxu = mxu
 	}
@@ -134,6 +142,17 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 		resident = L + p.ResidentBytes/bw
 	}
 
+	if n := int64(c.DeviceCores()); n > 1 && info.ParallelUnits(p) >= 2 {
+		// Megacore: the output blocks (a full reduction's steps) are split between the
+		// cores, which run at once, each with its own bandwidth share: the busiest does
+		// ceil(units / cores).
+		if info.FullReduce {
+			S = float64((p.Steps + n - 1) / n)
+		} else {
+			per := float64((p.Blocks + n - 1) / n)
+			S, B = S*per/B, per
+		}
+	}
 	var body float64
 	if !flags.DoubleBuffer {
 		body = S*(L+dIn+cStep) + B*(cEpi+L+dEpiIn+dOut)
@@ -194,6 +213,9 @@ type Options struct {
 	Runs int
 	// Seed seeds the noise.
 	Seed int64
+	// Chips is the number of chips collectives without explicit replica groups span;
+	// 0 takes the program's (its module's replica_count × num_partitions).
+	Chips int
 }
 
 // New returns a simulator for chip c.
@@ -206,6 +228,9 @@ func New(c Chip, opts Options) (*Simulator, error) {
 	}
 	if opts.Runs <= 0 {
 		opts.Runs = 3
+	}
+	if opts.Chips < 0 {
+		return nil, fmt.Errorf("chips must be >= 0, got %d", opts.Chips)
 	}
 	return &Simulator{chip: c, opts: opts}, nil
 }
@@ -225,24 +250,189 @@ func (s *Simulator) Kernel(k *compiler.Kernel) (KernelTime, error) {
 	return kt, nil
 }
 
+// The control-flow overheads of a while loop: WhileSetupNs once per loop (starting it
+// like a kernel launch) and WhileIterNs per iteration (the scalar core reads the
+// condition's result and branches; the body's kernels are launched as usual).
+const (
+	WhileSetupNs = 1000
+	WhileIterNs  = 200
+)
+
 // ProgramTime is the simulated time of a program.
 type ProgramTime struct {
-	TotalNs float64      `json:"total_ns"`
+	TotalNs float64 `json:"total_ns"`
+	// Kernels is one execution of each kernel of the program, in p.Kernels order; a
+	// kernel in a loop body runs Kernel.Weight times per program run.
 	Kernels []KernelTime `json:"-"`
+	// ApproxNs is the time spent in approximately timed kernels; ApproxOps counts them
+	// (each kernel once); UnknownTrips counts loops run DefaultTripCount times because
+	// their trip count is unknown.
+	ApproxNs     float64 `json:"approx_ns"`
+	ApproxOps    int     `json:"approx_ops"`
+	UnknownTrips int     `json:"unknown_trip_counts"`
+	CollectiveNs float64 `json:"collective_ns"`
 }
 
-// Program times every kernel of p and sums them.
+// Program times every kernel of p and walks its schedule: kernels in order; a while loop
+// costs trip count × (condition + body) + WhileSetupNs + trip count × WhileIterNs
+// (nested loops multiply); a conditional the weighted mean of its branches (equal
+// weights unless the branch index is a constant); a collective its interconnect time
+// (CollectiveTime) over its replica group, or over all the program's chips.
 func (s *Simulator) Program(p *compiler.Program) (ProgramTime, error) {
 	pt := ProgramTime{Kernels: make([]KernelTime, len(p.Kernels))}
+	idx := make(map[*compiler.Kernel]int, len(p.Kernels))
 	for i, k := range p.Kernels {
 		kt, err := s.Kernel(k)
 		if err != nil {
 			return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		pt.Kernels[i] = kt
-		pt.TotalNs += kt.Ns
+		idx[k] = i
+		if k.Approximate || k.Info.ApproxOps > 0 {
+			pt.ApproxOps += max(k.Info.ApproxOps, 1)
+			pt.ApproxNs += kt.Ns * k.Weight
+		}
 	}
+	if p.Schedule == nil { // a program built by hand: its kernels in order
+		for _, kt := range pt.Kernels {
+			pt.TotalNs += kt.Ns
+		}
+		return pt, nil
+	}
+	w := &walker{s: s, p: p, pt: &pt, idx: idx, mult: 1}
+	total, err := w.block(p.Schedule)
+	if err != nil {
+		return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	pt.TotalNs = total
 	return pt, nil
+}
+
+// walker times a program's schedule.
+type walker struct {
+	s   *Simulator
+	p   *compiler.Program
+	pt  *ProgramTime
+	idx map[*compiler.Kernel]int
+	// mult is how many times the block being walked runs per program run.
+	mult float64
+}
+
+// chips is the number of chips a collective over all chips spans.
+func (w *walker) chips() int {
+	if w.s.opts.Chips > 0 {
+		return w.s.opts.Chips
+	}
+	return max(w.p.Chips, 1)
+}
+
+func (w *walker) collective(c *compiler.Collective) (CollectiveCost, error) {
+	k := c.GroupSize
+	if k == 0 {
+		k = w.chips()
+	}
+	return CollectiveTime(c.Kind, c.Bytes, k, w.s.chip)
+}
+
+// loopNs is the time of a loop given one iteration's condition and body times.
+func loopNs(trips int64, cond, body float64) float64 {
+	n := float64(trips)
+	return n*(cond+body) + WhileSetupNs + n*WhileIterNs
+}
+
+func (w *walker) block(b *compiler.Block) (float64, error) {
+	total := 0.0
+	fl := inflight{}
+	for _, st := range b.Steps {
+		ns, _, err := w.timed(st, fl)
+		if err != nil {
+			return 0, err
+		}
+		total += ns
+	}
+	return total + fl.rest(), nil
+}
+
+// inflight holds the remaining transfer time of the asynchronous collectives started
+// and not yet done in a block.
+type inflight map[*compiler.Collective]float64
+
+// rest is what the transfers still in flight at the end of a block add to it.
+func (fl inflight) rest() float64 {
+	m := 0.0
+	for _, r := range fl {
+		m = math.Max(m, r)
+	}
+	return m
+}
+
+// timed returns the time step st adds to its block and its own time. An asynchronous
+// collective's start adds nothing: its transfer runs while the following steps do (every
+// step's time drains the transfers in flight); its done adds what is left of the
+// transfer (the exposed part).
+func (w *walker) timed(st compiler.Step, fl inflight) (add, own float64, err error) {
+	if st.Done != nil {
+		r := fl[st.Done]
+		delete(fl, st.Done)
+		return r, r, nil
+	}
+	own, err = w.step(st)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st.Collective != nil && st.Collective.Async {
+		fl[st.Collective] = own
+		return 0, own, nil
+	}
+	for c, r := range fl {
+		fl[c] = math.Max(r-own, 0)
+	}
+	return own, own, nil
+}
+
+func (w *walker) step(st compiler.Step) (float64, error) {
+	switch {
+	case st.Kernel != nil:
+		return w.pt.Kernels[w.idx[st.Kernel]].Ns, nil
+	case st.Loop != nil:
+		l := st.Loop
+		if !l.TripKnown {
+			w.pt.UnknownTrips++
+		}
+		outer := w.mult
+		w.mult *= float64(l.TripCount)
+		defer func() { w.mult = outer }()
+		cond, err := w.block(l.Cond)
+		if err != nil {
+			return 0, err
+		}
+		body, err := w.block(l.Body)
+		if err != nil {
+			return 0, err
+		}
+		return loopNs(l.TripCount, cond, body), nil
+	case st.Cond != nil:
+		ns := 0.0
+		outer := w.mult
+		defer func() { w.mult = outer }()
+		for i, b := range st.Cond.Branches {
+			w.mult = outer * st.Cond.Weights[i]
+			t, err := w.block(b)
+			if err != nil {
+				return 0, err
+			}
+			ns += st.Cond.Weights[i] * t
+		}
+		return ns, nil
+	case st.Collective != nil:
+		cc, err := w.collective(st.Collective)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", st.Collective.Name, err)
+		}
+		w.pt.CollectiveNs += cc.Ns * w.mult
+		return cc.Ns, nil
+	}
+	return 0, nil
 }
 
 // Analytical is the XLA-style analytical estimate of a kernel (the baseline model).

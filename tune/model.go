@@ -79,7 +79,8 @@ func (s *modelScorer) score(k *compiler.Kernel, tiles []cost.Tile, flags []cost.
 }
 
 // program sums an absolute model's predictions over the kernels of p, each with its
-// compiled tile and flags.
+// compiled tile and flags, times the runs of the kernel per program run (a loop body's
+// kernels run trip-count times).
 func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 	total := 0.0
 	for _, k := range p.Kernels {
@@ -87,7 +88,11 @@ func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		total += v[0]
+		w := k.Weight
+		if p.Schedule == nil { // a program built by hand
+			w = 1
+		}
+		total += v[0] * w
 	}
 	return total, nil
 }

@@ -102,6 +102,9 @@ type KernelInfo struct {
 	// dimension of the input is reduced (a cross-lane reduction).
 	RowReduce         bool
 	InElems, OutElems int64
+	// FullReduce: every element is reduced to one; the kernel iterates over the input's
+	// own physical (rows, lanes) view, in any order.
+	FullReduce bool
 
 	// plans memoizes PlanTile (nil for a KernelInfo not made by Analyze: no memo).
 	plans *planMemo
@@ -501,9 +504,31 @@ func analyzeReduce(k *KernelInfo, fc *hlo.Computation, red *hlo.Instruction, par
 			classify(&op, p, laneMap(fc, fc.Root, minorDim(arrayShape(fc.Root.Shape))), k.OutElems)
 			op.Ratio *= float64(k.OutElems) / float64(max(k.InElems, 1))
 		}
+		if k.OutElems == 1 {
+			// A full reduction may read its input in any order: in its own layout.
+			op.Transposed = false
+		}
 		k.Inputs = append(k.Inputs, op)
 	}
 	sub := t.SublaneTile(in.Shape.Elem.Bytes())
+	if k.OutElems == 1 && in.Shape.Rank() >= 2 {
+		k.FullReduce = true
+		// Read in the layout of the largest input streamed with the reduction (the
+		// array itself when the reduce reads a transposed view of it).
+		view := in.Shape
+		for _, op := range k.Inputs {
+			if op.Role == RoleStream && arrayShape(op.Shape).Elements() == k.InElems {
+				view = arrayShape(op.Shape)
+				break
+			}
+		}
+		rows, lanes := loopView(view)
+		k.Dims = []IterDim{
+			{Name: "reduce_rows", Size: rows, Align: sub, Max: 2048},
+			{Name: "reduce_lanes", Size: lanes, Align: t.Lanes, Max: 4096},
+		}
+		return
+	}
 	if k.RowReduce {
 		k.Dims = []IterDim{
 			{Name: "out", Size: kept, Align: sub, Max: 2048},

@@ -15,6 +15,19 @@ type Target struct {
 	HBMBandwidth float64 // bytes/s per core
 	VMEMBytes    int64   // vector memory per core
 	LaunchNs     float64 // fixed cost of launching one kernel
+	// Cores is the number of TensorCores that run as one device (megacore: v4's two,
+	// XLA's default there); 0 or 1 for one. A kernel's output blocks are split between
+	// them, each core with its own MXUs, VMEM and HBMBandwidth.
+	Cores int
+}
+
+// DeviceCores is the number of cores of one device (at least 1).
+func (t Target) DeviceCores() int { return max(t.Cores, 1) }
+
+// ParallelCores is how many cores share a kernel of the given number of output blocks:
+// the device's cores, at most one per block.
+func (t Target) ParallelCores(blocks int64) float64 {
+	return float64(min(int64(t.DeviceCores()), max(blocks, 1)))
 }
 
 // PeakFlops is the bf16 matrix peak of one core: 2 flops per multiply-add, MXUDim^2

@@ -142,6 +142,10 @@ type Plan struct {
 
 	LogicalBytes float64 // total HBM traffic, unpadded, with operand re-fetch
 	PaddedBytes  float64 // total HBM traffic as moved, padded
+
+	// BatchPerStep is the average number of a batched GEMM's independent products one
+	// grid step computes (1 unless the tile covers whole products: see planGEMM).
+	BatchPerStep float64
 }
 
 // Footprint is the VMEM the plan needs with the given flags.
@@ -280,12 +284,68 @@ func eff(d IterDim, t int) (blocks int, avg float64) {
 	return blocks, float64(roundUp(max(d.Size, 1), d.Align)) / float64(blocks)
 }
 
+// realAvg is the average real (unpadded) extent of a block along d split into blocks.
+func realAvg(d IterDim, blocks int) float64 {
+	return float64(max(d.Size, 1)) / float64(blocks)
+}
+
+// BatchStepBytes is the HBM traffic per grid step up to which a batched GEMM whose tile
+// covers whole products packs several products into one step, as a TPU kernel blocks
+// its batch dimension: a step then moves enough to amortize the DMA latency and the step
+// overhead (1 MiB takes about 1 us at HBM bandwidth, twice the DMA latency).
+const BatchStepBytes = 1 << 20
+
+// packBatch groups the batch's products g to a step: as many as BatchStepBytes of
+// traffic allows, with the stream buffers of a step within a quarter of VMEM (room for
+// three buffers), at most the batch. Per-step work and traffic scale by the average
+// products per step, the buffers by g.
+func (p *Plan) packBatch(batch int, t Target) {
+	traffic := math.Max(p.InBytesPerStep+p.EpiBytesPerBlock+p.OutBytesPerBlock, 1)
+	g := min(int64(batch), int64(BatchStepBytes/traffic), int64(float64(t.VMEMBytes)/4/math.Max(p.StreamBufferBytes, 1)))
+	g = max(g, 1)
+	if g == 1 {
+		return
+	}
+	p.Blocks = (int64(batch) + g - 1) / g
+	p.Steps = p.Blocks * p.InnerSteps
+	avg := float64(batch) / float64(p.Blocks)
+	p.BatchPerStep = avg
+	// Whole products are contiguous in a batch-major array: a step's products of one
+	// operand are one burst as a single product's window is.
+	p.InBytesPerStep *= avg
+	p.EpiBytesPerBlock *= avg
+	p.OutBytesPerBlock *= avg
+	p.StreamBufferBytes *= float64(g)
+	p.AccumulatorBytes *= float64(g)
+	p.MXUPasses *= avg
+	p.WeightBlocks *= avg
+	p.VectorOps *= avg
+	p.Transcendental *= avg
+	p.XLUOps *= avg
+	p.EpiVectorOps *= avg
+	p.EpiTranscendental *= avg
+	p.EpiXLUOps *= avg
+}
+
 func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 	tm, tn, tk := tile[0], tile[1], tile[2]
-	mb, mAvg := eff(k.Dims[0], tm)
-	nb, nAvg := eff(k.Dims[1], tn)
-	kb, kAvg := eff(k.Dims[2], tk)
+	mb, _ := eff(k.Dims[0], tm)
+	nb, _ := eff(k.Dims[1], tn)
+	kb, _ := eff(k.Dims[2], tk)
+	// The operand windows cover the real extent of each block; windowBytes pads it to
+	// each operand's own (8,128) tiling (K is the lane side of the LHS but the sublane
+	// side of the RHS: a K of 6 pads to 128 lanes in one and 8 rows in the other).
+	mAvg := realAvg(k.Dims[0], mb)
+	nAvg := realAvg(k.Dims[1], nb)
+	kAvg := realAvg(k.Dims[2], kb)
+	if k.IsConv {
+		// The implicit GEMM's input share is counted against the aligned extents.
+		_, mAvg = eff(k.Dims[0], tm)
+		_, nAvg = eff(k.Dims[1], tn)
+		_, kAvg = eff(k.Dims[2], tk)
+	}
 	var p Plan
+	p.BatchPerStep = 1
 	p.Blocks = int64(k.Batch) * int64(mb) * int64(nb)
 	p.InnerSteps = int64(kb)
 	p.Steps = p.Blocks * p.InnerSteps
@@ -352,7 +412,35 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 	if kb > 1 {
 		p.AccumulatorBytes = float64(tm) * float64(tn) * 4
 	}
-	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + float64(p.Blocks)*(p.EpiBytesPerBlock+p.OutBytesPerBlock) + p.ResidentBytes
+	// Never more than the padded operands once per needed re-read: the LHS once per n
+	// block, the RHS once per m block, the epilogue inputs and the output once.
+	if !k.IsConv {
+		capStep := func(perStep *float64, padded, rereads float64, steps int64) {
+			if c := padded * rereads / float64(steps); *perStep > c {
+				*perStep = c
+			}
+		}
+		var lhsStep, rhsStep, lhsPad, rhsPad float64
+		for _, in := range k.Inputs {
+			rows, lanes := mAvg, kAvg
+			switch in.Role {
+			case RoleLHS:
+				if k.LHSTransposed {
+					rows, lanes = lanes, rows
+				}
+				lhsStep += windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
+				lhsPad += in.Padded * in.Ratio
+			case RoleRHS:
+				rhsStep += windowBytes(kAvg, nAvg, in.ElemBytes, t) * in.Ratio
+				rhsPad += in.Padded * in.Ratio
+			}
+		}
+		other := p.InBytesPerStep - lhsStep - rhsStep
+		capStep(&lhsStep, lhsPad, float64(nb), p.Steps)
+		capStep(&rhsStep, rhsPad, float64(mb), p.Steps)
+		p.InBytesPerStep = other + lhsStep + rhsStep
+	}
+	p.OutBytesPerBlock = math.Min(p.OutBytesPerBlock, k.Output.Padded/float64(p.Blocks))
 
 	mx := float64(t.MXUDim)
 	// A grouped convolution multiplies each group separately: a tile of tn outputs holds
@@ -376,6 +464,10 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 	if k.OutTransposed {
 		p.EpiXLUOps = outVregs
 	}
+	if k.Batch > 1 && mb == 1 && nb == 1 && kb == 1 {
+		p.packBatch(k.Batch, t)
+	}
+	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + float64(p.Blocks)*(p.EpiBytesPerBlock+p.OutBytesPerBlock) + p.ResidentBytes
 	return p
 }
 
@@ -388,7 +480,7 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 	p.InnerSteps = 1
 	p.Steps = p.Blocks
 	for _, in := range k.Inputs {
-		p.addStreamed(in, rAvg, lAvg, float64(tr), float64(tl), t)
+		p.addStreamed(in, rAvg, lAvg, realAvg(k.Dims[1], lb), float64(tr), float64(tl), k.OutElems, t)
 	}
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = windowBytes(rAvg, lAvg, eb, t)
@@ -403,8 +495,14 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 }
 
 // addStreamed accounts one input of a loop or reduce kernel whose stream window is
-// rAvg x lAvg on average (tr x tl at most).
-func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, t Target) {
+// rAvg x lAvg on average (tr x tl at most), over an iteration space of streamElems
+// elements. A streamed input moves at most its padded size once (times the share of it
+// the kernel needs), unless it is broadcast along rows: a window narrower than its tiles
+// does not re-read them.
+//
+// lReal is the real (unpadded) lane extent of a window: an input whose minor dimension
+// is narrower than that is broadcast along rows and streams lane-width windows.
+func (p *Plan) addStreamed(in Operand, rAvg, lAvg, lReal, tr, tl float64, streamElems int64, t Target) {
 	switch in.Role {
 	case RoleResident:
 		p.ResidentBytes += in.Padded
@@ -420,7 +518,8 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, t Target) {
 	default:
 		rows, lanes := rAvg*in.Ratio, lAvg
 		brows, blanes := tr*in.Ratio, tl
-		if in.Ratio < 1 && lanes > float64(in.Minor) {
+		rebroadcast := in.Ratio < 1 && lReal > float64(in.Minor)
+		if rebroadcast {
 			// A smaller input (broadcast along rows) streams a lane-width window.
 			rows, lanes = math.Max(rAvg*lAvg*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
 			brows, blanes = math.Max(tr*tl*in.Ratio/float64(in.Minor), 1), float64(in.Minor)
@@ -430,7 +529,14 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, t Target) {
 			brows, blanes = blanes, brows
 			p.XLUOps += vregs(brows, blanes, t)
 		}
-		p.InBytesPerStep += windowBytes(rows, lanes, in.ElemBytes, t)
+		// A step never moves more than the whole input.
+		w := math.Min(windowBytes(rows, lanes, in.ElemBytes, t), in.Padded)
+		if !rebroadcast && p.Steps > 0 {
+			// Streamed in proportion to the iteration: each needed element once.
+			need := math.Min(in.Ratio*float64(streamElems)/float64(max(arrayShape(in.Shape).Elements(), 1)), 1)
+			w = math.Min(w, in.Padded*need/float64(p.Steps))
+		}
+		p.InBytesPerStep += w
 		p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
 		p.StreamBufferBytes += windowBytes(brows, blanes, in.ElemBytes, t)
 		p.LogicalBytes += in.Bytes
@@ -438,6 +544,9 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, tr, tl float64, t Target) {
 }
 
 func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
+	if k.FullReduce {
+		return k.planFullReduce(tile, t)
+	}
 	var p Plan
 	d0, d1 := k.Dims[0], k.Dims[1]
 	b0, a0 := eff(d0, tile[0])
@@ -452,7 +561,7 @@ func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
 	}
 	p.Steps = p.Blocks * p.InnerSteps
 	for _, in := range k.Inputs {
-		p.addStreamed(in, a0, a1, float64(tile[0]), float64(tile[1]), t)
+		p.addStreamed(in, a0, a1, realAvg(k.Dims[1], b1), float64(tile[0]), float64(tile[1]), k.InElems, t)
 	}
 	eb := k.Output.ElemBytes
 	outAvg := float64(k.OutElems) / float64(p.Blocks)
@@ -460,6 +569,8 @@ func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
 	if k.RowReduce {
 		p.OutBytesPerBlock = windowBytes(outAvg, 1, 4, t) / 4 * float64(eb) / float64(t.Lanes) * float64(t.Lanes)
 	}
+	// Never more than the padded output once.
+	p.OutBytesPerBlock = math.Min(p.OutBytesPerBlock, k.Output.Padded/float64(p.Blocks))
 	p.OutBurstsPerBlock = 1
 	p.StreamBufferBytes += windowBytes(1, float64(outTile), eb, t)
 	p.AccumulatorBytes = float64(roundUp(outTile, t.Lanes)) * 4 * float64(t.Sublanes)
@@ -477,6 +588,36 @@ func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
 	p.EpiVectorOps = k.EpiVecPerElem*outV*float64(t.Sublanes*t.Lanes)/float64(t.Sublanes*t.Lanes) + outV
 	p.EpiTranscendental = k.EpiTransPerElem * outV
 	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + float64(p.Blocks)*p.OutBytesPerBlock + p.ResidentBytes
+	return p
+}
+
+// planFullReduce plans a reduction of everything to one element over the input's
+// physical (rows, lanes) view: one output block whose inner steps stream tiles, adding
+// them into a tile of vector accumulators, then one reduction of the accumulators across
+// sublanes and lanes (log2 8 + log2 128 = 10 rotations per accumulator row).
+func (k *KernelInfo) planFullReduce(tile Tile, t Target) Plan {
+	var p Plan
+	b0, a0 := eff(k.Dims[0], tile[0])
+	b1, a1 := eff(k.Dims[1], tile[1])
+	p.Blocks, p.InnerSteps = 1, int64(b0)*int64(b1)
+	p.Steps = p.InnerSteps
+	for _, in := range k.Inputs {
+		p.addStreamed(in, a0, a1, realAvg(k.Dims[1], b1), float64(tile[0]), float64(tile[1]), k.InElems, t)
+	}
+	eb := k.Output.ElemBytes
+	p.OutBytesPerBlock = math.Min(windowBytes(1, 1, eb, t), k.Output.Padded)
+	p.OutBurstsPerBlock = 1
+	p.StreamBufferBytes += windowBytes(1, 1, eb, t)
+	accV := math.Ceil(float64(tile[1]) / float64(t.Lanes))
+	p.AccumulatorBytes = accV * float64(t.Sublanes*t.Lanes) * 4
+	p.LogicalBytes += k.Output.Bytes
+	v := vregs(float64(tile[0]), float64(tile[1]), t)
+	p.VectorOps = k.VecPerElem * v
+	p.Transcendental = k.TransPerElem * v
+	p.EpiVectorOps = accV + k.EpiVecPerElem
+	p.EpiTranscendental = k.EpiTransPerElem
+	p.EpiXLUOps = 10
+	p.PaddedBytes = float64(p.Steps)*p.InBytesPerStep + p.OutBytesPerBlock + p.ResidentBytes
 	return p
 }
 
@@ -569,7 +710,8 @@ func (k *KernelInfo) CheckTile(tile Tile, f Flags, t Target) (Plan, error) {
 }
 
 // Analytical is the XLA-style analytical estimate of a kernel with a tile, in ns: a
-// roofline, max(flops / peak, bytes / HBM bandwidth), plus the launch overhead. It counts
+// roofline, max(flops / peak, bytes / HBM bandwidth), plus the launch overhead; on a
+// megacore device the peak and bandwidth of the cores the tile's blocks can occupy. It counts
 // logical (unpadded) bytes including the operand re-fetch the tile implies, and is blind
 // to padding, pipelining, DMA latency and vector-unit work by design.
 func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
@@ -580,9 +722,20 @@ func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
 	return k.analyticalPlan(p, t), nil
 }
 
+// ParallelUnits is how many independent pieces of work a plan splits into across the
+// cores of a megacore device: its output blocks, or the steps of a full reduction (each
+// core reduces its share; combining two partial sums is negligible).
+func (k *KernelInfo) ParallelUnits(p Plan) int64 {
+	if k.FullReduce {
+		return p.Steps
+	}
+	return p.Blocks
+}
+
 func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
-	compute := k.Flops / t.PeakFlops()
-	memory := p.LogicalBytes / t.HBMBandwidth
+	cores := t.ParallelCores(k.ParallelUnits(p))
+	compute := k.Flops / (t.PeakFlops() * cores)
+	memory := p.LogicalBytes / (t.HBMBandwidth * cores)
 	return math.Max(compute, memory)*1e9 + t.LaunchNs
 }
 

@@ -176,8 +176,9 @@ func flowComputations(m *hlo.Module) []*hlo.Computation {
 }
 
 // removeUnreferenced deletes the computations that no instruction reachable from the
-// entry refers to (by a typed reference or by "%name" inside a raw attribute, such as a
-// conditional's branch_computations). It reports whether it removed any.
+// entry refers to (by a typed reference, by name in a raw *_computation(s) attribute such
+// as a conditional's branch_computations, or by "%name" inside any raw attribute). It
+// reports whether it removed any.
 func removeUnreferenced(m *hlo.Module) bool {
 	byName := make(map[string]*hlo.Computation, len(m.Computations))
 	for _, c := range m.Computations {
@@ -195,6 +196,13 @@ func removeUnreferenced(m *hlo.Module) bool {
 				visit(cc)
 			}
 			for _, a := range in.Extra {
+				if strings.HasSuffix(a.Key, "_computation") || strings.HasSuffix(a.Key, "_computations") {
+					// branch_computations={b1, b2}, true_computation=t: names with or
+					// without the % sigil.
+					for _, f := range strings.FieldsFunc(a.Value, func(r rune) bool { return r > 127 || !isNameByte(byte(r)) }) {
+						visit(byName[f])
+					}
+				}
 				for _, part := range strings.Split(a.Value, "%")[1:] {
 					end := 0
 					for end < len(part) && (isNameByte(part[end])) {

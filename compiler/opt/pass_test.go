@@ -126,3 +126,41 @@ ENTRY %main {
 // maxZooIterations is what DefaultMaxIterations's doc states the zoo needs (checked by
 // TestZooDefault).
 const maxZooIterations = 4
+
+// TestBranchesWithoutSigilAreReferenced: XLA prints branch_computations={b1, b2} without
+// the % sigil; the branches are referenced and must survive dead-computation removal.
+func TestBranchesWithoutSigilAreReferenced(t *testing.T) {
+	m, err := hlo.Parse("cond.hlo", []byte(`HloModule cond
+b1 {
+  p = f32[] parameter(0)
+  ROOT n = f32[] negate(p)
+}
+b2 {
+  p = f32[] parameter(0)
+  ROOT a = f32[] abs(p)
+}
+unused {
+  p = f32[] parameter(0)
+  ROOT e = f32[] exponential(p)
+}
+ENTRY e {
+  i = s32[] parameter(0)
+  x = f32[] parameter(1)
+  ROOT c = f32[] conditional(i, x, x), branch_computations={b1, b2}
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !removeUnreferenced(m) {
+		t.Error("the unused computation was not removed")
+	}
+	for _, name := range []string{"b1", "b2"} {
+		if m.Computation(name) == nil {
+			t.Errorf("branch %s was removed", name)
+		}
+	}
+	if m.Computation("unused") != nil {
+		t.Error("unused computation kept")
+	}
+}

@@ -131,3 +131,50 @@ func TestErrorsAreOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestSimLoopJSON: sim --json lists a loop's kernels under it with its trip count, and
+// --chips sets the size of a collective without replica groups.
+func TestSimLoopJSON(t *testing.T) {
+	src := filepath.Join("testdata", "loop_allreduce.hlo")
+	out, errs, code := run("sim", src, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	type entry struct {
+		Name      string  `json:"name"`
+		Control   string  `json:"control"`
+		TripCount *int64  `json:"trip_count"`
+		GroupSize int     `json:"group_size"`
+		SimNs     float64 `json:"sim_ns"`
+		Kernels   []entry `json:"kernels"`
+	}
+	var r struct {
+		Chips   int     `json:"chips"`
+		Kernels []entry `json:"kernels"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kernels) != 1 || r.Kernels[0].Control != "while" || r.Kernels[0].TripCount == nil || *r.Kernels[0].TripCount != 6 {
+		t.Fatalf("kernels = %+v, want one while with trip_count 6", r.Kernels)
+	}
+	var coll *entry
+	for i, e := range r.Kernels[0].Kernels {
+		if e.Control == "collective" {
+			coll = &r.Kernels[0].Kernels[i]
+		}
+	}
+	if r.Chips != 4 || coll == nil || coll.GroupSize != 4 {
+		t.Fatalf("chips %d, collective %+v: want the all-reduce over the module's 4 replicas", r.Chips, coll)
+	}
+	out8, errs, code := run("sim", src, "--json", "--chips", "8")
+	if code != 0 {
+		t.Fatalf("--chips 8: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out8, `"group_size": 8`) {
+		t.Errorf("--chips 8 did not change the group: %s", out8)
+	}
+	if _, errs, code := run("sim", src, "--chips", "-1"); code == 0 || !strings.Contains(errs, "--chips") {
+		t.Errorf("--chips -1: exit %d, %q", code, errs)
+	}
+}

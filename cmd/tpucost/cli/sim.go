@@ -2,9 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -15,6 +17,7 @@ type SimOptions struct {
 	Target  TargetFlags
 	Src     string
 	Config  string
+	Chips   int
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
@@ -30,6 +33,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
+	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
 }
 
@@ -42,7 +46,10 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := tpusim.Simulate(p, c)
+	if o.Chips < 0 {
+		return fmt.Errorf("--chips must be >= 0, got %d", o.Chips)
+	}
+	r, err := tpusim.SimulateWith(p, c, tpusim.Options{Chips: o.Chips})
 	if err != nil {
 		return err
 	}
@@ -51,16 +58,55 @@ func runSim(o *SimOptions) error {
 	}
 	w := table(o.IO.Out)
 	fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tSIM_NS\tANALYTICAL_NS\tBOUND\tFLOPS\tBYTES")
-	for _, k := range r.Kernels {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t%.3g\t%.3g\n", k.Name, k.Kind, k.Tile, k.Flags, k.SimNs, k.AnalyticalNs, k.Bound, k.Flops, k.Bytes)
-	}
+	n := printEntries(w, r.Kernels, "")
 	fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t\t\t\n", r.TotalNs, r.AnalyticalTotalNs)
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, len(r.Kernels), r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
-	if r.ApproximateOps > 0 {
-		fmt.Fprintf(o.IO.Out, "%d ops timed approximately (streaming model): %.1f%% of the time\n", r.ApproximateOps, 100*r.ApproximateShare)
-	}
+	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, n, r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	fmt.Fprintf(o.IO.Out, "ops timed approximately (streaming model): %d (%.1f%% of the time); loops with unknown trip counts: %d (each run %d time); collectives: %.1f us over %d chip(s)\n",
+		r.ApproximateOps, 100*r.ApproximateShare, r.UnknownTripCounts, compiler.DefaultTripCount, r.CollectiveNs/1e3, r.Chips)
 	return nil
+}
+
+// printEntries writes a report's steps, nested steps indented, and returns the number of
+// kernel lines.
+func printEntries(w io.Writer, es []tpusim.Entry, indent string) int {
+	n := 0
+	for _, e := range es {
+		if k := e.KernelReport; k != nil {
+			name := k.Name
+			if k.Approximate {
+				name += " (approx)"
+			}
+			fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t%.3g\t%.3g\n", indent, name, k.Kind, k.Tile, k.Flags, k.SimNs, k.AnalyticalNs, k.Bound, k.Flops, k.Bytes)
+			n++
+			continue
+		}
+		c := e.ControlReport
+		switch c.Control {
+		case "while":
+			trips := "unknown"
+			if *c.TripCount >= 0 {
+				trips = fmt.Sprint(*c.TripCount)
+			}
+			fmt.Fprintf(w, "%swhile %s x %s\twhile\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, trips, c.TotalNs)
+			n += printEntries(w, c.Condition, indent+"  cond: ")
+			n += printEntries(w, c.Body, indent+"  ")
+		case "conditional":
+			fmt.Fprintf(w, "%sconditional %s\tcond\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, c.TotalNs)
+			for i, b := range c.Branches {
+				n += printEntries(w, b, fmt.Sprintf("%s  [%d, p=%.2g] ", indent, i, c.Weights[i]))
+			}
+		case "collective-done":
+			fmt.Fprintf(w, "%sdone %s (exposed)\tcollective\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, c.TotalNs)
+		default:
+			if c.Async {
+				fmt.Fprintf(w, "%s%s-start %s (%d chips, overlapped)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
+				continue
+			}
+			fmt.Fprintf(w, "%s%s %s (%d chips)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
+		}
+	}
+	return n
 }
