@@ -48,13 +48,14 @@ func TestRankLossHandComputed(t *testing.T) {
 }
 
 // Overfitting one batch of 8 kernels × 8 configurations for overfitSteps Adam steps must
-// cut the loss by at least overfitReduction: observed 166× to 6·10⁵× over both feature sets
-// and the three losses (the paper set's hinge is the slowest: 0.98 → 0.006), while a model
-// whose gradients are broken stays within a few times its starting loss.
+// cut the loss by at least overfitReduction: observed 59× to 1.5·10⁵× over both feature
+// sets and the three losses (the paper set's rank losses are the slowest: some configs of
+// these kernels differ by 0.2–0.4% under the megacore model), while a model whose
+// gradients are broken stays within a few times its starting loss.
 const (
 	overfitSteps     = 200
 	overfitLR        = 3e-3
-	overfitReduction = 100
+	overfitReduction = 30
 )
 
 func TestOverfitSmallBatch(t *testing.T) {
