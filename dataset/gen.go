@@ -67,16 +67,23 @@ type Progress struct {
 }
 
 // GenResult summarizes a finished run.
+// Its JSON form (the `gen --json` output) is snake_case with units in the names.
 type GenResult struct {
-	Units, Resumed   int64 // units of this shard; units skipped because an earlier run wrote them
-	Rows, Samples    int64 // written by this run
-	DuplicateRows    int64 // rows dropped because their kernel was already written
-	Parts            int   // parts written by this run
-	Elapsed          time.Duration
-	SamplesPerSecond float64
-	CompileSeconds   float64 // summed over workers
-	SimulateSeconds  float64
-	FeaturizeSeconds float64
+	Units   int64 `json:"units"`         // units of this shard
+	Resumed int64 `json:"resumed_units"` // units skipped because an earlier run wrote them
+	Rows    int64 `json:"rows"`          // written by this run
+	Samples int64 `json:"samples"`       // measured configs written by this run
+	// DuplicateKernels counts, over this run's units, the distinct kernels of a unit that
+	// an earlier unit (or run) already wrote, so they got no new row. It depends only on
+	// the options and the units already written, not on Workers or scheduling.
+	DuplicateKernels int64         `json:"duplicate_kernels"`
+	Parts            int           `json:"parts"` // parts written by this run
+	Elapsed          time.Duration `json:"-"`
+	ElapsedSeconds   float64       `json:"elapsed_s"` // Elapsed in seconds
+	SamplesPerSecond float64       `json:"samples_per_s"`
+	CompileSeconds   float64       `json:"compile_s"` // summed over workers
+	SimulateSeconds  float64       `json:"simulate_s"`
+	FeaturizeSeconds float64       `json:"featurize_s"`
 }
 
 func (o *GenOptions) defaults() error {
@@ -260,17 +267,22 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 			if first < 0 {
 				first = r.unit
 			}
+			// Every distinct kernel of the unit is in r.occ; those without a new row here
+			// were written before (the worker may already have skipped them, depending
+			// on timing, so count from r.occ, not from r.rows).
+			added := int64(0)
 			for _, row := range r.rows {
 				if seen[row.KernelKey] { // written, or pending in this part
-					res.DuplicateRows++
 					continue
 				}
+				added++
 				seen[row.KernelKey] = true
 				rows = append(rows, row)
 				g.written.add(row.KernelKey)
 				res.Rows++
 				res.Samples += int64(row.Samples())
 			}
+			res.DuplicateKernels += int64(len(r.occ)) - added
 			occ = append(occ, r.occ...)
 			lastDone = r.unit
 			if len(rows) >= o.MaxRowsPerPart {
@@ -301,6 +313,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
+	res.ElapsedSeconds = res.Elapsed.Seconds()
 	if s := res.Elapsed.Seconds(); s > 0 {
 		res.SamplesPerSecond = float64(res.Samples) / s
 	}

@@ -58,7 +58,8 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 	for _, task := range Tasks() {
 		t.Run(string(task), func(t *testing.T) {
 			var ref map[string][]byte
-			for _, workers := range []int{1, 2, 3} {
+			var refRes *GenResult
+			for _, workers := range []int{1, 2, 4} {
 				dir := t.TempDir()
 				o := genOpts(t, task, dir)
 				o.Workers = workers
@@ -69,12 +70,29 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 				if res.Rows == 0 || res.Samples < res.Rows {
 					t.Fatalf("%d rows, %d samples", res.Rows, res.Samples)
 				}
+				// Every distinct kernel of every unit is an occurrence; those that got
+				// no row were duplicates, whichever worker met them first.
+				d, err := Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				occ, err := d.Occurrences()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := int64(len(occ)) - res.Rows; res.DuplicateKernels != want || want == 0 {
+					t.Errorf("workers=%d: %d duplicate kernels, want %d (occurrences %d - rows %d), and more than 0",
+						workers, res.DuplicateKernels, want, len(occ), res.Rows)
+				}
 				files := dirFiles(t, dir)
 				if ref == nil {
-					ref = files
+					ref, refRes = files, res
 					continue
 				}
 				sameFiles(t, "workers", ref, files)
+				if res.DuplicateKernels != refRes.DuplicateKernels {
+					t.Errorf("workers=%d: %d duplicate kernels, workers=1: %d", workers, res.DuplicateKernels, refRes.DuplicateKernels)
+				}
 			}
 		})
 	}

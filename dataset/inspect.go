@@ -7,9 +7,9 @@ import (
 
 // RuntimeStats summarizes runtimes in ns.
 type RuntimeStats struct {
-	Min    float64 `json:"min"`
-	Median float64 `json:"median"`
-	Max    float64 `json:"max"`
+	Min    float64 `json:"min_ns"`
+	Median float64 `json:"median_ns"`
+	Max    float64 `json:"max_ns"`
 }
 
 // FileSummary describes one complete part.
@@ -20,8 +20,8 @@ type FileSummary struct {
 	Part      int    `json:"part"`
 	UnitFirst int64  `json:"unit_first"`
 	UnitLast  int64  `json:"unit_last"`
-	Rows      int64  `json:"rows"`  // rows stored, duplicates of other shards included
-	Bytes     int64  `json:"bytes"` // both files
+	Rows      int64  `json:"rows"`       // rows stored, duplicates of other shards included
+	Bytes     int64  `json:"size_bytes"` // both files
 }
 
 // ShardSummary describes one shard's complete parts.
@@ -30,7 +30,7 @@ type ShardSummary struct {
 	Count int   `json:"count"`
 	Files int   `json:"files"` // complete parts (each a rows and an occurrences file)
 	Rows  int64 `json:"rows"`
-	Bytes int64 `json:"bytes"`
+	Bytes int64 `json:"size_bytes"`
 }
 
 // Column is one column of the rows schema.
@@ -39,7 +39,8 @@ type Column struct {
 	Type string `json:"type"`
 }
 
-// Summary describes a dataset.
+// Summary describes a dataset. Its JSON form (the `inspect --json` output) is snake_case
+// with units in the names of quantities (_ns, _bytes).
 type Summary struct {
 	Dir                string         `json:"dir"`
 	Format             Format         `json:"format"`
@@ -56,7 +57,7 @@ type Summary struct {
 	NodeFeatureWidth   int            `json:"node_feature_width"`
 	KernelFeatureWidth int            `json:"kernel_feature_width"`
 	ConfigFeatureWidth int            `json:"config_feature_width"`
-	Bytes              int64          `json:"bytes"`
+	Bytes              int64          `json:"size_bytes"`
 	Schema             []Column       `json:"schema"`
 	Provenance         Provenance     `json:"provenance"`
 	Files              []FileSummary  `json:"files"`

@@ -148,6 +148,6 @@ func runGen(ctx context.Context, o *GenOptions) error {
 		return writeJSON(o.IO.Out, res)
 	}
 	fmt.Fprintf(o.IO.Out, "%s: %d units (%d resumed), %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
-		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateRows, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
+		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateKernels, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
 	return nil
 }

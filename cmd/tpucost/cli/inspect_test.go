@@ -83,11 +83,15 @@ func TestInspectCommand(t *testing.T) {
 			var s struct {
 				Rows, Kernels, Programs, Samples int
 				Tasks                            []string
-				RuntimeNs                        struct{ Min, Median, Max float64 } `json:"runtime_ns"`
-				SchemaVersion                    int                                `json:"schema_version"`
-				FeatureVersion                   int                                `json:"feature_version"`
-				Provenance                       struct{ Chip string }
-				Shards                           []struct{ Files int }
+				RuntimeNs                        struct {
+					Min    float64 `json:"min_ns"`
+					Median float64 `json:"median_ns"`
+					Max    float64 `json:"max_ns"`
+				} `json:"runtime_ns"`
+				SchemaVersion  int `json:"schema_version"`
+				FeatureVersion int `json:"feature_version"`
+				Provenance     struct{ Chip string }
+				Shards         []struct{ Files int }
 			}
 			if err := json.Unmarshal([]byte(out), &s); err != nil {
 				t.Fatalf("%v\n%s", err, out)
