@@ -70,15 +70,11 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func parseShard(s string) (int, int, error) {
-	var i, n int
-	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n <= 0 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("--shard %q: expected i/n with 0 <= i < n", s)
-	}
-	return i, n, nil
-}
-
+// modelList returns the models of --models or --all (exactly one must be given).
 func modelList(models string, all bool) ([]string, error) {
+	if all && models != "" {
+		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
+	}
 	if all {
 		var names []string
 		for _, m := range zoo.All() {
@@ -90,10 +86,11 @@ func modelList(models string, all bool) ([]string, error) {
 		return nil, fmt.Errorf("give --models a,b or --all")
 	}
 	var names []string
-	for _, m := range strings.Split(models, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			names = append(names, m)
+	for i, m := range strings.Split(models, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			return nil, fmt.Errorf("--models %q: name %d is empty", models, i+1)
 		}
+		names = append(names, m)
 	}
 	return names, nil
 }
@@ -115,12 +112,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range models {
-		if _, err := zoo.Resolve(m); err != nil {
-			return err
-		}
-	}
-	si, sn, err := parseShard(o.Shard)
+	si, sn, err := dataset.ParseShard(o.Shard)
 	if err != nil {
 		return err
 	}
@@ -136,6 +128,16 @@ func runGen(ctx context.Context, o *GenOptions) error {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
 			rep.Update(p.UnitsDone, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
 		},
+	}
+	// Every flag's value is checked as given: the library's defaults for zero values are
+	// not for flags (`--configs 0` is an error, not 32).
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	for _, m := range models {
+		if _, err := zoo.Resolve(m); err != nil {
+			return err
+		}
 	}
 	res, err := dataset.Generate(ctx, opts)
 	if rep != nil {
