@@ -48,7 +48,9 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 		Long: "Gen compiles zoo models (or HLO files) under random configurations, times every kernel's configurations on the simulator, " +
 			"and writes one row per distinct kernel to Arrow IPC (zstd) or Parquet files in DIR. Work is split into units (model x variant); " +
 			"--shard i/n runs the units u with u mod n = i, so n machines can each run one shard into the same DIR (or separate DIRs) and the union " +
-			"equals one run. Parts are written atomically; running the same command again resumes after the last complete part.",
+			"equals one run. Parts are written atomically and committed in the shard's manifest (sizes and SHA-256, which readers verify); " +
+			"running the same command again resumes after the last committed part. A run locks its shard of DIR: a second run on the same " +
+			"shard fails, naming the process that holds it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGen(cmd.Context(), o) },
 	}
