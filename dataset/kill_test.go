@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,4 +78,36 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFiles(t, "after kill -9 and resume", want, dirFiles(t, dir))
+}
+
+// TestSecondGenProcessIsRefused runs two generations of one shard into one directory from
+// two processes (they used to share temporary names, and one died renaming a file the
+// other had renamed): the second is refused at once, naming the first's pid.
+func TestSecondGenProcessIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TPUCOST_GEN_CHILD="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	lock := filepath.Join(dir, LockName(TaskTile, 0, 1))
+	holder := fmt.Sprintf("pid %d", cmd.Process.Pid)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err := Generate(context.Background(), genOpts(t, TaskTile, dir))
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), lock) {
+		t.Fatalf("second gen: err = %v; want ErrLocked naming %s and %s", err, lock, holder)
+	}
 }
