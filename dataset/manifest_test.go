@@ -187,12 +187,12 @@ func contains(list []string, s string) bool {
 // refused, saying who holds the shard.
 func TestSecondWriterOfAShardIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	prov := testProv(TaskTile, 0, 1)
+	prov := testProv(TaskTile, 0, 2)
 	w, err := NewWriter(WriterOptions{Dir: dir, Provenance: prov})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := filepath.Join(dir, LockName(TaskTile, 0, 1))
+	lock := filepath.Join(dir, LockName(TaskTile, 0, 2))
 	_, err = NewWriter(WriterOptions{Dir: dir, Provenance: prov})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second writer: err = %v, want ErrLocked", err)
@@ -201,8 +201,27 @@ func TestSecondWriterOfAShardIsRefused(t *testing.T) {
 	// Through Generate, as a second `gen` would.
 	o := genOpts(t, TaskTile, dir)
 	o.Models = o.Models[:1]
+	o.ShardIndex, o.ShardCount = 0, 2
 	if _, err := Generate(context.Background(), o); !errors.Is(err, ErrLocked) {
 		t.Errorf("second gen: err = %v, want ErrLocked", err)
+	}
+	// A run with another shard count, task or format may not share the directory, even
+	// before the first run commits a part.
+	for _, other := range []struct {
+		prov   Provenance
+		format Format
+		field  string
+	}{
+		{testProv(TaskTile, 0, 1), FormatArrow, "shard_count"},
+		{testProv(TaskFlags, 1, 2), FormatArrow, "task"},
+		{testProv(TaskTile, 1, 2), FormatParquet, "format"},
+	} {
+		if w2, err := NewWriter(WriterOptions{Dir: dir, Provenance: other.prov, Format: other.format}); err == nil || !strings.Contains(err.Error(), other.field) {
+			t.Errorf("writer of %s %s/%d: %v; want an error naming %s", other.prov.Task, other.format, other.prov.ShardCount, err, other.field)
+			if err == nil {
+				w2.Close()
+			}
+		}
 	}
 	// Another shard of the directory is free.
 	w2, err := NewWriter(WriterOptions{Dir: dir, Provenance: testProv(TaskTile, 1, 2)})

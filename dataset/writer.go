@@ -201,6 +201,15 @@ func (w *Writer) scan() error {
 			}
 			continue
 		}
+		if t, i, n, ok := parseManifestName(name); ok && name != manifestName {
+			// Another shard's manifest, written when its writer started: a run with
+			// another task, shard count or format must not share the directory, even
+			// before it commits a part.
+			if err := w.checkManifest(path, t, i, n); err != nil {
+				return err
+			}
+			continue
+		}
 		fn, ok := parseFileName(name)
 		if !ok {
 			continue
@@ -279,6 +288,25 @@ func (w *Writer) scan() error {
 		}
 	}
 	w.nextPart = committed
+	return nil
+}
+
+// checkManifest checks another shard's manifest against the writer's task, shard count
+// and format.
+func (w *Writer) checkManifest(path string, task Task, shard, count int) error {
+	switch {
+	case task != w.prov.Task:
+		return w.differ(path, "task", task, w.prov.Task)
+	case count != w.prov.ShardCount:
+		return w.differ(path, "shard_count", count, w.prov.ShardCount)
+	}
+	m, err := readManifest(path, task, shard, count)
+	if err != nil {
+		return err
+	}
+	if m.Format != w.format {
+		return w.differ(path, "format", m.Format, w.format)
+	}
 	return nil
 }
 
