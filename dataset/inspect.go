@@ -22,6 +22,8 @@ type FileSummary struct {
 	UnitLast  int64  `json:"unit_last"`
 	Rows      int64  `json:"rows"`       // rows stored, duplicates of other shards included
 	Bytes     int64  `json:"size_bytes"` // both files
+	SHA256    string `json:"sha256"`     // of the rows file, as its manifest lists and Open verified it
+	OccSHA256 string `json:"occ_sha256"` // of the occurrences file
 }
 
 // ShardSummary describes one shard's complete parts.
@@ -58,6 +60,8 @@ type Summary struct {
 	KernelFeatureWidth int            `json:"kernel_feature_width"`
 	ConfigFeatureWidth int            `json:"config_feature_width"`
 	Bytes              int64          `json:"size_bytes"`
+	Manifests          []string       `json:"manifests"`      // the shards' manifests
+	VerifiedFiles      int            `json:"verified_files"` // files whose size and SHA-256 Open checked against them
 	Schema             []Column       `json:"schema"`
 	Provenance         Provenance     `json:"provenance"`
 	Files              []FileSummary  `json:"files"`
@@ -76,7 +80,13 @@ func Inspect(d *Dataset) (*Summary, error) {
 		Tasks:          []Task{},
 		Files:          []FileSummary{},
 		Shards:         []ShardSummary{},
+		Manifests:      d.Manifests(),
 	}
+	sums := map[string]string{}
+	for _, c := range d.Checksums() {
+		sums[c.Name] = c.SHA256
+	}
+	s.VerifiedFiles = len(sums)
 	s.NodeFeatureWidth, s.KernelFeatureWidth, s.ConfigFeatureWidth = d.Provenance.Widths()
 	for _, f := range RowsSchema().Fields() {
 		s.Schema = append(s.Schema, Column{Name: f.Name, Type: f.Type.String()})
@@ -88,7 +98,8 @@ func Inspect(d *Dataset) (*Summary, error) {
 	s.Kernels = int64(len(idx.win))
 	for i, p := range d.parts {
 		fs := FileSummary{Name: filepath.Base(p.rows), OccName: filepath.Base(p.occ), Shard: p.shard, Part: p.part,
-			UnitFirst: p.meta.UnitFirst, UnitLast: p.meta.UnitLast, Rows: idx.fileRows[i], Bytes: p.rowsBytes + p.occBytes}
+			UnitFirst: p.meta.UnitFirst, UnitLast: p.meta.UnitLast, Rows: idx.fileRows[i], Bytes: p.rowsBytes + p.occBytes,
+			SHA256: sums[filepath.Base(p.rows)], OccSHA256: sums[filepath.Base(p.occ)]}
 		s.Files = append(s.Files, fs)
 		s.Rows += fs.Rows
 		s.Bytes += fs.Bytes

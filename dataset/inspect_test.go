@@ -2,7 +2,11 @@ package dataset
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"testing"
@@ -169,5 +173,14 @@ func TestJSONNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkJSONKeys(t, "inspect", s, "size_bytes", "min_ns", "median_ns", "max_ns", "runtime_ns", "vmem_bytes")
+	checkJSONKeys(t, "inspect", s, "size_bytes", "min_ns", "median_ns", "max_ns", "runtime_ns", "vmem_bytes", "sha256", "verified_files")
+	// The summary reports what Open verified: every file, against the shard's manifest.
+	b, err := os.ReadFile(filepath.Join(dir, s.Files[0].Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); s.Files[0].SHA256 != hex.EncodeToString(sum[:]) || s.VerifiedFiles != 2*len(s.Files) ||
+		len(s.Manifests) != 1 || s.Manifests[0] != ManifestName(TaskTile, 0, 1) {
+		t.Errorf("checksums in the summary: %s, %d files verified, manifests %v", s.Files[0].SHA256, s.VerifiedFiles, s.Manifests)
+	}
 }

@@ -397,6 +397,7 @@ type Dataset struct {
 	parts     []partInfo
 	stamps    map[string]fileStamp // of every file when Open verified it
 	checksums []ManifestFile
+	manifests []string // base names, sorted
 
 	mu    sync.Mutex
 	index *keyIndex
@@ -472,6 +473,7 @@ func open(dir string, verify bool) (*Dataset, error) {
 			rows[k] = fn
 		}
 	}
+	d := &Dataset{Dir: dir, stamps: map[string]fileStamp{}}
 	listed := map[string]ManifestFile{} // committed files by base name
 	manifestOf := map[string]string{}   // and the path of the manifest listing each
 	if verify {
@@ -485,6 +487,7 @@ func open(dir string, verify bool) (*Dataset, error) {
 			}
 		}
 		for sk := range manifests {
+			d.manifests = append(d.manifests, ManifestName(sk.task, sk.shard, sk.count))
 			mpath := filepath.Join(dir, ManifestName(sk.task, sk.shard, sk.count))
 			m, err := readManifest(mpath, sk.task, sk.shard, sk.count)
 			if err != nil {
@@ -508,6 +511,7 @@ func open(dir string, verify bool) (*Dataset, error) {
 			}
 		}
 	}
+	slices.Sort(d.manifests)
 	if len(formats) > 1 {
 		return nil, fmt.Errorf("dataset: %s mixes formats (%s and %s)", dir, formats[FormatArrow], formats[FormatParquet])
 	}
@@ -521,7 +525,6 @@ func open(dir string, verify bool) (*Dataset, error) {
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.task, b.task), cmp.Compare(a.count, b.count), cmp.Compare(a.shard, b.shard), cmp.Compare(a.part, b.part))
 	})
-	d := &Dataset{Dir: dir, stamps: map[string]fileStamp{}}
 	first := ""
 	for _, k := range keys {
 		fn := rows[k]
@@ -576,6 +579,10 @@ func open(dir string, verify bool) (*Dataset, error) {
 	}
 	return d, nil
 }
+
+// Manifests returns the base names of the manifests Open verified the files against,
+// sorted.
+func (d *Dataset) Manifests() []string { return slices.Clone(d.manifests) }
 
 // Checksums returns the manifest entries (name, size, SHA-256, rows) of the dataset's
 // files, in file order (each part's rows file, then its occurrences file), as Open

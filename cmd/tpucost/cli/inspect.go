@@ -65,6 +65,7 @@ func runInspect(o *InspectOptions) error {
 		{"generator", fmt.Sprintf("%s, seed %d, %d configs per kernel, tool %s", p.GeneratorVersion, p.Seed, p.ConfigsPerKernel, p.ToolVersion)},
 		{"models", fmt.Sprintf("%d: %s", len(p.Models), abbreviateList(p.Models, 8))},
 		{"bytes", fmt.Sprint(s.Bytes)},
+		{"checksums", fmt.Sprintf("%d files verified (size and SHA-256) against %s", s.VerifiedFiles, strings.Join(s.Manifests, ","))},
 	} {
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}
