@@ -311,8 +311,8 @@ func TestWriteDeterministic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(entries) != 6 {
-				t.Fatalf("%d files, want 6", len(entries))
+			if len(entries) != 7 { // 3 parts of 2 files, and the manifest
+				t.Fatalf("%d files, want 7", len(entries))
 			}
 			for _, e := range entries {
 				a, err1 := os.ReadFile(filepath.Join(dirs[0], e.Name()))
@@ -433,6 +433,9 @@ func TestGolden(t *testing.T) {
 		if err := w.WritePart(p.meta.UnitFirst, p.meta.UnitLast, rows, po); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 	for _, name := range listDir(t, filepath.Join(golden, string(FormatArrow))) {
 		want, _ := os.ReadFile(filepath.Join(golden, string(FormatArrow), name))

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +32,9 @@ const GeneratorVersion = "gen-1"
 // higher target than Go's 100 trades some heap for parallel scaling.
 const GenGCPercent = 400
 
-// GenOptions configure a generation run.
+// GenOptions configure a generation run. Zero values of Format, Configs, Variants,
+// ShardCount, MaxRowsPerPart and Noise.Runs mean their defaults (arrow, DefaultConfigs,
+// DefaultVariants, 1, DefaultPartRows, DefaultNoiseRuns); Validate gives the valid ranges.
 type GenOptions struct {
 	Task   Task
 	Models []string // zoo model names or HLO file paths, in this order
@@ -40,9 +45,9 @@ type GenOptions struct {
 	// listed first, so that ties in a model's ranking go to it) or of random
 	// program configs per model (fusion, layout: config 0 is the default compile).
 	Configs int
-	// Variants is the number of program variants per model for the tile and flags tasks:
-	// variant 0 is the default compile, the others randomly perturb layouts and fusion
-	// so that more distinct kernels are met. Default 1.
+	// Variants is the number of program variants per model for the tile and flags tasks
+	// (1 for fusion and layout): variant 0 is the default compile, the others randomly
+	// perturb layouts and fusion so that more distinct kernels are met. Default 1.
 	Variants int
 	Workers  int   // parallel work units; default runtime.NumCPU()
 	Seed     int64 // seeds config sampling, program variants and measurement noise
@@ -50,7 +55,7 @@ type GenOptions struct {
 	// shard u mod ShardCount); the union of all shards is the data of one run.
 	ShardIndex, ShardCount int
 	Chip                   tpusim.Chip
-	Noise                  tpusim.Options // measurement noise (NoiseSigma 0: off)
+	Noise                  tpusim.Options // measurement noise (NoiseSigma 0: off; Runs: runs per measurement, default 3)
 	// MaxRowsPerPart bounds the rows of one file: a part is written after the unit that
 	// reaches it. Default 2048.
 	MaxRowsPerPart int
@@ -67,58 +72,139 @@ type Progress struct {
 }
 
 // GenResult summarizes a finished run.
+// Its JSON form (the `gen --json` output) is snake_case with units in the names.
 type GenResult struct {
-	Units, Resumed   int64 // units of this shard; units skipped because an earlier run wrote them
-	Rows, Samples    int64 // written by this run
-	DuplicateRows    int64 // rows dropped because their kernel was already written
-	Parts            int   // parts written by this run
-	Elapsed          time.Duration
-	SamplesPerSecond float64
-	CompileSeconds   float64 // summed over workers
-	SimulateSeconds  float64
-	FeaturizeSeconds float64
+	Units   int64 `json:"units"`         // units of this shard
+	Resumed int64 `json:"resumed_units"` // units skipped because an earlier run wrote them
+	Rows    int64 `json:"rows"`          // written by this run
+	Samples int64 `json:"samples"`       // measured configs written by this run
+	// DuplicateKernels counts, over this run's units, the distinct kernels of a unit that
+	// an earlier unit (or run) already wrote, so they got no new row. It depends only on
+	// the options and the units already written, not on Workers or scheduling.
+	DuplicateKernels int64         `json:"duplicate_kernels"`
+	Parts            int           `json:"parts"` // parts written by this run
+	Elapsed          time.Duration `json:"-"`
+	ElapsedSeconds   float64       `json:"elapsed_s"` // Elapsed in seconds
+	SamplesPerSecond float64       `json:"samples_per_s"`
+	CompileSeconds   float64       `json:"compile_s"` // summed over workers
+	SimulateSeconds  float64       `json:"simulate_s"`
+	FeaturizeSeconds float64       `json:"featurize_s"`
 }
 
-func (o *GenOptions) defaults() error {
-	switch o.Task {
-	case TaskTile, TaskFlags, TaskFusion, TaskLayout:
-	default:
-		return fmt.Errorf("unknown task %q (tasks: tile, flags, fusion, layout)", o.Task)
+// Bounds of the generation options (Validate). They keep one row's configs, one part's
+// rows and the unit count far from memory and integer limits, and above what any study
+// here needs.
+const (
+	MaxConfigs    = 1 << 16 // configs per kernel / program configs per model
+	MaxVariants   = 1 << 16 // program variants per model
+	MaxWorkers    = 1 << 10
+	MaxShards     = 1 << 16
+	MaxPartRows   = 1 << 20 // rows per part (held in memory until the part is written)
+	MaxNoiseRuns  = 1000
+	MaxNoiseSigma = 1.0 // noise is multiplicative: sigma 1 is a standard deviation of 100%
+)
+
+// Defaults of the zero-valued options (applied by Generate, not by Validate).
+const (
+	DefaultConfigs   = 32
+	DefaultVariants  = 1
+	DefaultPartRows  = 2048
+	DefaultNoiseRuns = 3
+)
+
+// Validate checks every option as given, without applying defaults: each error names the
+// `tpucost gen` flag of the option and its valid range. Workers 0 (all cores) is valid;
+// zero Configs, Variants, MaxRowsPerPart, ShardCount and Noise.Runs are not (Generate
+// gives those zero values their defaults before validating; the command passes every
+// flag's value, so `--configs 0` is an error, never a default).
+func (o *GenOptions) Validate() error {
+	if !slices.Contains(Tasks(), o.Task) {
+		return fmt.Errorf("--task %q: want tile, flags, fusion or layout", o.Task)
 	}
 	if len(o.Models) == 0 {
-		return errors.New("no models to generate from")
+		return errors.New("no models: give --models a,b or --all")
+	}
+	for i, m := range o.Models {
+		if strings.TrimSpace(m) == "" {
+			return fmt.Errorf("--models: model %d of %d is an empty name", i+1, len(o.Models))
+		}
+		if slices.Index(o.Models, m) != i {
+			return fmt.Errorf("--models: %s is listed twice", m)
+		}
 	}
 	if o.Out == "" {
-		return errors.New("no output directory")
+		return errors.New("--out: no output directory")
 	}
-	if o.Format == "" {
-		o.Format = FormatArrow
+	if !o.Format.Valid() {
+		return fmt.Errorf("--format %q: want arrow or parquet", o.Format)
 	}
-	if o.Format != FormatArrow && o.Format != FormatParquet {
-		return fmt.Errorf("unknown format %q (arrow or parquet)", o.Format)
+	if o.Configs < 1 || o.Configs > MaxConfigs {
+		return fmt.Errorf("--configs %d: want an integer in [1, %d]", o.Configs, MaxConfigs)
 	}
-	if o.Configs <= 0 {
-		o.Configs = 32
+	if o.Variants < 1 || o.Variants > MaxVariants {
+		return fmt.Errorf("--variants %d: want an integer in [1, %d]", o.Variants, MaxVariants)
 	}
-	if o.Variants <= 0 {
-		o.Variants = 1
+	if !o.Task.Relative() && o.Variants != 1 {
+		return fmt.Errorf("--variants %d: only the tile and flags tasks have variants (want 1); the %s task draws --configs random program configs per model", o.Variants, o.Task)
 	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.NumCPU()
+	if o.Workers < 0 || o.Workers > MaxWorkers {
+		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, MaxWorkers)
 	}
-	if o.ShardCount <= 0 {
-		o.ShardCount = 1
+	if o.ShardCount < 1 || o.ShardCount > MaxShards || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
+		return fmt.Errorf("--shard %d/%d: want i/n with 1 <= n <= %d and 0 <= i < n", o.ShardIndex, o.ShardCount, MaxShards)
 	}
-	if o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
-		return fmt.Errorf("shard %d/%d: the index must be in [0, %d)", o.ShardIndex, o.ShardCount, o.ShardCount)
+	if o.MaxRowsPerPart < 1 || o.MaxRowsPerPart > MaxPartRows {
+		return fmt.Errorf("--part-rows %d: want an integer in [1, %d]", o.MaxRowsPerPart, MaxPartRows)
 	}
-	if o.MaxRowsPerPart <= 0 {
-		o.MaxRowsPerPart = 2048
+	if s := o.Noise.NoiseSigma; math.IsNaN(s) || s < 0 || s > MaxNoiseSigma {
+		return fmt.Errorf("--noise %g: want a sigma in [0, %g] (0: no noise)", s, MaxNoiseSigma)
+	}
+	if o.Noise.Runs < 1 || o.Noise.Runs > MaxNoiseRuns {
+		return fmt.Errorf("--runs %d: want an integer in [1, %d]", o.Noise.Runs, MaxNoiseRuns)
 	}
 	if err := o.Chip.Validate(); err != nil {
 		return err
 	}
 	return nil
+}
+
+// ParseShard parses a --shard value "i/n" (0 <= i < n <= MaxShards).
+func ParseShard(s string) (index, count int, err error) {
+	bad := fmt.Errorf("--shard %q: want i/n with 1 <= n <= %d and 0 <= i < n, e.g. 0/4", s, MaxShards)
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, bad
+	}
+	index, err1 := strconv.Atoi(a)
+	count, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || count < 1 || count > MaxShards || index < 0 || index >= count {
+		return 0, 0, bad
+	}
+	return index, count, nil
+}
+
+// withDefaults returns o with its zero-valued options given their defaults (see the field
+// docs); Workers 0 becomes the number of CPUs.
+func (o GenOptions) withDefaults() GenOptions {
+	if o.Format == "" {
+		o.Format = FormatArrow
+	}
+	if o.Configs == 0 {
+		o.Configs = DefaultConfigs
+	}
+	if o.Variants == 0 {
+		o.Variants = DefaultVariants
+	}
+	if o.ShardCount == 0 {
+		o.ShardCount = 1
+	}
+	if o.MaxRowsPerPart == 0 {
+		o.MaxRowsPerPart = DefaultPartRows
+	}
+	if o.Noise.Runs == 0 {
+		o.Noise.Runs = DefaultNoiseRuns
+	}
+	return o
 }
 
 // variantsPerModel is the number of work units per model.
@@ -156,8 +242,12 @@ type unitResult struct {
 // last complete part of an earlier run with the same options; cancelling ctx stops after
 // the parts completed so far (no partial file is left).
 func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
-	if err := o.defaults(); err != nil {
-		return nil, err
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.NumCPU()
 	}
 	w, err := NewWriter(WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
 	if err != nil {
@@ -260,17 +350,22 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 			if first < 0 {
 				first = r.unit
 			}
+			// Every distinct kernel of the unit is in r.occ; those without a new row here
+			// were written before (the worker may already have skipped them, depending
+			// on timing, so count from r.occ, not from r.rows).
+			added := int64(0)
 			for _, row := range r.rows {
 				if seen[row.KernelKey] { // written, or pending in this part
-					res.DuplicateRows++
 					continue
 				}
+				added++
 				seen[row.KernelKey] = true
 				rows = append(rows, row)
 				g.written.add(row.KernelKey)
 				res.Rows++
 				res.Samples += int64(row.Samples())
 			}
+			res.DuplicateKernels += int64(len(r.occ)) - added
 			occ = append(occ, r.occ...)
 			lastDone = r.unit
 			if len(rows) >= o.MaxRowsPerPart {
@@ -301,6 +396,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
+	res.ElapsedSeconds = res.Elapsed.Seconds()
 	if s := res.Elapsed.Seconds(); s > 0 {
 		res.SamplesPerSecond = float64(res.Samples) / s
 	}

@@ -38,11 +38,11 @@ func BenchmarkGenerate(b *testing.B) {
 				var samples, bytes int64
 				for i := 0; i < b.N; i++ {
 					dir := b.TempDir()
-					configs := 64
+					configs, variants := 64, 2
 					if task == TaskFusion {
-						configs = 4
+						configs, variants = 4, 1
 					}
-					res, err := Generate(context.Background(), GenOptions{Task: task, Models: models, Out: dir, Configs: configs, Variants: 2, Workers: workers, Seed: 1, Chip: chip})
+					res, err := Generate(context.Background(), GenOptions{Task: task, Models: models, Out: dir, Configs: configs, Variants: variants, Workers: workers, Seed: 1, Chip: chip})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/tpusim"
@@ -20,8 +22,12 @@ func genOpts(t *testing.T, task Task, dir string) GenOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
+	variants := 2
+	if !task.Relative() {
+		variants = 1 // fusion and layout vary programs through Configs
+	}
 	return GenOptions{Task: task, Models: []string{"mlp_96x2_b1", "resnet18_b1", "dlrm_bag4_d32_b8"}, Out: dir,
-		Configs: 8, Variants: 2, Seed: 7, Chip: chip, MaxRowsPerPart: 16, Workers: 1}
+		Configs: 8, Variants: variants, Seed: 7, Chip: chip, MaxRowsPerPart: 16, Workers: 1}
 }
 
 // dirFiles returns the names and bytes of the complete files of a dataset directory.
@@ -58,7 +64,8 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 	for _, task := range Tasks() {
 		t.Run(string(task), func(t *testing.T) {
 			var ref map[string][]byte
-			for _, workers := range []int{1, 2, 3} {
+			var refRes *GenResult
+			for _, workers := range []int{1, 2, 4} {
 				dir := t.TempDir()
 				o := genOpts(t, task, dir)
 				o.Workers = workers
@@ -69,12 +76,29 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 				if res.Rows == 0 || res.Samples < res.Rows {
 					t.Fatalf("%d rows, %d samples", res.Rows, res.Samples)
 				}
+				// Every distinct kernel of every unit is an occurrence; those that got
+				// no row were duplicates, whichever worker met them first.
+				d, err := Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				occ, err := d.Occurrences()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := int64(len(occ)) - res.Rows; res.DuplicateKernels != want || want == 0 {
+					t.Errorf("workers=%d: %d duplicate kernels, want %d (occurrences %d - rows %d), and more than 0",
+						workers, res.DuplicateKernels, want, len(occ), res.Rows)
+				}
 				files := dirFiles(t, dir)
 				if ref == nil {
-					ref = files
+					ref, refRes = files, res
 					continue
 				}
 				sameFiles(t, "workers", ref, files)
+				if res.DuplicateKernels != refRes.DuplicateKernels {
+					t.Errorf("workers=%d: %d duplicate kernels, workers=1: %d", workers, res.DuplicateKernels, refRes.DuplicateKernels)
+				}
 			}
 		})
 	}
@@ -259,5 +283,63 @@ func TestGenerateOptionErrors(t *testing.T) {
 		if _, err := Generate(context.Background(), o); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
+	}
+}
+
+// TestGenOptionsValidate: every out-of-range option is an error naming its gen flag and
+// the valid range, never a quiet default.
+func TestGenOptionsValidate(t *testing.T) {
+	base := genOpts(t, TaskTile, t.TempDir())
+	base.Format, base.Noise.Runs, base.ShardCount = FormatArrow, 1, 1
+	if err := base.Validate(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+	for _, tc := range []struct {
+		mod  func(*GenOptions)
+		want string // the flag and the range the error must state
+	}{
+		{func(o *GenOptions) { o.Configs = 0 }, "--configs 0: want an integer in [1, 65536]"},
+		{func(o *GenOptions) { o.Configs = -1 }, "--configs -1: want an integer in [1, 65536]"},
+		{func(o *GenOptions) { o.Configs = MaxConfigs + 1 }, "--configs 65537"},
+		{func(o *GenOptions) { o.Variants = 0 }, "--variants 0: want an integer in [1, 65536]"},
+		{func(o *GenOptions) { o.Task, o.Variants = TaskFusion, 3 }, "--variants 3: only the tile and flags tasks"},
+		{func(o *GenOptions) { o.Workers = -1 }, "--workers -1: want an integer in [0, 1024]"},
+		{func(o *GenOptions) { o.MaxRowsPerPart = 0 }, "--part-rows 0: want an integer in [1, 1048576]"},
+		{func(o *GenOptions) { o.Noise.Runs = 0 }, "--runs 0: want an integer in [1, 1000]"},
+		{func(o *GenOptions) { o.Noise.NoiseSigma = -0.1 }, "--noise -0.1: want a sigma in [0, 1]"},
+		{func(o *GenOptions) { o.Noise.NoiseSigma = math.NaN() }, "--noise NaN"},
+		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = 3, 3 }, "--shard 3/3: want i/n"},
+		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = 0, 0 }, "--shard 0/0: want i/n"},
+		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = -1, 2 }, "--shard -1/2"},
+		{func(o *GenOptions) { o.Task = "speed" }, `--task "speed": want tile, flags, fusion or layout`},
+		{func(o *GenOptions) { o.Format = "csv" }, `--format "csv": want arrow or parquet`},
+		{func(o *GenOptions) { o.Models = nil }, "--models a,b or --all"},
+		{func(o *GenOptions) { o.Models = []string{"a", "a"} }, "--models: a is listed twice"},
+		{func(o *GenOptions) { o.Models = []string{"a", " "} }, "--models: model 2 of 2 is an empty name"},
+		{func(o *GenOptions) { o.Out = "" }, "--out"},
+	} {
+		o := base
+		o.Models = slices.Clone(base.Models)
+		tc.mod(&o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v", tc.want, err)
+		}
+		// Generate gives zero values their documented defaults (so library callers may
+		// leave options unset), but accepts no other bad value.
+		zero := o.Configs == 0 || o.Variants == 0 || o.MaxRowsPerPart == 0 || o.Noise.Runs == 0 || o.ShardCount == 0
+		if !zero {
+			if _, gerr := Generate(context.Background(), o); gerr == nil || !strings.Contains(gerr.Error(), tc.want) {
+				t.Errorf("%s: Generate: %v", tc.want, gerr)
+			}
+		}
+	}
+	for _, s := range []string{"", "1", "1/", "/2", "2/2", "-1/2", "0/0", "a/b", "0/2x", "1/2/3", " 0/2"} {
+		if _, _, err := ParseShard(s); err == nil || !strings.Contains(err.Error(), "--shard") {
+			t.Errorf("ParseShard(%q) = %v", s, err)
+		}
+	}
+	if i, n, err := ParseShard("2/5"); err != nil || i != 2 || n != 5 {
+		t.Errorf("ParseShard(2/5) = %d, %d, %v", i, n, err)
 	}
 }

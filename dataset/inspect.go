@@ -7,9 +7,9 @@ import (
 
 // RuntimeStats summarizes runtimes in ns.
 type RuntimeStats struct {
-	Min    float64 `json:"min"`
-	Median float64 `json:"median"`
-	Max    float64 `json:"max"`
+	Min    float64 `json:"min_ns"`
+	Median float64 `json:"median_ns"`
+	Max    float64 `json:"max_ns"`
 }
 
 // FileSummary describes one complete part.
@@ -20,8 +20,10 @@ type FileSummary struct {
 	Part      int    `json:"part"`
 	UnitFirst int64  `json:"unit_first"`
 	UnitLast  int64  `json:"unit_last"`
-	Rows      int64  `json:"rows"`  // rows stored, duplicates of other shards included
-	Bytes     int64  `json:"bytes"` // both files
+	Rows      int64  `json:"rows"`       // rows stored, duplicates of other shards included
+	Bytes     int64  `json:"size_bytes"` // both files
+	SHA256    string `json:"sha256"`     // of the rows file, as its manifest lists and Open verified it
+	OccSHA256 string `json:"occ_sha256"` // of the occurrences file
 }
 
 // ShardSummary describes one shard's complete parts.
@@ -30,7 +32,7 @@ type ShardSummary struct {
 	Count int   `json:"count"`
 	Files int   `json:"files"` // complete parts (each a rows and an occurrences file)
 	Rows  int64 `json:"rows"`
-	Bytes int64 `json:"bytes"`
+	Bytes int64 `json:"size_bytes"`
 }
 
 // Column is one column of the rows schema.
@@ -39,7 +41,8 @@ type Column struct {
 	Type string `json:"type"`
 }
 
-// Summary describes a dataset.
+// Summary describes a dataset. Its JSON form (the `inspect --json` output) is snake_case
+// with units in the names of quantities (_ns, _bytes).
 type Summary struct {
 	Dir                string         `json:"dir"`
 	Format             Format         `json:"format"`
@@ -56,7 +59,9 @@ type Summary struct {
 	NodeFeatureWidth   int            `json:"node_feature_width"`
 	KernelFeatureWidth int            `json:"kernel_feature_width"`
 	ConfigFeatureWidth int            `json:"config_feature_width"`
-	Bytes              int64          `json:"bytes"`
+	Bytes              int64          `json:"size_bytes"`
+	Manifests          []string       `json:"manifests"`      // the shards' manifests
+	VerifiedFiles      int            `json:"verified_files"` // files whose size and SHA-256 Open checked against them
 	Schema             []Column       `json:"schema"`
 	Provenance         Provenance     `json:"provenance"`
 	Files              []FileSummary  `json:"files"`
@@ -75,7 +80,13 @@ func Inspect(d *Dataset) (*Summary, error) {
 		Tasks:          []Task{},
 		Files:          []FileSummary{},
 		Shards:         []ShardSummary{},
+		Manifests:      d.Manifests(),
 	}
+	sums := map[string]string{}
+	for _, c := range d.Checksums() {
+		sums[c.Name] = c.SHA256
+	}
+	s.VerifiedFiles = len(sums)
 	s.NodeFeatureWidth, s.KernelFeatureWidth, s.ConfigFeatureWidth = d.Provenance.Widths()
 	for _, f := range RowsSchema().Fields() {
 		s.Schema = append(s.Schema, Column{Name: f.Name, Type: f.Type.String()})
@@ -87,7 +98,8 @@ func Inspect(d *Dataset) (*Summary, error) {
 	s.Kernels = int64(len(idx.win))
 	for i, p := range d.parts {
 		fs := FileSummary{Name: filepath.Base(p.rows), OccName: filepath.Base(p.occ), Shard: p.shard, Part: p.part,
-			UnitFirst: p.meta.UnitFirst, UnitLast: p.meta.UnitLast, Rows: idx.fileRows[i], Bytes: p.rowsBytes + p.occBytes}
+			UnitFirst: p.meta.UnitFirst, UnitLast: p.meta.UnitLast, Rows: idx.fileRows[i], Bytes: p.rowsBytes + p.occBytes,
+			SHA256: sums[filepath.Base(p.rows)], OccSHA256: sums[filepath.Base(p.occ)]}
 		s.Files = append(s.Files, fs)
 		s.Rows += fs.Rows
 		s.Bytes += fs.Bytes

@@ -1,8 +1,14 @@
 package dataset
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -104,5 +110,77 @@ func TestInspect(t *testing.T) {
 				t.Errorf("kept A from unit %d (%s)", a.Unit, a.Program)
 			}
 		})
+	}
+}
+
+// checkJSONKeys checks that every key of v's JSON form (recursively) is snake_case and
+// that each of want is among them.
+func checkJSONKeys(t *testing.T, what string, v any, want ...string) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, v := range x {
+				seen[k] = true
+				if !snakeCase.MatchString(k) {
+					t.Errorf("%s: JSON key %q is not snake_case", what, k)
+				}
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(tree)
+	for _, k := range want {
+		if !seen[k] {
+			t.Errorf("%s: no JSON key %q in %s", what, k, b)
+		}
+	}
+}
+
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// TestJSONNames checks the --json forms of Summary (inspect) and GenResult (gen): keys are
+// snake_case and quantities carry their unit.
+func TestJSONNames(t *testing.T) {
+	dir := t.TempDir()
+	o := genOpts(t, TaskTile, dir)
+	o.Models = o.Models[:1]
+	res, err := Generate(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJSONKeys(t, "gen", res, "units", "resumed_units", "rows", "samples", "duplicate_kernels", "parts",
+		"elapsed_s", "samples_per_s", "compile_s", "simulate_s", "featurize_s")
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Inspect(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJSONKeys(t, "inspect", s, "size_bytes", "min_ns", "median_ns", "max_ns", "runtime_ns", "vmem_bytes", "sha256", "verified_files")
+	// The summary reports what Open verified: every file, against the shard's manifest.
+	b, err := os.ReadFile(filepath.Join(dir, s.Files[0].Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); s.Files[0].SHA256 != hex.EncodeToString(sum[:]) || s.VerifiedFiles != 2*len(s.Files) ||
+		len(s.Manifests) != 1 || s.Manifests[0] != ManifestName(TaskTile, 0, 1) {
+		t.Errorf("checksums in the summary: %s, %d files verified, manifests %v", s.Files[0].SHA256, s.VerifiedFiles, s.Manifests)
 	}
 }

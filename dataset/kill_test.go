@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,11 +41,13 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill -9 as soon as the first part is complete, mid-run.
+	// Kill -9 as soon as the first part is committed (listed in the manifest), mid-run.
+	// (Between the part's rename and the manifest's, the part is not committed yet and
+	// the dataset may have no part to open: TestResume covers that state.)
+	manifest := filepath.Join(dir, ManifestName(TaskTile, 0, 1))
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		m, _ := filepath.Glob(filepath.Join(dir, "*-00000.arrow"))
-		if len(m) > 0 {
+		if m, err := readManifest(manifest, TaskTile, 0, 1); err == nil && len(m.Parts) > 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -60,6 +64,9 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		if strings.HasSuffix(name, ".tmp") {
 			continue // a temporary file is allowed; readers ignore it and the next run removes it
 		}
+		if name == filepath.Base(manifest) || name == LockName(TaskTile, 0, 1) {
+			continue // the manifest lists fewer parts; the lock file names the killed process
+		}
 		if string(want[name]) != string(b) {
 			t.Errorf("killed run left %s, which is not a complete part of the reference run", name)
 		}
@@ -71,4 +78,36 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFiles(t, "after kill -9 and resume", want, dirFiles(t, dir))
+}
+
+// TestSecondGenProcessIsRefused runs two generations of one shard into one directory from
+// two processes (they used to share temporary names, and one died renaming a file the
+// other had renamed): the second is refused at once, naming the first's pid.
+func TestSecondGenProcessIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TPUCOST_GEN_CHILD="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	lock := filepath.Join(dir, LockName(TaskTile, 0, 1))
+	holder := fmt.Sprintf("pid %d", cmd.Process.Pid)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err := Generate(context.Background(), genOpts(t, TaskTile, dir))
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), lock) {
+		t.Fatalf("second gen: err = %v; want ErrLocked naming %s and %s", err, lock, holder)
+	}
 }

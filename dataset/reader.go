@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -86,12 +87,19 @@ type batchFile struct {
 	meta   fileMeta
 	schema *arrow.Schema
 	size   int64
+	stamp  fileStamp
 
 	f         *os.File
 	ipc       *ipc.FileReader
 	pq        *file.Reader
 	pqa       *pqarrow.FileReader
 	batchRows int
+}
+
+// fileStamp identifies a version of a file: its size and modification time.
+type fileStamp struct {
+	size int64
+	mod  time.Time
 }
 
 // defaultBatchRows is the number of rows per batch read from Parquet files.
@@ -123,6 +131,7 @@ func openBatchFile(path string, format Format, mem memory.Allocator, batchRows i
 		return nil, err
 	}
 	bf.size = st.Size()
+	bf.stamp = fileStamp{size: st.Size(), mod: st.ModTime()}
 	var get func(string) (string, bool)
 	switch format {
 	case FormatArrow:
@@ -385,7 +394,10 @@ type Dataset struct {
 	Provenance Provenance // of the first file; all files agree except shard fields and unit ranges
 	Files      []string   // complete rows files, sorted by (shard, part)
 
-	parts []partInfo
+	parts     []partInfo
+	stamps    map[string]fileStamp // of every file when Open verified it
+	checksums []ManifestFile
+	manifests []string // base names, sorted
 
 	mu    sync.Mutex
 	index *keyIndex
@@ -404,12 +416,22 @@ type partInfo struct {
 	fileIndex int
 }
 
-// Open opens the dataset in dir: every complete part (a rows file and its occurrences
-// file; temporary files and other names are ignored). It reads only the files' metadata,
-// checking that every file is a tpucost dataset file with the expected columns and that
-// all files agree on provenance except shard index and unit ranges. Errors name the
-// offending file.
+// Open opens the dataset in dir: every committed part (a rows file and its occurrences
+// file, listed in its shard's manifest). It verifies every listed file's size and SHA-256
+// against the manifest and reads the files' metadata, checking that every file is a
+// tpucost dataset file with the expected columns and that all files agree on provenance
+// except shard index and unit ranges. A part file no manifest lists is an error, except
+// the next part of a shard (the one its writer is writing, or was writing when it was
+// killed), which is ignored like temporary files; so is a listed file that is missing.
+// Later reads check that files did not change since Open (size and modification time).
+// Errors are one line naming the offending file.
 func Open(dir string) (*Dataset, error) {
+	return open(dir, true)
+}
+
+// open is Open; with verify false it ignores manifests and opens every complete part on
+// disk (the decoders' own checks then face damaged files: the tests of those use it).
+func open(dir string, verify bool) (*Dataset, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -418,11 +440,29 @@ func Open(dir string) (*Dataset, error) {
 		task               string
 		shard, count, part int
 	}
+	type shardKey struct {
+		task         Task
+		shard, count int
+	}
 	rows, occs := map[key]fileName{}, map[key]bool{}
+	onDisk := map[shardKey][]string{} // part file names by shard
+	manifests := map[shardKey]bool{}
 	formats := map[Format]string{}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if t, i, n, ok := parseManifestName(e.Name()); ok {
+			manifests[shardKey{t, i, n}] = true
+			continue
+		}
 		fn, ok := parseFileName(e.Name())
-		if !ok || e.IsDir() {
+		if !ok {
+			continue
+		}
+		sk := shardKey{Task(fn.task), fn.shard, fn.count}
+		onDisk[sk] = append(onDisk[sk], e.Name())
+		if verify {
 			continue
 		}
 		k := key{fn.task, fn.shard, fn.count, fn.part}
@@ -433,6 +473,45 @@ func Open(dir string) (*Dataset, error) {
 			rows[k] = fn
 		}
 	}
+	d := &Dataset{Dir: dir, stamps: map[string]fileStamp{}}
+	listed := map[string]ManifestFile{} // committed files by base name
+	manifestOf := map[string]string{}   // and the path of the manifest listing each
+	if verify {
+		for sk := range onDisk {
+			if !manifests[sk] {
+				names := onDisk[sk]
+				slices.Sort(names)
+				return nil, &FileError{File: filepath.Join(dir, names[0]), Err: fmt.Errorf("not listed in any manifest (no %s): "+
+					"the dataset was written by a tpucost older than dataset manifests, or the manifest was removed; regenerate it",
+					ManifestName(sk.task, sk.shard, sk.count))}
+			}
+		}
+		for sk := range manifests {
+			d.manifests = append(d.manifests, ManifestName(sk.task, sk.shard, sk.count))
+			mpath := filepath.Join(dir, ManifestName(sk.task, sk.shard, sk.count))
+			m, err := readManifest(mpath, sk.task, sk.shard, sk.count)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range m.Parts {
+				fn, _ := parseFileName(p.Rows.Name)
+				k := key{fn.task, fn.shard, fn.count, fn.part}
+				rows[k], occs[k] = fn, true
+				formats[fn.format] = p.Rows.Name
+				listed[p.Rows.Name], listed[p.Occurrences.Name] = p.Rows, p.Occurrences
+				manifestOf[p.Rows.Name], manifestOf[p.Occurrences.Name] = mpath, mpath
+			}
+			// The shard's files on disk: listed, or the uncommitted next part.
+			nextRows, nextOcc := PartFileNames(sk.task, sk.shard, sk.count, len(m.Parts), m.Format)
+			for _, name := range onDisk[sk] {
+				if _, ok := listed[name]; !ok && name != nextRows && name != nextOcc {
+					return nil, &FileError{File: filepath.Join(dir, name), Err: fmt.Errorf("not listed in %s (%d committed parts): a stray, renamed or foreign file",
+						filepath.Base(mpath), len(m.Parts))}
+				}
+			}
+		}
+	}
+	slices.Sort(d.manifests)
 	if len(formats) > 1 {
 		return nil, fmt.Errorf("dataset: %s mixes formats (%s and %s)", dir, formats[FormatArrow], formats[FormatParquet])
 	}
@@ -446,7 +525,6 @@ func Open(dir string) (*Dataset, error) {
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.task, b.task), cmp.Compare(a.count, b.count), cmp.Compare(a.shard, b.shard), cmp.Compare(a.part, b.part))
 	})
-	d := &Dataset{Dir: dir}
 	first := ""
 	for _, k := range keys {
 		fn := rows[k]
@@ -456,10 +534,18 @@ func Open(dir string) (*Dataset, error) {
 			return nil, &FileError{File: p.occ, Err: errors.New("missing: a complete part needs its occurrences file")}
 		}
 		for _, path := range []string{p.rows, p.occ} {
+			if verify {
+				name := filepath.Base(path)
+				if err := verifyFile(path, listed[name], manifestOf[name]); err != nil {
+					return nil, err
+				}
+				d.checksums = append(d.checksums, listed[name])
+			}
 			bf, err := openBatchFile(path, fn.format, memory.DefaultAllocator, 0)
 			if err != nil {
 				return nil, err
 			}
+			d.stamps[path] = bf.stamp
 			m, size := bf.meta, bf.size
 			bf.Close()
 			wantContent := contentRows
@@ -494,6 +580,30 @@ func Open(dir string) (*Dataset, error) {
 	return d, nil
 }
 
+// Manifests returns the base names of the manifests Open verified the files against,
+// sorted.
+func (d *Dataset) Manifests() []string { return slices.Clone(d.manifests) }
+
+// Checksums returns the manifest entries (name, size, SHA-256, rows) of the dataset's
+// files, in file order (each part's rows file, then its occurrences file), as Open
+// verified them.
+func (d *Dataset) Checksums() []ManifestFile { return slices.Clone(d.checksums) }
+
+// openPart opens a file of a part for reading after Open, refusing it if it changed since
+// Open verified it.
+func (d *Dataset) openPart(path string, mem memory.Allocator, batchRows int) (*batchFile, error) {
+	bf, err := openBatchFile(path, d.Format, mem, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := d.stamps[path]; ok && (bf.stamp.size != want.size || !bf.stamp.mod.Equal(want.mod)) {
+		bf.Close()
+		return nil, &FileError{File: path, Err: fmt.Errorf("changed since the dataset was opened (size %d bytes, was %d): reopen the dataset",
+			bf.stamp.size, want.size)}
+	}
+	return bf, nil
+}
+
 // winner is where the row kept for a kernel key is: the row from the smallest unit
 // (ties: the first in file order).
 type winner struct {
@@ -521,7 +631,7 @@ func (d *Dataset) keys(mem memory.Allocator) (*keyIndex, error) {
 	}
 	idx := &keyIndex{win: map[string]winner{}, fileRows: make([]int64, len(d.parts))}
 	for fi, p := range d.parts {
-		bf, err := openBatchFile(p.rows, d.Format, mem, 0)
+		bf, err := d.openPart(p.rows, mem, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -618,7 +728,7 @@ func (d *Dataset) Rows(opts ReadOptions, fn func(*Row) error) error {
 		in  = interner{}
 	)
 	for fi, p := range d.parts {
-		bf, err := openBatchFile(p.rows, d.Format, mem, opts.BatchRows)
+		bf, err := d.openPart(p.rows, mem, opts.BatchRows)
 		if err != nil {
 			return err
 		}
@@ -679,7 +789,7 @@ func (d *Dataset) Occurrences() ([]Occurrence, error) {
 	seen := map[uk]bool{}
 	in := interner{}
 	for _, p := range d.parts {
-		bf, err := openBatchFile(p.occ, d.Format, memory.DefaultAllocator, 0)
+		bf, err := d.openPart(p.occ, memory.DefaultAllocator, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -91,8 +91,12 @@ func TestDedupeAcrossShards(t *testing.T) {
 }
 
 // readEverything opens dir and reads all of it, as a trainer and inspect would.
+//
+// It opens the directory without the manifest check (open(dir, false)), which would
+// refuse a damaged file before any decoder sees it: the decoders' own defenses are what
+// the callers test.
 func readEverything(dir string) error {
-	d, err := Open(dir)
+	d, err := open(dir, false)
 	if err != nil {
 		return err
 	}
@@ -221,8 +225,22 @@ func TestOpenErrors(t *testing.T) {
 	b2, _ := os.ReadFile(filepath.Join(other, o1))
 	os.WriteFile(filepath.Join(dir2, r1), b1, 0o644)
 	os.WriteFile(filepath.Join(dir2, o1), b2, 0o644)
-	if _, err := Open(dir2); err == nil || !strings.Contains(err.Error(), "seed") || !strings.Contains(err.Error(), r1) {
+	// Without the manifest check, the provenance check refuses them.
+	if _, err := open(dir2, false); err == nil || !strings.Contains(err.Error(), "seed") || !strings.Contains(err.Error(), r1) {
 		t.Errorf("mixed runs: %v", err)
+	}
+	// With it, part 1 is the shard's uncommitted next part (as a writer killed before
+	// committing it leaves it): not read.
+	if d, err := Open(dir2); err != nil || len(d.Files) != 1 {
+		t.Errorf("uncommitted part: %v", err)
+	}
+	// As any other part number, it is a stray file.
+	r5, _ := PartFileNames(TaskTile, 0, 1, 5, FormatArrow)
+	if err := os.Rename(filepath.Join(dir2, r1), filepath.Join(dir2, r5)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir2); err == nil || !strings.Contains(err.Error(), r5) || !strings.Contains(err.Error(), "not listed in") {
+		t.Errorf("stray part file: %v", err)
 	}
 	// Reading the train part needs a split.
 	dir3, _, _ := smallDataset(t, FormatArrow)

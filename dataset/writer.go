@@ -98,8 +98,12 @@ type WriterOptions struct {
 
 // Writer writes one shard of a dataset as a sequence of parts. Each part covers a range of
 // work units and is two files, its rows and its occurrences, each written to a temporary
-// name and renamed when complete; a part is complete when its rows file exists. A Writer
-// is not safe for concurrent use; writers of different shards may share a directory.
+// name unique to the process and renamed when complete; a part is committed when the
+// shard's manifest (ManifestName), rewritten atomically after the part's files are in
+// place, lists it with the files' sizes and SHA-256. A Writer holds the shard's lock file
+// (LockName) from NewWriter to Close, so a second writer of the same shard and directory,
+// in any process, is refused. A Writer is not safe for concurrent use; writers of
+// different shards may share a directory.
 type Writer struct {
 	dir    string
 	format Format
@@ -110,18 +114,27 @@ type Writer struct {
 	kernel int
 	config int
 
+	lock         *shardLock
+	manifest     Manifest // the committed parts
+	manifestPath string
+	tmpTag       string // ".<pid>": temporary names are "<name>.<pid>.tmp"
+
 	nextUnit int64
 	seen     map[string]bool
 	nextPart int
 	closed   bool
 }
 
-// NewWriter creates Dir, removes this shard's leftover temporary files (and the
-// occurrences files of parts whose rows file was never completed), and checks that the
-// complete parts already there (this shard's and others') were generated with the same
-// settings (provenance equal except ShardIndex and unit ranges, and the same format);
-// otherwise it returns an error saying that Dir holds a dataset generated with different
-// settings and which field differs. A zero ShardCount means one shard.
+// NewWriter creates Dir and takes the shard's lock (if another process holds it, the error
+// wraps ErrLocked and says who: pid, host, start time, command line). It then removes this
+// shard's leftover temporary files and the files of a part that was never committed,
+// verifies the committed parts against the shard's manifest (size and SHA-256; a new
+// shard gets an empty manifest), and checks that the parts already there (this shard's
+// and others') were generated with the same settings (provenance equal except ShardIndex
+// and unit ranges, and the same format); otherwise it returns an error saying that Dir
+// holds a dataset generated with different settings and which field differs. Part files
+// of this shard without a manifest (a directory written before manifests existed) are
+// refused. A zero ShardCount means one shard. Close releases the lock.
 func NewWriter(opts WriterOptions) (*Writer, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("dataset: no output directory")
@@ -146,34 +159,54 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("dataset: unknown task %q", p.Task)
 	}
 	w := &Writer{dir: opts.Dir, format: opts.Format, prov: p, mem: opts.Alloc,
-		prefix: shardPrefix(p.Task, p.ShardIndex, p.ShardCount), seen: map[string]bool{}}
+		prefix: shardPrefix(p.Task, p.ShardIndex, p.ShardCount), seen: map[string]bool{},
+		manifestPath: filepath.Join(opts.Dir, ManifestName(p.Task, p.ShardIndex, p.ShardCount)),
+		tmpTag:       fmt.Sprintf(".%d", os.Getpid())}
 	w.node, w.kernel, w.config = p.Widths()
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
+	lock, err := lockShard(w.dir, p.Task, p.ShardIndex, p.ShardCount)
+	if err != nil {
+		return nil, err
+	}
+	w.lock = lock
 	if err := w.scan(); err != nil {
+		lock.unlock()
 		return nil, err
 	}
 	return w, nil
 }
 
-// scan cleans up this shard's incomplete files, checks the complete parts against the
-// writer's settings, and loads the resume state from this shard's complete parts.
+// tmpPath is the temporary name of path while this writer writes it.
+func (w *Writer) tmpPath(path string) string { return path + w.tmpTag + tmpSuffix }
+
+// scan cleans up this shard's temporary files and uncommitted part, verifies its
+// committed parts against its manifest, checks the parts of the directory against the
+// writer's settings, and loads the resume state from this shard's committed parts. The
+// writer holds the shard's lock, so no other process writes this shard's files.
 func (w *Writer) scan() error {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
+	manifestName := filepath.Base(w.manifestPath)
+	var own []fileName
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(w.dir, name)
-		if strings.HasPrefix(name, w.prefix) && strings.HasSuffix(name, tmpSuffix) {
+		if (strings.HasPrefix(name, w.prefix) || strings.HasPrefix(name, manifestName)) && strings.HasSuffix(name, tmpSuffix) {
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("dataset: removing temporary file: %w", err)
+			}
+			continue
+		}
+		if t, i, n, ok := parseManifestName(name); ok && name != manifestName {
+			// Another shard's manifest, written when its writer started: a run with
+			// another task, shard count or format must not share the directory, even
+			// before it commits a part.
+			if err := w.checkManifest(path, t, i, n); err != nil {
+				return err
 			}
 			continue
 		}
@@ -181,53 +214,149 @@ func (w *Writer) scan() error {
 		if !ok {
 			continue
 		}
-		rowsName, _ := PartFileNames(Task(fn.task), fn.shard, fn.count, fn.part, fn.format)
-		if fn.occ {
-			if strings.HasPrefix(name, w.prefix) && !names[rowsName] {
-				// The occurrences of a part whose rows file was never renamed into place.
-				if err := os.Remove(path); err != nil {
-					return fmt.Errorf("dataset: removing incomplete part: %w", err)
-				}
-			}
+		if strings.HasPrefix(name, w.prefix) {
+			own = append(own, fn)
 			continue
 		}
-		if err := w.checkPart(path, fn); err != nil {
+		if fn.occ {
+			continue
+		}
+		// Another shard's part: the same settings?
+		if fn.format != w.format {
+			return w.differ(path, "format", fn.format, w.format)
+		}
+		if _, err := w.checkPart(path, fn); err != nil {
 			return err
 		}
+	}
+
+	m, err := readManifest(w.manifestPath, w.prov.Task, w.prov.ShardIndex, w.prov.ShardCount)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if len(own) > 0 {
+			rows, _ := PartFileNames(w.prov.Task, w.prov.ShardIndex, w.prov.ShardCount, own[0].part, own[0].format)
+			return &FileError{File: filepath.Join(w.dir, rows), Err: fmt.Errorf("%s holds parts of this shard but no manifest %s: "+
+				"it was written by a tpucost older than dataset manifests; regenerate it into a new directory", w.dir, manifestName)}
+		}
+		m = &Manifest{ManifestVersion: ManifestVersion, SchemaVersion: SchemaVersion, Task: w.prov.Task, Format: w.format,
+			ShardIndex: w.prov.ShardIndex, ShardCount: w.prov.ShardCount, Parts: []ManifestPart{}}
+		if err := w.writeManifest(m); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case m.Format != w.format:
+		return w.differ(w.manifestPath, "format", m.Format, w.format)
+	}
+	w.manifest = *m
+
+	// This shard's files: committed (listed) or the uncommitted next part, which a killed
+	// writer can leave behind and is removed here; anything else is an error.
+	committed := len(m.Parts)
+	for _, fn := range own {
+		rows, occ := PartFileNames(w.prov.Task, w.prov.ShardIndex, w.prov.ShardCount, fn.part, fn.format)
+		name := rows
+		if fn.occ {
+			name = occ
+		}
+		path := filepath.Join(w.dir, name)
+		switch {
+		case fn.part < committed && fn.format == m.Format:
+		case fn.part == committed && fn.format == m.Format:
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("dataset: removing an uncommitted part: %w", err)
+			}
+		default:
+			return &FileError{File: path, Err: fmt.Errorf("not listed in %s, which lists parts 0 to %d: a stray or renamed file", manifestName, committed-1)}
+		}
+	}
+	for _, p := range m.Parts {
+		rowsPath, occPath := filepath.Join(w.dir, p.Rows.Name), filepath.Join(w.dir, p.Occurrences.Name)
+		if err := verifyFile(occPath, p.Occurrences, w.manifestPath); err != nil {
+			return err
+		}
+		if err := verifyFile(rowsPath, p.Rows, w.manifestPath); err != nil {
+			return err
+		}
+		fn, _ := parseFileName(p.Rows.Name)
+		meta, err := w.checkPart(rowsPath, fn)
+		if err != nil {
+			return err
+		}
+		if meta.UnitFirst != p.UnitFirst || meta.UnitLast != p.UnitLast {
+			return &FileError{File: rowsPath, Err: fmt.Errorf("covers units [%d, %d], %s says [%d, %d]", meta.UnitFirst, meta.UnitLast, manifestName, p.UnitFirst, p.UnitLast)}
+		}
+	}
+	w.nextPart = committed
+	return nil
+}
+
+// checkManifest checks another shard's manifest against the writer's task, shard count
+// and format.
+func (w *Writer) checkManifest(path string, task Task, shard, count int) error {
+	switch {
+	case task != w.prov.Task:
+		return w.differ(path, "task", task, w.prov.Task)
+	case count != w.prov.ShardCount:
+		return w.differ(path, "shard_count", count, w.prov.ShardCount)
+	}
+	m, err := readManifest(path, task, shard, count)
+	if err != nil {
+		return err
+	}
+	if m.Format != w.format {
+		return w.differ(path, "format", m.Format, w.format)
 	}
 	return nil
 }
 
-// checkPart checks one complete part's rows file against the writer's settings and, if it
-// belongs to this shard, adds it to the resume state.
-func (w *Writer) checkPart(path string, fn fileName) error {
-	differ := func(field string, have, want any) error {
-		h, _ := json.Marshal(have)
-		x, _ := json.Marshal(want)
-		return fmt.Errorf("dataset: %s holds a dataset generated with different settings: %s has %s %s, this run has %s",
-			w.dir, filepath.Base(path), field, abbreviate(string(h)), abbreviate(string(x)))
+// writeManifest replaces the shard's manifest with m, atomically and durably.
+func (w *Writer) writeManifest(m *Manifest) error {
+	b, err := m.encode()
+	if err != nil {
+		return fmt.Errorf("dataset: encoding the manifest: %w", err)
 	}
+	err = atomicfile.WriteVia(w.manifestPath, w.tmpPath(w.manifestPath), func(out io.Writer) error {
+		_, err := out.Write(b)
+		return err
+	})
+	if err != nil {
+		return &FileError{File: w.manifestPath, Err: err}
+	}
+	return syncDir(w.dir)
+}
+
+// differ is the error for a file generated with other settings than the writer's.
+func (w *Writer) differ(path, field string, have, want any) error {
+	h, _ := json.Marshal(have)
+	x, _ := json.Marshal(want)
+	return fmt.Errorf("dataset: %s holds a dataset generated with different settings: %s has %s %s, this run has %s",
+		w.dir, filepath.Base(path), field, abbreviate(string(h)), abbreviate(string(x)))
+}
+
+// checkPart checks one part's rows file against the writer's settings and, if it belongs
+// to this shard, adds it to the resume state. It returns the file's metadata.
+func (w *Writer) checkPart(path string, fn fileName) (fileMeta, error) {
 	if fn.format != w.format {
-		return differ("format", fn.format, w.format)
+		return fileMeta{}, w.differ(path, "format", fn.format, w.format)
 	}
 	f, err := openBatchFile(path, fn.format, w.mem, 0)
 	if err != nil {
-		return err
+		return fileMeta{}, err
 	}
 	defer f.Close()
 	m := f.meta
 	if field := m.Prov.Diff(w.prov); field != "" {
-		return differ(field, jsonField(m.Prov, field), jsonField(w.prov, field))
+		return m, w.differ(path, field, jsonField(m.Prov, field), jsonField(w.prov, field))
 	}
 	if fn.shard != w.prov.ShardIndex {
-		return nil
+		return m, nil
 	}
 	if m.Prov.ShardIndex != fn.shard {
-		return &FileError{File: path, Err: fmt.Errorf("metadata says shard %d, the name says %d", m.Prov.ShardIndex, fn.shard)}
+		return m, &FileError{File: path, Err: fmt.Errorf("metadata says shard %d, the name says %d", m.Prov.ShardIndex, fn.shard)}
 	}
 	w.nextUnit = max(w.nextUnit, m.UnitLast+1)
-	w.nextPart = max(w.nextPart, fn.part+1)
-	return f.batches([]string{ColKernelKey}, func(rec arrow.RecordBatch) error {
+	return m, f.batches([]string{ColKernelKey}, func(rec arrow.RecordBatch) error {
 		keys, err := stringColumn(rec, ColKernelKey)
 		if err != nil {
 			return err
@@ -268,8 +397,9 @@ func (w *Writer) Resume() (nextUnit int64, seen map[string]bool, nextPart int) {
 }
 
 // WritePart writes one part covering units [firstUnit, lastUnit]: its occurrences file,
-// then its rows file, each to a temporary name then renamed, so that the part is complete
-// exactly when its rows file exists. Part files are named
+// then its rows file, each to a temporary name then renamed, then the shard's manifest
+// listing them (size, SHA-256, rows) with the earlier parts, atomically: the part is
+// committed exactly when the manifest lists it. Part files are named
 // "<task>-<shardIndex>of<shardCount>-<part:05d>.<format>" and
 // "<task>-<shardIndex>of<shardCount>-<part:05d>.occ.<format>". Rows and occurrences may be
 // empty; every row and occurrence must lie in the unit range, which must start at or after
@@ -312,7 +442,7 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 		return err
 	}
 	occSchema := arrow.NewSchema(occFields(), &md)
-	err = writeAtomic(filepath.Join(w.dir, occName), func(out io.Writer) error {
+	occFile, err := w.writeFile(occName, int64(len(occ)), func(out io.Writer) error {
 		return writeBatches(out, w.format, occSchema, w.mem, 1, func(int) arrow.RecordBatch {
 			return buildOcc(w.mem, occSchema, occ)
 		})
@@ -327,7 +457,7 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	}
 	rowsSchema := arrow.NewSchema(rowsFields(), &md)
 	chunks := batchBounds(rows)
-	err = writeAtomic(filepath.Join(w.dir, rowsName), func(out io.Writer) error {
+	rowsFile, err := w.writeFile(rowsName, int64(len(rows)), func(out io.Writer) error {
 		return writeBatches(out, w.format, rowsSchema, w.mem, len(chunks)-1, func(i int) arrow.RecordBatch {
 			return buildRows(w.mem, rowsSchema, rows[chunks[i]:chunks[i+1]])
 		})
@@ -338,6 +468,13 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	if err := syncDir(w.dir); err != nil {
 		return err
 	}
+	next := w.manifest
+	next.Parts = append(slices.Clip(w.manifest.Parts), ManifestPart{Part: w.nextPart, UnitFirst: firstUnit, UnitLast: lastUnit,
+		Rows: rowsFile, Occurrences: occFile})
+	if err := w.writeManifest(&next); err != nil {
+		return err
+	}
+	w.manifest = next
 	w.nextUnit = lastUnit + 1
 	w.nextPart++
 	for i := range rows {
@@ -346,11 +483,11 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	return nil
 }
 
-// Close ends the writer. Every part is complete when WritePart returns, so Close only
-// prevents further writes.
+// Close ends the writer and releases the shard's lock. Every part is committed when
+// WritePart returns, so Close writes nothing. Calling Close again does nothing.
 func (w *Writer) Close() error {
 	w.closed = true
-	return nil
+	return w.lock.unlock()
 }
 
 // batchBounds splits rows into batches (see targetBatchBytes); batch i is
@@ -420,13 +557,20 @@ func writeRecords(fw recordWriter, n int, batch func(int) arrow.RecordBatch) err
 	return fw.Close()
 }
 
-// writeAtomic writes path atomically (internal/atomicfile), reporting failures as a
-// FileError naming path.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	if err := atomicfile.Write(path, write); err != nil {
-		return &FileError{File: path, Err: err}
+// writeFile writes the part file name (holding rows rows or occurrences) atomically
+// (internal/atomicfile, through this writer's temporary name) and returns its manifest
+// entry. Failures are FileErrors naming the file.
+func (w *Writer) writeFile(name string, rows int64, write func(io.Writer) error) (ManifestFile, error) {
+	path := filepath.Join(w.dir, name)
+	var hw *hashingWriter
+	err := atomicfile.WriteVia(path, w.tmpPath(path), func(out io.Writer) error {
+		hw = newHashingWriter(out)
+		return write(hw)
+	})
+	if err != nil {
+		return ManifestFile{}, &FileError{File: path, Err: err}
 	}
-	return nil
+	return ManifestFile{Name: name, SizeBytes: hw.n, SHA256: hw.sum(), Rows: rows}, nil
 }
 
 // syncDir makes renames in dir durable.

@@ -56,10 +56,13 @@ func TestResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The crash: part 2's occurrences renamed into place, its rows half written.
+			// The crash: part 2's occurrences and rows renamed into place but the manifest
+			// not yet rewritten (the part is not committed), temporary files half written.
 			debris := map[string][]byte{
 				occ2:                          full[:0],
+				rows2:                         full,
 				rows2 + tmpSuffix:             full[:len(full)/2],
+				rows2 + ".4242" + tmpSuffix:   full[:len(full)/3], // a temporary name of pid 4242
 				occ2 + tmpSuffix:              full[:10],
 				"tile-1of2-00000.arrow.tmp":   full[:10], // another shard's writer at work
 				"tile-0of1-00007.parquet.tmp": full[:10],
@@ -94,7 +97,7 @@ func TestResume(t *testing.T) {
 			if !equalKeys(seen, before) {
 				t.Errorf("Resume() reports %d kernels seen, the files hold %d", len(seen), len(before))
 			}
-			for _, name := range []string{occ2, rows2 + tmpSuffix, occ2 + tmpSuffix, "tile-0of1-00007.parquet.tmp"} {
+			for _, name := range []string{occ2, rows2, rows2 + tmpSuffix, rows2 + ".4242" + tmpSuffix, occ2 + tmpSuffix, "tile-0of1-00007.parquet.tmp"} {
 				if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
 					t.Errorf("%s survived reopening the writer", name)
 				}

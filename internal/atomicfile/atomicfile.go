@@ -15,8 +15,13 @@ import (
 const TmpSuffix = ".tmp"
 
 // Write writes path atomically with write, which gets a buffered writer.
-func Write(path string, write func(io.Writer) error) (err error) {
-	tmp := path + TmpSuffix
+func Write(path string, write func(io.Writer) error) error {
+	return WriteVia(path, path+TmpSuffix, write)
+}
+
+// WriteVia is Write with the temporary file named tmp (which must be in path's directory
+// and should end in TmpSuffix), for writers that need temporary names unique to them.
+func WriteVia(path, tmp string, write func(io.Writer) error) (err error) {
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -48,7 +48,9 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 		Long: "Gen compiles zoo models (or HLO files) under random configurations, times every kernel's configurations on the simulator, " +
 			"and writes one row per distinct kernel to Arrow IPC (zstd) or Parquet files in DIR. Work is split into units (model x variant); " +
 			"--shard i/n runs the units u with u mod n = i, so n machines can each run one shard into the same DIR (or separate DIRs) and the union " +
-			"equals one run. Parts are written atomically; running the same command again resumes after the last complete part.",
+			"equals one run. Parts are written atomically and committed in the shard's manifest (sizes and SHA-256, which readers verify); " +
+			"running the same command again resumes after the last committed part. A run locks its shard of DIR: a second run on the same " +
+			"shard fails, naming the process that holds it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGen(cmd.Context(), o) },
 	}
@@ -70,15 +72,11 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func parseShard(s string) (int, int, error) {
-	var i, n int
-	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n <= 0 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("--shard %q: expected i/n with 0 <= i < n", s)
-	}
-	return i, n, nil
-}
-
+// modelList returns the models of --models or --all (exactly one must be given).
 func modelList(models string, all bool) ([]string, error) {
+	if all && models != "" {
+		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
+	}
 	if all {
 		var names []string
 		for _, m := range zoo.All() {
@@ -90,10 +88,11 @@ func modelList(models string, all bool) ([]string, error) {
 		return nil, fmt.Errorf("give --models a,b or --all")
 	}
 	var names []string
-	for _, m := range strings.Split(models, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			names = append(names, m)
+	for i, m := range strings.Split(models, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			return nil, fmt.Errorf("--models %q: name %d is empty", models, i+1)
 		}
+		names = append(names, m)
 	}
 	return names, nil
 }
@@ -115,12 +114,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range models {
-		if _, err := zoo.Resolve(m); err != nil {
-			return err
-		}
-	}
-	si, sn, err := parseShard(o.Shard)
+	si, sn, err := dataset.ParseShard(o.Shard)
 	if err != nil {
 		return err
 	}
@@ -137,6 +131,16 @@ func runGen(ctx context.Context, o *GenOptions) error {
 			rep.Update(p.UnitsDone, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
 		},
 	}
+	// Every flag's value is checked as given: the library's defaults for zero values are
+	// not for flags (`--configs 0` is an error, not 32).
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	for _, m := range models {
+		if _, err := zoo.Resolve(m); err != nil {
+			return err
+		}
+	}
 	res, err := dataset.Generate(ctx, opts)
 	if rep != nil {
 		rep.Done()
@@ -148,6 +152,6 @@ func runGen(ctx context.Context, o *GenOptions) error {
 		return writeJSON(o.IO.Out, res)
 	}
 	fmt.Fprintf(o.IO.Out, "%s: %d units (%d resumed), %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
-		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateRows, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
+		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateKernels, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
 	return nil
 }

@@ -24,7 +24,8 @@ func NewCmdInspect(ios IO, g *Globals) *cobra.Command {
 		Short: "Summarize a dataset: rows, kernels, programs, samples, runtimes, schema and provenance",
 		Long: "Inspect reads every complete part of the dataset in DIR and prints its rows (stored, duplicates across shards included), " +
 			"kernels (distinct kernel keys, the rows a trainer reads), programs, samples (measured configs), tasks, runtime min/median/max, " +
-			"schema and feature versions, provenance, and the files of each shard. A damaged file is reported by name.",
+			"schema and feature versions, provenance, and the files of each shard. Every file's size and SHA-256 are first checked against " +
+			"its shard's manifest; a damaged, missing or unlisted file is reported by name, with a non-zero exit.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { o.Dir = args[0]; return runInspect(o) },
 	}
@@ -64,6 +65,7 @@ func runInspect(o *InspectOptions) error {
 		{"generator", fmt.Sprintf("%s, seed %d, %d configs per kernel, tool %s", p.GeneratorVersion, p.Seed, p.ConfigsPerKernel, p.ToolVersion)},
 		{"models", fmt.Sprintf("%d: %s", len(p.Models), abbreviateList(p.Models, 8))},
 		{"bytes", fmt.Sprint(s.Bytes)},
+		{"checksums", fmt.Sprintf("%d files verified (size and SHA-256) against %s", s.VerifiedFiles, strings.Join(s.Manifests, ","))},
 	} {
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}

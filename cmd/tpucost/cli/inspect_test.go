@@ -83,11 +83,15 @@ func TestInspectCommand(t *testing.T) {
 			var s struct {
 				Rows, Kernels, Programs, Samples int
 				Tasks                            []string
-				RuntimeNs                        struct{ Min, Median, Max float64 } `json:"runtime_ns"`
-				SchemaVersion                    int                                `json:"schema_version"`
-				FeatureVersion                   int                                `json:"feature_version"`
-				Provenance                       struct{ Chip string }
-				Shards                           []struct{ Files int }
+				RuntimeNs                        struct {
+					Min    float64 `json:"min_ns"`
+					Median float64 `json:"median_ns"`
+					Max    float64 `json:"max_ns"`
+				} `json:"runtime_ns"`
+				SchemaVersion  int `json:"schema_version"`
+				FeatureVersion int `json:"feature_version"`
+				Provenance     struct{ Chip string }
+				Shards         []struct{ Files int }
 			}
 			if err := json.Unmarshal([]byte(out), &s); err != nil {
 				t.Fatalf("%v\n%s", err, out)
@@ -103,17 +107,21 @@ func TestInspectCommand(t *testing.T) {
 				t.Errorf("table (exit %d, %s):\n%s", code, errs, out)
 			}
 
-			// A truncated rows file: one line naming it, non-zero exit.
+			// One byte flipped in the middle of the rows file (its manifest's SHA-256 no
+			// longer matches), then the file truncated: one line naming it, non-zero exit.
 			b, err := os.ReadFile(rowsFile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(rowsFile, b[:len(b)/2], 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, errs, code = runInspectCmd("inspect", dir, "--json")
-			if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, rowsFile) {
-				t.Errorf("corrupt dataset: exit %d, stdout %q, stderr %q", code, out, errs)
+			b[len(b)/2] ^= 1
+			for _, damaged := range [][]byte{b, b[:len(b)/2]} {
+				if err := os.WriteFile(rowsFile, damaged, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, errs, code = runInspectCmd("inspect", dir, "--json")
+				if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, rowsFile) {
+					t.Errorf("corrupt dataset: exit %d, stdout %q, stderr %q", code, out, errs)
+				}
 			}
 		})
 	}

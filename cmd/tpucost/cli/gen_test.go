@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/dataset"
+)
+
+// TestGenRefusesBadFlags: out-of-range flags are one-line errors naming the flag and its
+// range, never a quiet default (the ranges themselves: dataset.TestGenOptionsValidate).
+func TestGenRefusesBadFlags(t *testing.T) {
+	out := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--configs", "0"}, "--configs 0: want an integer in [1,"},
+		{[]string{"--configs", "-1"}, "--configs -1"},
+		{[]string{"--variants", "0"}, "--variants 0"},
+		{[]string{"--workers", "-2"}, "--workers -2"},
+		{[]string{"--part-rows", "0"}, "--part-rows 0"},
+		{[]string{"--runs", "0"}, "--runs 0"},
+		{[]string{"--noise", "-1"}, "--noise -1"},
+		{[]string{"--shard", "2/2"}, `--shard "2/2"`},
+		{[]string{"--shard", "1/2x"}, `--shard "1/2x"`},
+		{[]string{"--task", "speed"}, `--task "speed"`},
+		{[]string{"--all"}, "--all and --models"},
+	} {
+		args := append([]string{"gen", "--models", "mlp_96x2_b1", "--out", out}, tc.args...)
+		stdout, errs, code := run(args...)
+		if code == 0 || stdout != "" || strings.Count(strings.TrimRight(errs, "\n"), "\n") != 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want one line mentioning %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("refused runs wrote %d files", len(entries))
+	}
+}
+
+// TestGenSecondRunOnOneShardIsRefused: a second gen on a directory and shard another
+// process writes fails at once, saying who holds it; `gen --json` then reports the
+// finished run in snake_case with units.
+func TestGenSecondRunOnOneShardIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	// Hold the shard as a running gen would.
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Provenance: dataset.Provenance{Task: dataset.TaskTile, ShardCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"gen", "--models", "mlp_96x2_b1", "--out", dir, "--configs", "4", "--workers", "1"}
+	_, errs, code := run(args...)
+	if code == 0 || strings.Count(strings.TrimRight(errs, "\n"), "\n") != 0 || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) ||
+		!strings.Contains(errs, filepath.Join(dir, dataset.LockName(dataset.TaskTile, 0, 1))) {
+		t.Errorf("second gen: exit %d, stderr %q", code, errs)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, errs, code := run(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("gen after the lock was released: exit %d, %s", code, errs)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	for _, k := range []string{"units", "rows", "samples", "duplicate_kernels", "elapsed_s", "samples_per_s", "compile_s"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("gen --json has no %q: %s", k, stdout)
+		}
+	}
+}
