@@ -101,3 +101,21 @@ func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 func kernelCandKey(key string, t cost.Tile, f cost.Flags) string {
 	return key + "|" + t.String() + "|" + f.String()
 }
+
+// AssignRoles gives each learned model its role: at most one absolute (program-level,
+// fusion/layout) model guides the program search and at most one relative (tile/flags)
+// model the kernel search. names[i] names models[i] in errors.
+func AssignRoles(models []Model, names []string) (graph, kernel Model, err error) {
+	for i, m := range models {
+		switch {
+		case m.Relative() && kernel == nil:
+			kernel = m
+		case !m.Relative() && graph == nil:
+			graph = m
+		default:
+			kind := map[bool]string{true: "relative (tile/flags)", false: "absolute (fusion/layout)"}[m.Relative()]
+			return nil, nil, fmt.Errorf("give at most one absolute (fusion/layout) and one relative (tile/flags) model; %s is a second %s model", names[i], kind)
+		}
+	}
+	return graph, kernel, nil
+}

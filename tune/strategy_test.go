@@ -357,3 +357,15 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("strategy SA: %v, %q", err, r.Strategy)
 	}
 }
+
+func TestAssignRoles(t *testing.T) {
+	chip := testChip(t)
+	abs, rel := simModel{chip: chip}, simModel{chip: chip, relative: true}
+	g, k, err := AssignRoles([]Model{rel, abs}, []string{"r", "a"})
+	if err != nil || g != Model(abs) || k != Model(rel) {
+		t.Errorf("AssignRoles = %v, %v, %v", g, k, err)
+	}
+	if _, _, err := AssignRoles([]Model{abs, abs}, []string{"a1", "a2"}); err == nil || !strings.Contains(err.Error(), "a2") {
+		t.Errorf("two absolute models: %v", err)
+	}
+}

@@ -37,3 +37,29 @@ func Resolve(src string) (*hlo.Module, error) {
 	}
 	return m.Build()
 }
+
+// Names lists every zoo model's name, in registry order.
+func Names() []string {
+	var names []string
+	for _, m := range All() {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// ParseList splits a comma-separated list of sources (zoo model names or HLO files), as
+// the --models flags of gen and tune take it. Spaces around names are dropped; an empty
+// list or an empty name (a stray comma) is an error, never silently skipped.
+func ParseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("no model named")
+	}
+	var names []string
+	for i, m := range strings.Split(s, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			return nil, fmt.Errorf("%q: name %d is empty", s, i+1)
+		}
+		names = append(names, m)
+	}
+	return names, nil
+}

@@ -307,3 +307,18 @@ func TestModelShapesRealistic(t *testing.T) {
 		t.Errorf("aligned %d, unaligned %d, bf16 %d, f32 %d matmuls/convolutions; want all > 0", aligned, unaligned, bf16, f32)
 	}
 }
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList(" a, b.hlo ,c")
+	if err != nil || !slices.Equal(got, []string{"a", "b.hlo", "c"}) {
+		t.Errorf("ParseList = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "  ", "a,,b", "a,"} {
+		if _, err := ParseList(bad); err == nil {
+			t.Errorf("ParseList(%q) accepted", bad)
+		}
+	}
+	if len(Names()) != len(All()) {
+		t.Error("Names and All disagree")
+	}
+}

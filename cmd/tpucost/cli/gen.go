@@ -3,10 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/signal"
 	"runtime/debug"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -78,21 +75,14 @@ func modelList(models string, all bool) ([]string, error) {
 		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
 	}
 	if all {
-		var names []string
-		for _, m := range zoo.All() {
-			names = append(names, m.Name)
-		}
-		return names, nil
+		return zoo.Names(), nil
 	}
 	if models == "" {
 		return nil, fmt.Errorf("give --models a,b or --all")
 	}
-	var names []string
-	for i, m := range strings.Split(models, ",") {
-		if m = strings.TrimSpace(m); m == "" {
-			return nil, fmt.Errorf("--models %q: name %d is empty", models, i+1)
-		}
-		names = append(names, m)
+	names, err := zoo.ParseList(models)
+	if err != nil {
+		return nil, fmt.Errorf("--models: %w", err)
 	}
 	return names, nil
 }
@@ -101,8 +91,6 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	// Generation allocates fast and keeps little alive: collecting less often lets two
 	// workers scale to ~1.9x one (dataset.BenchmarkGenerate) for a larger heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(dataset.GenGCPercent))

@@ -101,20 +101,11 @@ func (o *TuneOptions) sources() ([]string, bool, error) {
 	case o.Src != "":
 		return []string{o.Src}, false, nil
 	case o.All:
-		var srcs []string
-		for _, m := range zoo.All() {
-			srcs = append(srcs, m.Name)
-		}
-		return srcs, true, nil
+		return zoo.Names(), true, nil
 	}
-	var srcs []string
-	for _, s := range strings.Split(o.Models, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			srcs = append(srcs, s)
-		}
-	}
-	if len(srcs) == 0 {
-		return nil, false, errors.New("--models: no model named")
+	srcs, err := zoo.ParseList(o.Models)
+	if err != nil {
+		return nil, false, fmt.Errorf("--models: %w", err)
 	}
 	return srcs, true, nil
 }
@@ -354,6 +345,8 @@ func loadTuneModels(dirs string, load func(string) (tune.Model, error), c tpusim
 	if load == nil {
 		load = func(dir string) (tune.Model, error) { return gnn.LoadPredictor(dir, c.Target) }
 	}
+	var models []tune.Model
+	var names []string
 	for _, dir := range strings.Split(dirs, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
@@ -362,14 +355,11 @@ func loadTuneModels(dirs string, load func(string) (tune.Model, error), c tpusim
 		if err != nil {
 			return nil, nil, fmt.Errorf("--model %s: %w", dir, err)
 		}
-		switch {
-		case m.Relative() && kernel == nil:
-			kernel = m
-		case !m.Relative() && graph == nil:
-			graph = m
-		default:
-			return nil, nil, fmt.Errorf("--model: give at most one absolute (fusion/layout) and one relative (tile/flags) model; %s is a second %s model", dir, map[bool]string{true: "relative", false: "absolute"}[m.Relative()])
-		}
+		models, names = append(models, m), append(names, dir)
+	}
+	graph, kernel, err = tune.AssignRoles(models, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--model: %w", err)
 	}
 	return graph, kernel, nil
 }
