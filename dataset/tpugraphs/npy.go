@@ -52,7 +52,9 @@ func (a *Array) Len() int {
 }
 
 // IsFloat reports whether the array holds floating-point values.
-func (a *Array) IsFloat() bool { return a.Ints == nil && (a.F32 != nil || a.F64 != nil || isFloatDescr(a.Descr)) }
+func (a *Array) IsFloat() bool {
+	return a.Ints == nil && (a.F32 != nil || a.F64 != nil || isFloatDescr(a.Descr))
+}
 
 // Float32s returns the values as float32 (integers and float64 converted).
 func (a *Array) Float32s() []float32 {
