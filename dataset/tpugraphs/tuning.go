@@ -1,0 +1,397 @@
+package tpugraphs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// Field numbers of tpu_graphs/proto/tuning.proto (tpu_graphs repository) and of
+// xla.ExecutionProfile (XLA's xla_data.proto), the messages the raw tuning data is made of.
+const (
+	// TuningData
+	fTuningModules = 1 // repeated ModuleTuningData
+	// ModuleTuningData
+	fMTDModule            = 1 // xla.HloModuleProto
+	fMTDFingerprint       = 2 // uint64
+	fMTDRuns              = 3 // repeated ConfigProfile
+	fMTDConfigIndexToNode = 4 // repeated uint64 (packed)
+	// ConfigProfile
+	fRunOpConfig     = 1 // HloOpConfig (oneof config)
+	fRunModuleConfig = 2 // HloModuleConfig (oneof config)
+	fRunError        = 3 // bool
+	fRunProfile      = 4 // xla.ExecutionProfile
+	fRunIsDefault    = 5 // bool
+	// HloOpConfig
+	fOpTileSizeConfig = 1 // TileSizeConfig
+	// TileSizeConfig: repeated int64 each
+	fTileKernelBounds    = 1
+	fTileOutputBounds    = 2
+	fTileInputBounds     = 3
+	fTileIterationBounds = 4
+	// HloModuleConfig
+	fModLayoutConfig = 1 // LayoutConfig
+	// LayoutConfig
+	fLayoutNodes = 1 // repeated NodeLayoutConfig
+	// NodeLayoutConfig
+	fNodeTensors = 1 // repeated TensorLayoutConfig
+	// TensorLayoutConfig
+	fTensorDims = 1 // repeated int32
+	// xla.ExecutionProfile
+	fProfComputeCycleCount       = 3 // int64
+	fProfComputeTimeNs           = 4 // int64
+	fProfComputeAndTransferTimeN = 5 // int64
+)
+
+// ModuleTuning is one tpu_graphs.ModuleTuningData: an HLO module and the configurations
+// measured on a TPU for it.
+type ModuleTuning struct {
+	Module      *hlo.Module
+	Fingerprint uint64
+	Runs        []Run
+	// ConfigIndexToNode gives, for layout configs, the instruction id of the node the
+	// i-th entry of LayoutConfig.Nodes configures.
+	ConfigIndexToNode []uint64
+}
+
+// Run is one tpu_graphs.ConfigProfile: a configuration and its measurement. At most one
+// of Tile and Layout is set.
+type Run struct {
+	Tile      *TileSizeConfig
+	Layout    *LayoutConfig
+	Error     bool // the configuration failed to compile or run
+	IsDefault bool // the compiler's default configuration
+	// Profile is the xla.ExecutionProfile; HasProfile is false when the run has none.
+	HasProfile bool
+	Profile    Profile
+}
+
+// Profile holds the measured fields of an xla.ExecutionProfile.
+type Profile struct {
+	ComputeCycleCount       int64
+	ComputeTimeNs           int64
+	ComputeAndTransferTimeN int64
+}
+
+// TileSizeConfig is tpu_graphs.TileSizeConfig.
+type TileSizeConfig struct {
+	KernelBounds, OutputBounds, InputBounds, IterationBounds []int64
+}
+
+// LayoutConfig is tpu_graphs.LayoutConfig: per configured node, per tensor, the
+// minor-to-major dimension order.
+type LayoutConfig struct {
+	Nodes [][][]int32
+}
+
+// ReadTuningFile reads a serialized tpu_graphs.TuningData or ModuleTuningData (see
+// DecodeTuning).
+func ReadTuningFile(path string) ([]ModuleTuning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tpugraphs: %w", err)
+	}
+	return DecodeTuning(path, data)
+}
+
+// DecodeTuning decodes a serialized tpu_graphs.TuningData (a list of ModuleTuningData, as
+// the op-level tile tuning files are) or a single ModuleTuningData (as the module-level
+// layout tuning files are); name is used in errors. The modules decode with
+// hlo.DecodeModuleProto and are checked like any imported HLO. Errors name the file and
+// the module index.
+func DecodeTuning(name string, data []byte) ([]ModuleTuning, error) {
+	top, err := fields(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a serialized tpu_graphs.TuningData or ModuleTuningData: %w", name, err)
+	}
+	var msgs [][]byte
+	if isTuningData(top) {
+		for _, f := range top {
+			msgs = append(msgs, f.b)
+		}
+	} else {
+		msgs = [][]byte{data}
+	}
+	out := make([]ModuleTuning, 0, len(msgs))
+	for i, b := range msgs {
+		mt, err := decodeModuleTuning(name, b)
+		if err != nil {
+			if len(msgs) > 1 {
+				return nil, fmt.Errorf("module %d: %w", i, err)
+			}
+			return nil, err
+		}
+		out = append(out, mt)
+	}
+	return out, nil
+}
+
+// isTuningData tells a TuningData from a ModuleTuningData: a TuningData has only field 1
+// (ModuleTuningData messages, whose own field 2 is the fingerprint, a varint), while a
+// ModuleTuningData's field 1 is an HloModuleProto (whose field 2, the entry computation's
+// name, is a string) and it has runs (field 3).
+func isTuningData(top []field) bool {
+	if len(top) == 0 {
+		return false
+	}
+	for _, f := range top {
+		if f.num != fTuningModules || f.typ != protowire.BytesType {
+			return false
+		}
+	}
+	inner, err := fields(top[0].b)
+	if err != nil {
+		return false
+	}
+	for _, f := range inner {
+		if f.num == fMTDFingerprint {
+			return f.typ == protowire.VarintType
+		}
+		if f.num == fMTDRuns && f.typ == protowire.BytesType {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeModuleTuning(name string, data []byte) (ModuleTuning, error) {
+	var mt ModuleTuning
+	fs, err := fields(data)
+	if err != nil {
+		return mt, fmt.Errorf("%s: bad ModuleTuningData: %w", name, err)
+	}
+	var module []byte
+	for _, f := range fs {
+		switch {
+		case f.num == fMTDModule && f.typ == protowire.BytesType:
+			module = f.b
+		case f.num == fMTDFingerprint && f.typ == protowire.VarintType:
+			mt.Fingerprint = f.v
+		case f.num == fMTDRuns && f.typ == protowire.BytesType:
+			r, err := decodeRun(f.b)
+			if err != nil {
+				return mt, fmt.Errorf("%s: run %d: %w", name, len(mt.Runs), err)
+			}
+			mt.Runs = append(mt.Runs, r)
+		case f.num == fMTDConfigIndexToNode:
+			vs, err := uints(f)
+			if err != nil {
+				return mt, fmt.Errorf("%s: config_index_to_node: %w", name, err)
+			}
+			mt.ConfigIndexToNode = append(mt.ConfigIndexToNode, vs...)
+		}
+	}
+	if module == nil {
+		return mt, fmt.Errorf("%s: ModuleTuningData has no module (field %d)", name, fMTDModule)
+	}
+	mod, err := hlo.DecodeModuleProto(name, module)
+	if err != nil {
+		return mt, err
+	}
+	mt.Module = mod
+	return mt, nil
+}
+
+func decodeRun(b []byte) (Run, error) {
+	var r Run
+	fs, err := fields(b)
+	if err != nil {
+		return r, err
+	}
+	for _, f := range fs {
+		switch {
+		case f.num == fRunOpConfig && f.typ == protowire.BytesType:
+			op, err := fields(f.b)
+			if err != nil {
+				return r, fmt.Errorf("op_config: %w", err)
+			}
+			for _, g := range op {
+				if g.num == fOpTileSizeConfig && g.typ == protowire.BytesType {
+					t, err := decodeTile(g.b)
+					if err != nil {
+						return r, fmt.Errorf("tile_size_config: %w", err)
+					}
+					r.Tile = t
+				}
+			}
+		case f.num == fRunModuleConfig && f.typ == protowire.BytesType:
+			mc, err := fields(f.b)
+			if err != nil {
+				return r, fmt.Errorf("module_config: %w", err)
+			}
+			for _, g := range mc {
+				if g.num == fModLayoutConfig && g.typ == protowire.BytesType {
+					l, err := decodeLayout(g.b)
+					if err != nil {
+						return r, fmt.Errorf("layout_config: %w", err)
+					}
+					r.Layout = l
+				}
+			}
+		case f.num == fRunError && f.typ == protowire.VarintType:
+			r.Error = f.v != 0
+		case f.num == fRunIsDefault && f.typ == protowire.VarintType:
+			r.IsDefault = f.v != 0
+		case f.num == fRunProfile && f.typ == protowire.BytesType:
+			pf, err := fields(f.b)
+			if err != nil {
+				return r, fmt.Errorf("profile: %w", err)
+			}
+			r.HasProfile = true
+			for _, g := range pf {
+				if g.typ != protowire.VarintType {
+					continue
+				}
+				switch g.num {
+				case fProfComputeCycleCount:
+					r.Profile.ComputeCycleCount = int64(g.v)
+				case fProfComputeTimeNs:
+					r.Profile.ComputeTimeNs = int64(g.v)
+				case fProfComputeAndTransferTimeN:
+					r.Profile.ComputeAndTransferTimeN = int64(g.v)
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func decodeTile(b []byte) (*TileSizeConfig, error) {
+	fs, err := fields(b)
+	if err != nil {
+		return nil, err
+	}
+	t := &TileSizeConfig{}
+	for _, f := range fs {
+		var dst *[]int64
+		switch f.num {
+		case fTileKernelBounds:
+			dst = &t.KernelBounds
+		case fTileOutputBounds:
+			dst = &t.OutputBounds
+		case fTileInputBounds:
+			dst = &t.InputBounds
+		case fTileIterationBounds:
+			dst = &t.IterationBounds
+		default:
+			continue
+		}
+		vs, err := uints(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			*dst = append(*dst, int64(v))
+		}
+	}
+	return t, nil
+}
+
+func decodeLayout(b []byte) (*LayoutConfig, error) {
+	fs, err := fields(b)
+	if err != nil {
+		return nil, err
+	}
+	l := &LayoutConfig{}
+	for _, f := range fs {
+		if f.num != fLayoutNodes || f.typ != protowire.BytesType {
+			continue
+		}
+		nf, err := fields(f.b)
+		if err != nil {
+			return nil, fmt.Errorf("node %d: %w", len(l.Nodes), err)
+		}
+		node := [][]int32{}
+		for _, t := range nf {
+			if t.num != fNodeTensors || t.typ != protowire.BytesType {
+				continue
+			}
+			tf, err := fields(t.b)
+			if err != nil {
+				return nil, fmt.Errorf("node %d tensor %d: %w", len(l.Nodes), len(node), err)
+			}
+			dims := []int32{}
+			for _, d := range tf {
+				if d.num != fTensorDims {
+					continue
+				}
+				vs, err := uints(d)
+				if err != nil {
+					return nil, err
+				}
+				for _, v := range vs {
+					dims = append(dims, int32(v))
+				}
+			}
+			node = append(node, dims)
+		}
+		l.Nodes = append(l.Nodes, node)
+	}
+	return l, nil
+}
+
+// field is one wire-format field.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   uint64 // varint or fixed value
+	b   []byte // bytes value
+}
+
+// fields splits a message into its fields, in order.
+func fields(b []byte) ([]field, error) {
+	var out []field
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		f := field{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			f.v, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var v uint32
+			v, n = protowire.ConsumeFixed32(b)
+			f.v = uint64(v)
+		case protowire.Fixed64Type:
+			f.v, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			f.b, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// uints returns the values of a repeated varint field, packed or not.
+func uints(f field) ([]uint64, error) {
+	switch f.typ {
+	case protowire.VarintType:
+		return []uint64{f.v}, nil
+	case protowire.BytesType:
+		var out []uint64
+		b := f.b
+		for len(b) > 0 {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			out = append(out, v)
+			b = b[n:]
+		}
+		return out, nil
+	}
+	return nil, errors.New("want varints")
+}
