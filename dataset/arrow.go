@@ -31,6 +31,9 @@ const (
 	ColConfigFeatures = "config_features"
 	ColRuntimeNs      = "runtime_ns"
 	ColAnalyticalNs   = "analytical_ns"
+	// ColConfigNodes is present only in datasets with per-node configs
+	// (Provenance.PerNodeConfigs), as the last column.
+	ColConfigNodes = "config_nodes"
 )
 
 // Column names of an occurrences file, in schema order.
@@ -60,6 +63,8 @@ const (
 	MetaPart               = "tpucost.part"
 	MetaShard              = "tpucost.shard"   // "<index>of<count>"
 	MetaContent            = "tpucost.content" // "rows" or "occurrences"
+	// MetaFeatureSet is Provenance.FeatureSet; present only when that is set.
+	MetaFeatureSet = "tpucost.feature_set"
 )
 
 // Values of MetaContent.
@@ -70,9 +75,14 @@ const (
 
 // Widths returns the node, kernel and config feature widths of p's feature schema (the
 // lengths of its name lists), falling back to the features package's current widths for
-// a list that is empty.
+// a list that is empty, unless p names a feature set of its own (FeatureSet), whose
+// lists are taken as they are (an empty one is width 0). With PerNodeConfigs, config is
+// the width per configurable node.
 func (p Provenance) Widths() (node, kernel, config int) {
 	w := [3]int{len(p.FeatureSchema.Node), len(p.FeatureSchema.Kernel), len(p.FeatureSchema.Config)}
+	if p.FeatureSet != "" {
+		return w[0], w[1], w[2]
+	}
 	current := [3]int{features.NodeWidth, features.KernelWidth, features.ConfigWidth}
 	for i := range w {
 		switch {
@@ -139,8 +149,11 @@ func (m fileMeta) metadata() (arrow.Metadata, error) {
 		{MetaPart, strconv.Itoa(m.Part)},
 		{MetaShard, fmt.Sprintf("%dof%d", m.Prov.ShardIndex, m.Prov.ShardCount)},
 		{MetaContent, m.Content},
-		{MetaProvenance, string(pj)},
 	}
+	if m.Prov.FeatureSet != "" {
+		kv = append(kv, [2]string{MetaFeatureSet, m.Prov.FeatureSet})
+	}
+	kv = append(kv, [2]string{MetaProvenance, string(pj)})
 	keys, vals := make([]string, len(kv)), make([]string, len(kv))
 	for i, p := range kv {
 		keys[i], vals[i] = p[0], p[1]
@@ -195,8 +208,15 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 		MetaSimulator: m.Prov.SimulatorVersion, MetaChip: m.Prov.Chip, MetaTask: string(m.Prov.Task),
 		MetaSeed: strconv.FormatInt(m.Prov.Seed, 10), MetaNodeFeatureWidth: strconv.Itoa(node),
 		MetaKernelFeatureWidth: strconv.Itoa(kernel), MetaConfigFeatureWidth: strconv.Itoa(config),
-		MetaShard: fmt.Sprintf("%dof%d", m.Prov.ShardIndex, m.Prov.ShardCount),
+		MetaShard:      fmt.Sprintf("%dof%d", m.Prov.ShardIndex, m.Prov.ShardCount),
+		MetaFeatureSet: m.Prov.FeatureSet,
 	} {
+		if key == MetaFeatureSet && want == "" {
+			if got, ok := get(key); ok {
+				return m, fmt.Errorf("metadata %s is %q, the provenance names no feature set", key, got)
+			}
+			continue
+		}
 		if got, _ := get(key); got != want {
 			return m, fmt.Errorf("metadata %s is %q, the provenance says %q", key, got, want)
 		}
@@ -207,8 +227,17 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 	return m, nil
 }
 
-// rowsFields are the columns of a rows file. Every column and list item is non-nullable.
-func rowsFields() []arrow.Field {
+// rowsFields are the columns of a rows file (with ColConfigNodes last when perNode). Every
+// column and list item is non-nullable.
+func rowsFields(perNode bool) []arrow.Field {
+	f := baseRowsFields()
+	if perNode {
+		f = append(f, arrow.Field{Name: ColConfigNodes, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)})
+	}
+	return f
+}
+
+func baseRowsFields() []arrow.Field {
 	str, i64 := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64
 	li32 := arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)
 	lf32 := arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)
@@ -245,7 +274,7 @@ func occFields() []arrow.Field {
 
 // RowsSchema returns the Arrow schema of a rows file without metadata (for documentation
 // and tools; files carry the metadata described by the Meta constants).
-func RowsSchema() *arrow.Schema { return arrow.NewSchema(rowsFields(), nil) }
+func RowsSchema() *arrow.Schema { return arrow.NewSchema(rowsFields(false), nil) }
 
 // OccurrencesSchema returns the Arrow schema of an occurrences file without metadata.
 func OccurrencesSchema() *arrow.Schema { return arrow.NewSchema(occFields(), nil) }
@@ -297,6 +326,14 @@ func checkRow(r *Row, node, kernel, config int) error {
 		return fmt.Errorf("%d configs, %d config feature vectors, %d runtimes, %d analytical estimates",
 			len(r.Configs), len(r.ConfigFeats), len(r.RuntimesNs), len(r.AnalyticalNs))
 	}
+	if len(r.ConfigNodes) > 0 {
+		for _, v := range r.ConfigNodes {
+			if v < 0 || int(v) >= n {
+				return fmt.Errorf("configurable node %d out of range for %d nodes", v, n)
+			}
+		}
+		config *= len(r.ConfigNodes)
+	}
 	for j := range g.EdgeSrc {
 		if s, d := g.EdgeSrc[j], g.EdgeDst[j]; s < 0 || int(s) >= n || d < 0 || int(d) >= n {
 			return fmt.Errorf("edge %d (%d->%d) out of range for %d nodes", j, s, d, n)
@@ -317,6 +354,9 @@ func rowBytes(r *Row) int {
 	b += 4*(len(g.Opcodes)+len(g.NodeFeats)+len(g.EdgeSrc)+len(g.EdgeDst)+len(g.KernelFeats)) + 6*4
 	for i := range r.Configs {
 		b += len(r.Configs[i]) + 4 + 4*len(r.ConfigFeats[i]) + 4 + 16
+	}
+	if len(r.ConfigNodes) > 0 {
+		b += 4*len(r.ConfigNodes) + 4
 	}
 	return b
 }
@@ -344,6 +384,7 @@ func (r *Row) Clone() Row {
 	}
 	c.RuntimesNs = cloneSlice(r.RuntimesNs)
 	c.AnalyticalNs = cloneSlice(r.AnalyticalNs)
+	c.ConfigNodes = cloneSlice(r.ConfigNodes)
 	return c
 }
 
@@ -355,7 +396,8 @@ func cloneSlice[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
 }
 
-// buildRows converts rows into one record batch of schema (which must have rowsFields).
+// buildRows converts rows into one record batch of schema (which must have rowsFields;
+// with ColConfigNodes, the rows' ConfigNodes fill it).
 // The caller releases the result.
 func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, schema)
@@ -380,6 +422,10 @@ func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.Rec
 		l.ValueBuilder().(*array.Float64Builder).AppendValues(v, nil)
 	}
 	cfgFeatInner := configFeats.ValueBuilder().(*array.ListBuilder)
+	var perNode *array.ListBuilder
+	if schema.NumFields() > len(baseRowsFields()) {
+		perNode = list(len(baseRowsFields()))
+	}
 	// Reserve every value buffer once: growing them append by append dominated the cost
 	// of writing a part.
 	var nOps, nNode, nEdge, nKern, nCfg, nCfgFeat, nCfgStr int
@@ -428,6 +474,9 @@ func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.Rec
 		}
 		f64(runtimes, r.RuntimesNs)
 		f64(analytical, r.AnalyticalNs)
+		if perNode != nil {
+			i32(perNode, r.ConfigNodes)
+		}
 	}
 	return b.NewRecordBatch()
 }
@@ -462,11 +511,14 @@ type rowsBatch struct {
 	configs, configFeats, runtimes, analytical  *array.List
 	cfgFeatInner                                *array.List
 	cfgStrings                                  *array.String
+	configNodes                                 *array.List // nil without ColConfigNodes
 }
 
-// newRowsBatch wraps rec, a batch that passed checkBatch.
+// newRowsBatch wraps rec, a batch that passed checkBatch (with or without
+// ColConfigNodes; openBatchFile checked which one against the provenance).
 func newRowsBatch(rec arrow.RecordBatch) (*rowsBatch, error) {
-	if err := checkFields(rec.Schema(), rowsFields()); err != nil {
+	perNode := rec.Schema().NumFields() > len(baseRowsFields())
+	if err := checkFields(rec.Schema(), rowsFields(perNode)); err != nil {
 		return nil, err
 	}
 	col := func(i int) arrow.Array { return rec.Column(i) }
@@ -480,6 +532,9 @@ func newRowsBatch(rec arrow.RecordBatch) (*rowsBatch, error) {
 	}
 	b.cfgFeatInner = b.configFeats.ListValues().(*array.List)
 	b.cfgStrings = b.configs.ListValues().(*array.String)
+	if perNode {
+		b.configNodes = col(len(baseRowsFields())).(*array.List)
+	}
 	return b, nil
 }
 
@@ -556,6 +611,11 @@ func (b *rowsBatch) fill(i int, r *Row, buf *rowBuf, in interner) {
 	}
 	r.RuntimesNs = float64sAt(b.runtimes, i, r.RuntimesNs)
 	r.AnalyticalNs = float64sAt(b.analytical, i, r.AnalyticalNs)
+	if b.configNodes != nil {
+		r.ConfigNodes = int32sAt(b.configNodes, i, r.ConfigNodes)
+	} else {
+		r.ConfigNodes = r.ConfigNodes[:0]
+	}
 }
 
 // occBatch gives typed access to an occurrences record batch.

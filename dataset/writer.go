@@ -427,6 +427,9 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 		if err := checkRow(r, w.node, w.kernel, w.config); err != nil {
 			return fmt.Errorf("dataset: row %d (kernel %s): %w", i, r.KernelKey, err)
 		}
+		if len(r.ConfigNodes) > 0 && !w.prov.PerNodeConfigs {
+			return fmt.Errorf("dataset: row %d (kernel %s) has configurable nodes, the dataset has no per-node configs", i, r.KernelKey)
+		}
 	}
 	for i, o := range occ {
 		if o.Unit < firstUnit || o.Unit > lastUnit {
@@ -455,7 +458,7 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	if md, err = m.metadata(); err != nil {
 		return err
 	}
-	rowsSchema := arrow.NewSchema(rowsFields(), &md)
+	rowsSchema := arrow.NewSchema(rowsFields(w.prov.PerNodeConfigs), &md)
 	chunks := batchBounds(rows)
 	rowsFile, err := w.writeFile(rowsName, int64(len(rows)), func(out io.Writer) error {
 		return writeBatches(out, w.format, rowsSchema, w.mem, len(chunks)-1, func(i int) arrow.RecordBatch {
