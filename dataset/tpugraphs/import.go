@@ -1,0 +1,362 @@
+package tpugraphs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// ToolVersion is recorded as the generator version of imported datasets.
+const ToolVersion = "tpugraphs-import-1"
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	// Sources are npz or .pb files, or directories searched recursively for them (other
+	// files are ignored), such as the release's npz/{tile,layout}/... tree.
+	Sources []string
+	// Out is the output directory. With one output dataset it is the dataset; with
+	// several (collections, splits, feature sets) each is a subdirectory named
+	// "<collection>[-<split>]" ("tile-xla-train", "layout-nlp-random-valid"), and
+	// "tile-pb" for raw .pb tile runs.
+	Out string
+	// Collection is "tile" or "layout" for npz files whose path has no tile/ or layout/
+	// component; "" to require one. A path that says otherwise is an error.
+	Collection string
+	Format     dataset.Format // default arrow
+	// Chip is the target whose features describe .pb modules (package features needs
+	// one); npz files keep their own features.
+	Chip tpusim.Chip
+	// Progress, if set, is called after each file.
+	Progress func(done, total int)
+}
+
+// ImportReport says what Import wrote.
+type ImportReport struct {
+	Datasets []ImportedSet `json:"datasets"`
+	Files    int           `json:"files"`
+	// From .pb files.
+	PB PBStats `json:"pb"`
+	// UnmappedModules names the .pb modules whose kernels tpucost cannot analyze.
+	UnmappedModules []string `json:"unmapped_modules"`
+}
+
+// ImportedSet is one output dataset.
+type ImportedSet struct {
+	Dir        string       `json:"dir"`
+	Source     string       `json:"source"`
+	Collection string       `json:"collection"`
+	Split      string       `json:"split"`
+	FeatureSet string       `json:"feature_set"`
+	Task       dataset.Task `json:"task"`
+	Files      int          `json:"files"`
+	Rows       int          `json:"rows"`
+	Samples    int          `json:"samples"`
+}
+
+// srcFile is one input file and where it goes.
+type srcFile struct {
+	path       string
+	pb         bool
+	collection string // "tile/xla", "layout/nlp/random", "tile", ...
+	split      string
+}
+
+type group struct {
+	collection, split string
+	pb                bool
+}
+
+func (g group) kind() string { // "tile" or "layout"
+	k, _, _ := strings.Cut(g.collection, "/")
+	return k
+}
+
+func (g group) dirName() string {
+	if g.pb {
+		return "tile-pb"
+	}
+	s := strings.ReplaceAll(g.collection, "/", "-")
+	if g.split != "" {
+		s += "-" + g.split
+	}
+	return s
+}
+
+// Import reads TpuGraphs npz files and raw tuning .pb files and writes tpucost datasets
+// (one per collection, split and feature set; see ImportOptions.Out) with provenance
+// Source "tpugraphs", the collection, the split and the feature set. npz files keep
+// TpuGraphs' features (dataset.FeatureSetTpuGraphs; RowFromNPZ); .pb tile runs become rows
+// in tpucost's graph features with the raw tile as config (FeatureSetRawTile;
+// ModuleRows). One row per file (npz) or per tuned module (.pb); its Program is the
+// file's name without ".npz" (npz) or the module's name (.pb) and its KernelName the
+// file's base name. Rerunning with the same sources resumes (dataset.Writer). Errors name
+// the file.
+func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
+	if o.Out == "" {
+		return nil, errors.New("tpugraphs: no output directory")
+	}
+	if o.Collection != "" && o.Collection != CollectionTile && o.Collection != CollectionLayout {
+		return nil, fmt.Errorf("tpugraphs: unknown collection %q (want tile or layout)", o.Collection)
+	}
+	files, err := listSources(o.Sources, o.Collection)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[group][]srcFile{}
+	for _, f := range files {
+		g := group{collection: f.collection, split: f.split, pb: f.pb}
+		if f.pb {
+			g = group{collection: CollectionTile, pb: true}
+		}
+		groups[g] = append(groups[g], f)
+	}
+	keys := make([]group, 0, len(groups))
+	for g := range groups {
+		keys = append(keys, g)
+	}
+	slices.SortFunc(keys, func(a, b group) int { return strings.Compare(a.dirName(), b.dirName()) })
+	rep := &ImportReport{Files: len(files), Datasets: []ImportedSet{}, UnmappedModules: []string{}}
+	done := 0
+	for _, g := range keys {
+		dir := o.Out
+		if len(keys) > 1 {
+			dir = filepath.Join(o.Out, g.dirName())
+		}
+		set, err := importGroup(ctx, o, g, groups[g], dir, rep, &done, len(files))
+		if err != nil {
+			return nil, err
+		}
+		rep.Datasets = append(rep.Datasets, set)
+	}
+	return rep, nil
+}
+
+// partBytes bounds the uncompressed size of one part's rows.
+const partBytes = 64 << 20
+
+func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile, dir string, rep *ImportReport, done *int, total int) (ImportedSet, error) {
+	set := ImportedSet{Dir: dir, Source: "tpugraphs", Collection: g.collection, Split: g.split, Files: len(files)}
+	prov := dataset.Provenance{
+		SchemaVersion: dataset.SchemaVersion, Source: "tpugraphs", Collection: g.collection, Split: g.split,
+		SourceFiles: len(files), ShardCount: 1, ToolVersion: ToolVersion, GeneratorVersion: ToolVersion,
+	}
+	if g.pb {
+		prov.FeatureSet, prov.FeatureSchema = FeatureSetRawTile(), RawTileSchema()
+		prov.Chip, prov.VMEMBytes = o.Chip.Name, o.Chip.VMEMBytes
+		prov.Task = dataset.TaskTile
+	} else {
+		prov.FeatureSet, prov.FeatureSchema = dataset.FeatureSetTpuGraphs, FeatureSchema(g.kind())
+		prov.Task = dataset.TaskTile
+		if g.kind() == CollectionLayout {
+			prov.Task, prov.PerNodeConfigs = dataset.TaskLayout, true
+		}
+	}
+	set.FeatureSet, set.Task = prov.FeatureSet, prov.Task
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: o.Format, Provenance: prov})
+	if err != nil {
+		return set, err
+	}
+	defer w.Close()
+	next, _, _ := w.Resume()
+	var (
+		rows      []dataset.Row
+		occ       []dataset.Occurrence
+		size      int64
+		firstUnit = next
+		seen      = map[string]bool{}
+	)
+	flush := func(last int64) error {
+		if last < firstUnit {
+			return nil
+		}
+		if err := w.WritePart(firstUnit, last, rows, occ); err != nil {
+			return err
+		}
+		rows, occ, size, firstUnit = nil, nil, 0, last+1
+		return nil
+	}
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return set, err
+		}
+		unit := int64(i)
+		var got []dataset.Row
+		if g.pb {
+			mts, err := ReadTuningFile(f.path)
+			if err != nil {
+				return set, err
+			}
+			rs, st, unmapped, err := ModuleRows(f.path, mts, o.Chip.Target)
+			if err != nil {
+				return set, err
+			}
+			addStats(&rep.PB, st)
+			rep.UnmappedModules = append(rep.UnmappedModules, unmapped...)
+			got = rs
+		} else {
+			z, err := ReadNPZFile(f.path)
+			if err != nil {
+				return set, err
+			}
+			r, err := RowFromNPZ(z, g.kind())
+			if err != nil {
+				return set, fmt.Errorf("%s: %w", f.path, err)
+			}
+			name := filepath.Base(f.path)
+			r.Program = strings.TrimSuffix(name, ".npz")
+			r.KernelName = name
+			r.KernelKey = "tpugraphs:" + g.collection + "/" + g.split + "/" + name
+			got = []dataset.Row{r}
+		}
+		for j := range got {
+			r := &got[j]
+			if seen[r.KernelKey] {
+				return set, fmt.Errorf("%s: kernel key %s appears twice (the same file given twice?)", f.path, r.KernelKey)
+			}
+			seen[r.KernelKey] = true
+			set.Rows++
+			set.Samples += r.Samples()
+			if unit < next {
+				continue // written by an earlier run
+			}
+			r.Unit = unit
+			occ = append(occ, dataset.Occurrence{Unit: unit, Program: r.Program, KernelKey: r.KernelKey, Count: 1})
+			rows = append(rows, *r)
+			size += r.SizeBytes()
+		}
+		*done++
+		if o.Progress != nil {
+			o.Progress(*done, total)
+		}
+		if unit >= next && size >= partBytes {
+			if err := flush(unit); err != nil {
+				return set, err
+			}
+		}
+	}
+	if err := flush(int64(len(files)) - 1); err != nil {
+		return set, err
+	}
+	return set, w.Close()
+}
+
+func addStats(a *PBStats, b PBStats) {
+	a.Modules += b.Modules
+	a.Runs += b.Runs
+	a.ErrorRuns += b.ErrorRuns
+	a.UntimedRuns += b.UntimedRuns
+	a.LayoutRuns += b.LayoutRuns
+	a.UnmappedTile += b.UnmappedTile
+	a.ImportedRuns += b.ImportedRuns
+	a.ImportedModule += b.ImportedModule
+}
+
+// listSources expands the sources into files, sorted by path, with their collection and
+// split from the path (or flag).
+func listSources(srcs []string, flag string) ([]srcFile, error) {
+	if len(srcs) == 0 {
+		return nil, errors.New("tpugraphs: no sources")
+	}
+	var out []srcFile
+	seen := map[string]bool{}
+	add := func(path string) error {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("tpugraphs: %w", err)
+		}
+		if seen[abs] {
+			return nil
+		}
+		seen[abs] = true
+		f := srcFile{path: path, pb: strings.HasSuffix(path, ".pb")}
+		if f.pb {
+			out = append(out, f)
+			return nil
+		}
+		coll, split := inferCollection(abs)
+		switch {
+		case coll == "" && flag == "":
+			return fmt.Errorf("%s: cannot tell the collection from the path (no tile/ or layout/ directory in it): pass --collection tile|layout", path)
+		case coll == "":
+			coll = flag
+		case flag != "" && !strings.HasPrefix(coll+"/", flag+"/"):
+			return fmt.Errorf("%s: the path says collection %s, --collection says %s", path, coll, flag)
+		}
+		f.collection, f.split = coll, split
+		out = append(out, f)
+		return nil
+	}
+	for _, src := range srcs {
+		st, err := os.Stat(src)
+		if err != nil {
+			return nil, fmt.Errorf("tpugraphs: %w", err)
+		}
+		if !st.IsDir() {
+			if !strings.HasSuffix(src, ".npz") && !strings.HasSuffix(src, ".pb") {
+				return nil, fmt.Errorf("%s: not an .npz or .pb file", src)
+			}
+			if err := add(src); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n := len(out)
+		err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !(strings.HasSuffix(path, ".npz") || strings.HasSuffix(path, ".pb")) {
+				return nil
+			}
+			return add(path)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: no .npz or .pb files in the directory", src)
+		}
+	}
+	slices.SortFunc(out, func(a, b srcFile) int { return strings.Compare(a.path, b.path) })
+	return out, nil
+}
+
+// inferCollection reads the collection and split from a path in the release's tree:
+// .../tile/xla/{train,valid,test}/F.npz or .../layout/{xla,nlp}/{default,random}/{split}/F.npz
+// (a missing level is left out). It returns "" when no component is tile or layout.
+func inferCollection(path string) (collection, split string) {
+	comps := strings.Split(filepath.ToSlash(filepath.Dir(path)), "/")
+	at := -1
+	for i, c := range comps {
+		if c == CollectionTile || c == CollectionLayout {
+			at = i // the last one wins
+		}
+	}
+	if at < 0 {
+		return "", ""
+	}
+	collection = comps[at]
+	rest := comps[at+1:]
+	if len(rest) > 0 && (rest[0] == "xla" || rest[0] == "nlp") {
+		collection += "/" + rest[0]
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && (rest[0] == "default" || rest[0] == "random") {
+		collection += "/" + rest[0]
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && (rest[0] == "train" || rest[0] == "valid" || rest[0] == "test") {
+		split = rest[0]
+	}
+	return collection, split
+}
+
+func baseName(path string) string { return filepath.Base(path) }
