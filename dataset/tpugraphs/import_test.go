@@ -153,4 +153,3 @@ func TestImportPB(t *testing.T) {
 		t.Errorf("%d samples, %d imported runs", samples, pb.ImportedRuns)
 	}
 }
-

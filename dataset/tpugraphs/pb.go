@@ -22,7 +22,9 @@ const rawTileDims = 6
 // tpucost's node and kernel features (features.SchemaVersion) with the TPU's raw tile as
 // the config (RawTileWidth values, not tpucost's tile features). A model trained on
 // tpucost's own configs must not read these rows, hence the name.
-func FeatureSetRawTile() string { return fmt.Sprintf("tpucost-v%d+tpu-tile-v1", features.SchemaVersion) }
+func FeatureSetRawTile() string {
+	return fmt.Sprintf("tpucost-v%d+tpu-tile-v1", features.SchemaVersion)
+}
 
 // RawTileSchema is the feature schema of FeatureSetRawTile.
 func RawTileSchema() features.Schema {
