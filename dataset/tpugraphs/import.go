@@ -67,11 +67,13 @@ type srcFile struct {
 	pb         bool
 	collection string // "tile/xla", "layout/nlp/random", "tile", ...
 	split      string
+	exported   *ExportManifest // the sidecar of a tpucost export, nil for TpuGraphs' files
 }
 
 type group struct {
 	collection, split string
 	pb                bool
+	exported          *ExportManifest
 }
 
 func (g group) kind() string { // "tile" or "layout"
@@ -82,6 +84,9 @@ func (g group) kind() string { // "tile" or "layout"
 func (g group) dirName() string {
 	if g.pb {
 		return "tile-pb"
+	}
+	if g.exported != nil {
+		return "tpucost-" + g.collection
 	}
 	s := strings.ReplaceAll(g.collection, "/", "-")
 	if g.split != "" {
@@ -112,7 +117,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 	}
 	groups := map[group][]srcFile{}
 	for _, f := range files {
-		g := group{collection: f.collection, split: f.split, pb: f.pb}
+		g := group{collection: f.collection, split: f.split, pb: f.pb, exported: f.exported}
 		if f.pb {
 			g = group{collection: CollectionTile, pb: true}
 		}
@@ -123,6 +128,11 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 		keys = append(keys, g)
 	}
 	slices.SortFunc(keys, func(a, b group) int { return strings.Compare(a.dirName(), b.dirName()) })
+	for i := 1; i < len(keys); i++ {
+		if keys[i].dirName() == keys[i-1].dirName() {
+			return nil, fmt.Errorf("tpugraphs: two sources would both be written to %s (two tpucost exports of one collection?): import them separately", filepath.Join(o.Out, keys[i].dirName()))
+		}
+	}
 	rep := &ImportReport{Files: len(files), Datasets: []ImportedSet{}, UnmappedModules: []string{}}
 	done := 0
 	for _, g := range keys {
@@ -148,11 +158,19 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 		SchemaVersion: dataset.SchemaVersion, Source: "tpugraphs", Collection: g.collection, Split: g.split,
 		SourceFiles: len(files), ShardCount: 1, ToolVersion: ToolVersion, GeneratorVersion: ToolVersion,
 	}
-	if g.pb {
+	schema := FeatureSchema(g.kind())
+	switch {
+	case g.pb:
 		prov.FeatureSet, prov.FeatureSchema = FeatureSetRawTile(), RawTileSchema()
 		prov.Chip, prov.VMEMBytes = o.Chip.Name, o.Chip.VMEMBytes
 		prov.Task = dataset.TaskTile
-	} else {
+	case g.exported != nil:
+		m, src := g.exported, g.exported.Provenance
+		schema = m.FeatureSchema
+		prov.FeatureSet, prov.FeatureSchema, prov.Task, prov.PerNodeConfigs = m.FeatureSet, m.FeatureSchema, src.Task, src.PerNodeConfigs
+		prov.SimulatorVersion, prov.Chip, prov.VMEMBytes, prov.NoiseSigma, prov.NoiseRuns, prov.Seed = src.SimulatorVersion, src.Chip, src.VMEMBytes, src.NoiseSigma, src.NoiseRuns, src.Seed
+		prov.Collection = g.collection + "/tpucost"
+	default:
 		prov.FeatureSet, prov.FeatureSchema = dataset.FeatureSetTpuGraphs, FeatureSchema(g.kind())
 		prov.Task = dataset.TaskTile
 		if g.kind() == CollectionLayout {
@@ -206,12 +224,18 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 			if err != nil {
 				return set, err
 			}
-			r, err := RowFromNPZ(z, g.kind())
+			r, err := RowFromNPZ(z, g.kind(), schema)
 			if err != nil {
 				return set, fmt.Errorf("%s: %w", f.path, err)
 			}
+			if g.exported != nil && r.Task != prov.Task {
+				r.Task = prov.Task // a flags dataset exports as the tile collection
+			}
 			name := filepath.Base(f.path)
 			r.Program = strings.TrimSuffix(name, ".npz")
+			if g.exported != nil && len(r.Program) > 17 && r.Program[len(r.Program)-17] == '_' {
+				r.Program = r.Program[:len(r.Program)-17] // ExportFileName's key hash
+			}
 			r.KernelName = name
 			r.KernelKey = "tpugraphs:" + g.collection + "/" + g.split + "/" + name
 			got = []dataset.Row{r}
@@ -267,6 +291,7 @@ func listSources(srcs []string, flag string) ([]srcFile, error) {
 	}
 	var out []srcFile
 	seen := map[string]bool{}
+	sidecars := map[string]*ExportManifest{}
 	add := func(path string) error {
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -281,7 +306,21 @@ func listSources(srcs []string, flag string) ([]srcFile, error) {
 			out = append(out, f)
 			return nil
 		}
+		dir := filepath.Dir(abs)
+		m, ok := sidecars[dir]
+		if !ok {
+			if m, err = readExportManifest(dir); err != nil {
+				return err
+			}
+			sidecars[dir] = m
+		}
 		coll, split := inferCollection(abs)
+		if m != nil { // a tpucost export says what it holds
+			if c, _, _ := strings.Cut(coll, "/"); coll != "" && c != m.Collection {
+				return fmt.Errorf("%s: the path says collection %s, %s says %s", path, coll, ExportManifestName, m.Collection)
+			}
+			coll, f.exported = m.Collection, m
+		}
 		switch {
 		case coll == "" && flag == "":
 			return fmt.Errorf("%s: cannot tell the collection from the path (no tile/ or layout/ directory in it): pass --collection tile|layout", path)

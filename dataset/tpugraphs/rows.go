@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,8 +62,14 @@ const maxExactInt = 1 << 53
 // "node_splits=a,b,..." (the flattened node_splits, empty if the file has none). Analytical
 // estimates are NaN: there are none for real measurements. Errors say which array is
 // wrong and what was expected.
-func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
+//
+// schema gives the feature widths (FeatureSchema(collection) for the release's files; a
+// tpucost export's sidecar names its own). A file written by Export may also hold
+// kernel_feat (k,) for a schema with kernel features, config_runtime_ns (c,) float64
+// (the exact runtimes; config_runtime holds them rounded) and config_analytical_ns (c,).
+func RowFromNPZ(z NPZ, collection string, schema features.Schema) (dataset.Row, error) {
 	var r dataset.Row
+	nodeW, kernelW, configW := len(schema.Node), len(schema.Kernel), len(schema.Config)
 	get := func(key string, rank int) (*Array, error) {
 		a, ok := z[key]
 		if !ok {
@@ -78,8 +85,8 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 		return r, err
 	}
 	n := nf.Shape[0]
-	if nf.Shape[1] != NodeFeatWidth {
-		return r, fmt.Errorf("node_feat has shape %v, want (n, %d)", nf.Shape, NodeFeatWidth)
+	if nf.Shape[1] != nodeW {
+		return r, fmt.Errorf("node_feat has shape %v, want (n, %d)", nf.Shape, nodeW)
 	}
 	if n > math.MaxInt32 {
 		return r, fmt.Errorf("node_feat has %d nodes, more than int32 indices hold", n)
@@ -116,6 +123,16 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 	}
 	g.NodeFeats = nf.Float32s()
 	g.KernelFeats = []float32{}
+	if kernelW > 0 {
+		kf, err := get("kernel_feat", 1)
+		if err != nil {
+			return r, err
+		}
+		if kf.Shape[0] != kernelW {
+			return r, fmt.Errorf("kernel_feat has %d values, want %d", kf.Shape[0], kernelW)
+		}
+		g.KernelFeats = kf.Float32s()
+	}
 	m := ei.Shape[0]
 	g.EdgeSrc, g.EdgeDst = make([]int32, m), make([]int32, m)
 	for j := 0; j < m; j++ {
@@ -136,10 +153,28 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 			return r, fmt.Errorf("config_runtime[%d] is %v, want a runtime in [0, 2^53]", i, v)
 		}
 	}
+	if ex, ok := z["config_runtime_ns"]; ok {
+		if len(ex.Shape) != 1 || ex.Shape[0] != c {
+			return r, fmt.Errorf("config_runtime_ns has shape %v, want (%d,)", ex.Shape, c)
+		}
+		exact := ex.Float64s()
+		for i, v := range exact {
+			if math.Abs(math.Round(v)-runtimes[i]) > 0 {
+				return r, fmt.Errorf("config_runtime_ns[%d] is %v, config_runtime[%d] is %v: they disagree", i, v, i, runtimes[i])
+			}
+		}
+		runtimes = exact
+	}
 	r.RuntimesNs = runtimes
 	r.AnalyticalNs = make([]float64, c)
 	for i := range r.AnalyticalNs {
 		r.AnalyticalNs[i] = math.NaN()
+	}
+	if an, ok := z["config_analytical_ns"]; ok {
+		if len(an.Shape) != 1 || an.Shape[0] != c {
+			return r, fmt.Errorf("config_analytical_ns has shape %v, want (%d,)", an.Shape, c)
+		}
+		r.AnalyticalNs = an.Float64s()
 	}
 	r.Configs = make([]string, c)
 	r.ConfigFeats = make([][]float32, c)
@@ -150,8 +185,8 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 		if err != nil {
 			return r, err
 		}
-		if cf.Shape[0] != c || cf.Shape[1] != TileConfigWidth {
-			return r, fmt.Errorf("config_feat has shape %v, want (%d, %d) for %d runtimes", cf.Shape, c, TileConfigWidth, c)
+		if cf.Shape[0] != c || cf.Shape[1] != configW {
+			return r, fmt.Errorf("config_feat has shape %v, want (%d, %d) for %d runtimes", cf.Shape, c, configW, c)
 		}
 		nz, err := get("config_runtime_normalizers", 1)
 		if err != nil {
@@ -167,7 +202,7 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 		feats := cf.Float32s()
 		for i := 0; i < c; i++ {
 			r.Configs[i] = fmt.Sprintf("config=%d;normalizer=%d", i, norms[i])
-			r.ConfigFeats[i] = feats[i*TileConfigWidth : (i+1)*TileConfigWidth : (i+1)*TileConfigWidth]
+			r.ConfigFeats[i] = feats[i*configW : (i+1)*configW : (i+1)*configW]
 		}
 	case CollectionLayout:
 		r.Task = dataset.TaskLayout
@@ -191,11 +226,11 @@ func RowFromNPZ(z NPZ, collection string) (dataset.Row, error) {
 		if err != nil {
 			return r, err
 		}
-		if cf.Shape[0] != c || cf.Shape[1] != nc || cf.Shape[2] != LayoutConfigWidth {
-			return r, fmt.Errorf("node_config_feat has shape %v, want (%d, %d, %d) for %d runtimes and %d configurable nodes", cf.Shape, c, nc, LayoutConfigWidth, c, nc)
+		if cf.Shape[0] != c || cf.Shape[1] != nc || cf.Shape[2] != configW {
+			return r, fmt.Errorf("node_config_feat has shape %v, want (%d, %d, %d) for %d runtimes and %d configurable nodes", cf.Shape, c, nc, configW, c, nc)
 		}
 		feats := cf.Float32s()
-		w := nc * LayoutConfigWidth
+		w := nc * configW
 		for i := 0; i < c; i++ {
 			r.Configs[i] = fmt.Sprintf("config=%d", i)
 			r.ConfigFeats[i] = feats[i*w : (i+1)*w : (i+1)*w]
@@ -227,11 +262,20 @@ func requiredKeys(collection string) []string {
 }
 
 // NPZFromRow is the inverse of RowFromNPZ: the arrays of a TpuGraphs npz file holding
-// a row in the TpuGraphs feature set (dtypes as in the released files: float32 features,
-// uint8 opcodes when they fit, int64 indices and runtimes). Runtimes must be integral.
-func NPZFromRow(r *dataset.Row, collection string) (NPZ, error) {
+// row r, whose features follow schema (dtypes as in the released files: float32
+// features, uint8 opcodes when they fit, int64 indices and runtimes). config_runtime
+// holds the runtimes rounded to whole ns; when one is fractional, config_runtime_ns holds
+// them exactly. kernel_feat is written for a schema with kernel features and
+// config_analytical_ns when an estimate is not NaN. A tile row's normalizers come from
+// its config strings ("normalizer=N") when they have them, else they are the first
+// config's rounded runtime (tpucost puts the compiler's default config first).
+func NPZFromRow(r *dataset.Row, collection string, schema features.Schema) (NPZ, error) {
+	nodeW, kernelW, configW := len(schema.Node), len(schema.Kernel), len(schema.Config)
 	g := &r.Graph
 	n, c := len(g.Opcodes), len(r.Configs)
+	if len(g.NodeFeats) != n*nodeW {
+		return nil, fmt.Errorf("%d node features for %d nodes, want %d each", len(g.NodeFeats), n, nodeW)
+	}
 	ops := make([]int64, n)
 	opDescr := "|u1"
 	for i, v := range g.Opcodes {
@@ -245,37 +289,51 @@ func NPZFromRow(r *dataset.Row, collection string) (NPZ, error) {
 		edges[2*j], edges[2*j+1] = int64(g.EdgeDst[j]), int64(g.EdgeSrc[j]) // [user, operand]
 	}
 	rt := make([]int64, c)
+	fractional := false
 	for i, v := range r.RuntimesNs {
-		if v != math.Trunc(v) || v < 0 || v > maxExactInt {
-			return nil, fmt.Errorf("runtime %d is %v ns, want a non-negative integer (TpuGraphs stores int64 runtimes)", i, v)
+		if !(v >= 0) || v > maxExactInt {
+			return nil, fmt.Errorf("runtime %d is %v ns, want one in [0, 2^53]", i, v)
 		}
-		rt[i] = int64(v)
+		rt[i] = int64(math.Round(v))
+		fractional = fractional || v != math.Round(v)
 	}
 	z := NPZ{
-		"node_feat":      {Shape: []int{n, NodeFeatWidth}, Descr: "<f4", F32: orEmpty(g.NodeFeats)},
+		"node_feat":      {Shape: []int{n, nodeW}, Descr: "<f4", F32: orEmpty(g.NodeFeats)},
 		"node_opcode":    {Shape: []int{n}, Descr: opDescr, Ints: ops},
 		"edge_index":     {Shape: []int{len(g.EdgeSrc), 2}, Descr: "<i8", Ints: edges},
 		"config_runtime": {Shape: []int{c}, Descr: "<i8", Ints: rt},
 	}
-	if len(g.NodeFeats) != n*NodeFeatWidth {
-		return nil, fmt.Errorf("%d node features for %d nodes, want %d each (the TpuGraphs feature set)", len(g.NodeFeats), n, NodeFeatWidth)
+	if fractional {
+		z["config_runtime_ns"] = &Array{Shape: []int{c}, Descr: "<f8", F64: slices.Clone(r.RuntimesNs)}
+	}
+	if kernelW > 0 {
+		if len(g.KernelFeats) != kernelW {
+			return nil, fmt.Errorf("%d kernel features, want %d", len(g.KernelFeats), kernelW)
+		}
+		z["kernel_feat"] = &Array{Shape: []int{kernelW}, Descr: "<f4", F32: g.KernelFeats}
+	}
+	if slices.ContainsFunc(r.AnalyticalNs, func(v float64) bool { return !math.IsNaN(v) }) {
+		z["config_analytical_ns"] = &Array{Shape: []int{c}, Descr: "<f8", F64: slices.Clone(r.AnalyticalNs)}
 	}
 	switch collection {
 	case CollectionTile:
-		feats := make([]float32, 0, c*TileConfigWidth)
+		feats := make([]float32, 0, c*configW)
 		norms := make([]int64, c)
 		for i, f := range r.ConfigFeats {
-			if len(f) != TileConfigWidth {
-				return nil, fmt.Errorf("config %d has %d features, want %d", i, len(f), TileConfigWidth)
+			if len(f) != configW {
+				return nil, fmt.Errorf("config %d has %d features, want %d", i, len(f), configW)
 			}
 			feats = append(feats, f...)
 			v, err := configField(r.Configs[i], "normalizer")
+			if errors.Is(err, errNoField) {
+				v, err = rt[0], nil
+			}
 			if err != nil {
 				return nil, err
 			}
 			norms[i] = v
 		}
-		z["config_feat"] = &Array{Shape: []int{c, TileConfigWidth}, Descr: "<f4", F32: feats}
+		z["config_feat"] = &Array{Shape: []int{c, configW}, Descr: "<f4", F32: feats}
 		z["config_runtime_normalizers"] = &Array{Shape: []int{c}, Descr: "<i8", Ints: norms}
 	case CollectionLayout:
 		nc := len(r.ConfigNodes)
@@ -283,15 +341,15 @@ func NPZFromRow(r *dataset.Row, collection string) (NPZ, error) {
 		for i, v := range r.ConfigNodes {
 			ids[i] = int64(v)
 		}
-		feats := make([]float32, 0, c*nc*LayoutConfigWidth)
+		feats := make([]float32, 0, c*nc*configW)
 		for i, f := range r.ConfigFeats {
-			if len(f) != nc*LayoutConfigWidth {
-				return nil, fmt.Errorf("config %d has %d features, want %d × %d", i, len(f), nc, LayoutConfigWidth)
+			if len(f) != nc*configW {
+				return nil, fmt.Errorf("config %d has %d features, want %d × %d", i, len(f), nc, configW)
 			}
 			feats = append(feats, f...)
 		}
 		z["node_config_ids"] = &Array{Shape: []int{nc}, Descr: "<i8", Ints: ids}
-		z["node_config_feat"] = &Array{Shape: []int{c, nc, LayoutConfigWidth}, Descr: "<f4", F32: feats}
+		z["node_config_feat"] = &Array{Shape: []int{c, nc, configW}, Descr: "<f4", F32: feats}
 		if s, ok := strings.CutPrefix(r.Kind, "node_splits="); ok && s != "" {
 			var sp []int64
 			for _, p := range strings.Split(s, ",") {
@@ -316,6 +374,8 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
+var errNoField = errors.New("no field")
+
 // configField returns the integer value of key in a config string "a=1;b=2".
 func configField(cfg, key string) (int64, error) {
 	for _, kv := range strings.Split(cfg, ";") {
@@ -327,5 +387,5 @@ func configField(cfg, key string) (int64, error) {
 			return x, nil
 		}
 	}
-	return 0, errors.New("config " + strconv.Quote(cfg) + " has no " + key)
+	return 0, fmt.Errorf("config %q: %w %s", cfg, errNoField, key)
 }

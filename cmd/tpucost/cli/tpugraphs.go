@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/tpugraphs"
+	"github.com/tpucost/tpucost/internal/progress"
+)
+
+// NewCmdImport builds `tpucost import`, the parent of the importers of other datasets.
+func NewCmdImport(ios IO, g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Import another dataset's files as tpucost datasets",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(NewCmdImportTpuGraphs(ios, g))
+	return cmd
+}
+
+// NewCmdExport builds `tpucost export`, the parent of the exporters to other formats.
+func NewCmdExport(ios IO, g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write tpucost datasets in another dataset's format",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(NewCmdExportTpuGraphs(ios, g))
+	return cmd
+}
+
+// ImportTpuGraphsOptions are the options of `tpucost import tpugraphs`.
+type ImportTpuGraphsOptions struct {
+	IO         IO
+	Globals    *Globals
+	Sources    []string
+	Out        string
+	Collection string
+	Format     string
+	Target     TargetFlags
+}
+
+// NewCmdImportTpuGraphs builds `tpucost import tpugraphs SRC... --out DIR`.
+func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
+	o := &ImportTpuGraphsOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "tpugraphs SRC... --out DIR",
+		Short: "Import TpuGraphs npz files and raw tuning .pb files",
+		Long: "Reads TpuGraphs npz files (a file, a directory, or the release's npz/{tile,layout}/... tree; collection and split come " +
+			"from the path, else --collection) and raw tpu_graphs TuningData/ModuleTuningData .pb files, and writes tpucost datasets " +
+			"with source=tpugraphs provenance. npz files keep TpuGraphs' features (feature set tpugraphs-v1); .pb tile runs get " +
+			"tpucost's graph features with the raw TPU tile as config; .pb layout runs and runs with an error are counted, not imported. " +
+			"One output dataset is written to DIR, several to DIR/<collection>[-<split>] (and DIR/tile-pb).",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Sources = args
+			return runImportTpuGraphs(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (required)")
+	cmd.Flags().StringVar(&o.Collection, "collection", "", "tile or layout, for npz files whose path does not say")
+	cmd.Flags().StringVar(&o.Format, "format", string(dataset.FormatArrow), "arrow or parquet")
+	o.Target.bind(cmd)
+	return cmd
+}
+
+func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
+	if o.Out == "" {
+		return errors.New("--out: required")
+	}
+	if f := dataset.Format(o.Format); !f.Valid() {
+		return fmt.Errorf("--format: got %q, want arrow or parquet", o.Format)
+	}
+	if o.Collection != "" && o.Collection != tpugraphs.CollectionTile && o.Collection != tpugraphs.CollectionLayout {
+		return fmt.Errorf("--collection: got %q, want tile or layout", o.Collection)
+	}
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	var rep *progress.Reporter
+	res, err := tpugraphs.Import(ctx, tpugraphs.ImportOptions{
+		Sources: o.Sources, Out: o.Out, Collection: o.Collection, Format: dataset.Format(o.Format), Chip: c,
+		Progress: func(done, total int) {
+			if rep == nil {
+				rep = progress.New(o.IO.Err, "import tpugraphs", int64(total))
+			}
+			rep.Update(int64(done), "files")
+		},
+	})
+	if rep != nil {
+		rep.Done()
+	}
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, res)
+	}
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "DIR\tCOLLECTION\tSPLIT\tFEATURE_SET\tTASK\tFILES\tROWS\tSAMPLES")
+	for _, s := range res.Datasets {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", s.Dir, s.Collection, orDash(s.Split), s.FeatureSet, s.Task, s.Files, s.Rows, s.Samples)
+	}
+	if p := res.PB; p.Modules > 0 {
+		fmt.Fprintf(w, "\n.pb: %d modules, %d runs: %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d layout (not mapped), %d modules not analyzable\n",
+			p.Modules, p.Runs, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.LayoutRuns, p.UnmappedTile)
+		for _, m := range res.UnmappedModules {
+			fmt.Fprintf(w, "  not analyzable: %s\n", m)
+		}
+	}
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
+type ExportTpuGraphsOptions struct {
+	IO      IO
+	Globals *Globals
+	Dir     string
+	Out     string
+}
+
+// NewCmdExportTpuGraphs builds `tpucost export tpugraphs DIR --out NPZDIR`.
+func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
+	o := &ExportTpuGraphsOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "tpugraphs DIR --out NPZDIR",
+		Short: "Write a dataset in the TpuGraphs npz layout",
+		Long: "Writes every kernel of the dataset in DIR as one npz file of the TpuGraphs tile collection (node_feat, node_opcode, " +
+			"edge_index, config_feat, config_runtime, config_runtime_normalizers), or layout collection for imported per-node " +
+			"datasets, so that TpuGraphs' Python baselines can train on it. See the README's TpuGraphs section for what maps.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Dir = args[0]
+			return runExportTpuGraphs(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Out, "out", "", "output directory for the npz files (required)")
+	return cmd
+}
+
+func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
+	if o.Out == "" {
+		return errors.New("--out: required")
+	}
+	var rep *progress.Reporter
+	res, err := tpugraphs.Export(ctx, tpugraphs.ExportOptions{
+		Dir: o.Dir, Out: o.Out,
+		Progress: func(done, total int) {
+			if rep == nil {
+				rep = progress.New(o.IO.Err, "export tpugraphs", int64(total))
+			}
+			rep.Update(int64(done), "kernels")
+		},
+	})
+	if rep != nil {
+		rep.Done()
+	}
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, res)
+	}
+	w := table(o.IO.Out)
+	fmt.Fprintf(w, "out\t%s\n", res.Out)
+	fmt.Fprintf(w, "collection\t%s\n", res.Collection)
+	fmt.Fprintf(w, "files\t%d\n", res.Files)
+	fmt.Fprintf(w, "configs\t%d\n", res.Configs)
+	fmt.Fprintf(w, "feature_set\t%s\n", res.FeatureSet)
+	return w.Flush()
+}
