@@ -31,21 +31,35 @@ type ExportManifest struct {
 
 // ExportOptions configure Export.
 type ExportOptions struct {
-	Dir      string // a tpucost dataset
-	Out      string // the directory the npz files go to
+	Dir string // a tpucost dataset
+	Out string // the directory the npz files go to
+	// Split is how kernels are divided into Out/{train,valid,test} as TpuGraphs' loaders
+	// expect: dataset.SplitProgram (whole programs held out) or dataset.SplitRandom, each
+	// with 10% test and 10% valid chosen by Seed; "none" writes every file to Out.
+	Split    string
+	Seed     int64
 	Progress func(done, total int)
 }
 
+// ExportSplits are the values of ExportOptions.Split.
+func ExportSplits() []string { return []string{dataset.SplitProgram, dataset.SplitRandom, "none"} }
+
+// exportFraction is the share of kernels (or programs) in each of valid and test.
+const exportFraction = 0.1
+
 // ExportReport says what Export wrote.
 type ExportReport struct {
-	Out        string `json:"out"`
-	Collection string `json:"collection"`
-	FeatureSet string `json:"feature_set"`
-	Files      int    `json:"files"`
-	Configs    int    `json:"configs"`
+	Out        string         `json:"out"`
+	Collection string         `json:"collection"`
+	FeatureSet string         `json:"feature_set"`
+	Split      string         `json:"split"`
+	Files      int            `json:"files"`
+	Configs    int            `json:"configs"`
+	SplitFiles map[string]int `json:"split_files"` // files per split directory ("" for none)
 }
 
-// Export writes every kernel (row) of a dataset as one npz file in the TpuGraphs layout
+// Export writes every kernel (row) of a dataset as one npz file in the TpuGraphs layout,
+// in Out/{train,valid,test} (see ExportOptions.Split)
 // (NPZFromRow): a tile or flags dataset as the tile collection (one file per kernel graph
 // with its configs), an imported per-node dataset as the layout collection. tpucost's
 // fusion and layout datasets do not map (their rows are kernels measured once each;
@@ -73,14 +87,45 @@ func Export(ctx context.Context, o ExportOptions) (*ExportReport, error) {
 	if len(schema.Node) != node || len(schema.Kernel) != kernel || len(schema.Config) != config {
 		return nil, fmt.Errorf("%s: the dataset's feature schema lists no feature names; cannot describe its columns", o.Dir)
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("tpugraphs: %w", err)
+	// test: held out by one split; valid: held out by a second (another seed, the same
+	// share of what is left) among the rest.
+	var test, valid *dataset.Split
+	switch o.Split {
+	case "none":
+	case dataset.SplitProgram, dataset.SplitRandom:
+		if test, err = dataset.NewSplit(d, o.Split, exportFraction, o.Seed); err != nil {
+			return nil, err
+		}
+		if valid, err = dataset.NewSplit(d, o.Split, exportFraction/(1-exportFraction), o.Seed+1); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("tpugraphs: unknown split %q (want %s)", o.Split, strings.Join(ExportSplits(), ", "))
+	}
+	splitOf := func(r *dataset.Row) string {
+		switch {
+		case test == nil:
+			return ""
+		case test.IsTest(r):
+			return "test"
+		case valid.IsTest(r):
+			return "valid"
+		}
+		return "train"
+	}
+	for _, sub := range []string{"", "train", "valid", "test"} {
+		if (sub == "") != (test == nil) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(o.Out, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("tpugraphs: %w", err)
+		}
 	}
 	total := 0
 	if err := d.Rows(dataset.ReadOptions{}, func(*dataset.Row) error { total++; return nil }); err != nil {
 		return nil, err
 	}
-	rep := &ExportReport{Out: o.Out, Collection: collection, FeatureSet: p.FeatureSet}
+	rep := &ExportReport{Out: o.Out, Collection: collection, FeatureSet: p.FeatureSet, Split: o.Split, SplitFiles: map[string]int{}}
 	names := map[string]string{}
 	err = d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
 		if err := ctx.Err(); err != nil {
@@ -95,9 +140,11 @@ func Export(ctx context.Context, o ExportOptions) (*ExportReport, error) {
 			return fmt.Errorf("%s: kernels %s and %s both map to %s", o.Dir, other, r.KernelKey, name)
 		}
 		names[name] = r.KernelKey
-		if err := WriteNPZFile(filepath.Join(o.Out, name), z, true); err != nil {
+		sub := splitOf(r)
+		if err := WriteNPZFile(filepath.Join(o.Out, sub, name), z, true); err != nil {
 			return err
 		}
+		rep.SplitFiles[sub]++
 		rep.Files++
 		rep.Configs += r.Samples()
 		if o.Progress != nil {
@@ -133,10 +180,18 @@ func ExportFileName(program, key string) string {
 	return clean + "_" + hex.EncodeToString(sum[:8]) + ".npz"
 }
 
-// readExportManifest returns the sidecar of dir, or nil if it has none.
+// readExportManifest returns the sidecar of a file in dir (in dir, or in its parent when
+// dir is a split directory), or nil if it has none.
 func readExportManifest(dir string) (*ExportManifest, error) {
 	path := filepath.Join(dir, ExportManifestName)
 	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		switch filepath.Base(dir) {
+		case "train", "valid", "test":
+			path = filepath.Join(filepath.Dir(dir), ExportManifestName)
+			b, err = os.ReadFile(path)
+		}
+	}
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

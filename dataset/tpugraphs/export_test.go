@@ -14,10 +14,10 @@ import (
 )
 
 // genTile writes a small simulated tile dataset.
-func genTile(t *testing.T, task dataset.Task) string {
+func genTile(t *testing.T, task dataset.Task, models ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "gen")
-	_, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: task, Models: []string{"mlp_96x2_b1"}, Out: dir,
+	_, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: task, Models: models, Out: dir,
 		Configs: 6, Variants: 1, Seed: 3, Chip: v4(t), Workers: 1, ToolVersion: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +38,14 @@ func sameFloats(a, b []float64) bool {
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
-	for _, task := range []dataset.Task{dataset.TaskTile, dataset.TaskFlags} {
-		src := genTile(t, task)
+	for _, c := range []struct {
+		task  dataset.Task
+		split string
+	}{{dataset.TaskTile, dataset.SplitProgram}, {dataset.TaskFlags, "none"}} {
+		task := c.task
+		src := genTile(t, task, "mlp_96x2_b1", "resnet18_b1", "dlrm_bag4_d32_b8")
 		npzDir := filepath.Join(t.TempDir(), "npz")
-		rep, err := Export(context.Background(), ExportOptions{Dir: src, Out: npzDir})
+		rep, err := Export(context.Background(), ExportOptions{Dir: src, Out: npzDir, Split: c.split, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +53,14 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if len(rows0) == 0 || rep.Files != len(rows0) || rep.Collection != CollectionTile {
 			t.Fatalf("%s: exported %d files, %d rows", task, rep.Files, len(rows0))
 		}
+		if c.split != "none" && (rep.SplitFiles["train"] == 0 || rep.SplitFiles["valid"] == 0 || rep.SplitFiles["test"] == 0) {
+			t.Errorf("%s: files per split %v", task, rep.SplitFiles)
+		}
 		// A TpuGraphs-style file: the keys their loaders read are there.
-		ents, _ := filepath.Glob(filepath.Join(npzDir, "*.npz"))
+		ents, _ := filepath.Glob(filepath.Join(npzDir, "*", "*.npz"))
+		if c.split == "none" {
+			ents, _ = filepath.Glob(filepath.Join(npzDir, "*.npz"))
+		}
 		z, err := ReadNPZFile(ents[0])
 		if err != nil {
 			t.Fatal(err)
@@ -61,10 +71,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 			}
 		}
 		back := filepath.Join(t.TempDir(), "back")
-		if _, err := Import(context.Background(), ImportOptions{Sources: []string{npzDir}, Out: back, Chip: v4(t)}); err != nil {
+		irep, err := Import(context.Background(), ImportOptions{Sources: []string{npzDir}, Out: back, Chip: v4(t)})
+		if err != nil {
 			t.Fatal(err)
 		}
-		d1, rows1 := readRows(t, back)
+		var d1 *dataset.Dataset
+		var rows1 []dataset.Row
+		for _, set := range irep.Datasets {
+			d, rows := readRows(t, set.Dir)
+			d1, rows1 = d, append(rows1, rows...)
+			if set.Files != rep.SplitFiles[set.Split] {
+				t.Errorf("%s: split %q: %d files imported, %d exported", task, set.Split, set.Files, rep.SplitFiles[set.Split])
+			}
+		}
 		if d1.Provenance.Task != task || d1.Provenance.FeatureSet != "" || !reflect.DeepEqual(d1.Provenance.FeatureSchema, d0.Provenance.FeatureSchema) || d1.Provenance.Source != "tpugraphs" {
 			t.Errorf("%s: re-imported provenance %+v", task, d1.Provenance)
 		}
@@ -107,7 +126,7 @@ func TestExportRealImportRoundTrip(t *testing.T) {
 	}
 	for _, set := range rep.Datasets {
 		out := filepath.Join(t.TempDir(), "exp")
-		if _, err := Export(context.Background(), ExportOptions{Dir: set.Dir, Out: out}); err != nil {
+		if _, err := Export(context.Background(), ExportOptions{Dir: set.Dir, Out: out, Split: "none"}); err != nil {
 			t.Fatal(err)
 		}
 		orig := "tile_small.npz"
@@ -139,8 +158,8 @@ func TestExportRealImportRoundTrip(t *testing.T) {
 }
 
 func TestExportRefusesFusion(t *testing.T) {
-	src := genTile(t, dataset.TaskFusion)
-	_, err := Export(context.Background(), ExportOptions{Dir: src, Out: t.TempDir()})
+	src := genTile(t, dataset.TaskFusion, "mlp_96x2_b1")
+	_, err := Export(context.Background(), ExportOptions{Dir: src, Out: t.TempDir(), Split: "none"})
 	if err == nil || !strings.Contains(err.Error(), "does not map to a TpuGraphs collection") {
 		t.Errorf("err %v", err)
 	}

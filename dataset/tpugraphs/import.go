@@ -86,7 +86,11 @@ func (g group) dirName() string {
 		return "tile-pb"
 	}
 	if g.exported != nil {
-		return "tpucost-" + g.collection
+		s := "tpucost-" + g.collection
+		if g.split != "" {
+			s += "-" + g.split
+		}
+		return s
 	}
 	s := strings.ReplaceAll(g.collection, "/", "-")
 	if g.split != "" {
@@ -320,6 +324,9 @@ func listSources(srcs []string, flag string) ([]srcFile, error) {
 				return fmt.Errorf("%s: the path says collection %s, %s says %s", path, coll, ExportManifestName, m.Collection)
 			}
 			coll, f.exported = m.Collection, m
+			if b := filepath.Base(dir); b == "train" || b == "valid" || b == "test" {
+				split = b
+			}
 		}
 		switch {
 		case coll == "" && flag == "":

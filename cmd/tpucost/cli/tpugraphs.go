@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -130,6 +132,8 @@ type ExportTpuGraphsOptions struct {
 	Globals *Globals
 	Dir     string
 	Out     string
+	Split   string
+	Seed    int64
 }
 
 // NewCmdExportTpuGraphs builds `tpucost export tpugraphs DIR --out NPZDIR`.
@@ -140,7 +144,8 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 		Short: "Write a dataset in the TpuGraphs npz layout",
 		Long: "Writes every kernel of the dataset in DIR as one npz file of the TpuGraphs tile collection (node_feat, node_opcode, " +
 			"edge_index, config_feat, config_runtime, config_runtime_normalizers), or layout collection for imported per-node " +
-			"datasets, so that TpuGraphs' Python baselines can train on it. See the README's TpuGraphs section for what maps.",
+			"datasets, in NPZDIR/{train,valid,test} (--split), so that TpuGraphs' Python baselines can train on it. " +
+			"See the README's TpuGraphs section for what maps.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
@@ -148,6 +153,8 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Out, "out", "", "output directory for the npz files (required)")
+	cmd.Flags().StringVar(&o.Split, "split", dataset.SplitProgram, "kernels into NPZDIR/{train,valid,test} (10% valid, 10% test): "+strings.Join(tpugraphs.ExportSplits(), ", "))
+	cmd.Flags().Int64Var(&o.Seed, "seed", 1, "seed of the split")
 	return cmd
 }
 
@@ -155,9 +162,12 @@ func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	if o.Out == "" {
 		return errors.New("--out: required")
 	}
+	if !slices.Contains(tpugraphs.ExportSplits(), o.Split) {
+		return fmt.Errorf("--split: got %q, want one of %s", o.Split, strings.Join(tpugraphs.ExportSplits(), ", "))
+	}
 	var rep *progress.Reporter
 	res, err := tpugraphs.Export(ctx, tpugraphs.ExportOptions{
-		Dir: o.Dir, Out: o.Out,
+		Dir: o.Dir, Out: o.Out, Split: o.Split, Seed: o.Seed,
 		Progress: func(done, total int) {
 			if rep == nil {
 				rep = progress.New(o.IO.Err, "export tpugraphs", int64(total))
@@ -177,7 +187,8 @@ func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	w := table(o.IO.Out)
 	fmt.Fprintf(w, "out\t%s\n", res.Out)
 	fmt.Fprintf(w, "collection\t%s\n", res.Collection)
-	fmt.Fprintf(w, "files\t%d\n", res.Files)
+	fmt.Fprintf(w, "files\t%d (train %d, valid %d, test %d)\n", res.Files, res.SplitFiles["train"], res.SplitFiles["valid"], res.SplitFiles["test"])
+	fmt.Fprintf(w, "split\t%s\n", res.Split)
 	fmt.Fprintf(w, "configs\t%d\n", res.Configs)
 	fmt.Fprintf(w, "feature_set\t%s\n", res.FeatureSet)
 	return w.Flush()

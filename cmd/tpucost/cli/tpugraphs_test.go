@@ -53,7 +53,7 @@ func TestImportExportTpuGraphs(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	npz := filepath.Join(t.TempDir(), "npz")
-	if _, stderr, code := runCLI("export", "tpugraphs", filepath.Join(out, "tile-xla-valid"), "--out", npz); code != 0 {
+	if _, stderr, code := runCLI("export", "tpugraphs", filepath.Join(out, "tile-xla-valid"), "--out", npz, "--split", "none"); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, stderr)
 	}
 	if files, _ := filepath.Glob(filepath.Join(npz, "tile_small_*.npz")); len(files) != 1 {
@@ -67,6 +67,8 @@ func TestImportExportTpuGraphs(t *testing.T) {
 		{[]string{"import", "tpugraphs", src, "--out", out, "--collection", "tiles"}, `--collection: got "tiles", want tile or layout`},
 		{[]string{"import", "tpugraphs", src, "--out", out, "--format", "csv"}, `--format: got "csv"`},
 		{[]string{"export", "tpugraphs", out + "/tile-xla-valid"}, "--out: required"},
+		{[]string{"export", "tpugraphs", out + "/tile-xla-valid", "--out", npz, "--split", "family"}, `--split: got "family"`},
+		{[]string{"export", "tpugraphs", out + "/tile-xla-valid", "--out", npz}, "a program split needs at least 2 programs"},
 	} {
 		if _, stderr, code := runCLI(c.args...); code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
