@@ -74,6 +74,7 @@ type group struct {
 	collection, split string
 	pb                bool
 	exported          *ExportManifest
+	pbRows            *[][]dataset.Row // pb: the rows of each .pb file (unit)
 }
 
 func (g group) kind() string { // "tile" or "layout"
@@ -83,7 +84,7 @@ func (g group) kind() string { // "tile" or "layout"
 
 func (g group) dirName() string {
 	if g.pb {
-		return "tile-pb"
+		return g.collection + "-pb"
 	}
 	if g.exported != nil {
 		s := "tpucost-" + g.collection
@@ -119,13 +120,50 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep := &ImportReport{Files: len(files), Datasets: []ImportedSet{}, UnmappedModules: []string{}}
 	groups := map[group][]srcFile{}
+	done := 0
+	// .pb files are decoded first: each may hold tile and layout runs, which go to two
+	// datasets (tile-pb, layout-pb), one unit per file in both.
+	var pbFiles []srcFile
 	for _, f := range files {
-		g := group{collection: f.collection, split: f.split, pb: f.pb, exported: f.exported}
 		if f.pb {
-			g = group{collection: CollectionTile, pb: true}
+			pbFiles = append(pbFiles, f)
+			continue
 		}
+		g := group{collection: f.collection, split: f.split, exported: f.exported}
 		groups[g] = append(groups[g], f)
+	}
+	if len(pbFiles) > 0 {
+		tileRows, layoutRows := make([][]dataset.Row, len(pbFiles)), make([][]dataset.Row, len(pbFiles))
+		var nTile, nLayout int
+		for i, f := range pbFiles {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			mts, err := ReadTuningFile(f.path)
+			if err != nil {
+				return nil, err
+			}
+			tr, lr, st, unmapped, err := ModuleRows(f.path, mts, o.Chip.Target)
+			if err != nil {
+				return nil, err
+			}
+			addStats(&rep.PB, st)
+			rep.UnmappedModules = append(rep.UnmappedModules, unmapped...)
+			tileRows[i], layoutRows[i] = tr, lr
+			nTile, nLayout = nTile+len(tr), nLayout+len(lr)
+			done++
+			if o.Progress != nil {
+				o.Progress(done, len(files))
+			}
+		}
+		if nTile > 0 {
+			groups[group{collection: CollectionTile, pb: true, pbRows: &tileRows}] = pbFiles
+		}
+		if nLayout > 0 {
+			groups[group{collection: CollectionLayout, pb: true, pbRows: &layoutRows}] = pbFiles
+		}
 	}
 	keys := make([]group, 0, len(groups))
 	for g := range groups {
@@ -137,8 +175,6 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 			return nil, fmt.Errorf("tpugraphs: two sources would both be written to %s (two tpucost exports of one collection?): import them separately", filepath.Join(o.Out, keys[i].dirName()))
 		}
 	}
-	rep := &ImportReport{Files: len(files), Datasets: []ImportedSet{}, UnmappedModules: []string{}}
-	done := 0
 	for _, g := range keys {
 		dir := o.Out
 		if len(keys) > 1 {
@@ -164,6 +200,10 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 	}
 	schema := FeatureSchema(g.kind())
 	switch {
+	case g.pb && g.kind() == CollectionLayout:
+		prov.FeatureSet, prov.FeatureSchema = FeatureSetRawLayout(), RawLayoutSchema()
+		prov.Chip, prov.VMEMBytes = o.Chip.Name, o.Chip.VMEMBytes
+		prov.Task, prov.PerNodeConfigs = dataset.TaskLayout, true
 	case g.pb:
 		prov.FeatureSet, prov.FeatureSchema = FeatureSetRawTile(), RawTileSchema()
 		prov.Chip, prov.VMEMBytes = o.Chip.Name, o.Chip.VMEMBytes
@@ -212,17 +252,7 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 		unit := int64(i)
 		var got []dataset.Row
 		if g.pb {
-			mts, err := ReadTuningFile(f.path)
-			if err != nil {
-				return set, err
-			}
-			rs, st, unmapped, err := ModuleRows(f.path, mts, o.Chip.Target)
-			if err != nil {
-				return set, err
-			}
-			addStats(&rep.PB, st)
-			rep.UnmappedModules = append(rep.UnmappedModules, unmapped...)
-			got = rs
+			got = (*g.pbRows)[i]
 		} else {
 			z, err := ReadNPZFile(f.path)
 			if err != nil {
@@ -260,9 +290,11 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 			rows = append(rows, *r)
 			size += r.SizeBytes()
 		}
-		*done++
-		if o.Progress != nil {
-			o.Progress(*done, total)
+		if !g.pb {
+			*done++
+			if o.Progress != nil {
+				o.Progress(*done, total)
+			}
 		}
 		if unit >= next && size >= partBytes {
 			if err := flush(unit); err != nil {

@@ -125,19 +125,17 @@ func TestImportPB(t *testing.T) {
 		t.Fatal(err)
 	}
 	// From the wire dump (tuning_test.go): 16 modules, 754+122 runs, 2+10 errors, 752
-	// timed tile runs in 15 modules (every one analyzable), 112 timed layout runs (not
-	// mapped).
-	pb := rep.PB
-	want := PBStats{Modules: 16, Runs: 876, ErrorRuns: 12, LayoutRuns: 112, ImportedRuns: 752, ImportedModule: 15}
-	if pb != want || len(rep.UnmappedModules) != 0 {
-		t.Errorf("pb stats %+v unmapped %v", pb, rep.UnmappedModules)
+	// timed tile runs in 15 modules, 112 timed layout runs in 1 module; every module maps.
+	want := PBStats{Modules: 16, Runs: 876, ErrorRuns: 12, LayoutRuns: 112, ImportedRuns: 752 + 112, ImportedModule: 16}
+	if rep.PB != want || len(rep.UnmappedModules) != 0 {
+		t.Errorf("pb stats %+v, want %+v; unmapped %v", rep.PB, want, rep.UnmappedModules)
 	}
-	d, rows := readRows(t, out)
-	if d.Provenance.FeatureSet != FeatureSetRawTile() || d.Provenance.Chip != "v4" {
-		t.Errorf("provenance %+v", d.Provenance)
+	if len(rep.Datasets) != 2 || rep.Datasets[0].Dir != filepath.Join(out, "layout-pb") || rep.Datasets[1].Dir != filepath.Join(out, "tile-pb") {
+		t.Fatalf("datasets %+v", rep.Datasets)
 	}
-	if len(rows) != pb.ImportedModule {
-		t.Errorf("%d rows for %d imported modules", len(rows), pb.ImportedModule)
+	d, rows := readRows(t, filepath.Join(out, "tile-pb"))
+	if d.Provenance.FeatureSet != FeatureSetRawTile() || d.Provenance.Chip != "v4" || len(rows) != 15 {
+		t.Errorf("tile provenance %+v, %d rows", d.Provenance, len(rows))
 	}
 	samples := 0
 	for _, r := range rows {
@@ -149,7 +147,23 @@ func TestImportPB(t *testing.T) {
 			}
 		}
 	}
-	if samples != pb.ImportedRuns {
-		t.Errorf("%d samples, %d imported runs", samples, pb.ImportedRuns)
+	if samples != 752 {
+		t.Errorf("%d tile samples, want 752", samples)
+	}
+	d, rows = readRows(t, filepath.Join(out, "layout-pb"))
+	if p := d.Provenance; p.FeatureSet != FeatureSetRawLayout() || !p.PerNodeConfigs || p.Task != dataset.TaskLayout || len(rows) != 1 {
+		t.Fatalf("layout provenance %+v, %d rows", p, len(rows))
+	}
+	r := rows[0]
+	// 62 configurable nodes (config_index_to_node); run 0 is the default (910903932 ns);
+	// its 5th node's tensors are [4 0] [4 0] [4 3] (decoded in TestDecodeModuleTuningDataLayout's file).
+	if len(r.ConfigNodes) != 62 || r.Samples() != 112 || r.RuntimesNs[0] != 910903932 || r.Configs[0] != "config=0;default" {
+		t.Errorf("layout row: %d nodes, %d samples, %v %q", len(r.ConfigNodes), r.Samples(), r.RuntimesNs[0], r.Configs[0])
+	}
+	if got := r.ConfigFeats[0][4*18 : 4*18+18]; !reflect.DeepEqual(got, []float32{4, 0, -1, -1, -1, -1, 4, 0, -1, -1, -1, -1, 4, 3, -1, -1, -1, -1}) {
+		t.Errorf("node 4 of run 0: %v", got)
+	}
+	if got := r.ConfigFeats[0][:18]; got[0] != -1 || got[17] != -1 {
+		t.Errorf("node 0 of run 0 (empty tensors): %v", got)
 	}
 }

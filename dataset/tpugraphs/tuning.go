@@ -56,6 +56,9 @@ type ModuleTuning struct {
 	// ConfigIndexToNode gives, for layout configs, the instruction id of the node the
 	// i-th entry of LayoutConfig.Nodes configures.
 	ConfigIndexToNode []uint64
+	// InstructionNames maps the module's instruction ids (HloInstructionProto.id) to
+	// their computation's name and their own.
+	InstructionNames map[int64][2]string
 }
 
 // Run is one tpu_graphs.ConfigProfile: a configuration and its measurement. At most one
@@ -193,7 +196,65 @@ func decodeModuleTuning(name string, data []byte) (ModuleTuning, error) {
 		return mt, err
 	}
 	mt.Module = mod
+	if mt.InstructionNames, err = instructionNames(module); err != nil {
+		return mt, fmt.Errorf("%s: module: %w", name, err)
+	}
 	return mt, nil
+}
+
+// Field numbers of xla.HloModuleProto, HloComputationProto and HloInstructionProto used
+// to map instruction ids to names.
+const (
+	fModuleComputations = 3
+	fCompInstructions   = 2
+	fInstrName          = 1
+	fInstrID            = 35
+)
+
+// instructionNames maps the instruction ids of a serialized HloModuleProto to their
+// computation's name and their own.
+func instructionNames(module []byte) (map[int64][2]string, error) {
+	out := map[int64][2]string{}
+	mf, err := fields(module)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range mf {
+		if c.num != fModuleComputations || c.typ != protowire.BytesType {
+			continue
+		}
+		cf, err := fields(c.b)
+		if err != nil {
+			return nil, err
+		}
+		var comp string
+		for _, f := range cf {
+			if f.num == fInstrName && f.typ == protowire.BytesType { // HloComputationProto.name is field 1 too
+				comp = string(f.b)
+			}
+		}
+		for _, in := range cf {
+			if in.num != fCompInstructions || in.typ != protowire.BytesType {
+				continue
+			}
+			inf, err := fields(in.b)
+			if err != nil {
+				return nil, err
+			}
+			var name string
+			var id int64
+			for _, f := range inf {
+				switch {
+				case f.num == fInstrName && f.typ == protowire.BytesType:
+					name = string(f.b)
+				case f.num == fInstrID && f.typ == protowire.VarintType:
+					id = int64(f.v)
+				}
+			}
+			out[id] = [2]string{comp, name}
+		}
+	}
+	return out, nil
 }
 
 func decodeRun(b []byte) (Run, error) {

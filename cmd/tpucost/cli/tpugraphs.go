@@ -56,8 +56,9 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 		Long: "Reads TpuGraphs npz files (a file, a directory, or the release's npz/{tile,layout}/... tree; collection and split come " +
 			"from the path, else --collection) and raw tpu_graphs TuningData/ModuleTuningData .pb files, and writes tpucost datasets " +
 			"with source=tpugraphs provenance. npz files keep TpuGraphs' features (feature set tpugraphs-v1); .pb tile runs get " +
-			"tpucost's graph features with the raw TPU tile as config; .pb layout runs and runs with an error are counted, not imported. " +
-			"One output dataset is written to DIR, several to DIR/<collection>[-<split>] (and DIR/tile-pb).",
+			"tpucost's graph features with the raw TPU tile as config, .pb layout runs the whole module's graph with TpuGraphs' per-node " +
+			"layout encoding; runs with an error are counted, not imported. " +
+			"One output dataset is written to DIR, several to DIR/<collection>[-<split>] (and DIR/tile-pb, DIR/layout-pb).",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Sources = args
@@ -110,10 +111,10 @@ func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", s.Dir, s.Collection, orDash(s.Split), s.FeatureSet, s.Task, s.Files, s.Rows, s.Samples)
 	}
 	if p := res.PB; p.Modules > 0 {
-		fmt.Fprintf(w, "\n.pb: %d modules, %d runs: %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d layout (not mapped), %d modules not analyzable\n",
-			p.Modules, p.Runs, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.LayoutRuns, p.UnmappedTile)
+		fmt.Fprintf(w, "\n.pb: %d modules, %d runs (%d layout): %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d modules not mapped\n",
+			p.Modules, p.Runs, p.LayoutRuns, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.UnmappedTile)
 		for _, m := range res.UnmappedModules {
-			fmt.Fprintf(w, "  not analyzable: %s\n", m)
+			fmt.Fprintf(w, "  not mapped: %s\n", m)
 		}
 	}
 	return w.Flush()
