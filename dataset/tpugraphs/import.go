@@ -314,7 +314,7 @@ func addStats(a *PBStats, b PBStats) {
 	a.ErrorRuns += b.ErrorRuns
 	a.UntimedRuns += b.UntimedRuns
 	a.LayoutRuns += b.LayoutRuns
-	a.UnmappedTile += b.UnmappedTile
+	a.Unmapped += b.Unmapped
 	a.ImportedRuns += b.ImportedRuns
 	a.ImportedModule += b.ImportedModule
 }

@@ -67,10 +67,10 @@ func RawTileSchema() features.Schema {
 type PBStats struct {
 	Modules        int `json:"modules"`
 	Runs           int `json:"runs"`
-	ErrorRuns      int `json:"error_runs"`       // error set: skipped
-	UntimedRuns    int `json:"untimed_runs"`     // no profile or compute_time_ns ≤ 1 (as tpu_graphs skips): skipped
-	LayoutRuns     int `json:"layout_runs"`      // timed layout runs (imported unless their module is unmapped)
-	UnmappedTile   int `json:"unmapped_modules"` // modules tpucost cannot analyze or map
+	ErrorRuns      int `json:"error_runs"`         // error set: skipped
+	UntimedRuns    int `json:"untimed_runs"`       // no profile or compute_time_ns ≤ 1 (as tpu_graphs skips): skipped
+	LayoutRuns     int `json:"layout_runs"`        // timed layout runs (imported unless their module is unmapped)
+	Unmapped       int `json:"modules_not_mapped"` // modules tpucost cannot analyze or map
 	ImportedRuns   int `json:"imported_runs"`
 	ImportedModule int `json:"imported_modules"`
 }
@@ -113,7 +113,7 @@ func ModuleRows(file string, mts []ModuleTuning, t cost.Target) (tile, layout []
 				if !errors.Is(err, errUnmapped) {
 					return nil, nil, st, nil, fmt.Errorf("%s: %w", where, err)
 				}
-				st.UnmappedTile++
+				st.Unmapped++
 				unmapped = append(unmapped, fmt.Sprintf("%s: %v", where, err))
 			} else {
 				row.KernelKey = key
@@ -128,7 +128,7 @@ func ModuleRows(file string, mts []ModuleTuning, t cost.Target) (tile, layout []
 				if !errors.Is(err, errUnmapped) {
 					return nil, nil, st, nil, fmt.Errorf("%s: %w", where, err)
 				}
-				st.UnmappedTile++
+				st.Unmapped++
 				unmapped = append(unmapped, fmt.Sprintf("%s: %v", where, err))
 			} else {
 				row.KernelKey = key + ":layout"

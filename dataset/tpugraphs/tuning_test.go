@@ -1,6 +1,7 @@
 package tpugraphs
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,4 +116,36 @@ func TestDecodeTuningRejects(t *testing.T) {
 			t.Errorf("%x: err %v, want %q", c.data, err, c.want)
 		}
 	}
+}
+
+func FuzzDecodeTuning(f *testing.F) {
+	b, err := os.ReadFile("testdata/op_tuning_data.pb")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	mts, err := DecodeTuning("seed", b)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_ = mts
+	// The first module of the file alone (a ModuleTuningData), and a few small messages.
+	top, _ := fields(b)
+	f.Add(top[0].b)
+	f.Add([]byte{0x0a, 0x00})
+	f.Add([]byte{0x1a, 0x04, 0x18, 0x01, 0x28, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := DecodeTuning("fuzz.pb", data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.pb") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, m := range ms {
+			if m.Module == nil {
+				t.Fatal("a module without its HLO")
+			}
+		}
+	})
 }

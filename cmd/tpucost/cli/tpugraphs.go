@@ -112,7 +112,7 @@ func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 	}
 	if p := res.PB; p.Modules > 0 {
 		fmt.Fprintf(w, "\n.pb: %d modules, %d runs (%d layout): %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d modules not mapped\n",
-			p.Modules, p.Runs, p.LayoutRuns, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.UnmappedTile)
+			p.Modules, p.Runs, p.LayoutRuns, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.Unmapped)
 		for _, m := range res.UnmappedModules {
 			fmt.Fprintf(w, "  not mapped: %s\n", m)
 		}
