@@ -35,13 +35,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ReadNPZFile reads an npz file (see DecodeNPZ).
+// ReadNPZFile reads an npz file (see DecodeNPZ), member by member from the file.
 func ReadNPZFile(path string) (NPZ, error) {
-	data, err := os.ReadFile(path)
+	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return nil, fmt.Errorf("tpugraphs: %w", err)
+		if _, serr := os.Stat(path); serr != nil {
+			return nil, fmt.Errorf("tpugraphs: %w", serr)
+		}
+		return nil, &Error{File: path, Err: fmt.Errorf("not an npz (zip) archive: %w", err)}
 	}
-	return DecodeNPZ(path, data)
+	defer zr.Close()
+	return decodeZip(path, &zr.Reader)
 }
 
 // DecodeNPZ decodes an npz archive held in data (name is used in errors only): a zip of
@@ -54,6 +58,10 @@ func DecodeNPZ(name string, data []byte) (NPZ, error) {
 	if err != nil {
 		return nil, &Error{File: name, Err: fmt.Errorf("not an npz (zip) archive: %w", err)}
 	}
+	return decodeZip(name, zr)
+}
+
+func decodeZip(name string, zr *zip.Reader) (NPZ, error) {
 	out := NPZ{}
 	for _, f := range zr.File {
 		key, ok := strings.CutSuffix(f.Name, ".npy")

@@ -260,3 +260,48 @@ func FuzzDecodeNPZ(f *testing.F) {
 		}
 	})
 }
+
+func TestReadNPZFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.npz")
+	if err := os.WriteFile(bad, []byte("not a zip at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadNPZFile(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": not an npz (zip) archive") {
+		t.Errorf("not a zip: %v", err)
+	}
+	if _, err := ReadNPZFile(filepath.Join(dir, "missing.npz")); err == nil || !strings.Contains(err.Error(), "missing.npz") {
+		t.Errorf("missing: %v", err)
+	}
+}
+
+// BenchmarkReadTileNPZ reads and converts a tile-collection file of 64 nodes and 1000
+// configs (deflated), the shape of a mid-sized TpuGraphs tile kernel.
+func BenchmarkReadTileNPZ(b *testing.B) {
+	const n, m, c = 64, 80, 1000
+	z := NPZ{
+		"node_feat":                  {Shape: []int{n, 140}, F32: make([]float32, n*140)},
+		"node_opcode":                {Shape: []int{n}, Descr: "|u1", Ints: make([]int64, n)},
+		"edge_index":                 {Shape: []int{m, 2}, Ints: make([]int64, 2*m)},
+		"config_feat":                {Shape: []int{c, 24}, F32: make([]float32, c*24)},
+		"config_runtime":             {Shape: []int{c}, Ints: make([]int64, c)},
+		"config_runtime_normalizers": {Shape: []int{c}, Ints: make([]int64, c)},
+	}
+	for i := range z["node_feat"].F32 {
+		z["node_feat"].F32[i] = float32(i % 17)
+	}
+	path := filepath.Join(b.TempDir(), "k.npz")
+	if err := WriteNPZFile(path, z, true); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := ReadNPZFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := RowFromNPZ(got, CollectionTile, FeatureSchema(CollectionTile)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
