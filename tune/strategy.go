@@ -27,7 +27,9 @@ const (
 )
 
 // Strategies lists every strategy, the default first.
-func Strategies() []Strategy { return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL} }
+func Strategies() []Strategy {
+	return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL}
+}
 
 // ParseStrategy returns the strategy named s.
 func ParseStrategy(s string) (Strategy, error) {
