@@ -39,6 +39,8 @@ type TuneOptions struct {
 	Workers    int
 	Out        string
 	Store      string
+	Policy     string // rl: the policy checkpoint directory
+	Kinds      string // comma-separated config kinds the non-XTAT strategies search
 
 	// LoadModel loads a learned model checkpoint for --model; nil: gnn.LoadPredictor.
 	LoadModel func(dir string) (tune.Model, error)
@@ -69,7 +71,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
-	f.StringVar(&o.Strategy, "strategy", string(tune.XTAT), "search strategy: xtat, exhaustive, random, sa, evo, mbo")
+	f.StringVar(&o.Strategy, "strategy", string(tune.XTAT), "search strategy: xtat, exhaustive, random, sa, evo, mbo, rl")
 	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoints DIR[,DIR]: an absolute (fusion/layout) model guides layout and fusion, a relative (tile/flags) one ranks kernel options; only their top-k are measured")
 	f.IntVar(&o.TopK, "topk", 10, "with --model: program-level candidates measured")
 	f.IntVar(&o.KernelTopK, "kernel-topk", 5, "with --model: options measured per kernel")
@@ -81,6 +83,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Workers, "workers", 0, "parallel measurements (default: all cores); results do not depend on it")
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
+	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the fusion policy checkpoint DIR (`tpucost tune train-policy`)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; fusion for rl)")
+	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }
 
@@ -132,6 +137,9 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Options{
 		Chip: c, Strategy: st, Budget: o.Budget, Seed: o.Seed, Workers: o.Workers, Noise: o.Noise, Runs: o.Runs,
 		TopKGraph: o.TopK, TopKKernel: o.KernelTopK, ModelEvals: o.ModelEvals,
+	}
+	if opts.Kinds, opts.Policy, err = tuneRLOptions(o, st); err != nil {
+		return err
 	}
 	if o.ModelDir != "" {
 		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
