@@ -2,6 +2,7 @@
 # The design's strategy comparison on fusion autotuning (issue 14): every strategy, the
 # same measurement budget, several seeds, on zoo programs the rl policy never saw.
 #   scripts/strategies.sh [--small] [OUT]     (default OUT=strategies-out)
+#   POLICY=DIR scripts/strategies.sh ...      (use a trained policy instead of training one)
 # Full: a policy trained 150 episodes on 12 programs; 10 seeds x 12 held-out programs x 7
 # strategies at budget 50 (about 40 minutes on 2 cores). --small: 40 episodes; 3 seeds x
 # 10 small held-out programs at budget 30 (a few minutes).
@@ -34,13 +35,18 @@ for p in ${TEST//,/ }; do
   if [[ ",$TRAIN," == *",$p,"* ]]; then echo "test program $p is a training program" >&2; exit 1; fi
 done
 
-$T tune train-policy --programs "$TRAIN" --out "$OUT/policy" --episodes "$EPISODES" --samples 16 --seed 1 --json > "$OUT/policy-train.json"
+if [[ -n "${POLICY:-}" ]]; then
+  echo "policy: $POLICY (given)" >> "$OUT/setup.txt"
+else
+  POLICY=$OUT/policy
+  $T tune train-policy --programs "$TRAIN" --out "$POLICY" --episodes "$EPISODES" --samples 16 --seed 1 --json > "$OUT/policy-train.json"
+fi
 
-for st in xtat exhaustive random sa evo mbo rl; do
+for st in rl xtat exhaustive random sa evo mbo; do
   args=(--strategy "$st")
   case $st in
     xtat) ;;
-    rl) args+=(--kinds fusion --policy "$OUT/policy") ;;
+    rl) args+=(--kinds fusion --policy "$POLICY") ;;
     *) args+=(--kinds fusion) ;;
   esac
   for seed in $(seq 1 "$SEEDS"); do
@@ -49,14 +55,19 @@ for st in xtat exhaustive random sa evo mbo rl; do
 done
 
 python3 - "$OUT" "$SEEDS" <<'EOF' | tee "$OUT/table.txt"
-import json, statistics as st, sys
+import json, os, statistics as st, sys
 out, seeds = sys.argv[1], int(sys.argv[2])
+names = ["xtat", "exhaustive", "random", "sa", "evo", "mbo", "rl"]
+names = [s for s in names if all(os.path.exists(f"{out}/runs/{s}-{k}.json") for k in range(1, seeds + 1))]
+per_prog = {}
 print(f"{'STRATEGY':<11}{'RUNS':>5}{'MEAN_SPEEDUP':>14}{'SD':>8}{'SEED_SD':>9}{'MIN':>8}{'MAX':>8}{'SLOWER':>8}{'WALL_S':>8}")
-for s in ["xtat", "exhaustive", "random", "sa", "evo", "mbo", "rl"]:
+for s in names:
     sp, per_seed, wall = [], [], 0.0
     for seed in range(1, seeds + 1):
         b = json.load(open(f"{out}/runs/{s}-{seed}.json"))
         xs = [r["speedup"] for r in b["reports"]]
+        for r in b["reports"]:
+            per_prog.setdefault(r["program"], {}).setdefault(s, []).append(r["speedup"])
         sp += xs
         per_seed.append(st.mean(xs))
         wall += b["wall_s"]
@@ -64,4 +75,9 @@ for s in ["xtat", "exhaustive", "random", "sa", "evo", "mbo", "rl"]:
     ssd = st.stdev(per_seed) if len(per_seed) > 1 else 0.0
     slower = sum(x < 1 for x in sp) / len(sp)
     print(f"{s:<11}{len(sp):>5}{st.mean(sp):>14.4f}{sd:>8.4f}{ssd:>9.4f}{min(sp):>8.4f}{max(sp):>8.4f}{slower:>8.2f}{wall:>8.1f}")
+print()
+print("mean speedup per program (over seeds)")
+print(f"{'PROGRAM':<26}" + "".join(f"{s:>11}" for s in names))
+for prog, d in per_prog.items():
+    print(f"{prog:<26}" + "".join(f"{st.mean(d[s]):>11.4f}" for s in names))
 EOF
