@@ -291,3 +291,34 @@ func TestPolicyCheckpoint(t *testing.T) {
 		t.Error("an empty directory loads")
 	}
 }
+
+// TestRLDecisionsMatchSpace: on a zoo program, the policy gets one decision per fusion
+// choice of the space, in order, with the compiler's default as its prior sign.
+func TestRLDecisionsMatchSpace(t *testing.T) {
+	m := rlModule(t, "dlrm_small_b32")
+	chip := testChip(t)
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
+	base, err := cc.compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := fusionGraph(cc, base.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDecisions(e, base.space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.n() == 0 || d.n() != len(base.space.Fusion) {
+		t.Fatalf("%d decisions for %d fusion choices", d.n(), len(base.space.Fusion))
+	}
+	for i, c := range base.space.Fusion {
+		if d.names[i] != c.Name || (d.prior[i] > 0) != c.Default {
+			t.Errorf("decision %d: %s prior %g, choice %s default %v", i, d.names[i], d.prior[i], c.Name, c.Default)
+		}
+	}
+	if len(d.xp) != d.n()*3*rlNodeFeatures || len(d.ef) != d.n()*rlEdgeFeatures {
+		t.Errorf("feature sizes %d, %d for %d decisions", len(d.xp), len(d.ef), d.n())
+	}
+}

@@ -39,7 +39,7 @@ type EpisodeReport struct {
 	Loss        float64 `json:"loss"`    // REINFORCE surrogate loss, summed over programs
 	MeanReward  float64 `json:"mean_reward"`
 	GreedyMean  float64 `json:"greedy_reward"` // reward of the policy's most likely config, mean over programs
-	MeanEntropy float64 `json:"mean_entropy"`  // nats per decision
+	MeanEntropy float64 `json:"mean_entropy_nats"` // per decision
 }
 
 func (o TrainPolicyOptions) withDefaults() (TrainPolicyOptions, error) {
