@@ -38,7 +38,7 @@ type EpisodeReport struct {
 	Episode     int     `json:"episode"` // 1-based
 	Loss        float64 `json:"loss"`    // REINFORCE surrogate loss, summed over programs
 	MeanReward  float64 `json:"mean_reward"`
-	GreedyMean  float64 `json:"greedy_reward"` // reward of the policy's most likely config, mean over programs
+	GreedyMean  float64 `json:"greedy_reward"`     // reward of the policy's most likely config, mean over programs
 	MeanEntropy float64 `json:"mean_entropy_nats"` // per decision
 }
 
