@@ -33,13 +33,8 @@ func newToyEnv(seed uint64, e int) *toyEnv {
 	for i := range e {
 		t.d.names = append(t.d.names, "e"+string(rune('a'+i%26))+string(rune('a'+i/26)))
 		for _, dst := range []*[]float32{&t.d.xp, &t.d.xx} {
-			for j := range F3 {
-				v := float32(0)
-				if rng.IntN(2) == 1 {
-					v = 1
-				}
-				_ = j
-				*dst = append(*dst, v)
+			for range F3 {
+				*dst = append(*dst, float32(rng.IntN(2)))
 			}
 		}
 		def := rng.IntN(2) == 1
