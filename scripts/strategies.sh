@@ -4,7 +4,7 @@
 #   scripts/strategies.sh [--small] [OUT]     (default OUT=strategies-out)
 #   POLICY=DIR scripts/strategies.sh ...      (use a trained policy instead of training one)
 # Full: a policy trained 150 episodes on 12 programs; 10 seeds x 12 held-out programs x 7
-# strategies at budget 50 (about 40 minutes on 2 cores). --small: 40 episodes; 3 seeds x
+# strategies at budget 50 (about 25 minutes on 2 busy cores). --small: 40 episodes; 3 seeds x
 # 10 small held-out programs at budget 30 (a few minutes).
 # The non-xtat strategies search fusion only (--kinds fusion); xtat runs its own schedule
 # (layout+fusion annealing, then tiles and flags) on the same budget, for reference.
