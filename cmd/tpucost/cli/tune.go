@@ -55,7 +55,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		Long: "Tune searches the per-pass configs of SRC (a zoo model or an HLO file) for the fastest program on the simulator, " +
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
 			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
-			"all four passes jointly. With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"the passes of --kinds (default all four) jointly; rl samples fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
