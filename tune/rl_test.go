@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
@@ -268,6 +269,18 @@ func TestPolicyCheckpoint(t *testing.T) {
 	write(bad)
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
 		t.Errorf("other hidden width: got %v, want ErrPolicyMismatch", err)
+	}
+	if err := json.Unmarshal(orig, &f); err != nil {
+		t.Fatal(err)
+	}
+	f.Schema = strings.Replace(f.Schema, "broadcast", "iota", 1)
+	if f.SHA256, err = f.checksum(); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ = json.Marshal(&f)
+	write(bad)
+	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
+		t.Errorf("other feature schema: got %v, want ErrPolicyMismatch", err)
 	}
 	if err := json.Unmarshal(orig, &f); err != nil {
 		t.Fatal(err)

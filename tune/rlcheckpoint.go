@@ -46,6 +46,7 @@ type policyFile struct {
 	NodeFeatures int              `json:"node_features"`
 	EdgeFeatures int              `json:"edge_features"`
 	Hidden       int              `json:"hidden"`
+	Schema       string           `json:"feature_schema"`
 	Params       []policyParamRef `json:"params"`
 	Weights      string           `json:"weights"` // base64 of little-endian float32, params in order
 	Meta         PolicyMeta       `json:"meta"`
@@ -65,7 +66,7 @@ func (f *policyFile) checksum() (string, error) {
 
 // SavePolicy writes p to directory dir (created if needed) atomically.
 func SavePolicy(dir string, p *Policy) error {
-	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, Hidden: rlHidden, Meta: p.Meta}
+	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, Hidden: rlHidden, Schema: rlFeatureSchema(), Meta: p.Meta}
 	var w bytes.Buffer
 	for _, pp := range p.params {
 		f.Params = append(f.Params, policyParamRef{Name: pp.name, Shape: slices.Clone(pp.shape)})
@@ -120,6 +121,9 @@ func LoadPolicy(dir string) (*Policy, error) {
 	if f.NodeFeatures != rlNodeFeatures || f.EdgeFeatures != rlEdgeFeatures || f.Hidden != rlHidden {
 		return nil, fmt.Errorf("loading policy %s: %w: node/edge features and hidden width %d/%d/%d, this build has %d/%d/%d",
 			path, ErrPolicyMismatch, f.NodeFeatures, f.EdgeFeatures, f.Hidden, rlNodeFeatures, rlEdgeFeatures, rlHidden)
+	}
+	if f.Schema != rlFeatureSchema() {
+		return nil, fmt.Errorf("loading policy %s: %w: feature schema %q, this build has %q", path, ErrPolicyMismatch, f.Schema, rlFeatureSchema())
 	}
 	raw, err := base64.StdEncoding.DecodeString(f.Weights)
 	if err != nil {

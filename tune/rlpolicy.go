@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -33,7 +34,7 @@ import (
 
 // Policy dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
-	rlNodeFeatures = 23
+	rlNodeFeatures = rlNumCategories + len(rlMovers) + 5
 	rlEdgeFeatures = 5
 	rlHidden       = 32
 	rlPriorInit    = 3.0 // initial prior: p(default) = sigmoid(3) ≈ 0.95
@@ -45,6 +46,22 @@ var rlMovers = [...]hlo.Opcode{hlo.OpBroadcast, hlo.OpReshape, hlo.OpTranspose, 
 
 // rlNumCategories is the number of opcode categories (hlo.CatSource..hlo.CatOther).
 const rlNumCategories = int(hlo.CatOther) + 1
+
+// rlFeatureSchema names the node feature columns: a checkpoint made with other columns
+// (categories or opcodes renamed, added or reordered) is refused.
+func rlFeatureSchema() string {
+	var b strings.Builder
+	b.WriteString("v1;categories:")
+	for c := range rlNumCategories {
+		b.WriteString(hlo.Category(c).String() + ",")
+	}
+	b.WriteString(";opcodes:")
+	for _, op := range rlMovers {
+		b.WriteString(op.String() + ",")
+	}
+	b.WriteString(";log_elements,log_bytes,rank,log_fan_in,log_fan_out;edge:default,dup,operand,log_size_ratio,log_producer_bytes")
+	return b.String()
+}
 
 // policyParam is one named parameter tensor.
 type policyParam struct {
