@@ -129,6 +129,9 @@ func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Pol
 	if len(kinds) == 0 {
 		kinds = []compiler.Kind{compiler.KindFusion}
 	}
+	if !slices.Equal(kinds, []compiler.Kind{compiler.KindFusion}) {
+		return nil, nil, fmt.Errorf("--kinds %s: strategy rl decides fusion only (use --kinds fusion)", o.Kinds)
+	}
 	p, err := tune.LoadPolicy(o.Policy)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--policy: %w", err)
