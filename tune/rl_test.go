@@ -330,3 +330,42 @@ func TestRLDecisionsMatchSpace(t *testing.T) {
 		t.Errorf("feature sizes %d, %d for %d decisions", len(d.xp), len(d.ef), d.n())
 	}
 }
+
+// BenchmarkRLPolicyStep: one forward pass and one REINFORCE gradient of the policy on
+// bert_mini_s128_b16 (420 decisions), the per-batch work of the rl search.
+func BenchmarkRLPolicyStep(b *testing.B) {
+	m := rlModule(b, "bert_mini_s128_b16")
+	chip := testChip(b)
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
+	base, err := cc.compile(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := fusionGraph(cc, base.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := newDecisions(e, base.space)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := NewPolicy(1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	acts := make([][]bool, 8)
+	adv := make([]float64, 8)
+	b.ResetTimer()
+	for b.Loop() {
+		probs, err := p.probs(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k := range acts {
+			_, acts[k] = sampleFusion(rng, base.cfg, d, probs)
+			adv[k] = rng.NormFloat64()
+		}
+		coef, scale := reinforceCoef(acts, adv)
+		if _, _, err := p.grads(d, coef, scale); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
