@@ -120,6 +120,9 @@ func TestBudgetAndDedupe(t *testing.T) {
 	}
 	chip := testChip(t)
 	for _, st := range Strategies() {
+		if st == RL {
+			continue // needs a policy and fusion-only kinds: TestRLBudgetExact
+		}
 		for _, budget := range []int{1, 7, 45} {
 			var log measureLog
 			r := mustRun(t, m, Options{Chip: chip, Strategy: st, Budget: budget, Seed: 3, Noise: 0.02, measured: log.hook})
@@ -159,6 +162,9 @@ func TestDeterminism(t *testing.T) {
 	}
 	chip := testChip(t)
 	for _, st := range Strategies() {
+		if st == RL {
+			continue // needs a policy and fusion-only kinds: TestRLDeterminism
+		}
 		o := Options{Chip: chip, Strategy: st, Budget: 40, Seed: 11, Noise: 0.03}
 		o.Workers = 1
 		a := reportJSON(t, mustRun(t, m, o))

@@ -105,6 +105,8 @@ type Options struct {
 	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
 	// (default 500).
 	TopKGraph, TopKKernel, ModelEvals int
+	// Policy is the fusion policy of the rl strategy (LoadPolicy); required by it.
+	Policy *Policy
 
 	// Progress, if set, is called from the run's goroutine after each batch of
 	// measurements.
