@@ -16,7 +16,7 @@ import (
 // testTarget is a v4-like core (the tpusim preset, restated here because compiler must
 // not import tpusim).
 var testTarget = cost.Target{Name: "v4", ClockHz: 1.049e9, MXUs: 4, MXUDim: 128, Lanes: 128, Sublanes: 8,
-	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000}
+	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000, StepOverheadCycles: 96}
 
 func opts() Options { return Options{Target: testTarget, Check: true} }
 

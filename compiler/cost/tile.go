@@ -736,7 +736,12 @@ func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
 	cores := t.ParallelCores(k.ParallelUnits(p))
 	compute := k.Flops / (t.PeakFlops() * cores)
 	memory := p.LogicalBytes / (t.HBMBandwidth * cores)
-	return math.Max(compute, memory)*1e9 + t.LaunchNs
+	// A core runs n steps, pipelined: the steady state is bound by the larger of compute
+	// and memory, but the first step's loads and the last step's compute and store are
+	// not overlapped (one step's worth of both), and every step pays a fixed overhead.
+	n := math.Ceil(float64(p.Steps) / cores)
+	body := math.Max(compute, memory)*(1-1/n) + (compute+memory)/n
+	return body*1e9 + n*t.StepOverheadCycles/t.ClockHz*1e9 + t.LaunchNs
 }
 
 // BestAnalyticalTile returns the valid tile (with flags f) that minimizes the analytical
