@@ -58,6 +58,10 @@ type TrainOptions struct {
 	ProgressEvery time.Duration
 	// Meta is recorded in the checkpoint.
 	Meta Meta
+	// Datasets are the dataset directories the rows come from (paths as the caller gives
+	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
+	// OutDir. TrainDataset fills them.
+	Datasets []DatasetRef
 }
 
 func (o *TrainOptions) defaults() error {
@@ -137,7 +141,7 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 	if err := opts.defaults(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven}
+	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
 	if !opts.Resume && opts.OutDir != "" {
 		if _, err := os.Stat(filepath.Join(opts.OutDir, ModelFile)); err == nil {
 			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
@@ -180,7 +184,7 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 	best := &Model{Config: t.m.Config, Task: t.m.Task, Loss: t.m.Loss, Norm: t.m.Norm, Target: t.m.Target, Params: t.best.Clone()}
 	c := t.checkpoint()
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
 			return nil, err
 		}
 	}
@@ -201,6 +205,9 @@ type trainer struct {
 	bestEpoch int
 	stopped   string
 	lossGiven bool // the caller chose the loss (else a resumed run takes the checkpoint's)
+
+	seen     map[uint64]bool // KernelIDs of the training and validation rows
+	programs map[string]bool // their programs
 }
 
 func (t *trainer) progressf(format string, args ...any) {
@@ -328,7 +335,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
 	}
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
 			return err
 		}
 	}
@@ -443,8 +450,20 @@ func (t *trainer) state() Params {
 }
 
 func (t *trainer) checkpoint() *Checkpoint {
+	on := &TrainedOn{TrainPrograms: []string{}, SeenKernels: len(t.seen)}
+	for p := range t.programs {
+		on.TrainPrograms = append(on.TrainPrograms, p)
+	}
+	slices.Sort(on.TrainPrograms)
+	for _, d := range t.opts.Datasets {
+		if t.opts.OutDir != "" {
+			d.Path = relPath(t.opts.OutDir, d.Path)
+		}
+		on.Datasets = append(on.Datasets, d)
+	}
 	return &Checkpoint{
-		Task: t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
+		TrainedOn: on,
+		Task:      t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
 		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
 		Normalization: t.m.Norm, Target: t.m.Target, Metric: MetricFor(t.m.Task),
 		Settings: t.opts.settings(), Meta: t.opts.Meta,
@@ -458,7 +477,7 @@ func (t *trainer) resume() error {
 	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
 		return fmt.Errorf("train: nothing to resume in %s: %w", dir, err)
 	}
-	c, err := readCheckpoint(dir)
+	c, err := ReadCheckpoint(dir)
 	if err != nil {
 		return fmt.Errorf("train: resuming: %w", err)
 	}
@@ -514,6 +533,23 @@ func (t *trainer) resume() error {
 	if err := t.adam.restore(step, state); err != nil {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
+	if c.TrainedOn != nil {
+		keys, err := SeenKeys(dir, c)
+		if err != nil {
+			return fmt.Errorf("train: resuming: %w", err)
+		}
+		for _, k := range keys {
+			t.seen[k] = true
+		}
+		for _, p := range c.TrainedOn.TrainPrograms {
+			t.programs[p] = true
+		}
+		if t.opts.Datasets == nil {
+			for i, p := range c.DatasetPaths(dir) {
+				t.opts.Datasets = append(t.opts.Datasets, DatasetRef{Path: p, Fingerprint: c.TrainedOn.Datasets[i].Fingerprint})
+			}
+		}
+	}
 	t.history = slices.Clone(c.History)
 	t.bestEpoch = c.BestEpoch
 	if t.bestEpoch < 0 || t.bestEpoch > len(t.history) {
@@ -526,6 +562,10 @@ func (t *trainer) resume() error {
 // prepareRow prepares a training or validation row: nil for a row without configs, an
 // error for one without runtimes.
 func (t *trainer) prepareRow(r *dataset.Row) (*kernel, error) {
+	if t.seen != nil {
+		t.seen[KernelID(r.KernelKey)] = true
+		t.programs[r.Program] = true
+	}
 	if len(r.ConfigFeats) == 0 {
 		return nil, nil
 	}
