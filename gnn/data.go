@@ -41,10 +41,7 @@ func (o *DataOptions) defaults() error {
 	if o.ValFraction == 0 {
 		o.ValFraction = 0.1
 	}
-	if !(o.ValFraction > 0 && o.ValFraction < 1) {
-		return fmt.Errorf("validation fraction %g is not in (0, 1)", o.ValFraction)
-	}
-	return nil
+	return o.Validate()
 }
 
 // DatasetSource streams one part of a split dataset.

@@ -2,7 +2,6 @@ package gnn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -48,9 +48,12 @@ type TrainOptions struct {
 	NoBucketing bool
 	// OutDir, if set, receives a checkpoint after every epoch.
 	OutDir string
-	// Resume continues the checkpoint in OutDir (same data). The checkpoint's
-	// architecture, loss and settings are kept (a different Task, or a different Loss
-	// given explicitly, is an error); Epochs may be raised.
+	// Resume continues the checkpoint in OutDir. Zero fields (Loss, Model, BatchKernels,
+	// MaxConfigs, LR, Seed, ShuffleBuffer, Patience, Epochs, Datasets) are taken from the
+	// checkpoint; a non-zero one that differs from the checkpoint's (NoBucketing: true
+	// when the checkpoint buckets), another Task, or Datasets with other fingerprints, is
+	// an error naming the field and both values. Epochs and Patience may differ (Epochs
+	// may be raised to train longer).
 	Resume bool
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
@@ -98,20 +101,6 @@ func (o *TrainOptions) defaults() error {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 10 * time.Second
 	}
-	switch {
-	case o.Epochs < 0:
-		return fmt.Errorf("epochs must be positive, got %d", o.Epochs)
-	case o.BatchKernels < 0:
-		return fmt.Errorf("batch size must be positive, got %d", o.BatchKernels)
-	case o.MaxConfigs < 0:
-		return fmt.Errorf("max configs must be positive, got %d", o.MaxConfigs)
-	case !(o.LR > 0) || math.IsInf(o.LR, 0):
-		return fmt.Errorf("learning rate must be positive, got %g", o.LR)
-	case o.ShuffleBuffer < 0:
-		return fmt.Errorf("shuffle buffer must be positive, got %d", o.ShuffleBuffer)
-	case o.Resume && o.OutDir == "":
-		return errors.New("resuming needs the checkpoint directory (OutDir)")
-	}
 	return nil
 }
 
@@ -137,8 +126,12 @@ type TrainResult struct {
 // the same weights as an uninterrupted one. Cancelling ctx stops at the next batch
 // (the last checkpoint stays).
 func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*TrainResult, error) {
+	given := opts
 	lossGiven := opts.Loss != ""
 	if err := opts.defaults(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
@@ -147,8 +140,13 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
 		}
 	}
+	if opts.OutDir != "" {
+		if err := checkWritable(opts.OutDir); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+	}
 	if opts.Resume {
-		if err := t.resume(); err != nil {
+		if err := t.resume(given); err != nil {
 			return nil, err
 		}
 	} else {
@@ -471,8 +469,9 @@ func (t *trainer) checkpoint() *Checkpoint {
 	}
 }
 
-// resume restores the trainer from the checkpoint in OutDir.
-func (t *trainer) resume() error {
+// resume restores the trainer from the checkpoint in OutDir, refusing options of given
+// (as the caller gave them, before defaults) that differ from the checkpoint's.
+func (t *trainer) resume(given TrainOptions) error {
 	dir := t.opts.OutDir
 	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
 		return fmt.Errorf("train: nothing to resume in %s: %w", dir, err)
@@ -489,6 +488,9 @@ func (t *trainer) resume() error {
 	}
 	if t.lossGiven && c.Loss != t.opts.Loss {
 		return fmt.Errorf("train: the checkpoint in %s was trained with loss %s, not %s", dir, c.Loss, t.opts.Loss)
+	}
+	if err := checkResume(dir, c, given); err != nil {
+		return err
 	}
 	t.opts.Loss = c.Loss
 	m, err := c.model()
@@ -518,11 +520,19 @@ func (t *trainer) resume() error {
 	if err := t.best.CopyFrom(best); err != nil {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
-	// The checkpoint's settings win, except the number of epochs, which may be raised.
-	epochs := t.opts.Epochs
+	// The checkpoint's settings (checked against the given ones above), except the
+	// number of epochs and the patience, which may change.
+	epochs := given.Epochs
+	if epochs == 0 {
+		epochs = c.Settings.Epochs
+	}
+	patience := given.Patience
+	if patience == 0 {
+		patience = c.Settings.Patience
+	}
 	s := c.Settings
 	t.opts.BatchKernels, t.opts.MaxConfigs, t.opts.LR, t.opts.Seed = s.BatchKernels, s.MaxConfigs, s.LR, s.Seed
-	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = s.Patience, s.ShuffleBuffer, !s.Bucketing
+	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
 	t.opts.Model = c.Config
 	if t.opts.Meta == (Meta{}) {
@@ -556,6 +566,56 @@ func (t *trainer) resume() error {
 		return fmt.Errorf("train: resuming %s: best epoch %d of %d", dir, t.bestEpoch, len(t.history))
 	}
 	t.progressf("resuming %s after epoch %d (best epoch %d)", dir, len(t.history), t.bestEpoch)
+	return nil
+}
+
+// checkResume refuses to resume the checkpoint c in dir with given options (zero: take
+// the checkpoint's) that differ from its own.
+func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
+	if !reflect.DeepEqual(given.Model, Config{}) {
+		if f, gv, cv := diffStruct(given.Model, c.Config); f != "" {
+			return mismatchError(dir, f, gv, cv)
+		}
+	}
+	s := c.Settings
+	for _, m := range []struct {
+		field    string
+		set      bool
+		giv, ckp any
+	}{
+		{"batch_kernels", given.BatchKernels != 0, given.BatchKernels, s.BatchKernels},
+		{"max_configs", given.MaxConfigs != 0, given.MaxConfigs, s.MaxConfigs},
+		{"lr", given.LR != 0, given.LR, s.LR},
+		{"seed", given.Seed != 0, given.Seed, s.Seed},
+		{"shuffle_buffer", given.ShuffleBuffer != 0, given.ShuffleBuffer, s.ShuffleBuffer},
+		{"bucketing", given.NoBucketing, !given.NoBucketing, s.Bucketing},
+	} {
+		if m.set && m.giv != m.ckp {
+			return mismatchError(dir, m.field, fmt.Sprint(m.giv), fmt.Sprint(m.ckp))
+		}
+	}
+	if given.Meta != (Meta{}) {
+		if f, gv, cv := diffStruct(given.Meta, c.Meta); f != "" && f != "data" {
+			return mismatchError(dir, f, gv, cv)
+		}
+	}
+	if given.Datasets != nil && c.TrainedOn != nil {
+		var gf, cf []string
+		for _, d := range given.Datasets {
+			gf = append(gf, d.Path+" (fingerprint "+d.Fingerprint[:min(12, len(d.Fingerprint))]+")")
+		}
+		paths := c.DatasetPaths(dir)
+		for i, d := range c.TrainedOn.Datasets {
+			cf = append(cf, paths[i]+" (fingerprint "+d.Fingerprint[:min(12, len(d.Fingerprint))]+")")
+		}
+		same := len(given.Datasets) == len(c.TrainedOn.Datasets)
+		for i := 0; same && i < len(given.Datasets); i++ {
+			same = given.Datasets[i].Fingerprint == c.TrainedOn.Datasets[i].Fingerprint
+		}
+		if !same {
+			return mismatchError(dir, "the training data", strings.Join(gf, ", "), strings.Join(cf, ", "))
+		}
+	}
 	return nil
 }
 
