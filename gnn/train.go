@@ -569,6 +569,34 @@ func (t *trainer) resume(given TrainOptions) error {
 	return nil
 }
 
+// CheckResume reports whether Train could resume the checkpoint in dir with opts (as
+// Train would be given them, Resume aside): it verifies every checkpoint file and
+// compares the task, loss and the options opts sets with the checkpoint's (see
+// TrainOptions.Resume). It returns the checkpoint; an error wrapping fs.ErrNotExist
+// when dir holds none.
+func CheckResume(dir string, opts TrainOptions) (*Checkpoint, error) {
+	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
+		return nil, err
+	}
+	c, err := ReadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c.Task != opts.Task {
+		return nil, mismatchError(dir, "task", string(opts.Task), string(c.Task))
+	}
+	if opts.Loss != "" && opts.Loss != c.Loss {
+		return nil, mismatchError(dir, "loss", string(opts.Loss), string(c.Loss))
+	}
+	if c.State == nil {
+		return nil, fmt.Errorf("train: %s holds a model without training state; it cannot be resumed", dir)
+	}
+	if err := checkResume(dir, c, opts); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // checkResume refuses to resume the checkpoint c in dir with given options (zero: take
 // the checkpoint's) that differ from its own.
 func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
