@@ -130,7 +130,7 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 	rep.Kernels = len(kernels)
 	if rep.Kernels == 0 {
 		if rep.ExcludedRows > 0 {
-			return nil, fmt.Errorf("%s: no rows to evaluate: all %d rows of the %s part are kernels the model trained or validated on", d.Dir, rep.ExcludedRows, rep.Split)
+			return nil, fmt.Errorf("%s: no rows to evaluate: all %d test rows (%s split) are kernels the model trained or validated on", d.Dir, rep.ExcludedRows, rep.Split)
 		}
 		return nil, fmt.Errorf("%s: no rows to evaluate", d.Dir)
 	}
