@@ -87,6 +87,10 @@ func Run(o RunOptions) (*Result, error) {
 	if t := d.Provenance.Task; t != ck.Task && (t.Relative() || ck.Task.Relative()) {
 		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
 	}
+	if v := d.Provenance.FeatureSchema.Version; v != ck.FeatureSchemaVersion {
+		return nil, fmt.Errorf("%w: model %s was trained on feature schema version %d, dataset %s has version %d: regenerate the data with this tpucost",
+			gnn.ErrFeatureSchema, o.ModelDir, ck.FeatureSchemaVersion, dir, v)
+	}
 	mismatch := false
 	if field, mv, dv := TargetMismatch(meta, d.Provenance); field != "" {
 		if !o.AllowMismatch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,46 @@ func TestEvaluateNothingLeft(t *testing.T) {
 	_, err := Evaluate(d, nil, perfect, func(*dataset.Row) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "trained or validated on") {
 		t.Errorf("every row excluded: %v", err)
+	}
+}
+
+// TestRunRefusesOtherFeatureSchema evaluates a model on a copy of its data that claims
+// another feature schema version: refused (the rows' features would mean other things).
+func TestRunRefusesOtherFeatureSchema(t *testing.T) {
+	root := t.TempDir()
+	data, other := filepath.Join(root, "a"), filepath.Join(root, "b")
+	genAt(t, data, "v4", 3, "mlp_96x2_b1", "resnet18_b1", "bert_tiny_s128_b32")
+	model := filepath.Join(root, "m")
+	trainTiny(t, data, model)
+	d, err := dataset.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := d.Provenance
+	prov.FeatureSchema.Version++
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: other, Provenance: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []dataset.Row
+	last := int64(0)
+	d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
+		rows = append(rows, r.Clone())
+		last = max(last, r.Unit)
+		return nil
+	})
+	occ, err := d.Occurrences()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range occ {
+		last = max(last, o.Unit)
+	}
+	if err := w.WritePart(0, last, rows, occ); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := Run(RunOptions{ModelDir: model, DataDir: other, AllowMismatch: true}); !errors.Is(err, gnn.ErrFeatureSchema) {
+		t.Errorf("data of another feature schema: %v", err)
 	}
 }
