@@ -240,12 +240,15 @@ func sealJSON(data []byte) ([]byte, error) {
 	return slices.Concat(data[:j], []byte(sum), data[j:]), nil
 }
 
+// errNoChecksum is verifyJSON's error for a file without a checksum field.
+var errNoChecksum = errors.New("no checksum field (written by an older tpucost, or damaged)")
+
 // verifyJSON checks data's checksum field against the SHA-256 of data with that field's
 // value empty.
 func verifyJSON(data []byte) error {
 	i := bytes.Index(data, []byte(checksumField))
 	if i < 0 {
-		return errors.New("no checksum field (written by an older tpucost, or damaged)")
+		return errNoChecksum
 	}
 	j := i + len(checksumField)
 	end := bytes.IndexByte(data[j:], '"')
@@ -328,7 +331,7 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 		var probe struct {
 			Format string `json:"format"`
 		}
-		if json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != CheckpointFormat {
+		if errors.Is(err, errNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != CheckpointFormat {
 			return nil, fmt.Errorf("loading model %s: format %q, want %q: retrain it with this tpucost", dir, probe.Format, CheckpointFormat)
 		}
 		return nil, fmt.Errorf("loading model: %s is corrupt: %w", path, err)

@@ -58,6 +58,20 @@ func TestCheckpointFilesAreVerified(t *testing.T) {
 	if _, err := ReadCheckpoint(o.OutDir); err != nil {
 		t.Fatal(err)
 	}
+	// Any flipped bit of model.json, wherever it is, is an error naming the file.
+	path := filepath.Join(o.OutDir, ModelFile)
+	orig, _ := os.ReadFile(path)
+	defer os.WriteFile(path, orig, 0o644)
+	for i := 0; i < len(orig); i += 13 {
+		for _, bit := range []byte{0x01, 0x20} {
+			b := slices.Clone(orig)
+			b[i] ^= bit
+			os.WriteFile(path, b, 0o644)
+			if _, err := ReadCheckpoint(o.OutDir); err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("bit %#x of byte %d (%q) flipped: %v", bit, i, orig[i], err)
+			}
+		}
+	}
 }
 
 // TestTrainedOnIsRecorded checks that a checkpoint lists the kernels and programs of the
