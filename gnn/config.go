@@ -174,12 +174,10 @@ func ParseReductions(s string) ([]Reduction, error) {
 // Validate reports an invalid architecture.
 func (c Config) Validate() error {
 	var errs []error
-	if c.EmbedDim <= 0 || c.Hidden <= 0 {
-		errs = append(errs, fmt.Errorf("embedding (%d) and hidden (%d) widths must be positive", c.EmbedDim, c.Hidden))
+	if c.EmbedDim <= 0 {
+		errs = append(errs, fmt.Errorf("embedding width must be positive, got %d", c.EmbedDim))
 	}
-	if c.Layers < 0 {
-		errs = append(errs, fmt.Errorf("layers must be >= 0, got %d", c.Layers))
-	}
+	errs = append(errs, intField("hidden", c.Hidden, 1, MaxHidden), intField("layers", c.Layers, 0, MaxLayers))
 	if len(c.Reduce) == 0 {
 		errs = append(errs, errors.New("at least one reduction is needed"))
 	}
@@ -195,8 +193,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("the head needs at least one hidden layer"))
 	}
 	for _, w := range c.Head {
-		if w <= 0 {
-			errs = append(errs, fmt.Errorf("head widths must be positive, got %v", c.Head))
+		if w <= 0 || w > MaxHidden {
+			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", MaxHidden, c.Head))
 			break
 		}
 	}

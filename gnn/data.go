@@ -41,10 +41,7 @@ func (o *DataOptions) defaults() error {
 	if o.ValFraction == 0 {
 		o.ValFraction = 0.1
 	}
-	if !(o.ValFraction > 0 && o.ValFraction < 1) {
-		return fmt.Errorf("validation fraction %g is not in (0, 1)", o.ValFraction)
-	}
-	return nil
+	return o.Validate()
 }
 
 // DatasetSource streams one part of a split dataset.
@@ -154,8 +151,33 @@ func valHash(seed int64, s string) uint64 {
 	return stablehash.Seeded(seed).Label("gnn-validation").Sum64Of(s)
 }
 
+// dataDirs splits a comma-separated list of directories.
+func dataDirs(list string) []string {
+	var out []string
+	for _, dir := range strings.Split(list, ",") {
+		if dir = strings.TrimSpace(dir); dir != "" {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// Fingerprints returns the DatasetRef (path as given, dataset.Fingerprint) of each
+// directory of a comma-separated list.
+func Fingerprints(dirs string) ([]DatasetRef, error) {
+	var out []DatasetRef
+	for _, dir := range dataDirs(dirs) {
+		fp, err := dataset.Fingerprint(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DatasetRef{Path: dir, Fingerprint: fp})
+	}
+	return out, nil
+}
+
 // TrainDataset trains on the dataset directory data selects (see OpenData), recording
-// the data's provenance in the checkpoint.
+// the data's provenance and fingerprints in the checkpoint.
 func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*TrainResult, error) {
 	train, val, meta, err := OpenData(data, opts.Task)
 	if err != nil {
@@ -163,6 +185,9 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 	}
 	if opts.Meta == (Meta{}) {
 		opts.Meta = meta
+	}
+	if opts.Datasets, err = Fingerprints(data.Dir); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	return Train(ctx, train, val, opts)
 }

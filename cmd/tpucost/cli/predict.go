@@ -20,6 +20,9 @@ type PredictOptions struct {
 	Model   string
 	Config  string
 	Top     int
+	// AllowMismatch predicts for another chip than the model's training data's, with a
+	// warning and chip_mismatch in --json.
+	AllowMismatch bool
 
 	chipSet bool
 }
@@ -46,6 +49,7 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Model, "model", "", "checkpoint directory (from tpucost train)")
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Top, "top", 3, "options listed per kernel for tile and flags models")
+	cmd.Flags().BoolVar(&o.AllowMismatch, "allow-mismatch", false, "predict for another --chip/--vmem than the model was trained for (warns; chip_mismatch in --json)")
 	return cmd
 }
 
@@ -66,6 +70,19 @@ func runPredict(o *PredictOptions) error {
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
+	}
+	mismatch := ""
+	switch meta := ckpt.Meta; {
+	case meta.Chip != "" && c.Name != meta.Chip:
+		mismatch = fmt.Sprintf("model %s was trained on data for chip %s, not %s", o.Model, meta.Chip, c.Name)
+	case meta.VMEMBytes != 0 && c.VMEMBytes != meta.VMEMBytes:
+		mismatch = fmt.Sprintf("model %s was trained on data for %d bytes of VMEM, not %d", o.Model, meta.VMEMBytes, c.VMEMBytes)
+	}
+	if mismatch != "" {
+		if !o.AllowMismatch {
+			return fmt.Errorf("%s: predict for its target (or pass --allow-mismatch)", mismatch)
+		}
+		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
 	p, err := compileSource(o.Src, o.Config, c, "", nil)
 	if err != nil {
@@ -88,6 +105,7 @@ func runPredict(o *PredictOptions) error {
 	if err != nil {
 		return err
 	}
+	r.ChipMismatch = mismatch != ""
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}

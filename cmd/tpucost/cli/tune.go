@@ -128,7 +128,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
 	if err := opts.Validate(); err != nil {
-		return flagError(err)
+		return tuneFlagError(err)
 	}
 	if o.Out != "" {
 		if err := checkOut(o.Out, batch); err != nil {
@@ -318,8 +318,8 @@ func tuneFlag(field string) (string, bool) {
 	return "", false
 }
 
-// flagError rewrites an invalid tune option as an error naming its flag.
-func flagError(err error) error {
+// tuneFlagError rewrites an invalid tune option as an error naming its flag.
+func tuneFlagError(err error) error {
 	var oe *tune.OptionError
 	if errors.As(err, &oe) {
 		if flag, ok := tuneFlag(oe.Field); ok {
