@@ -31,6 +31,11 @@ const (
 // Kinds lists the kinds in pipeline order.
 func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags} }
 
+// Relative reports whether the kind's choices are compared within one kernel (tile,
+// flags: a relative cost model ranks them) rather than across programs (layout, fusion:
+// an absolute model predicts kernel runtimes).
+func (k Kind) Relative() bool { return k == KindTile || k == KindFlags }
+
 // Config holds per-node choices for every configurable pass. Missing entries mean "use the
 // global config store, else the default". Layout entries are keyed by instruction name
 // (the minor-to-major order of its result); fusion entries by edge name
