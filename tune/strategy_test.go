@@ -263,30 +263,6 @@ func TestModelGuided(t *testing.T) {
 	}
 }
 
-// TestLoadModelHook: --model needs a loader; the loaded model is used.
-func TestLoadModelHook(t *testing.T) {
-	m := smallModule(t)
-	chip := testChip(t)
-	_, err := Run(context.Background(), m, Options{Chip: chip, Budget: 5, ModelDir: "ckpt"})
-	if !errors.Is(err, ErrNoModelLoader) {
-		t.Fatalf("no loader: %v, want ErrNoModelLoader", err)
-	}
-	var dir string
-	r := mustRun(t, m, Options{Chip: chip, Budget: 50, ModelDir: "ckpt", ModelEvals: 30, LoadModel: func(d string) (Model, error) {
-		dir = d
-		return simModel{chip: chip}, nil
-	}})
-	if dir != "ckpt" || !r.ModelGuided || r.ModelEvaluations != 30 {
-		t.Errorf("loader called with %q, report guided=%v evals=%d", dir, r.ModelGuided, r.ModelEvaluations)
-	}
-	_, err = Run(context.Background(), m, Options{Chip: chip, Budget: 5, ModelDir: "ckpt", LoadModel: func(string) (Model, error) {
-		return nil, errors.New("bad checkpoint")
-	}})
-	if err == nil || !strings.Contains(err.Error(), "bad checkpoint") {
-		t.Errorf("loader error: %v", err)
-	}
-}
-
 func TestOptionErrors(t *testing.T) {
 	m := smallModule(t)
 	chip := testChip(t)
