@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tpucost/tpucost/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/tpucost/tpucost/internal/atomicfile"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
@@ -390,4 +391,26 @@ func (m *Model) Save(dir string, meta Meta) error {
 		Normalization: m.Norm, Target: m.Target, Metric: MetricFor(m.Task), Meta: meta,
 	}
 	return saveCheckpoint(dir, c, m.Params, 0, nil, 0, nil)
+}
+
+// TargetMismatch compares the target the model's training data was simulated for with
+// another (a dataset's, or the chip a prediction is asked for; an empty simulator is not
+// compared): the first differing field ("chip", "vmem_bytes" or "simulator") and both
+// values, or "" when they agree. Fields the model does not record are not compared.
+func (m Meta) TargetMismatch(chip string, vmemBytes int64, simulator string) (field, model, other string) {
+	switch {
+	case m.Chip != "" && m.Chip != chip:
+		return "chip", m.Chip, chip
+	case m.VMEMBytes != 0 && m.VMEMBytes != vmemBytes:
+		return "vmem_bytes", fmt.Sprint(m.VMEMBytes), fmt.Sprint(vmemBytes)
+	case m.Simulator != "" && simulator != "" && m.Simulator != simulator:
+		return "simulator", m.Simulator, simulator
+	}
+	return "", "", ""
+}
+
+// DefaultTarget is the chip name and VMEM size (MiB, 0 when not recorded) the model's
+// training data was simulated for: what predict uses unless told otherwise.
+func (m Meta) DefaultTarget() (chip string, vmemMiB int) {
+	return m.Chip, int(m.VMEMBytes >> 20)
 }

@@ -92,7 +92,7 @@ func Run(o RunOptions) (*Result, error) {
 			gnn.ErrFeatureSchema, o.ModelDir, ck.FeatureSchemaVersion, dir, v)
 	}
 	mismatch := false
-	if field, mv, dv := TargetMismatch(meta, d.Provenance); field != "" {
+	if field, mv, dv := meta.TargetMismatch(d.Provenance.Chip, d.Provenance.VMEMBytes, d.Provenance.SimulatorVersion); field != "" {
 		if !o.AllowMismatch {
 			return nil, fmt.Errorf("model %s was trained on data for %s %s, dataset %s is for %s %s: evaluate it on data of its target (or pass --allow-mismatch)",
 				o.ModelDir, field, mv, dir, field, dv)
@@ -146,21 +146,6 @@ func Run(o RunOptions) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// TargetMismatch compares the target a model's training data was simulated for (meta)
-// with a dataset's: the first differing field ("chip", "vmem_bytes" or "simulator") and
-// both values, or "" when they agree. Fields the model does not record are not compared.
-func TargetMismatch(meta gnn.Meta, p dataset.Provenance) (field, model, data string) {
-	switch {
-	case meta.Chip != "" && meta.Chip != p.Chip:
-		return "chip", meta.Chip, p.Chip
-	case meta.VMEMBytes != 0 && meta.VMEMBytes != p.VMEMBytes:
-		return "vmem_bytes", fmt.Sprint(meta.VMEMBytes), fmt.Sprint(p.VMEMBytes)
-	case meta.Simulator != "" && meta.Simulator != p.SimulatorVersion:
-		return "simulator", meta.Simulator, p.SimulatorVersion
-	}
-	return "", "", ""
 }
 
 func fmtOpt(p *float64, format string) string {

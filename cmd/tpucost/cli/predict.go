@@ -57,14 +57,17 @@ func runPredict(o *PredictOptions) error {
 	if o.Model == "" {
 		return fmt.Errorf("--model is required")
 	}
+	if o.Top < 0 {
+		return fmt.Errorf("--top: got %d, want an integer >= 0 (0: list no options)", o.Top)
+	}
 	m, ckpt, err := gnn.Load(o.Model)
 	if err != nil {
 		return err
 	}
-	if !o.chipSet && ckpt.Meta.Chip != "" {
-		o.Target.Chip = ckpt.Meta.Chip
-		if o.Target.VMEMMiB == 0 && ckpt.Meta.VMEMBytes > 0 {
-			o.Target.VMEMMiB = int(ckpt.Meta.VMEMBytes >> 20)
+	if chip, vmem := ckpt.Meta.DefaultTarget(); !o.chipSet && chip != "" {
+		o.Target.Chip = chip
+		if o.Target.VMEMMiB == 0 {
+			o.Target.VMEMMiB = vmem
 		}
 	}
 	c, err := o.Target.chip()
@@ -72,11 +75,8 @@ func runPredict(o *PredictOptions) error {
 		return err
 	}
 	mismatch := ""
-	switch meta := ckpt.Meta; {
-	case meta.Chip != "" && c.Name != meta.Chip:
-		mismatch = fmt.Sprintf("model %s was trained on data for chip %s, not %s", o.Model, meta.Chip, c.Name)
-	case meta.VMEMBytes != 0 && c.VMEMBytes != meta.VMEMBytes:
-		mismatch = fmt.Sprintf("model %s was trained on data for %d bytes of VMEM, not %d", o.Model, meta.VMEMBytes, c.VMEMBytes)
+	if field, mv, cv := ckpt.Meta.TargetMismatch(c.Name, c.VMEMBytes, ""); field != "" {
+		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", o.Model, field, mv, cv)
 	}
 	if mismatch != "" {
 		if !o.AllowMismatch {
@@ -94,14 +94,9 @@ func runPredict(o *PredictOptions) error {
 	}
 	defer pred.Close()
 	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
-		kt, err := tpusim.SimulateKernel(k.Info, tile, flags, c)
-		if err != nil {
-			return 0, 0, err
-		}
-		an, err := k.Info.Analytical(tile, c.Target)
-		return kt.Ns, an, err
+		return tpusim.TimeKernel(k, tile, flags, c)
 	}
-	r, err := gnn.ReportProgram(pred, p, max(o.Top, 0), timer)
+	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
 		return err
 	}

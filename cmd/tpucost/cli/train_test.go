@@ -151,6 +151,9 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--chip", "v5e"); err == nil || !strings.Contains(err.Error(), "chip v4, not v5e") {
 		t.Errorf("predict --chip v5e: %v", err)
 	}
+	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--top", "-1"); err == nil || !strings.Contains(err.Error(), "--top: got -1") {
+		t.Errorf("predict --top -1: %v", err) // once quietly treated as 0
+	}
 	stdout, stderr, err = runCmd(NewCmdPredict, true, "resnet18_b1", "--model", out, "--chip", "v5e", "--allow-mismatch")
 	if err != nil || !strings.Contains(stdout, `"chip_mismatch": true`) || !strings.Contains(stderr, "WARNING") {
 		t.Errorf("predict --allow-mismatch: %v, stderr %q", err, stderr)
