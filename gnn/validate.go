@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -87,8 +88,8 @@ func (o TrainOptions) Validate() error {
 // fraction given to OpenData means the default, given to Validate it is an error).
 func (o DataOptions) Validate() error {
 	var errs []error
-	if o.Split != dataset.SplitRandom && o.Split != dataset.SplitProgram {
-		errs = append(errs, &FieldError{Field: "split", Value: fmt.Sprintf("%q", o.Split), Range: "random or program"})
+	if !slices.Contains(dataset.SplitKinds(), o.Split) {
+		errs = append(errs, &FieldError{Field: "split", Value: fmt.Sprintf("%q", o.Split), Range: "one of " + strings.Join(dataset.SplitKinds(), ", ")})
 	}
 	errs = append(errs, openUnit("test_fraction", o.TestFraction), openUnit("val_fraction", o.ValFraction))
 	return errors.Join(errs...)

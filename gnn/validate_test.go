@@ -43,8 +43,12 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 	d := DataOptions{Split: dataset.SplitRandom, TestFraction: 0.2, ValFraction: 0.1}
-	if err := d.Validate(); err != nil {
-		t.Fatal(err)
+	for _, kind := range dataset.SplitKinds() { // every split the dataset package makes (family was once refused)
+		o := d
+		o.Split = kind
+		if err := o.Validate(); err != nil {
+			t.Errorf("split %s: %v", kind, err)
+		}
 	}
 	for _, tc := range []struct {
 		field string
