@@ -93,9 +93,9 @@ func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 	return total, nil
 }
 
-// kernelCandKey identifies one kernel configuration: the kernel key, tile and flags.
+// kernelCandKey identifies one kernel configuration: cost.KernelConfig's ID.
 func kernelCandKey(key string, t cost.Tile, f cost.Flags) string {
-	return key + "|" + t.String() + "|" + f.String()
+	return cost.KernelConfig{Tile: t, Flags: f}.ID(key)
 }
 
 // AssignRoles gives each learned model its role: at most one absolute (program-level,

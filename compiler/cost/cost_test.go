@@ -266,3 +266,22 @@ func TestAnalyticalChargesSteps(t *testing.T) {
 		t.Errorf("default tile %s takes %d steps", best, bp.Steps)
 	}
 }
+
+// TestKernelConfigIdentity: the canonical name datasets store, and the identity caches key
+// on, for a tiled and an untiled kernel.
+func TestKernelConfigIdentity(t *testing.T) {
+	c := KernelConfig{Tile: Tile{8, 128, 512}, Flags: DefaultFlags()}
+	if s := c.String(); s != "tile=8x128x512;flags=db2/u1" {
+		t.Errorf("String() = %q", s)
+	}
+	if id := c.ID("abc"); id != "abc|tile=8x128x512;flags=db2/u1" {
+		t.Errorf("ID() = %q", id)
+	}
+	u := KernelConfig{Flags: Flags{Unroll: 4}}
+	if s := u.String(); s != "tile=-;flags=nodb/u4" {
+		t.Errorf("untiled String() = %q", s)
+	}
+	if c.ID("abc") == c.ID("abd") || c.ID("k") == u.ID("k") {
+		t.Error("distinct kernels or configs share an identity")
+	}
+}

@@ -41,6 +41,24 @@ type Flags struct {
 	PipelineDepth int `json:"pipeline_depth"`
 }
 
+// KernelConfig is one configuration of a kernel: its tile and its flags. It is what the
+// tuner searches per kernel, what a dataset row lists per sample and what the simulator
+// times (with the kernel's analysis).
+type KernelConfig struct {
+	Tile  Tile
+	Flags Flags
+}
+
+// String is the config's canonical name, as datasets store it: "tile=8x128x512;flags=db2/u1".
+func (c KernelConfig) String() string {
+	return "tile=" + c.Tile.String() + ";flags=" + c.Flags.String()
+}
+
+// ID is the one identity of (kernel, config): the kernel's structural key and the
+// config's canonical name, "<key>|tile=...;flags=...". Caches of kernel measurements and
+// predictions key on it.
+func (c KernelConfig) ID(kernelKey string) string { return kernelKey + "|" + c.String() }
+
 // DefaultFlags are the flags an XLA-like compiler uses: double buffering with two
 // buffers, no unrolling.
 func DefaultFlags() Flags { return Flags{DoubleBuffer: true, Unroll: 1, PipelineDepth: 2} }
