@@ -570,7 +570,6 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	return compiler.Compile(m, cfg, opts)
 }
 
-
 // configsFor lists the (tile, flags) pairs to measure for kernel k of program p.
 func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Tile, []cost.Flags) {
 	o := g.opts
