@@ -141,7 +141,7 @@ type batch struct {
 	y     []float32 // [S] standardized log runtime (mse)
 	w     []float32 // [S] sample weight (mse): 1/S_real for real samples, 0 for padding
 	rank  []float32 // [S] rank loss: the number of the kernel's sampled configs faster than this one
-	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ per kernel with n ≥ 2 samples, else 0
+	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ (pairwise) or 1 / K₂ (ListMLE) per kernel with n ≥ 2 samples, else 0
 	kspan []int     // [B+1] rank loss: sample offsets per kernel slot (padding slots are empty)
 }
 
@@ -247,7 +247,11 @@ func (b *batch) fillTargets() error {
 	for bi, it := range b.items {
 		n := len(it.cfgs)
 		if n >= 2 {
-			b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))
+			if b.loss == LossListMLE {
+				b.kw[bi] = float32(1 / float64(k2))
+			} else {
+				b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))
+			}
 		}
 		for i, ci := range it.cfgs {
 			faster := 0

@@ -31,7 +31,7 @@
 //
 // Absolute models (loss mse) predict the standardized log runtime, ŷ ≈ (ln t − μ)/σ with
 // μ, σ fitted on the training split, and report exp(σŷ + μ) ns. Relative models
-// (rank-hinge, rank-logistic) output a score where lower is better (a faster
+// (rank-hinge, rank-logistic, listmle) output a score where lower is better (a faster
 // configuration), comparable only among the configurations of one kernel. The formulas
 // are in loss.go and on RankLoss.
 //
@@ -68,10 +68,14 @@ const (
 	LossRankHinge Loss = "rank-hinge"
 	// LossRankLogistic is the paper's pairwise rank loss with φ(z) = log(1 + e^(−z)).
 	LossRankLogistic Loss = "rank-logistic"
+	// LossListMLE is the listwise ListMLE loss (Xia et al. 2008; the TpuGraphs layout
+	// baseline's): the negative log-likelihood of the true order, fastest first, under the
+	// Plackett–Luce model of the scores −ŷ (see ListMLELoss).
+	LossListMLE Loss = "listmle"
 )
 
 // Losses lists the losses.
-func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic} }
+func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE} }
 
 // ParseLoss parses a loss name.
 func ParseLoss(s string) (Loss, error) {
@@ -80,11 +84,15 @@ func ParseLoss(s string) (Loss, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic)", s)
+	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic, listmle)", s)
 }
 
-// Rank reports whether l is a pairwise rank loss (a relative model).
-func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic }
+// Rank reports whether l is a ranking loss over one kernel's configurations (pairwise or
+// listwise): a relative model.
+func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic || l == LossListMLE }
+
+// pairwise reports whether l is one of the pairwise rank losses (φ below).
+func (l Loss) pairwise() bool { return l == LossRankHinge || l == LossRankLogistic }
 
 // Reduction is a per-kernel reduction of node embeddings.
 type Reduction string

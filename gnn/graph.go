@@ -139,7 +139,7 @@ func (n *net) buildLoss() error {
 		n.cost = G.Must(G.ApplyOp(newMSEOp(), n.out, n.y, n.w))
 		return nil
 	}
-	if n.loss != LossRankHinge && n.loss != LossRankLogistic {
+	if !n.loss.Rank() {
 		return fmt.Errorf("unknown loss %q", n.loss)
 	}
 	n.rank = G.NewVector(g, n.dt, G.WithShape(s.S), G.WithName("rank"))

@@ -67,7 +67,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge or rank-logistic (default: rank-hinge for tile/flags, mse for fusion/layout)")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
 	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
 	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
