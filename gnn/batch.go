@@ -3,6 +3,7 @@ package gnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tpucost/tpucost/features"
 )
@@ -20,6 +21,69 @@ type kernel struct {
 	cf           [][]float32 // normalized config features
 	runtimes     []float64   // ns, one per config (nil when unknown, e.g. when scoring)
 	analytical   []float64   // ns, one per config (may be nil)
+
+	// Per-node configurations (PerNode models): config c sets ncf[c][i·W:(i+1)·W] on
+	// node cfgNodes[i], W = Config.NodeConfigWidth.
+	cfgNodes []int32
+	ncf      [][]float32
+}
+
+// NodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
+// collection (node_config_ids, node_config_feat): configuration c gives node Nodes[i]
+// the features Feats[c][i·Width:(i+1)·Width]; nodes not listed get zeros.
+type NodeConfigs struct {
+	Nodes []int32     // configurable node indices of the kernel graph, distinct
+	Width int         // features per configurable node
+	Feats [][]float32 // one per configuration, len(Nodes)·Width each
+}
+
+// Validate checks nc against a graph of the given number of nodes and a model reading
+// width features per node.
+func (nc *NodeConfigs) Validate(nodes, width int) error {
+	if nc.Width != width {
+		return fmt.Errorf("per-node configurations have %d features per node, the model reads %d", nc.Width, width)
+	}
+	if len(nc.Nodes) == 0 {
+		return fmt.Errorf("no configurable nodes")
+	}
+	seen := make(map[int32]bool, len(nc.Nodes))
+	for _, v := range nc.Nodes {
+		if v < 0 || int(v) >= nodes {
+			return fmt.Errorf("configurable node %d is outside the graph's %d nodes", v, nodes)
+		}
+		if seen[v] {
+			return fmt.Errorf("configurable node %d listed twice", v)
+		}
+		seen[v] = true
+	}
+	for c, f := range nc.Feats {
+		if len(f) != len(nc.Nodes)*nc.Width {
+			return fmt.Errorf("configuration %d has %d per-node features, want %d nodes × %d", c, len(f), len(nc.Nodes), nc.Width)
+		}
+		for _, x := range f {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("configuration %d has a non-finite per-node feature", c)
+			}
+		}
+	}
+	return nil
+}
+
+// attachNodeConfigs sets k's per-node configurations (one per configuration of k),
+// copied.
+func (k *kernel) attachNodeConfigs(nc *NodeConfigs, width int) error {
+	if err := nc.Validate(k.nodes(), width); err != nil {
+		return err
+	}
+	if len(nc.Feats) != k.configs() {
+		return fmt.Errorf("%d per-node configurations for %d configurations", len(nc.Feats), k.configs())
+	}
+	k.cfgNodes = slices.Clone(nc.Nodes)
+	k.ncf = make([][]float32, len(nc.Feats))
+	for c, f := range nc.Feats {
+		k.ncf[c] = slices.Clone(f)
+	}
+	return nil
 }
 
 func (k *kernel) nodes() int   { return len(k.opcodes) }
@@ -135,6 +199,7 @@ type batch struct {
 	poolIdx []int     // [B·M] node slots of each kernel, −1 for padding
 	kf      []float32 // [B, KernelWidth]
 	cf      []float32 // [S, ConfigWidth]
+	ncf     []float32 // [N, NodeConfigWidth] (PerNode models)
 	sk      []int     // [S] the kernel of each sample, −1 for padding
 
 	// Targets (training only).
@@ -149,7 +214,15 @@ type batch struct {
 // ladder (B to at least minB; neighbour slots to Config.MaxDegree) so that batches share
 // a few graph shapes; otherwise the shape is exact. With targets set, the loss's target
 // tensors are filled from the items' runtimes (which must be known).
+//
+// A per-node configuration model (Config.PerNode) gives every sample its own copy of its
+// kernel's nodes, with the configuration's per-node features, and its own pooling slot:
+// B counts samples there (B ≥ S, sample s pools into slot s), and the loss's kernel
+// spans use the first len(items) slots.
 func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
+	if c.PerNode() {
+		return newPerNodeBatch(c, items, bucket, minB, loss, ts, targets)
+	}
 	var r shape
 	r.B = len(items)
 	for _, it := range items {
@@ -198,6 +271,71 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 		}
 		b.starts[bi+1] = so
 		off += n
+	}
+	if targets {
+		if err := b.fillTargets(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// newPerNodeBatch is newBatch for a per-node configuration model.
+func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
+	var r shape
+	for _, it := range items {
+		if len(it.cfgs) == 0 {
+			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
+		}
+		if it.k.ncf == nil {
+			return nil, fmt.Errorf("kernel %s has no per-node configurations", it.k.key)
+		}
+		r.N += it.k.nodes() * len(it.cfgs)
+		r.S += len(it.cfgs)
+		r.M = max(r.M, it.k.nodes())
+		din, dout := it.k.maxDegrees()
+		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
+	}
+	r.B = max(r.S, len(items))
+	r.Din, r.Dout = max(r.Din, 1), max(r.Dout, 1)
+	s := r
+	if bucket {
+		s = shape{N: ladder(r.N), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M)}
+		s.B = ladder(max(r.B, minB, s.S))
+	}
+	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}
+	NW, KW, CW, NCW := c.NodeWidth, c.KernelWidth, c.ConfigWidth, c.NodeConfigWidth
+	b.opcodes = make([]int, s.N)
+	b.x = make([]float32, s.N*NW)
+	b.ncf = make([]float32, s.N*NCW)
+	b.inIdx = fill(make([]int, s.N*s.Din), -1)
+	b.outIdx = fill(make([]int, s.N*s.Dout), -1)
+	b.poolIdx = fill(make([]int, s.B*s.M), -1)
+	b.kf = make([]float32, s.B*KW)
+	b.cf = make([]float32, s.S*CW)
+	b.sk = fill(make([]int, s.S), -1)
+	off, so := 0, 0
+	for bi, it := range items {
+		k := it.k
+		n := k.nodes()
+		for _, cfg := range it.cfgs {
+			for v := 0; v < n; v++ {
+				b.opcodes[off+v] = int(k.opcodes[v])
+				adj(b.inIdx[(off+v)*s.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]])
+				adj(b.outIdx[(off+v)*s.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]])
+				b.poolIdx[so*s.M+v] = off + v
+			}
+			copy(b.x[off*NW:], k.x)
+			for i, v := range k.cfgNodes {
+				copy(b.ncf[(off+int(v))*NCW:(off+int(v)+1)*NCW], k.ncf[cfg][i*NCW:(i+1)*NCW])
+			}
+			copy(b.kf[so*KW:], k.kf)
+			copy(b.cf[so*CW:], k.cf[cfg])
+			b.sk[so] = so
+			so++
+			off += n
+		}
+		b.starts[bi+1] = so
 	}
 	if targets {
 		if err := b.fillTargets(); err != nil {

@@ -7,6 +7,9 @@
 // For a kernel with N nodes (features.Graph) and its configurations c:
 //
 //	h⁰_v = ReLU(emb(opcode_v) W_op + x_v W_x + b₀)                      x_v: normalized node features
+//	      (+ n_{v,c} W_nc in a per-node configuration model: n_{v,c} is configuration c's
+//	       features of node v, zero for nodes it does not configure; everything below is
+//	       then computed once per configuration)
 //	hˡ_v = ReLU(hˡ⁻¹_v W_self + mean_{u∈operands(v)} hˡ⁻¹_u W_in
 //	            + mean_{u∈users(v)} hˡ⁻¹_u W_out + bₗ),   l = 1..K       (= [h, mean_in, mean_out] Wₗ)
 //	       then hˡ_v ← hˡ_v / √(‖hˡ_v‖² + 10⁻⁶) when L2Norm is set (the paper's GraphSAGE)
@@ -94,6 +97,9 @@ func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic |
 // pairwise reports whether l is one of the pairwise rank losses (φ below).
 func (l Loss) pairwise() bool { return l == LossRankHinge || l == LossRankLogistic }
 
+// PerNode reports whether c is a per-node configuration model (NodeConfigWidth > 0).
+func (c Config) PerNode() bool { return c.NodeConfigWidth > 0 }
+
 // Reduction is a per-kernel reduction of node embeddings.
 type Reduction string
 
@@ -125,6 +131,13 @@ type Config struct {
 	// Features is the configuration feature set the model reads (features.ConfigPaper or
 	// ConfigPlan); checkpoints from before the field read every feature ("plan").
 	Features features.ConfigSet `json:"features,omitempty"`
+
+	// NodeConfigWidth > 0 makes a per-node configuration model (the TpuGraphs layout
+	// baseline's): a configuration is one feature vector of this width per configurable
+	// node (NodeConfigs), added to those nodes' input layer (other nodes get zeros), so
+	// the node embeddings, and the graph embedding, are computed once per configuration.
+	// 0 (the default): configurations enter only the head.
+	NodeConfigWidth int `json:"node_config_width,omitempty"`
 
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
 	// width of the Features set.
@@ -206,6 +219,7 @@ func (c Config) Validate() error {
 			break
 		}
 	}
+	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))
 	}

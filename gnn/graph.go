@@ -27,6 +27,7 @@ type net struct {
 	params []*G.Node // in Params order
 
 	opcodes, x, inIdx, outIdx, poolIdx, kf, cf *G.Node
+	ncf                                        *G.Node // per-node configuration features (PerNode models)
 	sk, y, w, rank, kw, kspan, out, cost       *G.Node
 }
 
@@ -88,7 +89,12 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 
 	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
 	emb := gather(P("embed"), n.opcodes, ReduceSum, 1)
-	h := reluNode(bias(add(mul(emb, "input.w_op"), mul(n.x, "input.w_x")), "input.b"))
+	h0 := add(mul(emb, "input.w_op"), mul(n.x, "input.w_x"))
+	if cfg.PerNode() {
+		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
+		h0 = add(h0, mul(n.ncf, "input.w_nc"))
+	}
+	h := reluNode(bias(h0, "input.b"))
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
 	for l := 1; l <= cfg.Layers; l++ {
@@ -182,6 +188,12 @@ func (n *net) bind(b *batch) error {
 		{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)},
 		{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)},
 		{n.sk, intTensor(b.sk)},
+	}
+	if n.ncf != nil {
+		if b.ncf == nil {
+			return fmt.Errorf("batch has no per-node configuration features")
+		}
+		lets = append(lets, let{n.ncf, n.floatTensor(b.ncf, s.N, n.cfg.NodeConfigWidth)})
 	}
 	if n.train {
 		if n.loss.Rank() {

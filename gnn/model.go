@@ -158,6 +158,19 @@ func (e *engine) close() {
 // maxBatchSamples bounds the samples of one inference batch.
 const maxBatchSamples = 8192
 
+// maxBatchNodes bounds the node copies of one inference batch of a per-node configuration
+// model (which copies a kernel's nodes per configuration): at the default width, 2^17
+// nodes hold 32 MiB per layer activation.
+const maxBatchNodes = 1 << 17
+
+// samplesPerBatch is the most configurations of k one inference batch takes.
+func (e *engine) samplesPerBatch(k *kernel) int {
+	if !e.m.Config.PerNode() {
+		return maxBatchSamples
+	}
+	return max(1, min(maxBatchSamples, maxBatchNodes/k.nodes()))
+}
+
 // predict runs kernels through the model in batches of at most batchKernels kernels and
 // maxBatchSamples samples and returns every kernel's outputs, one per configuration (the
 // raw model outputs: scores, or standardized log runtimes). A kernel with more
@@ -167,7 +180,7 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 	type ref struct{ kernel, first int }
 	var items []item
 	var refs []ref
-	samples := 0
+	samples, nodes := 0, 0
 	flush := func() error {
 		if len(items) == 0 {
 			return nil
@@ -183,21 +196,27 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 		for i := range items {
 			copy(out[refs[i].kernel][refs[i].first:], o[b.starts[i]:b.starts[i+1]])
 		}
-		items, refs, samples = items[:0], refs[:0], 0
+		items, refs, samples, nodes = items[:0], refs[:0], 0, 0
 		return nil
 	}
+	perNode := e.m.Config.PerNode()
 	for ki, k := range kernels {
 		nc := k.configs()
 		if nc == 0 {
 			return nil, fmt.Errorf("kernel %s has no configurations to score", k.key)
 		}
 		out[ki] = make([]float64, nc)
-		for first := 0; first < nc; first += maxBatchSamples {
-			cfgs := make([]int, min(maxBatchSamples, nc-first))
+		per := e.samplesPerBatch(k)
+		for first := 0; first < nc; first += per {
+			cfgs := make([]int, min(per, nc-first))
 			for i := range cfgs {
 				cfgs[i] = first + i
 			}
-			if len(items) > 0 && (len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples) {
+			full := len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples
+			if perNode {
+				full = full || nodes+len(cfgs)*k.nodes() > maxBatchNodes
+			}
+			if len(items) > 0 && full {
 				if err := flush(); err != nil {
 					return nil, err
 				}
@@ -205,6 +224,7 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 			items = append(items, item{k: k, cfgs: cfgs})
 			refs = append(refs, ref{ki, first})
 			samples += len(cfgs)
+			nodes += len(cfgs) * k.nodes()
 		}
 	}
 	if err := flush(); err != nil {
@@ -228,6 +248,18 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 	}
 	k.key, k.program = r.KernelKey, r.Program
+	if m.Config.PerNode() {
+		nc, err := rowNodeConfigs(r)
+		if err != nil {
+			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
+		}
+		if nc == nil {
+			return nil, fmt.Errorf("row %s/%s has no per-node configurations, which a per-node configuration model (node_config_width %d) reads", r.Program, r.KernelName, m.Config.NodeConfigWidth)
+		}
+		if err := k.attachNodeConfigs(nc, m.Config.NodeConfigWidth); err != nil {
+			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
+		}
+	}
 	if len(r.RuntimesNs) > 0 {
 		k.runtimes = slices.Clone(r.RuntimesNs)
 	}
@@ -251,3 +283,8 @@ func (m *Model) report(out []float64) []float64 {
 }
 
 var errNoRows = errors.New("no rows")
+
+// rowNodeConfigs returns a row's per-node configurations, nil when it has none. Rows of
+// this dataset version carry none; the TpuGraphs layout importer's rows (configurable node
+// ids and per-config per-node features) map onto NodeConfigs here.
+func rowNodeConfigs(r *dataset.Row) (*NodeConfigs, error) { return nil, nil }

@@ -36,6 +36,9 @@ const (
 	// MaxLR bounds the learning rate: Adam's steps are about lr in size, and
 	// standardized outputs make steps above 1 diverge.
 	MaxLR = 1.0
+	// MaxNodeConfigWidth bounds Config.NodeConfigWidth (TpuGraphs' layout configs have
+	// 18 features per node).
+	MaxNodeConfigWidth = 4096
 )
 
 func intField(field string, v, lo, hi int) error {
