@@ -152,6 +152,21 @@ func csr(lists [][]int32, cap int) (ptr, idx []int32) {
 type item struct {
 	k    *kernel
 	cfgs []int // indices into k.cf
+
+	// A segmented model (Config.MaxSegmentNodes) may put only the kernel's nodes lo..hi−1
+	// (one segment) in the batch (hi = 0: all of them); other holds the pooled
+	// statistics of its other segments, one per pool group the item fills (one, or one
+	// per configuration for a per-node model), or nil when there are none.
+	lo, hi int
+	other  []segStats
+}
+
+// nodeRange is the item's node range in its kernel.
+func (it item) nodeRange() (lo, hi int) {
+	if it.hi == 0 {
+		return 0, it.k.nodes()
+	}
+	return it.lo, it.hi
 }
 
 // shape is the tensor shape of a batch: N nodes, B kernels, S samples (kernel,
@@ -200,7 +215,13 @@ type batch struct {
 	kf      []float32 // [B, KernelWidth]
 	cf      []float32 // [S, ConfigWidth]
 	ncf     []float32 // [N, NodeConfigWidth] (PerNode models)
-	sk      []int     // [S] the kernel of each sample, −1 for padding
+
+	// Segmented models (Config.MaxSegmentNodes > 0): the pooled statistics of each pool
+	// group's other segments and the group's kernel size.
+	otherSum []float32 // [B, Hidden] Σ of the other segments' final node embeddings
+	otherMax []float32 // [B, Hidden] their max, −Inf where there are none
+	invNodes []float32 // [B] 1 / the kernel's node count (0 for padding groups)
+	sk       []int     // [S] the kernel of each sample, −1 for padding
 
 	// Targets (training only).
 	y     []float32 // [S] standardized log runtime (mse)
@@ -229,9 +250,10 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 		if len(it.cfgs) == 0 {
 			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
 		}
-		r.N += it.k.nodes()
+		lo, hi := it.nodeRange()
+		r.N += hi - lo
 		r.S += len(it.cfgs)
-		r.M = max(r.M, it.k.nodes())
+		r.M = max(r.M, hi-lo)
 		din, dout := it.k.maxDegrees()
 		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
 	}
@@ -253,16 +275,14 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	b.cf = make([]float32, s.S*CW)
 	b.sk = fill(make([]int, s.S), -1)
 	off, so := 0, 0
+	b.segmentInputs(c)
 	for bi, it := range items {
 		k := it.k
-		n := k.nodes()
-		for v := 0; v < n; v++ {
-			b.opcodes[off+v] = int(k.opcodes[v])
-			adj(b.inIdx[(off+v)*s.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]])
-			adj(b.outIdx[(off+v)*s.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]])
+		n := b.place(k, off, it)
+		for v := range n {
 			b.poolIdx[bi*s.M+v] = off + v
 		}
-		copy(b.x[off*NW:], k.x)
+		b.poolGroup(c, bi, it, 0)
 		copy(b.kf[bi*KW:], k.kf)
 		for _, cfg := range it.cfgs {
 			copy(b.cf[so*CW:], k.cf[cfg])
@@ -290,9 +310,10 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 		if it.k.ncf == nil {
 			return nil, fmt.Errorf("kernel %s has no per-node configurations", it.k.key)
 		}
-		r.N += it.k.nodes() * len(it.cfgs)
+		lo, hi := it.nodeRange()
+		r.N += (hi - lo) * len(it.cfgs)
 		r.S += len(it.cfgs)
-		r.M = max(r.M, it.k.nodes())
+		r.M = max(r.M, hi-lo)
 		din, dout := it.k.maxDegrees()
 		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
 	}
@@ -315,19 +336,20 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 	b.cf = make([]float32, s.S*CW)
 	b.sk = fill(make([]int, s.S), -1)
 	off, so := 0, 0
+	b.segmentInputs(c)
 	for bi, it := range items {
 		k := it.k
-		n := k.nodes()
-		for _, cfg := range it.cfgs {
-			for v := 0; v < n; v++ {
-				b.opcodes[off+v] = int(k.opcodes[v])
-				adj(b.inIdx[(off+v)*s.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]])
-				adj(b.outIdx[(off+v)*s.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]])
+		lo, hi := it.nodeRange()
+		for ci, cfg := range it.cfgs {
+			n := b.place(k, off, it)
+			for v := range n {
 				b.poolIdx[so*s.M+v] = off + v
 			}
-			copy(b.x[off*NW:], k.x)
+			b.poolGroup(c, so, it, ci)
 			for i, v := range k.cfgNodes {
-				copy(b.ncf[(off+int(v))*NCW:(off+int(v)+1)*NCW], k.ncf[cfg][i*NCW:(i+1)*NCW])
+				if u := int(v); u >= lo && u < hi {
+					copy(b.ncf[(off+u-lo)*NCW:(off+u-lo+1)*NCW], k.ncf[cfg][i*NCW:(i+1)*NCW])
+				}
 			}
 			copy(b.kf[so*KW:], k.kf)
 			copy(b.cf[so*CW:], k.cf[cfg])
@@ -345,10 +367,30 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 	return b, nil
 }
 
-// adj writes a node's neighbours (kernel-local indices) as global node indices.
-func adj(slots []int, off int, nb []int32) {
-	for j, u := range nb {
-		slots[j] = off + int(u)
+// place writes the nodes of item it's range of kernel k at batch node offset off
+// (opcodes, features, neighbours within the range) and returns their number.
+func (b *batch) place(k *kernel, off int, it item) int {
+	lo, hi := it.nodeRange()
+	NW := len(b.x) / b.shape.N
+	for v := lo; v < hi; v++ {
+		o := off + v - lo
+		b.opcodes[o] = int(k.opcodes[v])
+		adj(b.inIdx[o*b.shape.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]], lo, hi)
+		adj(b.outIdx[o*b.shape.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]], lo, hi)
+	}
+	copy(b.x[off*NW:], k.x[lo*NW:hi*NW])
+	return hi - lo
+}
+
+// adj writes a node's neighbours (kernel-local indices) in lo..hi−1 as global node
+// indices (edges leaving a segment are cut).
+func adj(slots []int, off int, nb []int32, lo, hi int) {
+	j := 0
+	for _, u := range nb {
+		if int(u) >= lo && int(u) < hi {
+			slots[j] = off + int(u) - lo
+			j++
+		}
 	}
 }
 

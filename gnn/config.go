@@ -139,6 +139,10 @@ type Config struct {
 	// 0 (the default): configurations enter only the head.
 	NodeConfigWidth int `json:"node_config_width,omitempty"`
 
+	// MaxSegmentNodes > 0 splits kernels of more nodes into segments of at most this many
+	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
+	MaxSegmentNodes int `json:"max_segment_nodes,omitempty"`
+
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
 	// width of the Features set.
 	Vocab       int `json:"vocab"`
@@ -220,6 +224,9 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
+	if c.MaxSegmentNodes != 0 {
+		errs = append(errs, intField("max_segment_nodes", c.MaxSegmentNodes, MinSegmentNodes, MaxSegmentNodes))
+	}
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))
 	}

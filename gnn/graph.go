@@ -28,7 +28,12 @@ type net struct {
 
 	opcodes, x, inIdx, outIdx, poolIdx, kf, cf *G.Node
 	ncf                                        *G.Node // per-node configuration features (PerNode models)
-	sk, y, w, rank, kw, kspan, out, cost       *G.Node
+
+	// Segmented models (segment.go): the other segments' statistics, this segment's
+	// pooled sum and max, and their values after the last inference run.
+	otherSum, otherMax, invNodes, segSum, segMax *G.Node
+	lastSum, lastMax                             []float64
+	sk, y, w, rank, kw, kspan, out, cost         *G.Node
 }
 
 // l2Eps is added to the squared norm before the L2 normalization's square root: it
@@ -112,7 +117,11 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	// is gathered to each of the kernel's samples and added to the per-config part.
 	zk := mul(n.kf, "head0.w_kernel")
 	for _, r := range cfg.Reduce {
-		zk = add(zk, mul(gather(h, n.poolIdx, r, s.M), "head0.w_"+string(r)))
+		pooled := func() *G.Node { return gather(h, n.poolIdx, r, s.M) }
+		if cfg.MaxSegmentNodes > 0 {
+			pooled = func() *G.Node { return n.segmentPool(h, r) }
+		}
+		zk = add(zk, mul(pooled(), "head0.w_"+string(r)))
 	}
 	zc := mul(n.cf, "head0.w_config") // [S, h0]
 	z := reluNode(bias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
@@ -208,6 +217,10 @@ func (n *net) bind(b *batch) error {
 			lets = append(lets, let{n.y, n.floatTensor(b.y, s.S)}, let{n.w, n.floatTensor(b.w, s.S)})
 		}
 	}
+	lets, err := n.bindSegments(b, lets)
+	if err != nil {
+		return err
+	}
 	for _, l := range lets {
 		if err := G.Let(l.node, l.v); err != nil {
 			return fmt.Errorf("binding %s: %w", l.node.Name(), err)
@@ -228,6 +241,9 @@ func (n *net) run(b *batch) (out []float64, loss float64, err error) {
 	}
 	if !n.train {
 		out = values(n.out.Value())
+		if n.segSum != nil {
+			n.lastSum, n.lastMax = values(n.segSum.Value()), values(n.segMax.Value())
+		}
 	}
 	if n.train {
 		loss = values(n.cost.Value())[0]

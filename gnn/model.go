@@ -206,6 +206,18 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 			return nil, fmt.Errorf("kernel %s has no configurations to score", k.key)
 		}
 		out[ki] = make([]float64, nc)
+		if segs := segments(k.nodes(), e.m.Config.MaxSegmentNodes); len(segs) > 2 {
+			all := make([]int, nc)
+			for i := range all {
+				all[i] = i
+			}
+			o, err := e.predictSegmented(k, all, segs)
+			if err != nil {
+				return nil, fmt.Errorf("kernel %s: %w", k.key, err)
+			}
+			copy(out[ki], o)
+			continue
+		}
 		per := e.samplesPerBatch(k)
 		for first := 0; first < nc; first += per {
 			cfgs := make([]int, min(per, nc-first))

@@ -40,6 +40,7 @@ type TrainOptions struct {
 	Features     string
 	Resume       bool
 	NoBucketing  bool
+	MaxSegment   int
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -83,6 +84,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
+	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
 }
@@ -92,6 +94,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
+	"max_segment_nodes": "--max-segment-nodes",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -181,6 +184,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	opts := gnn.TrainOptions{
 		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
 		Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
+		MaxSegmentNodes: o.MaxSegment,
 	}
 	// The flags as given, before anything is taken from a checkpoint: no quiet defaults.
 	if err := errors.Join(data.Validate(), opts.Validate()); err != nil {
@@ -208,7 +212,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			opts.Model = m
 		}
 		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience} {
+			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes} {
 			if !changed(flag) {
 				switch p := field.(type) {
 				case *int:
