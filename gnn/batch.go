@@ -19,6 +19,7 @@ type kernel struct {
 	outIdx       []int32
 	kf           []float32   // normalized kernel features
 	cf           [][]float32 // normalized config features
+	head         string      // the task whose head scores it (multi-task models)
 	runtimes     []float64   // ns, one per config (nil when unknown, e.g. when scoring)
 	analytical   []float64   // ns, one per config (may be nil)
 
@@ -174,10 +175,29 @@ func (it item) nodeRange() (lo, hi int) {
 // node slots per kernel (reductions). A batch's real sizes may be smaller (padding).
 type shape struct {
 	N, B, S, Din, Dout, M int
+	Head                  string // the task whose head scores the batch (multi-task models; "" otherwise)
 }
 
 func (s shape) String() string {
-	return fmt.Sprintf("N%d B%d S%d Din%d Dout%d M%d", s.N, s.B, s.S, s.Din, s.Dout, s.M)
+	h := ""
+	if s.Head != "" {
+		h = " head " + s.Head
+	}
+	return fmt.Sprintf("N%d B%d S%d Din%d Dout%d M%d%s", s.N, s.B, s.S, s.Din, s.Dout, s.M, h)
+}
+
+// batchHead is the head of items, which must all have the same.
+func batchHead(items []item) (string, error) {
+	if len(items) == 0 {
+		return "", nil
+	}
+	h := items[0].k.head
+	for _, it := range items {
+		if it.k.head != h {
+			return "", fmt.Errorf("a batch mixes kernels of heads %q and %q", h, it.k.head)
+		}
+	}
+	return h, nil
 }
 
 // ladder rounds x up to the next size of the bucket ladder 1, 2, 3, 4, 6, 8, 12, 16, …
@@ -244,7 +264,11 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	if c.PerNode() {
 		return newPerNodeBatch(c, items, bucket, minB, loss, ts, targets)
 	}
-	var r shape
+	head, err := batchHead(items)
+	if err != nil {
+		return nil, err
+	}
+	r := shape{Head: head}
 	r.B = len(items)
 	for _, it := range items {
 		if len(it.cfgs) == 0 {
@@ -262,7 +286,7 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	if bucket {
 		// Neighbour slots are fixed at the degree cap: gathering a few padded slots costs
 		// little next to the layers' matrix products, and it halves the distinct shapes.
-		s = shape{N: ladder(r.N), B: ladder(max(r.B, minB)), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M)}
+		s = shape{N: ladder(r.N), B: ladder(max(r.B, minB)), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M), Head: head}
 	}
 	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}
 	NW, KW, CW := c.NodeWidth, c.KernelWidth, c.ConfigWidth
@@ -302,7 +326,11 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 
 // newPerNodeBatch is newBatch for a per-node configuration model.
 func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
-	var r shape
+	head, err := batchHead(items)
+	if err != nil {
+		return nil, err
+	}
+	r := shape{Head: head}
 	for _, it := range items {
 		if len(it.cfgs) == 0 {
 			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
@@ -321,7 +349,7 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 	r.Din, r.Dout = max(r.Din, 1), max(r.Dout, 1)
 	s := r
 	if bucket {
-		s = shape{N: ladder(r.N), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M)}
+		s = shape{N: ladder(r.N), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M), Head: head}
 		s.B = ladder(max(r.B, minB, s.S))
 	}
 	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}

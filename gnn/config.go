@@ -56,6 +56,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 )
 
@@ -96,6 +97,18 @@ func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic |
 
 // pairwise reports whether l is one of the pairwise rank losses (φ below).
 func (l Loss) pairwise() bool { return l == LossRankHinge || l == LossRankLogistic }
+
+// MultiTask reports whether c has a head per task (Tasks).
+func (c Config) MultiTask() bool { return len(c.Tasks) > 0 }
+
+// headPrefix is the parameter name prefix of the head of task (a multi-task model's
+// "TASK/"; "" for a single-head model).
+func (c Config) headPrefix(task string) string {
+	if !c.MultiTask() {
+		return ""
+	}
+	return task + "/"
+}
 
 // PerNode reports whether c is a per-node configuration model (NodeConfigWidth > 0).
 func (c Config) PerNode() bool { return c.NodeConfigWidth > 0 }
@@ -138,6 +151,12 @@ type Config struct {
 	// the node embeddings, and the graph embedding, are computed once per configuration.
 	// 0 (the default): configurations enter only the head.
 	NodeConfigWidth int `json:"node_config_width,omitempty"`
+
+	// Tasks, when set (at least two distinct tasks), makes a multi-task model (the seed
+	// design's): one graph embedding (opcode embedding, input and GraphSAGE layers)
+	// shared by one head per task, parameters "TASK/head…" and "TASK/out…"; a row is
+	// scored by the head of its task. Empty (the default): one head.
+	Tasks []dataset.Task `json:"tasks,omitempty"`
 
 	// MaxSegmentNodes > 0 splits kernels of more nodes into segments of at most this many
 	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
@@ -224,6 +243,17 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
+	if len(c.Tasks) == 1 {
+		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %v", c.Tasks))
+	}
+	for i, t := range c.Tasks {
+		if !slices.Contains(dataset.Tasks(), t) {
+			errs = append(errs, fmt.Errorf("unknown task %q in the model's heads", t))
+		}
+		if slices.Contains(c.Tasks[:i], t) {
+			errs = append(errs, fmt.Errorf("task %q has two heads", t))
+		}
+	}
 	if c.MaxSegmentNodes != 0 {
 		errs = append(errs, intField("max_segment_nodes", c.MaxSegmentNodes, MinSegmentNodes, MaxSegmentNodes))
 	}

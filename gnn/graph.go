@@ -2,6 +2,10 @@ package gnn
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tpucost/tpucost/dataset"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -22,9 +26,10 @@ type net struct {
 	train bool
 	dt    tensor.Dtype
 
-	g      *G.ExprGraph
-	vm     G.VM
-	params []*G.Node // in Params order
+	g        *G.ExprGraph
+	vm       G.VM
+	params   []*G.Node // the parameters the net reads, in Params order
+	paramIdx []int     // their indices in Params (a multi-task net reads one head)
 
 	opcodes, x, inIdx, outIdx, poolIdx, kf, cf *G.Node
 	ncf                                        *G.Node // per-node configuration features (PerNode models)
@@ -55,8 +60,21 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	if len(specs) != len(ps) {
 		return nil, fmt.Errorf("model has %d parameters, architecture needs %d", len(ps), len(specs))
 	}
+	// A multi-task model's net reads the shared parameters and the head of its shape's
+	// task (the model's first task for kernels without one).
+	head := s.Head
+	if cfg.MultiTask() && head == "" {
+		head = string(cfg.Tasks[0])
+	}
+	if cfg.MultiTask() && !slices.Contains(cfg.Tasks, dataset.Task(head)) {
+		return nil, fmt.Errorf("the model has no head for task %q (heads %v)", head, cfg.Tasks)
+	}
+	prefix := cfg.headPrefix(head)
 	byName := map[string]*G.Node{}
 	for i, p := range ps {
+		if cfg.MultiTask() && strings.Contains(p.Name, "/") && !strings.HasPrefix(p.Name, prefix) {
+			continue
+		}
 		var v tensor.Tensor
 		if dt == tensor.Float32 {
 			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(p.Data))
@@ -65,6 +83,7 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 		}
 		node := G.NewTensor(g, dt, len(p.Shape), G.WithShape(p.Shape...), G.WithName(specs[i].name), G.WithValue(v))
 		n.params = append(n.params, node)
+		n.paramIdx = append(n.paramIdx, i)
 		byName[p.Name] = node
 	}
 	P := func(name string) *G.Node {
@@ -91,6 +110,8 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
 	add := func(a, b *G.Node) *G.Node { return G.Must(G.Add(a, b)) }
 	bias := func(x *G.Node, b string) *G.Node { return G.Must(G.ApplyOp(newBiasOp(), x, P(b))) }
+	hmul := func(x *G.Node, w string) *G.Node { return mul(x, prefix+w) }
+	hbias := func(x *G.Node, b string) *G.Node { return bias(x, prefix+b) }
 
 	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
 	emb := gather(P("embed"), n.opcodes, ReduceSum, 1)
@@ -115,20 +136,20 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
-	zk := mul(n.kf, "head0.w_kernel")
+	zk := hmul(n.kf, "head0.w_kernel")
 	for _, r := range cfg.Reduce {
 		pooled := func() *G.Node { return gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		zk = add(zk, mul(pooled(), "head0.w_"+string(r)))
+		zk = add(zk, hmul(pooled(), "head0.w_"+string(r)))
 	}
-	zc := mul(n.cf, "head0.w_config") // [S, h0]
-	z := reluNode(bias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
+	zc := hmul(n.cf, "head0.w_config") // [S, h0]
+	z := reluNode(hbias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
 	for i := 1; i < len(cfg.Head); i++ {
-		z = reluNode(bias(mul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
+		z = reluNode(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
 	}
-	n.out = G.Must(G.Reshape(bias(mul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
+	n.out = G.Must(G.Reshape(hbias(hmul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
 
 	if train {
 		if err := n.buildLoss(); err != nil {

@@ -50,6 +50,16 @@ func (m *Model) validate() error {
 	if m.Loss.Rank() && !m.Task.Relative() {
 		return fmt.Errorf("the %s loss ranks the configurations of one kernel; task %s has one runtime per kernel: use mse", m.Loss, m.Task)
 	}
+	if m.Config.MultiTask() {
+		if m.Config.Tasks[0] != m.Task {
+			return fmt.Errorf("a multi-task model's task is its first head's (%s), not %s", m.Config.Tasks[0], m.Task)
+		}
+		for _, t := range m.Config.Tasks {
+			if t.Relative() != m.Task.Relative() {
+				return fmt.Errorf("a multi-task model's heads must all be relative (tile, flags) or all absolute (fusion, layout), got %v", m.Config.Tasks)
+			}
+		}
+	}
 	if err := m.Norm.Validate(); err != nil {
 		return err
 	}
@@ -224,7 +234,7 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 			for i := range cfgs {
 				cfgs[i] = first + i
 			}
-			full := len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples
+			full := len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples || (len(items) > 0 && items[0].k.head != k.head)
 			if perNode {
 				full = full || nodes+len(cfgs)*k.nodes() > maxBatchNodes
 			}
@@ -260,6 +270,12 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 	}
 	k.key, k.program = r.KernelKey, r.Program
+	if m.Config.MultiTask() {
+		if !slices.Contains(m.Config.Tasks, r.Task) {
+			return nil, fmt.Errorf("row %s/%s is a %s row; the model has heads for %v", r.Program, r.KernelName, r.Task, m.Config.Tasks)
+		}
+		k.head = string(r.Task)
+	}
 	if m.Config.PerNode() {
 		nc, err := rowNodeConfigs(r)
 		if err != nil {

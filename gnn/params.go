@@ -66,6 +66,19 @@ func (c Config) paramSpecs() []paramSpec {
 		}
 		specs = append(specs, paramSpec{name: fmt.Sprintf("sage%d.b", l), shape: []int{H}})
 	}
+	if !c.MultiTask() {
+		return append(specs, c.headSpecs("")...)
+	}
+	for _, t := range c.Tasks {
+		specs = append(specs, c.headSpecs(c.headPrefix(string(t)))...)
+	}
+	return specs
+}
+
+// headSpecs lists the parameters of one head, their names prefixed with prefix.
+func (c Config) headSpecs(prefix string) []paramSpec {
+	H := c.Hidden
+	var specs []paramSpec
 	gk, gc := c.headInput()
 	h0 := c.Head[0]
 	for _, r := range c.Reduce {
@@ -84,6 +97,9 @@ func (c Config) paramSpecs() []paramSpec {
 	specs = append(specs,
 		paramSpec{name: "out.w", shape: []int{last, 1}, fanIn: last, fanOut: 1, kind: initXavier},
 		paramSpec{name: "out.b", shape: []int{1}})
+	for i := range specs {
+		specs[i].name = prefix + specs[i].name
+	}
 	return specs
 }
 

@@ -237,6 +237,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	var (
 		buf             []*kernel
 		pending         []item
+		heads           = map[string][]item{} // a multi-task model's pending items per head
 		lossSum         float64
 		batches         int
 		kernels         int
@@ -274,6 +275,15 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		if !ok {
 			return nil
 		}
+		if t.m.Config.MultiTask() {
+			// A batch is scored by one head: kernels wait with those of their task.
+			heads[k.head] = append(heads[k.head], it)
+			if len(heads[k.head]) < t.opts.BatchKernels {
+				return nil
+			}
+			pending, heads[k.head] = heads[k.head], nil
+			return step()
+		}
 		pending = append(pending, it)
 		if len(pending) == t.opts.BatchKernels {
 			return step()
@@ -303,6 +313,13 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		}
 	}
 	if err == nil {
+		err = step()
+	}
+	for _, h := range t.m.Config.Tasks {
+		if err != nil {
+			break
+		}
+		pending = heads[string(h)]
 		err = step()
 	}
 	if err != nil {
@@ -439,8 +456,8 @@ func (t *trainer) step(items []item) (float64, error) {
 		return 0, fmt.Errorf("the loss is %g: training diverged (try a lower learning rate)", loss)
 	}
 	grads := make([][]float32, len(t.m.Params))
-	for i := range grads {
-		if grads[i], err = n.grad32(i); err != nil {
+	for i, pi := range n.paramIdx {
+		if grads[pi], err = n.grad32(i); err != nil {
 			return 0, err
 		}
 	}

@@ -41,6 +41,7 @@ type TrainOptions struct {
 	Resume       bool
 	NoBucketing  bool
 	MaxSegment   int
+	Heads        string
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -85,6 +86,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
+	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
 }
@@ -176,6 +178,17 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
+	if o.Heads != "" {
+		for _, h := range strings.Split(o.Heads, ",") {
+			cfg.Tasks = append(cfg.Tasks, dataset.Task(strings.TrimSpace(h)))
+		}
+		if len(cfg.Tasks) < 2 || cfg.Tasks[0] != task {
+			return fmt.Errorf("--heads %s: want at least two tasks, the first being --task %s", o.Heads, task)
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--heads %s: %w", o.Heads, err)
+		}
+	}
 	patience := o.Patience
 	if patience == 0 {
 		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
@@ -193,7 +206,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses
 		// set ones that differ.
-		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") {
+		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
 			opts.Model = gnn.Config{}
 		} else {
 			m := ck.Config
@@ -208,6 +221,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			}
 			if changed("features") {
 				m = m.WithFeatures(set)
+			}
+			if changed("heads") {
+				m.Tasks = cfg.Tasks
 			}
 			opts.Model = m
 		}
