@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -183,7 +184,14 @@ func Fingerprints(dirs string) ([]DatasetRef, error) {
 // TrainDataset trains on the dataset directory data selects (see OpenData), recording
 // the data's provenance and fingerprints in the checkpoint.
 func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*TrainResult, error) {
-	train, val, meta, err := OpenData(data, opts.Task, opts.Model.Tasks...)
+	heads := opts.Model.Tasks
+	if opts.Resume && reflect.DeepEqual(opts.Model, Config{}) {
+		// Resuming with the checkpoint's architecture: its heads say which data it reads.
+		if c, err := ReadCheckpoint(opts.OutDir); err == nil {
+			heads = c.Config.Tasks
+		}
+	}
+	train, val, meta, err := OpenData(data, opts.Task, heads...)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}

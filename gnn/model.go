@@ -86,7 +86,9 @@ func (m *Model) FlopsPerKernel(nodes int) float64 {
 	return f
 }
 
-// FlopsPerConfig: see FlopsPerKernel.
+// FlopsPerConfig: see FlopsPerKernel. A per-node configuration model (Config.PerNode)
+// runs its graph layers once per configuration: each of its samples costs
+// FlopsPerKernel + FlopsPerConfig.
 func (m *Model) FlopsPerConfig() float64 {
 	c := m.Config
 	_, gc := c.headInput()

@@ -3,6 +3,7 @@ package gnn
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,5 +156,34 @@ func TestMultiTaskTrains(t *testing.T) {
 	fusion.Task = dataset.TaskFusion
 	if _, err := p.PredictRows([]*dataset.Row{&fusion}); err == nil {
 		t.Error("a fusion row was scored by a tile/flags model")
+	}
+}
+
+// TestMultiTaskDatasetsAndResume: a multi-task model trains on a tile and a flags
+// dataset directory, resumes with the checkpoint's heads (no architecture given), and a
+// single-task model refuses the other task's data.
+func TestMultiTaskDatasetsAndResume(t *testing.T) {
+	root := t.TempDir()
+	tile, flags := filepath.Join(root, "tile"), filepath.Join(root, "flags")
+	writeTaskDataset(t, tile, []string{"resnet18_b1", "mlp_768x3_b8"}, dataset.TaskTile)
+	writeTaskDataset(t, flags, []string{"resnet18_b1", "mlp_768x3_b8"}, dataset.TaskFlags)
+	data := DataOptions{Dir: tile + "," + flags}
+	out := filepath.Join(root, "multi")
+	o := smallOptions(out)
+	o.Model, o.Epochs = multiConfig(), 1
+	if _, err := TrainDataset(context.Background(), data, o); err != nil {
+		t.Fatal(err)
+	}
+	res := TrainOptions{Task: dataset.TaskTile, OutDir: out, Resume: true, Epochs: 2}
+	r, err := TrainDataset(context.Background(), data, res)
+	if err != nil {
+		t.Fatalf("resuming the multi-task model: %v", err)
+	}
+	if len(r.History) != 2 || !slices.Equal(r.Model.Config.Tasks, multiConfig().Tasks) {
+		t.Errorf("resumed: %d epochs, heads %v", len(r.History), r.Model.Config.Tasks)
+	}
+	single := smallOptions(filepath.Join(root, "single"))
+	if _, err := TrainDataset(context.Background(), data, single); err == nil || !strings.Contains(err.Error(), "holds flags rows") {
+		t.Errorf("a tile model on flags data: %v", err)
 	}
 }
