@@ -7,12 +7,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
 )
 
 // segTol: the segmented and unsegmented forward passes add the same float32 numbers in
@@ -255,6 +257,76 @@ func TestSegmentTrainingDeterministicAndRecorded(t *testing.T) {
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != "max_segment_nodes" {
 			t.Errorf("max_segment_nodes %d: %v", v, err)
+		}
+	}
+}
+
+// bigGraphRow chains copies of row r's graph into one graph of copies·n nodes (an edge
+// joins each copy's last node to the next copy's first): a layout-sized program.
+func bigGraphRow(r dataset.Row, copies int) dataset.Row {
+	g := r.Graph
+	n := g.Nodes()
+	var out features.Graph
+	out.KernelFeats = slices.Clone(g.KernelFeats)
+	for c := range copies {
+		off := int32(c * n)
+		out.Opcodes = append(out.Opcodes, g.Opcodes...)
+		out.NodeFeats = append(out.NodeFeats, g.NodeFeats...)
+		for j := range g.EdgeSrc {
+			out.EdgeSrc = append(out.EdgeSrc, g.EdgeSrc[j]+off)
+			out.EdgeDst = append(out.EdgeDst, g.EdgeDst[j]+off)
+		}
+		if c > 0 {
+			out.EdgeSrc = append(out.EdgeSrc, off)
+			out.EdgeDst = append(out.EdgeDst, off-1)
+		}
+	}
+	r.Graph = out
+	r.KernelKey += "-big"
+	return r
+}
+
+// TestSegmentTrainingBoundsLargeGraphs: kernels of 4800 nodes train with segments of 256:
+// every net built (training, and the detached statistics) holds at most a ladder step
+// above BatchKernels·S nodes, never the kernels' size, and the loss is finite.
+func TestSegmentTrainingBoundsLargeGraphs(t *testing.T) {
+	const S, copies, batchKernels = 256, 200, 2
+	base := rowsWithConfigs(cachedRows(t, "mlp_768x3_b8", dataset.TaskTile, 16), 8, 2)
+	var rows []dataset.Row
+	for _, r := range base {
+		rows = append(rows, bigGraphRow(r, copies))
+	}
+	cfg := DefaultConfig()
+	cfg.MaxSegmentNodes = S
+	m := testModel(t, cfg, dataset.TaskTile, LossListMLE, rows, 1)
+	eng := newEngine(m, true, true, defaultNetCache)
+	defer eng.close()
+	tr := &trainer{opts: TrainOptions{BatchKernels: batchKernels, MaxConfigs: 8}, m: m, adam: newAdam(m.Params, 1e-3), eng: eng}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 3 {
+		var items []item
+		for _, k := range itemsOf(t, m, rows) {
+			it, _ := tr.sample(k.k, rng)
+			items = append(items, it)
+		}
+		l, err := tr.step(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			t.Fatalf("loss %g", l)
+		}
+	}
+	defer tr.val.close()
+	nodes := rows[0].Graph.Nodes()
+	for _, e := range []*engine{eng, tr.val} {
+		for s := range e.nets {
+			if s.N > ladder(batchKernels*S) || s.M > ladder(S) {
+				t.Errorf("a net of shape %v for kernels of %d nodes: not bounded by the segment size %d", s, nodes, S)
+			}
+		}
+		if len(e.nets) == 0 {
+			t.Error("no net was built")
 		}
 	}
 }
