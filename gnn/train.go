@@ -43,6 +43,10 @@ type TrainOptions struct {
 	// ShuffleBuffer is the number of kernels held for shuffling a streamed epoch
 	// (default 2048): memory stays bounded however large the dataset.
 	ShuffleBuffer int
+	// MaxSegmentNodes, when not 0, sets Model.MaxSegmentNodes: kernels of more nodes are
+	// trained by segments of at most this many nodes (see segment.go); it is recorded in
+	// the checkpoint's config, and a resume with another value is refused.
+	MaxSegmentNodes int
 	// NoBucketing builds a graph of every batch's exact shape instead of padding batches
 	// to a few cached bucket shapes.
 	NoBucketing bool
@@ -100,6 +104,12 @@ func (o *TrainOptions) defaults() error {
 	}
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 10 * time.Second
+	}
+	if o.MaxSegmentNodes != 0 && !o.Resume {
+		if m := o.Model.MaxSegmentNodes; m != 0 && m != o.MaxSegmentNodes {
+			return fmt.Errorf("max_segment_nodes is %d, the model config's is %d", o.MaxSegmentNodes, m)
+		}
+		o.Model.MaxSegmentNodes = o.MaxSegmentNodes
 	}
 	return nil
 }
@@ -227,6 +237,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	var (
 		buf             []*kernel
 		pending         []item
+		heads           = map[string][]item{} // a multi-task model's pending items per head
 		lossSum         float64
 		batches         int
 		kernels         int
@@ -264,6 +275,15 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		if !ok {
 			return nil
 		}
+		if t.m.Config.MultiTask() {
+			// A batch is scored by one head: kernels wait with those of their task.
+			heads[k.head] = append(heads[k.head], it)
+			if len(heads[k.head]) < t.opts.BatchKernels {
+				return nil
+			}
+			pending, heads[k.head] = heads[k.head], nil
+			return step()
+		}
 		pending = append(pending, it)
 		if len(pending) == t.opts.BatchKernels {
 			return step()
@@ -293,6 +313,13 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		}
 	}
 	if err == nil {
+		err = step()
+	}
+	for _, h := range t.m.Config.Tasks {
+		if err != nil {
+			break
+		}
+		pending = heads[string(h)]
 		err = step()
 	}
 	if err != nil {
@@ -369,11 +396,53 @@ func (t *trainer) sample(k *kernel, rng *rand.Rand) (item, bool) {
 	} else {
 		cfgs = rng.Perm(n)[:t.opts.MaxConfigs]
 	}
-	return item{k: k, cfgs: cfgs}, true
+	it := item{k: k, cfgs: cfgs}
+	if segs := segments(k.nodes(), t.m.Config.MaxSegmentNodes); len(segs) > 2 {
+		// Segment training: backpropagate through one segment (step adds the others'
+		// detached statistics).
+		j := rng.IntN(len(segs) - 1)
+		it.lo, it.hi = segs[j], segs[j+1]
+	}
+	return it, true
+}
+
+// detach computes, for every item that holds one segment of its kernel, the other
+// segments' statistics with the current parameters (no gradients).
+func (t *trainer) detach(items []item) error {
+	for i := range items {
+		it := &items[i]
+		if it.hi == 0 {
+			continue
+		}
+		if t.val == nil {
+			t.val = newEngine(t.m, false, t.eng.bucket, defaultNetCache)
+		}
+		segs := segments(it.k.nodes(), t.m.Config.MaxSegmentNodes)
+		skip := -1
+		for j := 0; j+1 < len(segs); j++ {
+			if segs[j] == it.lo && segs[j+1] == it.hi {
+				skip = j
+			}
+		}
+		if skip < 0 {
+			return fmt.Errorf("kernel %s: nodes %d..%d are not one of its segments", it.k.key, it.lo, it.hi-1)
+		}
+		other, err := t.val.otherStats(it.k, it.cfgs, segs, skip)
+		if err != nil {
+			return fmt.Errorf("kernel %s: other segments: %w", it.k.key, err)
+		}
+		it.other = other
+	}
+	return nil
 }
 
 // step runs one training batch and applies Adam.
 func (t *trainer) step(items []item) (float64, error) {
+	if t.m.Config.MaxSegmentNodes > 0 {
+		if err := t.detach(items); err != nil {
+			return 0, err
+		}
+	}
 	b, err := newBatch(t.m.Config, items, t.eng.bucket, t.opts.BatchKernels, t.m.Loss, t.m.Target, true)
 	if err != nil {
 		return 0, err
@@ -387,8 +456,8 @@ func (t *trainer) step(items []item) (float64, error) {
 		return 0, fmt.Errorf("the loss is %g: training diverged (try a lower learning rate)", loss)
 	}
 	grads := make([][]float32, len(t.m.Params))
-	for i := range grads {
-		if grads[i], err = n.grad32(i); err != nil {
+	for i, pi := range n.paramIdx {
+		if grads[pi], err = n.grad32(i); err != nil {
 			return 0, err
 		}
 	}
@@ -620,6 +689,7 @@ func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
 		{"seed", given.Seed != 0, given.Seed, s.Seed},
 		{"shuffle_buffer", given.ShuffleBuffer != 0, given.ShuffleBuffer, s.ShuffleBuffer},
 		{"bucketing", given.NoBucketing, !given.NoBucketing, s.Bucketing},
+		{"max_segment_nodes", given.MaxSegmentNodes != 0, given.MaxSegmentNodes, c.Config.MaxSegmentNodes},
 	} {
 		if m.set && m.giv != m.ckp {
 			return mismatchError(dir, m.field, fmt.Sprint(m.giv), fmt.Sprint(m.ckp))

@@ -49,7 +49,7 @@ func TestRankLossHandComputed(t *testing.T) {
 
 // Overfitting one batch of 8 kernels × 8 configurations for overfitSteps Adam steps must
 // cut the loss by at least overfitReduction: observed 59× to 1.5·10⁵× over both feature
-// sets and the three losses (the paper set's rank losses are the slowest: some configs of
+// sets and the four losses (ListMLE: 56×; the paper set's rank losses are the slowest: some configs of
 // these kernels differ by 0.2–0.4% under the megacore model), while a model whose
 // gradients are broken stays within a few times its starting loss.
 const (

@@ -14,7 +14,8 @@ import (
 
 // FieldError is an option outside its valid range. Field is the option's snake_case
 // name (as in model.json: "epochs", "batch_kernels", "max_configs", "lr", "layers",
-// "hidden", "test_fraction", "val_fraction", "shuffle_buffer"), so that callers can name
+// "hidden", "test_fraction", "val_fraction", "shuffle_buffer", "max_segment_nodes",
+// "node_config_width"), so that callers can name
 // their own flag for it.
 type FieldError struct {
 	Field string
@@ -37,6 +38,14 @@ const (
 	// MaxLR bounds the learning rate: Adam's steps are about lr in size, and
 	// standardized outputs make steps above 1 diverge.
 	MaxLR = 1.0
+	// MaxNodeConfigWidth bounds Config.NodeConfigWidth (TpuGraphs' layout configs have
+	// 18 features per node).
+	MaxNodeConfigWidth = 4096
+	// MinSegmentNodes and MaxSegmentNodes bound Config.MaxSegmentNodes when set (0 is
+	// off): a segment of fewer nodes than a GraphSAGE layer's reach cuts most of the
+	// graph's edges, and a segment of more than 2^20 nodes bounds nothing on this machine.
+	MinSegmentNodes = 8
+	MaxSegmentNodes = 1 << 20
 )
 
 func intField(field string, v, lo, hi int) error {
@@ -75,6 +84,9 @@ func (o TrainOptions) Validate() error {
 		errs = append(errs, &FieldError{Field: "lr", Value: fmt.Sprint(o.LR), Range: fmt.Sprintf("a number in (0, %g]", MaxLR)})
 	}
 	errs = append(errs, intField("shuffle_buffer", o.ShuffleBuffer, 0, math.MaxInt))
+	if o.MaxSegmentNodes != 0 {
+		errs = append(errs, intField("max_segment_nodes", o.MaxSegmentNodes, MinSegmentNodes, MaxSegmentNodes))
+	}
 	if !reflect.DeepEqual(o.Model, Config{}) {
 		errs = append(errs, o.Model.Validate())
 	}

@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -84,7 +85,7 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t := d.Provenance.Task; t != ck.Task && (t.Relative() || ck.Task.Relative()) {
+	if t := d.Provenance.Task; t != ck.Task && !slices.Contains(ck.Config.Tasks, t) && (t.Relative() || ck.Task.Relative()) {
 		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
 	}
 	if v := d.Provenance.FeatureSchema.Version; v != ck.FeatureSchemaVersion {

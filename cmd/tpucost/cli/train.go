@@ -40,6 +40,8 @@ type TrainOptions struct {
 	Features     string
 	Resume       bool
 	NoBucketing  bool
+	MaxSegment   int
+	Heads        string
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -67,7 +69,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge or rank-logistic (default: rank-hinge for tile/flags, mse for fusion/layout)")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
 	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
 	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
@@ -83,6 +85,8 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
+	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
+	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
 }
@@ -92,6 +96,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
+	"max_segment_nodes": "--max-segment-nodes",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -173,6 +178,17 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
+	if o.Heads != "" {
+		for _, h := range strings.Split(o.Heads, ",") {
+			cfg.Tasks = append(cfg.Tasks, dataset.Task(strings.TrimSpace(h)))
+		}
+		if len(cfg.Tasks) < 2 || cfg.Tasks[0] != task {
+			return fmt.Errorf("--heads %s: want at least two tasks, the first being --task %s", o.Heads, task)
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--heads %s: %w", o.Heads, err)
+		}
+	}
 	patience := o.Patience
 	if patience == 0 {
 		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
@@ -181,6 +197,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	opts := gnn.TrainOptions{
 		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
 		Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
+		MaxSegmentNodes: o.MaxSegment,
 	}
 	// The flags as given, before anything is taken from a checkpoint: no quiet defaults.
 	if err := errors.Join(data.Validate(), opts.Validate()); err != nil {
@@ -189,7 +206,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses
 		// set ones that differ.
-		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") {
+		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
 			opts.Model = gnn.Config{}
 		} else {
 			m := ck.Config
@@ -205,10 +222,13 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			if changed("features") {
 				m = m.WithFeatures(set)
 			}
+			if changed("heads") {
+				m.Tasks = cfg.Tasks
+			}
 			opts.Model = m
 		}
 		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience} {
+			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes} {
 			if !changed(flag) {
 				switch p := field.(type) {
 				case *int:

@@ -216,6 +216,8 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr", "0"}, "--lr 0 is out of range: want a number in (0, 1]"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--layers", "-1"}, "--layers -1 is out of range: want an integer in [0, 32]"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--hidden", "0"}, "--hidden 0 is out of range: want an integer in [1, 4096]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--max-segment-nodes", "3"}, "--max-segment-nodes 3 is out of range: want an integer in [8, 1048576]"},
+		{[]string{"--task", "tile", "--data", data, "--out", root + "/o8", "--heads", "flags,tile"}, "--heads flags,tile: want at least two tasks, the first being --task tile"},
 		// An unwritable output fails before training.
 		{[]string{"--task", "fusion", "--data", data, "--out", filepath.Join(data, "fusion-0of1-00000.arrow", "m")}, "not writable"},
 	} {
