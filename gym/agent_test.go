@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/tpucost/tpucost/compiler/opt"
 )
 
 // logitTol bounds the difference between the plain-Go and the Gorgonia logits: both
@@ -142,5 +144,46 @@ func TestAgentCheckpoint(t *testing.T) {
 	}
 	if _, err := LoadAgent(dir); !errors.Is(err, ErrAgentMismatch) {
 		t.Fatalf("other dimensions: %v, want ErrAgentMismatch", err)
+	}
+}
+
+// TestEvaluate: the report's numbers are what the baselines give (the default pipeline's
+// op count is opt.Default's; the same-steps default runs as many passes as the agent),
+// means are over programs, and a program the agent trained on is refused.
+func TestEvaluate(t *testing.T) {
+	a, err := Train(context.Background(), TrainOptions{Programs: []string{"bench:graphsage_tf"}, Seed: 2, Iterations: 2, Samples: 2, MaxSteps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs := []string{"mlp_96x2_b1_train", "bench:bench_scan_N2000_M3"}
+	rep, err := Evaluate(context.Background(), a, EvalOptions{Programs: progs, RandomSeeds: 3, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Programs) != 2 || rep.MaxSteps != 5 {
+		t.Fatalf("report: %+v", rep)
+	}
+	mean := 0.0
+	for _, p := range rep.Programs {
+		m, err := Load(p.Program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := opt.Default().Run(m); err != nil {
+			t.Fatal(err)
+		}
+		if p.DefaultOps != opt.OpCount(m) || p.DefaultSteps%len(opt.All()) != 0 {
+			t.Errorf("%s: default %d ops in %d steps, opt.Default leaves %d", p.Program, p.DefaultOps, p.DefaultSteps, opt.OpCount(m))
+		}
+		if p.AgentSteps > 5 || len(p.AgentSequence) < p.AgentSteps || p.AgentReduction != reduction(p.InitialOps, p.AgentOps) {
+			t.Errorf("%s: agent %+v", p.Program, p)
+		}
+		mean += p.AgentReduction / 2
+	}
+	if math.Abs(rep.AgentReduction-mean) > rewardTol {
+		t.Errorf("mean agent reduction %g, want %g", rep.AgentReduction, mean)
+	}
+	if _, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"bench:graphsage_tf"}}); err == nil {
+		t.Fatal("evaluation on a training program accepted")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,5 +54,58 @@ func TestGymServePipe(t *testing.T) {
 	inW.Close()
 	if c := <-code; c != 0 || errb.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q", c, errb.String())
+	}
+}
+
+// TestGymTrainEval trains a tiny agent and evaluates it on another program with --json;
+// evaluating on a training program, a corrupt checkpoint and bad flags are one-line
+// errors with a non-zero exit.
+func TestGymTrainEval(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agent")
+	if _, errs, code := run("gym", "train", "--agent", dir, "--programs", "mlp_96x2_b1_train", "--iterations", "2", "--samples", "2", "--max-steps", "3"); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, errs)
+	}
+	out, errs, code := run("gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train", "--random-seeds", "2", "--json")
+	if code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Programs []struct {
+			Program          string  `json:"program"`
+			DefaultReduction float64 `json:"default_reduction"`
+		} `json:"programs"`
+		MaxSteps int `json:"max_steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rep.Programs) != 1 || rep.Programs[0].DefaultReduction <= 0 || rep.MaxSteps != 3 {
+		t.Fatalf("eval report: %s", out)
+	}
+	path := filepath.Join(dir, "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gym", "eval", "--agent", dir, "--programs", "mlp_96x2_b1_train"}, "the agent trained on mlp_96x2_b1_train"},
+		{[]string{"gym", "train", "--agent", dir, "--samples", "1"}, "--samples"},
+		{[]string{"gym", "eval", "--agent", dir, "--programs", "nope_model"}, "nope_model"},
+	} {
+		_, errs, code := run(c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want one line containing %q", c.args, code, errs, c.want)
+		}
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = run("gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train")
+	if code == 0 || !strings.Contains(errs, "corrupt") {
+		t.Errorf("corrupt agent: exit %d, stderr %q", code, errs)
 	}
 }
