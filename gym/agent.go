@@ -26,6 +26,10 @@ import (
 //	u       relu([g, s] W2 + b2)
 //	logits  u W3 + b3                                     (one per action; softmax policy)
 //
+// Idle passes (Observation.Idle: they ran on this exact module and changed nothing) are
+// masked out: the policy never wastes a step rerunning one, and once every pass is idle
+// (a fixed point) only stop is left.
+//
 // Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
 // to go and an entropy bonus (Train).
 
@@ -123,6 +127,7 @@ type input struct {
 	agg  []float32 // N x aggWidth
 	n    int
 	glob []float32 // globalWidth
+	mask []bool    // per action: masked out (an idle pass)
 }
 
 // encode turns an observation into the policy's input.
@@ -174,7 +179,9 @@ func encode(o Observation) input {
 	if len(o.History) > 0 {
 		glob[k+o.History[len(o.History)-1]] = 1
 	}
-	return input{agg: agg, n: n, glob: glob}
+	mask := make([]bool, NumActions())
+	copy(mask, o.Idle)
+	return input{agg: agg, n: n, glob: glob, mask: mask}
 }
 
 func (a *Agent) p(name string) *param {
@@ -252,17 +259,28 @@ func (a *Agent) logits(x input) []float64 {
 	return z
 }
 
-// softmax returns the probabilities of logits z.
-func softmax(z []float64) []float64 {
+// maxLogit is the largest logit of an action mask leaves in (stop is never masked).
+func maxLogit(z []float64, mask []bool) float64 {
 	m := math.Inf(-1)
-	for _, v := range z {
-		m = math.Max(m, v)
+	for i, v := range z {
+		if !mask[i] {
+			m = math.Max(m, v)
+		}
 	}
+	return m
+}
+
+// softmax returns the probabilities of logits z with the actions of mask left out
+// (probability 0).
+func softmax(z []float64, mask []bool) []float64 {
+	m := maxLogit(z, mask)
 	p := make([]float64, len(z))
 	s := 0.0
 	for i, v := range z {
-		p[i] = math.Exp(v - m)
-		s += p[i]
+		if !mask[i] {
+			p[i] = math.Exp(v - m)
+			s += p[i]
+		}
 	}
 	for i := range p {
 		p[i] /= s
@@ -272,14 +290,22 @@ func softmax(z []float64) []float64 {
 
 // Probs returns the policy's probability of every action (indexed like Actions) in
 // observation o.
-func (a *Agent) Probs(o Observation) []float64 { return softmax(a.logits(encode(o))) }
+func (a *Agent) Probs(o Observation) []float64 {
+	x := encode(o)
+	return softmax(a.logits(x), x.mask)
+}
 
 // Act returns the policy's most likely action in o (the lowest index among ties).
 func (a *Agent) Act(o Observation) int {
-	z := a.logits(encode(o))
+	x := encode(o)
+	return argmax(softmax(a.logits(x), x.mask))
+}
+
+// argmax is the index of the largest of p (the lowest among ties).
+func argmax(p []float64) int {
 	best := 0
-	for i, v := range z {
-		if v > z[best] {
+	for i, v := range p {
+		if v > p[best] {
 			best = i
 		}
 	}
@@ -303,7 +329,7 @@ type episodeBatch struct {
 	xs      []input
 	actions []int
 	weights []float32 // per step: advantage / number of episodes in the update
-	shift   []float32 // per step: the max logit (a constant that keeps exp in range)
+	shift   []float32 // per step: the max unmasked logit (a constant that keeps exp in range)
 }
 
 func pmat(g *G.ExprGraph, name string, data []float32, r, c int) *G.Node {
@@ -388,12 +414,24 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 		return n
 	}
 	shift := pmat(g, "shift", b.shift, T, 1)
+	// Masked actions get a logit maskLogit below the rest: exp underflows to exactly 0,
+	// so they carry no probability, no gradient and no entropy.
+	madd := make([]float32, T*A)
+	for t, x := range b.xs {
+		for j, m := range x.mask {
+			if m {
+				madd[t*A+j] = maskLogit
+			}
+		}
+	}
+	M := pmat(g, "mask", madd, T, A)
 	wsel := make([]float32, T*A)
 	for t, act := range b.actions {
 		wsel[t*A+act] = b.weights[t]
 	}
 	W := pmat(g, "wsel", wsel, T, A)
 	zs := do(func() (*G.Node, error) { return G.BroadcastSub(z, shift, nil, []byte{1}) })
+	zs = do(func() (*G.Node, error) { return G.Add(zs, M) })
 	e := do(func() (*G.Node, error) { return G.Exp(zs) })
 	lse := do(func() (*G.Node, error) { return G.Sum(e, 1) })
 	lse = do(func() (*G.Node, error) { return G.Log(lse) })
@@ -429,6 +467,10 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 	}
 	return loss, out, nil
 }
+
+// maskLogit is added to a masked action's logit in the training graph (exp of it is 0
+// in float32).
+const maskLogit = -1e4
 
 // adamState holds Adam's moments.
 type adamState struct {

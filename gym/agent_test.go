@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,5 +186,43 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"bench:graphsage_tf"}}); err == nil {
 		t.Fatal("evaluation on a training program accepted")
+	}
+}
+
+// TestNeverIdle: the agent never reruns a pass the observation marks idle, sampled or
+// greedy, and once every pass is idle it stops.
+func TestNeverIdle(t *testing.T) {
+	a := NewAgent(9)
+	e := newEnv(t, Options{MaxSteps: 40})
+	for _, rng := range []*rand.Rand{nil, rand.New(rand.NewPCG(1, 2))} {
+		o, err := e.Reset("bench:graphsage_tf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			x := encode(o)
+			p := softmax(a.logits(x), x.mask)
+			act := argmax(p)
+			if rng != nil {
+				act = sample(rng, p)
+			}
+			if act < Stop() && o.Idle[act] {
+				t.Fatalf("chose idle pass %s at step %d", Actions()[act], o.Step)
+			}
+			all := true
+			for _, idle := range o.Idle {
+				all = all && idle
+			}
+			if all && act != Stop() {
+				t.Fatalf("every pass idle at step %d, chose %s", o.Step, Actions()[act])
+			}
+			var done bool
+			if o, _, done, err = e.Step(act); err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				break
+			}
+		}
 	}
 }

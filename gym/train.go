@@ -97,29 +97,19 @@ func (a *Agent) rollout(env *Env, program string, rng *rand.Rand) (*episodeBatch
 	for {
 		x := encode(obs)
 		z := a.logits(x)
-		p := softmax(z)
+		p := softmax(z, x.mask)
 		for _, q := range p {
 			if q > 0 {
 				ent -= q * math.Log(q)
 			}
 		}
-		act := 0
-		if rng == nil {
-			for i := range p {
-				if p[i] > p[act] {
-					act = i
-				}
-			}
-		} else {
+		act := argmax(p)
+		if rng != nil {
 			act = sample(rng, p)
-		}
-		m := math.Inf(-1)
-		for _, v := range z {
-			m = math.Max(m, v)
 		}
 		b.xs = append(b.xs, x)
 		b.actions = append(b.actions, act)
-		b.shift = append(b.shift, float32(m))
+		b.shift = append(b.shift, float32(maxLogit(z, x.mask)))
 		o, r, done, err := env.Step(act)
 		if err != nil {
 			return nil, nil, 0, err
