@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -28,6 +30,11 @@ const (
 
 // Kinds lists the kinds in pipeline order.
 func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags} }
+
+// Relative reports whether the kind's choices are compared within one kernel (tile,
+// flags: a relative cost model ranks them) rather than across programs (layout, fusion:
+// an absolute model predicts kernel runtimes).
+func (k Kind) Relative() bool { return k == KindTile || k == KindFlags }
 
 // Config holds per-node choices for every configurable pass. Missing entries mean "use the
 // global config store, else the default". Layout entries are keyed by instruction name
@@ -98,7 +105,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		}
 		if te, ok := err.(*json.UnmarshalTypeError); ok {
 			line, col := lineCol(data, te.Offset)
-			return nil, fmt.Errorf("%s:%d:%d: config field %q: expected %s, found a JSON %s", name, line, col, te.Field, te.Type, te.Value)
+			return nil, fmt.Errorf("%s:%d:%d: config field %q: expected %s, found a JSON %s", name, line, col, te.Field, jsonKind(te.Type), te.Value)
 		}
 		return nil, fmt.Errorf("%s: invalid config: %w", name, err)
 	}
@@ -233,4 +240,45 @@ func (s *MemStore) Flags(key string) (cost.Flags, bool) {
 	v, ok := s.get(KindFlags, key)
 	f, isFlags := v.(cost.Flags)
 	return f, ok && isFlags
+}
+
+// jsonKind describes a Go type as the JSON it decodes from ("an object whose values are
+// an array of integers"), so that decoding errors do not leak Go type names.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return "an object whose values are " + jsonKind(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "an array of " + plural(jsonKind(t.Elem()))
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a value"
+}
+
+// plural turns "an integer" into "integers", "an array of integers" into "arrays of
+// integers".
+func plural(kind string) string {
+	kind = strings.TrimPrefix(strings.TrimPrefix(kind, "an "), "a ")
+	if head, rest, ok := strings.Cut(kind, " of "); ok {
+		return head + "s of " + rest
+	}
+	if kind == "true or false" {
+		return "booleans"
+	}
+	return kind + "s"
 }

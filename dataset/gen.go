@@ -570,11 +570,6 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	return compiler.Compile(m, cfg, opts)
 }
 
-// configString is the canonical name of a config in datasets.
-func configString(t cost.Tile, f cost.Flags) string {
-	return "tile=" + t.String() + ";flags=" + f.String()
-}
-
 // configsFor lists the (tile, flags) pairs to measure for kernel k of program p.
 func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Tile, []cost.Flags) {
 	o := g.opts
@@ -665,7 +660,7 @@ func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u
 			return Row{}, 0, 0, err
 		}
 		row.AnalyticalNs[i] = an
-		row.Configs[i] = configString(tiles[i], flags[i])
+		row.Configs[i] = cost.KernelConfig{Tile: tiles[i], Flags: flags[i]}.String()
 	}
 	simS := time.Since(t0).Seconds()
 	t1 := time.Now()

@@ -7,6 +7,7 @@
 package dataset
 
 import (
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/features"
 )
 
@@ -18,24 +19,22 @@ const SchemaVersion = 1
 // config or 18 layout config features per configurable node.
 const FeatureSetTpuGraphs = "tpugraphs-v1"
 
-// Task is what a dataset's configurations vary.
-type Task string
+// Task is what a dataset's configurations vary: the config kind of the compiler pass
+// whose choices it measures (one enum for compiler, dataset and tune).
+type Task = compiler.Kind
 
 // The tasks. Tile and flags datasets are relative (many configs of one kernel, compared
 // with each other); fusion and layout datasets are absolute (kernels of randomly fused or
 // laid-out programs, one runtime each).
 const (
-	TaskTile   Task = "tile"
-	TaskFlags  Task = "flags"
-	TaskFusion Task = "fusion"
-	TaskLayout Task = "layout"
+	TaskTile   = compiler.KindTile
+	TaskFlags  = compiler.KindFlags
+	TaskFusion = compiler.KindFusion
+	TaskLayout = compiler.KindLayout
 )
 
 // Tasks lists every task.
 func Tasks() []Task { return []Task{TaskTile, TaskFlags, TaskFusion, TaskLayout} }
-
-// Relative reports whether the task compares configs of one kernel (tile, flags).
-func (t Task) Relative() bool { return t == TaskTile || t == TaskFlags }
 
 // Row is one kernel with its measured configurations. Kernels with the same key are one
 // row: the one from the smallest work unit.

@@ -9,10 +9,13 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -101,6 +104,112 @@ type Result struct {
 	Seconds   float64                    `json:"seconds"`
 	Report    string                     `json:"report"`
 	StageSecs map[string]float64         `json:"stage_seconds"`
+	// Reused lists the datasets and models of an earlier run that were complete, verified
+	// and made with the same settings, and so were kept rather than redone.
+	Reused []string `json:"reused"`
+}
+
+// stampFile records, beside a dataset directory, the settings it was generated with and
+// its fingerprint once complete.
+func stampFile(dir string) string { return dir + ".demo.json" }
+
+// stamp is the content of a stampFile.
+type stamp struct {
+	Task        dataset.Task `json:"task"`
+	Models      []string     `json:"models"`
+	Configs     int          `json:"configs"`
+	Variants    int          `json:"variants"`
+	Seed        int64        `json:"seed"`
+	Chip        string       `json:"chip"`
+	VMEMBytes   int64        `json:"vmem_bytes"`
+	Simulator   string       `json:"simulator"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+// generate makes the dataset of o, or reuses the one in o.Out when its stamp shows it
+// complete with the same settings and its files still have the stamped fingerprint.
+// Anything else in o.Out (partial, other settings, damaged) is removed and redone.
+// It returns the reused directory, if any.
+func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]string, error) {
+	want := stamp{Task: o.Task, Models: o.Models, Configs: o.Configs, Variants: o.Variants, Seed: o.Seed, Chip: o.Chip.Name,
+		VMEMBytes: o.Chip.VMEMBytes, Simulator: tpusim.Version}
+	if b, err := os.ReadFile(stampFile(o.Out)); err == nil {
+		var got stamp
+		if json.Unmarshal(b, &got) == nil {
+			fp := got.Fingerprint
+			got.Fingerprint = ""
+			if reflect.DeepEqual(got, want) {
+				if now, err := dataset.Fingerprint(o.Out); err == nil && now == fp {
+					fmt.Fprintf(progress, "demo: reusing %s (complete, fingerprint %s)\n", o.Out, fp[:12])
+					return []string{o.Out}, nil
+				}
+			}
+		}
+		fmt.Fprintf(progress, "demo: %s is from other settings or damaged: regenerating it\n", o.Out)
+	} else if _, err := os.Stat(o.Out); err == nil {
+		fmt.Fprintf(progress, "demo: %s is incomplete: regenerating it\n", o.Out)
+	}
+	if err := os.Remove(stampFile(o.Out)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.RemoveAll(o.Out); err != nil {
+		return nil, err
+	}
+	if _, err := dataset.Generate(ctx, o); err != nil {
+		return nil, err
+	}
+	fp, err := dataset.Fingerprint(o.Out)
+	if err != nil {
+		return nil, err
+	}
+	want.Fingerprint = fp
+	b, err := json.MarshalIndent(want, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return nil, atomicfile.WriteFile(stampFile(o.Out), append(b, '\n'))
+}
+
+// trainModel trains the model of opts into opts.OutDir, or reuses the checkpoint there
+// when it verifies and was trained on the same data (fingerprints) with the same
+// settings: kept when complete, resumed when interrupted. Any other checkpoint there is
+// removed and retrained. It reports whether a complete checkpoint was reused.
+func trainModel(ctx context.Context, data gnn.DataOptions, opts gnn.TrainOptions, progress io.Writer) (bool, error) {
+	dir := opts.OutDir
+	check := opts
+	if reflect.DeepEqual(check.Model, gnn.Config{}) {
+		check.Model = gnn.DefaultConfig() // what Train uses: a checkpoint of another default is redone
+	}
+	var err error
+	if check.Datasets, err = gnn.Fingerprints(data.Dir); err != nil {
+		return false, err
+	}
+	if _, _, check.Meta, err = gnn.OpenData(data, opts.Task); err != nil {
+		return false, err
+	}
+	c, err := gnn.CheckResume(dir, check)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.RemoveAll(dir); err != nil { // a directory without model.json holds nothing to keep
+			return false, err
+		}
+	case err == nil && c.Settings.Epochs != opts.Epochs:
+		err = fmt.Errorf("it was trained for %d epochs, not %d", c.Settings.Epochs, opts.Epochs)
+		fallthrough
+	case err != nil:
+		fmt.Fprintf(progress, "demo: retraining %s: %v\n", dir, err)
+		if err := os.RemoveAll(dir); err != nil {
+			return false, err
+		}
+	case c.Stopped != "":
+		fmt.Fprintf(progress, "demo: reusing %s (complete, verified, same data and settings)\n", dir)
+		return true, nil
+	default:
+		fmt.Fprintf(progress, "demo: resuming %s after epoch %d\n", dir, c.Epochs)
+		opts.Resume = true
+	}
+	_, err = gnn.TrainDataset(ctx, data, opts)
+	return false, err
 }
 
 // Paths of the demo's outputs inside Out.
@@ -147,11 +256,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// 1. Datasets.
 	gen := func(task dataset.Task, configs, variants int) error {
-		_, err := dataset.Generate(ctx, dataset.GenOptions{Task: task, Models: o.TrainModels, Out: dataDir(o.Out, task),
-			Configs: configs, Variants: variants, Seed: o.Seed, Chip: o.Chip, ToolVersion: "demo"})
+		gopts := dataset.GenOptions{Task: task, Models: o.TrainModels, Out: dataDir(o.Out, task),
+			Configs: configs, Variants: variants, Seed: o.Seed, Chip: o.Chip, ToolVersion: "demo"}
+		reused, err := generate(ctx, gopts, progress)
 		if err != nil {
 			return err
 		}
+		res.Reused = append(res.Reused, reused...)
 		d, err := dataset.Open(dataDir(o.Out, task))
 		if err != nil {
 			return err
@@ -174,8 +285,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// 2. Models: a tile ranker and a program-level model on fusion and layout data.
 	train := func(name string, task dataset.Task, dirs []string, epochs int) error {
-		_, err := gnn.TrainDataset(ctx, gnn.DataOptions{Dir: strings.Join(dirs, ","), Split: dataset.SplitProgram, SplitSeed: o.Seed},
-			gnn.TrainOptions{Task: task, Epochs: epochs, Seed: o.Seed, OutDir: modelDir(o.Out, name)})
+		reused, err := trainModel(ctx, gnn.DataOptions{Dir: strings.Join(dirs, ","), Split: dataset.SplitProgram, SplitSeed: o.Seed},
+			gnn.TrainOptions{Task: task, Epochs: epochs, Seed: o.Seed, OutDir: modelDir(o.Out, name)}, progress)
+		if reused {
+			res.Reused = append(res.Reused, modelDir(o.Out, name))
+		}
 		return err
 	}
 	if err := stage("training the tile model (rank loss)", func() error {

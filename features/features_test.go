@@ -12,7 +12,7 @@ import (
 )
 
 var v4 = cost.Target{Name: "v4", ClockHz: 1.049e9, MXUs: 4, MXUDim: 128, Lanes: 128, Sublanes: 8,
-	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000}
+	HBMBandwidth: 600e9, VMEMBytes: 32 << 20, LaunchNs: 1000, StepOverheadCycles: 96}
 
 func TestWidths(t *testing.T) {
 	s := CurrentSchema()

@@ -7,6 +7,7 @@ package features
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -67,14 +68,18 @@ func OpcodeID(op hlo.Opcode) int32 {
 	return 0
 }
 
-// opcodeIDs maps every opcode to its id once per call site that needs many lookups.
-func opcodeIDs() map[hlo.Opcode]int32 {
-	m := make(map[hlo.Opcode]int32, len(vocabulary))
+// opcodeTable maps every opcode (a uint8) to its vocabulary id. It is computed once and
+// never written after: a constant, not state.
+var opcodeTable = sync.OnceValue(func() *[256]int32 {
+	var t [256]int32
 	for _, op := range hlo.AllOpcodes() {
-		m[op] = OpcodeID(op)
+		t[op] = OpcodeID(op)
 	}
-	return m
-}
+	return &t
+})
+
+// opcodeIDs returns the opcode → id table for call sites that need many lookups.
+func opcodeIDs() *[256]int32 { return opcodeTable() }
 
 // Schema describes the feature vectors: their names, in order (the widths are the
 // lengths).

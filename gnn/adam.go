@@ -27,7 +27,8 @@ func newAdam(ps Params, lr float64) *adam {
 	return a
 }
 
-// update applies one step with gradients grads (one per parameter, in order).
+// update applies one step with gradients grads (one per parameter, in order; nil: the
+// parameter was not read, e.g. another task's head, and neither it nor its moments change).
 func (a *adam) update(ps Params, grads [][]float32) {
 	a.step++
 	t := float64(a.step)
@@ -35,6 +36,9 @@ func (a *adam) update(ps Params, grads [][]float32) {
 	c2 := 1 - math.Pow(a.beta2, t)
 	for i, p := range ps {
 		g := grads[i]
+		if g == nil {
+			continue // not read by this step's net (another task's head): unchanged
+		}
 		m, v := a.m[i].Data, a.v[i].Data
 		for j := range p.Data {
 			gj := float64(g[j])

@@ -3,6 +3,7 @@ package gnn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tpucost/tpucost/features"
 )
@@ -18,8 +19,72 @@ type kernel struct {
 	outIdx       []int32
 	kf           []float32   // normalized kernel features
 	cf           [][]float32 // normalized config features
+	head         string      // the task whose head scores it (multi-task models)
 	runtimes     []float64   // ns, one per config (nil when unknown, e.g. when scoring)
 	analytical   []float64   // ns, one per config (may be nil)
+
+	// Per-node configurations (PerNode models): config c sets ncf[c][i·W:(i+1)·W] on
+	// node cfgNodes[i], W = Config.NodeConfigWidth.
+	cfgNodes []int32
+	ncf      [][]float32
+}
+
+// NodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
+// collection (node_config_ids, node_config_feat): configuration c gives node Nodes[i]
+// the features Feats[c][i·Width:(i+1)·Width]; nodes not listed get zeros.
+type NodeConfigs struct {
+	Nodes []int32     // configurable node indices of the kernel graph, distinct
+	Width int         // features per configurable node
+	Feats [][]float32 // one per configuration, len(Nodes)·Width each
+}
+
+// Validate checks nc against a graph of the given number of nodes and a model reading
+// width features per node.
+func (nc *NodeConfigs) Validate(nodes, width int) error {
+	if nc.Width != width {
+		return fmt.Errorf("per-node configurations have %d features per node, the model reads %d", nc.Width, width)
+	}
+	if len(nc.Nodes) == 0 {
+		return fmt.Errorf("no configurable nodes")
+	}
+	seen := make(map[int32]bool, len(nc.Nodes))
+	for _, v := range nc.Nodes {
+		if v < 0 || int(v) >= nodes {
+			return fmt.Errorf("configurable node %d is outside the graph's %d nodes", v, nodes)
+		}
+		if seen[v] {
+			return fmt.Errorf("configurable node %d listed twice", v)
+		}
+		seen[v] = true
+	}
+	for c, f := range nc.Feats {
+		if len(f) != len(nc.Nodes)*nc.Width {
+			return fmt.Errorf("configuration %d has %d per-node features, want %d nodes × %d", c, len(f), len(nc.Nodes), nc.Width)
+		}
+		for _, x := range f {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("configuration %d has a non-finite per-node feature", c)
+			}
+		}
+	}
+	return nil
+}
+
+// attachNodeConfigs sets k's per-node configurations (one per configuration of k),
+// copied.
+func (k *kernel) attachNodeConfigs(nc *NodeConfigs, width int) error {
+	if err := nc.Validate(k.nodes(), width); err != nil {
+		return err
+	}
+	if len(nc.Feats) != k.configs() {
+		return fmt.Errorf("%d per-node configurations for %d configurations", len(nc.Feats), k.configs())
+	}
+	k.cfgNodes = slices.Clone(nc.Nodes)
+	k.ncf = make([][]float32, len(nc.Feats))
+	for c, f := range nc.Feats {
+		k.ncf[c] = slices.Clone(f)
+	}
+	return nil
 }
 
 func (k *kernel) nodes() int   { return len(k.opcodes) }
@@ -88,6 +153,21 @@ func csr(lists [][]int32, cap int) (ptr, idx []int32) {
 type item struct {
 	k    *kernel
 	cfgs []int // indices into k.cf
+
+	// A segmented model (Config.MaxSegmentNodes) may put only the kernel's nodes lo..hi−1
+	// (one segment) in the batch (hi = 0: all of them); other holds the pooled
+	// statistics of its other segments, one per pool group the item fills (one, or one
+	// per configuration for a per-node model), or nil when there are none.
+	lo, hi int
+	other  []segStats
+}
+
+// nodeRange is the item's node range in its kernel.
+func (it item) nodeRange() (lo, hi int) {
+	if it.hi == 0 {
+		return 0, it.k.nodes()
+	}
+	return it.lo, it.hi
 }
 
 // shape is the tensor shape of a batch: N nodes, B kernels, S samples (kernel,
@@ -95,10 +175,29 @@ type item struct {
 // node slots per kernel (reductions). A batch's real sizes may be smaller (padding).
 type shape struct {
 	N, B, S, Din, Dout, M int
+	Head                  string // the task whose head scores the batch (multi-task models; "" otherwise)
 }
 
 func (s shape) String() string {
-	return fmt.Sprintf("N%d B%d S%d Din%d Dout%d M%d", s.N, s.B, s.S, s.Din, s.Dout, s.M)
+	h := ""
+	if s.Head != "" {
+		h = " head " + s.Head
+	}
+	return fmt.Sprintf("N%d B%d S%d Din%d Dout%d M%d%s", s.N, s.B, s.S, s.Din, s.Dout, s.M, h)
+}
+
+// batchHead is the head of items, which must all have the same.
+func batchHead(items []item) (string, error) {
+	if len(items) == 0 {
+		return "", nil
+	}
+	h := items[0].k.head
+	for _, it := range items {
+		if it.k.head != h {
+			return "", fmt.Errorf("a batch mixes kernels of heads %q and %q", h, it.k.head)
+		}
+	}
+	return h, nil
 }
 
 // ladder rounds x up to the next size of the bucket ladder 1, 2, 3, 4, 6, 8, 12, 16, …
@@ -135,13 +234,20 @@ type batch struct {
 	poolIdx []int     // [B·M] node slots of each kernel, −1 for padding
 	kf      []float32 // [B, KernelWidth]
 	cf      []float32 // [S, ConfigWidth]
-	sk      []int     // [S] the kernel of each sample, −1 for padding
+	ncf     []float32 // [N, NodeConfigWidth] (PerNode models)
+
+	// Segmented models (Config.MaxSegmentNodes > 0): the pooled statistics of each pool
+	// group's other segments and the group's kernel size.
+	otherSum []float32 // [B, Hidden] Σ of the other segments' final node embeddings
+	otherMax []float32 // [B, Hidden] their max, −Inf where there are none
+	invNodes []float32 // [B] 1 / the kernel's node count (0 for padding groups)
+	sk       []int     // [S] the kernel of each sample, −1 for padding
 
 	// Targets (training only).
 	y     []float32 // [S] standardized log runtime (mse)
 	w     []float32 // [S] sample weight (mse): 1/S_real for real samples, 0 for padding
 	rank  []float32 // [S] rank loss: the number of the kernel's sampled configs faster than this one
-	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ per kernel with n ≥ 2 samples, else 0
+	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ (pairwise) or 1 / K₂ (ListMLE) per kernel with n ≥ 2 samples, else 0
 	kspan []int     // [B+1] rank loss: sample offsets per kernel slot (padding slots are empty)
 }
 
@@ -149,16 +255,29 @@ type batch struct {
 // ladder (B to at least minB; neighbour slots to Config.MaxDegree) so that batches share
 // a few graph shapes; otherwise the shape is exact. With targets set, the loss's target
 // tensors are filled from the items' runtimes (which must be known).
+//
+// A per-node configuration model (Config.PerNode) gives every sample its own copy of its
+// kernel's nodes, with the configuration's per-node features, and its own pooling slot:
+// B counts samples there (B ≥ S, sample s pools into slot s), and the loss's kernel
+// spans use the first len(items) slots.
 func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
-	var r shape
+	if c.PerNode() {
+		return newPerNodeBatch(c, items, bucket, minB, loss, ts, targets)
+	}
+	head, err := batchHead(items)
+	if err != nil {
+		return nil, err
+	}
+	r := shape{Head: head}
 	r.B = len(items)
 	for _, it := range items {
 		if len(it.cfgs) == 0 {
 			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
 		}
-		r.N += it.k.nodes()
+		lo, hi := it.nodeRange()
+		r.N += hi - lo
 		r.S += len(it.cfgs)
-		r.M = max(r.M, it.k.nodes())
+		r.M = max(r.M, hi-lo)
 		din, dout := it.k.maxDegrees()
 		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
 	}
@@ -167,7 +286,7 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	if bucket {
 		// Neighbour slots are fixed at the degree cap: gathering a few padded slots costs
 		// little next to the layers' matrix products, and it halves the distinct shapes.
-		s = shape{N: ladder(r.N), B: ladder(max(r.B, minB)), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M)}
+		s = shape{N: ladder(r.N), B: ladder(max(r.B, minB)), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M), Head: head}
 	}
 	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}
 	NW, KW, CW := c.NodeWidth, c.KernelWidth, c.ConfigWidth
@@ -180,16 +299,14 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	b.cf = make([]float32, s.S*CW)
 	b.sk = fill(make([]int, s.S), -1)
 	off, so := 0, 0
+	b.segmentInputs(c)
 	for bi, it := range items {
 		k := it.k
-		n := k.nodes()
-		for v := 0; v < n; v++ {
-			b.opcodes[off+v] = int(k.opcodes[v])
-			adj(b.inIdx[(off+v)*s.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]])
-			adj(b.outIdx[(off+v)*s.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]])
+		n := b.place(k, off, it)
+		for v := range n {
 			b.poolIdx[bi*s.M+v] = off + v
 		}
-		copy(b.x[off*NW:], k.x)
+		b.poolGroup(c, bi, it, 0)
 		copy(b.kf[bi*KW:], k.kf)
 		for _, cfg := range it.cfgs {
 			copy(b.cf[so*CW:], k.cf[cfg])
@@ -207,10 +324,101 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	return b, nil
 }
 
-// adj writes a node's neighbours (kernel-local indices) as global node indices.
-func adj(slots []int, off int, nb []int32) {
-	for j, u := range nb {
-		slots[j] = off + int(u)
+// newPerNodeBatch is newBatch for a per-node configuration model.
+func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts TargetStats, targets bool) (*batch, error) {
+	head, err := batchHead(items)
+	if err != nil {
+		return nil, err
+	}
+	r := shape{Head: head}
+	for _, it := range items {
+		if len(it.cfgs) == 0 {
+			return nil, fmt.Errorf("kernel %s has no configurations in the batch", it.k.key)
+		}
+		if it.k.ncf == nil {
+			return nil, fmt.Errorf("kernel %s has no per-node configurations", it.k.key)
+		}
+		lo, hi := it.nodeRange()
+		r.N += (hi - lo) * len(it.cfgs)
+		r.S += len(it.cfgs)
+		r.M = max(r.M, hi-lo)
+		din, dout := it.k.maxDegrees()
+		r.Din, r.Dout = max(r.Din, din), max(r.Dout, dout)
+	}
+	r.B = max(r.S, len(items))
+	r.Din, r.Dout = max(r.Din, 1), max(r.Dout, 1)
+	s := r
+	if bucket {
+		s = shape{N: ladder(r.N), S: ladder(r.S), Din: c.MaxDegree, Dout: c.MaxDegree, M: ladder(r.M), Head: head}
+		s.B = ladder(max(r.B, minB, s.S))
+	}
+	b := &batch{shape: s, items: items, real: r, loss: loss, target: ts, starts: make([]int, len(items)+1)}
+	NW, KW, CW, NCW := c.NodeWidth, c.KernelWidth, c.ConfigWidth, c.NodeConfigWidth
+	b.opcodes = make([]int, s.N)
+	b.x = make([]float32, s.N*NW)
+	b.ncf = make([]float32, s.N*NCW)
+	b.inIdx = fill(make([]int, s.N*s.Din), -1)
+	b.outIdx = fill(make([]int, s.N*s.Dout), -1)
+	b.poolIdx = fill(make([]int, s.B*s.M), -1)
+	b.kf = make([]float32, s.B*KW)
+	b.cf = make([]float32, s.S*CW)
+	b.sk = fill(make([]int, s.S), -1)
+	off, so := 0, 0
+	b.segmentInputs(c)
+	for bi, it := range items {
+		k := it.k
+		lo, hi := it.nodeRange()
+		for ci, cfg := range it.cfgs {
+			n := b.place(k, off, it)
+			for v := range n {
+				b.poolIdx[so*s.M+v] = off + v
+			}
+			b.poolGroup(c, so, it, ci)
+			for i, v := range k.cfgNodes {
+				if u := int(v); u >= lo && u < hi {
+					copy(b.ncf[(off+u-lo)*NCW:(off+u-lo+1)*NCW], k.ncf[cfg][i*NCW:(i+1)*NCW])
+				}
+			}
+			copy(b.kf[so*KW:], k.kf)
+			copy(b.cf[so*CW:], k.cf[cfg])
+			b.sk[so] = so
+			so++
+			off += n
+		}
+		b.starts[bi+1] = so
+	}
+	if targets {
+		if err := b.fillTargets(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// place writes the nodes of item it's range of kernel k at batch node offset off
+// (opcodes, features, neighbours within the range) and returns their number.
+func (b *batch) place(k *kernel, off int, it item) int {
+	lo, hi := it.nodeRange()
+	NW := len(b.x) / b.shape.N
+	for v := lo; v < hi; v++ {
+		o := off + v - lo
+		b.opcodes[o] = int(k.opcodes[v])
+		adj(b.inIdx[o*b.shape.Din:], off, k.inIdx[k.inPtr[v]:k.inPtr[v+1]], lo, hi)
+		adj(b.outIdx[o*b.shape.Dout:], off, k.outIdx[k.outPtr[v]:k.outPtr[v+1]], lo, hi)
+	}
+	copy(b.x[off*NW:], k.x[lo*NW:hi*NW])
+	return hi - lo
+}
+
+// adj writes a node's neighbours (kernel-local indices) in lo..hi−1 as global node
+// indices (edges leaving a segment are cut).
+func adj(slots []int, off int, nb []int32, lo, hi int) {
+	j := 0
+	for _, u := range nb {
+		if int(u) >= lo && int(u) < hi {
+			slots[j] = off + int(u) - lo
+			j++
+		}
 	}
 }
 
@@ -247,7 +455,11 @@ func (b *batch) fillTargets() error {
 	for bi, it := range b.items {
 		n := len(it.cfgs)
 		if n >= 2 {
-			b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))
+			if b.loss == LossListMLE {
+				b.kw[bi] = float32(1 / float64(k2))
+			} else {
+				b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))
+			}
 		}
 		for i, ci := range it.cfgs {
 			faster := 0

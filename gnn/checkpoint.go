@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tpucost/tpucost/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+
+	"github.com/tpucost/tpucost/internal/atomicfile"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
@@ -20,18 +22,23 @@ import (
 // Checkpoint layout: a directory holding
 //
 //	model.json            the Checkpoint below (architecture, feature schema, normalization,
-//	                      training settings and history) naming the two tensor files
+//	                      training settings and history, what it was trained on) naming
+//	                      the other files with their SHA-256
 //	weights-eNNNN.bin     the best epoch's parameters (what Predictor loads)
 //	state-eNNNN.bin       the last epoch's parameters and Adam moments (what resuming loads)
+//	seen-keys-HHHH.bin    the kernels trained or validated on (see TrainedOn), named by a
+//	                      prefix of its SHA-256
 //
-// Tensor files use the format of writeTensors (little-endian float32 with a small header)
-// and are verified against the SHA-256 recorded in model.json. A save writes the tensor
-// files under new names, then model.json through a temporary file renamed into place
-// (the commit point), then removes tensor files model.json no longer names: a crash at
-// any point leaves the previous or the new checkpoint, never a mix.
+// Tensor files use the format of writeTensors (little-endian float32 with a small header).
+// Every file is verified when a checkpoint is read: the others against the SHA-256
+// recorded in model.json, and model.json against its own Checksum field (the SHA-256 of
+// the file with that field's value empty). A mismatch is an error naming the file. A
+// save writes the other files under new names, then model.json through a temporary file
+// renamed into place (the commit point), then removes files model.json no longer names:
+// a crash at any point leaves the previous or the new checkpoint, never a mix.
 
 // CheckpointFormat identifies model.json's format.
-const CheckpointFormat = "tpucost-gnn-checkpoint/1"
+const CheckpointFormat = "tpucost-gnn-checkpoint/2"
 
 // ModelFile is the name of a checkpoint's JSON file.
 const ModelFile = "model.json"
@@ -83,9 +90,33 @@ type Meta struct {
 	Simulator    string  `json:"simulator,omitempty"`
 }
 
+// DatasetRef is a dataset a model was trained on.
+type DatasetRef struct {
+	// Path is the directory: in model.json, relative to the checkpoint directory
+	// (slash-separated) when it can be, so that a model and its data move together.
+	Path string `json:"path"`
+	// Fingerprint is dataset.Fingerprint of the directory when the model was trained.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// TrainedOn records what a model has seen, so that evaluation never scores it on its own
+// training data.
+type TrainedOn struct {
+	Datasets []DatasetRef `json:"datasets,omitempty"` // empty when trained on rows given directly
+	// TrainPrograms are the programs of the training and validation rows (a row's program
+	// is the first program the dataset found its kernel in), sorted.
+	TrainPrograms []string `json:"train_programs"`
+	// SeenKernels is the number of distinct kernel keys of the training and validation
+	// rows; SeenKeys names the file listing their KernelIDs.
+	SeenKernels int     `json:"seen_kernels"`
+	SeenKeys    FileRef `json:"seen_keys"`
+}
+
 // Checkpoint is the content of model.json.
 type Checkpoint struct {
-	Format               string          `json:"format"`
+	Format string `json:"format"`
+	// Checksum is the SHA-256 (hex) of model.json with this field's value empty.
+	Checksum             string          `json:"checksum"`
 	Task                 dataset.Task    `json:"task"`
 	Loss                 Loss            `json:"loss"`
 	Config               Config          `json:"config"`
@@ -100,6 +131,7 @@ type Checkpoint struct {
 	BestEpoch            int             `json:"best_epoch"` // 0: none
 	Stopped              string          `json:"stopped,omitempty"`
 	History              []Epoch         `json:"history"`
+	TrainedOn            *TrainedOn      `json:"trained_on,omitempty"` // nil for a model saved by Model.Save
 	Weights              FileRef         `json:"weights"`
 	State                *FileRef        `json:"state,omitempty"`
 }
@@ -119,9 +151,16 @@ func (c *Checkpoint) checkSchema(dir string) error {
 
 // saveCheckpoint writes c with the best parameters and (if state is non-nil) the
 // training state to dir, atomically (see the layout above).
-func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state Params, step int64) error {
+func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state Params, step int64, seen KeySet) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	if c.TrainedOn != nil {
+		ref, err := writeKeysFile(dir, seen)
+		if err != nil {
+			return err
+		}
+		c.TrainedOn.SeenKeys, c.TrainedOn.SeenKernels = ref, len(seen)
 	}
 	ref, err := writeTensorFile(dir, fmt.Sprintf("weights-e%04d.bin", bestEpoch), 0, best)
 	if err != nil {
@@ -139,24 +178,87 @@ func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state
 		c.State = &sref
 	}
 	c.Format = CheckpointFormat
+	c.Checksum = ""
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, ModelFile), append(data, '\n')); err != nil {
+	if data, err = sealJSON(append(data, '\n')); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	// Remove tensor files the new model.json does not name.
+	c.Checksum = checksumOf(data)
+	if err := atomicfile.WriteFile(filepath.Join(dir, ModelFile), data); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	// Remove files the new model.json does not name.
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil // the checkpoint is complete; stale files are harmless
 	}
+	keep := map[string]bool{}
+	for _, ref := range c.files() {
+		keep[ref.File] = true
+	}
 	for _, e := range entries {
 		name := e.Name()
-		if (strings.HasPrefix(name, "weights-e") || strings.HasPrefix(name, "state-e")) && strings.HasSuffix(name, ".bin") &&
-			name != c.Weights.File && (c.State == nil || name != c.State.File) {
+		if (strings.HasPrefix(name, "weights-e") || strings.HasPrefix(name, "state-e") || strings.HasPrefix(name, "seen-keys-")) &&
+			strings.HasSuffix(name, ".bin") && !keep[name] {
 			os.Remove(filepath.Join(dir, name))
 		}
+	}
+	return nil
+}
+
+// files lists the files model.json names.
+func (c *Checkpoint) files() []FileRef {
+	refs := []FileRef{c.Weights}
+	if c.State != nil {
+		refs = append(refs, *c.State)
+	}
+	if c.TrainedOn != nil {
+		refs = append(refs, c.TrainedOn.SeenKeys)
+	}
+	return refs
+}
+
+// checksumField opens model.json's checksum value. Checksum is the second field and JSON
+// escapes quotes inside strings, so its first occurrence is the field.
+const checksumField = `"checksum": "`
+
+func checksumOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// sealJSON fills the empty checksum field of data with the SHA-256 of data.
+func sealJSON(data []byte) ([]byte, error) {
+	i := bytes.Index(data, []byte(checksumField+`"`))
+	if i < 0 {
+		return nil, errors.New("no empty checksum field")
+	}
+	j := i + len(checksumField)
+	sum := checksumOf(data)
+	return slices.Concat(data[:j], []byte(sum), data[j:]), nil
+}
+
+// errNoChecksum is verifyJSON's error for a file without a checksum field.
+var errNoChecksum = errors.New("no checksum field (written by an older tpucost, or damaged)")
+
+// verifyJSON checks data's checksum field against the SHA-256 of data with that field's
+// value empty.
+func verifyJSON(data []byte) error {
+	i := bytes.Index(data, []byte(checksumField))
+	if i < 0 {
+		return errNoChecksum
+	}
+	j := i + len(checksumField)
+	end := bytes.IndexByte(data[j:], '"')
+	if end < 0 {
+		return errors.New("unterminated checksum field")
+	}
+	got := string(data[j : j+end])
+	if want := checksumOf(slices.Concat(data[:j], data[j+end:])); got != want {
+		return errors.New("checksum mismatch")
 	}
 	return nil
 }
@@ -174,19 +276,27 @@ func writeTensorFile(dir, name string, step int64, ts Params) (FileRef, error) {
 	return FileRef{File: name, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// readTensorFile reads and verifies a referenced tensor file.
-func readTensorFile(dir string, ref FileRef) (int64, Params, error) {
+// readRefFile reads a file model.json names and verifies its SHA-256.
+func readRefFile(dir string, ref FileRef) ([]byte, error) {
 	if ref.File == "" || ref.File != filepath.Base(ref.File) {
-		return 0, nil, fmt.Errorf("checkpoint %s: bad tensor file name %q", dir, ref.File)
+		return nil, fmt.Errorf("checkpoint %s: bad file name %q in %s", dir, ref.File, ModelFile)
 	}
 	path := filepath.Join(dir, ref.File)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
-	sum := sha256.Sum256(data)
-	if hex.EncodeToString(sum[:]) != ref.SHA256 {
-		return 0, nil, fmt.Errorf("checkpoint %s: %s is corrupt (checksum mismatch)", dir, ref.File)
+	if checksumOf(data) != ref.SHA256 {
+		return nil, fmt.Errorf("checkpoint %s: %s is corrupt (checksum mismatch with %s)", dir, path, ModelFile)
+	}
+	return data, nil
+}
+
+// readTensorFile reads and verifies a referenced tensor file.
+func readTensorFile(dir string, ref FileRef) (int64, Params, error) {
+	data, err := readRefFile(dir, ref)
+	if err != nil {
+		return 0, nil, err
 	}
 	step, ts, err := readTensors(bytes.NewReader(data))
 	if err != nil {
@@ -195,11 +305,37 @@ func readTensorFile(dir string, ref FileRef) (int64, Params, error) {
 	return step, ts, nil
 }
 
-// readCheckpoint reads and checks model.json of dir.
+// ReadCheckpoint reads model.json of the checkpoint in dir and verifies it and every file
+// it names (weights, training state, seen keys) against their checksums. It refuses a
+// checkpoint built for another feature schema with an error wrapping ErrFeatureSchema.
+func ReadCheckpoint(dir string) (*Checkpoint, error) {
+	c, err := readCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range c.files() {
+		if _, err := readRefFile(dir, ref); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// readCheckpoint reads and checks model.json of dir (not the files it names).
 func readCheckpoint(dir string) (*Checkpoint, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ModelFile))
+	path := filepath.Join(dir, ModelFile)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading model: %w", err)
+	}
+	if err := verifyJSON(data); err != nil {
+		var probe struct {
+			Format string `json:"format"`
+		}
+		if errors.Is(err, errNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != CheckpointFormat {
+			return nil, fmt.Errorf("loading model %s: format %q, want %q: retrain it with this tpucost", dir, probe.Format, CheckpointFormat)
+		}
+		return nil, fmt.Errorf("loading model: %s is corrupt: %w", path, err)
 	}
 	var c Checkpoint
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -214,10 +350,11 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 	return &c, nil
 }
 
-// Load loads the best model of the checkpoint in dir. It refuses a checkpoint built for
-// another feature schema with an error wrapping ErrFeatureSchema.
+// Load loads the best model of the checkpoint in dir, verifying every file (see
+// ReadCheckpoint). It refuses a checkpoint built for another feature schema with an error
+// wrapping ErrFeatureSchema.
 func Load(dir string) (*Model, *Checkpoint, error) {
-	c, err := readCheckpoint(dir)
+	c, err := ReadCheckpoint(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -253,5 +390,27 @@ func (m *Model) Save(dir string, meta Meta) error {
 		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
 		Normalization: m.Norm, Target: m.Target, Metric: MetricFor(m.Task), Meta: meta,
 	}
-	return saveCheckpoint(dir, c, m.Params, 0, nil, 0)
+	return saveCheckpoint(dir, c, m.Params, 0, nil, 0, nil)
+}
+
+// TargetMismatch compares the target the model's training data was simulated for with
+// another (a dataset's, or the chip a prediction is asked for; an empty simulator is not
+// compared): the first differing field ("chip", "vmem_bytes" or "simulator") and both
+// values, or "" when they agree. Fields the model does not record are not compared.
+func (m Meta) TargetMismatch(chip string, vmemBytes int64, simulator string) (field, model, other string) {
+	switch {
+	case m.Chip != "" && m.Chip != chip:
+		return "chip", m.Chip, chip
+	case m.VMEMBytes != 0 && m.VMEMBytes != vmemBytes:
+		return "vmem_bytes", fmt.Sprint(m.VMEMBytes), fmt.Sprint(vmemBytes)
+	case m.Simulator != "" && simulator != "" && m.Simulator != simulator:
+		return "simulator", m.Simulator, simulator
+	}
+	return "", "", ""
+}
+
+// DefaultTarget is the chip name and VMEM size (MiB, 0 when not recorded) the model's
+// training data was simulated for: what predict uses unless told otherwise.
+func (m Meta) DefaultTarget() (chip string, vmemMiB int) {
+	return m.Chip, int(m.VMEMBytes >> 20)
 }

@@ -7,6 +7,9 @@
 // For a kernel with N nodes (features.Graph) and its configurations c:
 //
 //	h⁰_v = ReLU(emb(opcode_v) W_op + x_v W_x + b₀)                      x_v: normalized node features
+//	      (+ n_{v,c} W_nc in a per-node configuration model: n_{v,c} is configuration c's
+//	       features of node v, zero for nodes it does not configure; everything below is
+//	       then computed once per configuration)
 //	hˡ_v = ReLU(hˡ⁻¹_v W_self + mean_{u∈operands(v)} hˡ⁻¹_u W_in
 //	            + mean_{u∈users(v)} hˡ⁻¹_u W_out + bₗ),   l = 1..K       (= [h, mean_in, mean_out] Wₗ)
 //	       then hˡ_v ← hˡ_v / √(‖hˡ_v‖² + 10⁻⁶) when L2Norm is set (the paper's GraphSAGE)
@@ -31,7 +34,7 @@
 //
 // Absolute models (loss mse) predict the standardized log runtime, ŷ ≈ (ln t − μ)/σ with
 // μ, σ fitted on the training split, and report exp(σŷ + μ) ns. Relative models
-// (rank-hinge, rank-logistic) output a score where lower is better (a faster
+// (rank-hinge, rank-logistic, listmle) output a score where lower is better (a faster
 // configuration), comparable only among the configurations of one kernel. The formulas
 // are in loss.go and on RankLoss.
 //
@@ -53,6 +56,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 )
 
@@ -68,10 +72,14 @@ const (
 	LossRankHinge Loss = "rank-hinge"
 	// LossRankLogistic is the paper's pairwise rank loss with φ(z) = log(1 + e^(−z)).
 	LossRankLogistic Loss = "rank-logistic"
+	// LossListMLE is the listwise ListMLE loss (Xia et al. 2008; the TpuGraphs layout
+	// baseline's): the negative log-likelihood of the true order, fastest first, under the
+	// Plackett–Luce model of the scores −ŷ (see ListMLELoss).
+	LossListMLE Loss = "listmle"
 )
 
 // Losses lists the losses.
-func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic} }
+func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE} }
 
 // ParseLoss parses a loss name.
 func ParseLoss(s string) (Loss, error) {
@@ -80,11 +88,30 @@ func ParseLoss(s string) (Loss, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic)", s)
+	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic, listmle)", s)
 }
 
-// Rank reports whether l is a pairwise rank loss (a relative model).
-func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic }
+// Rank reports whether l is a ranking loss over one kernel's configurations (pairwise or
+// listwise): a relative model.
+func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic || l == LossListMLE }
+
+// pairwise reports whether l is one of the pairwise rank losses (φ below).
+func (l Loss) pairwise() bool { return l == LossRankHinge || l == LossRankLogistic }
+
+// MultiTask reports whether c has a head per task (Tasks).
+func (c Config) MultiTask() bool { return len(c.Tasks) > 0 }
+
+// headPrefix is the parameter name prefix of the head of task (a multi-task model's
+// "TASK/"; "" for a single-head model).
+func (c Config) headPrefix(task string) string {
+	if !c.MultiTask() {
+		return ""
+	}
+	return task + "/"
+}
+
+// PerNode reports whether c is a per-node configuration model (NodeConfigWidth > 0).
+func (c Config) PerNode() bool { return c.NodeConfigWidth > 0 }
 
 // Reduction is a per-kernel reduction of node embeddings.
 type Reduction string
@@ -117,6 +144,23 @@ type Config struct {
 	// Features is the configuration feature set the model reads (features.ConfigPaper or
 	// ConfigPlan); checkpoints from before the field read every feature ("plan").
 	Features features.ConfigSet `json:"features,omitempty"`
+
+	// NodeConfigWidth > 0 makes a per-node configuration model (the TpuGraphs layout
+	// baseline's): a configuration is one feature vector of this width per configurable
+	// node (NodeConfigs), added to those nodes' input layer (other nodes get zeros), so
+	// the node embeddings, and the graph embedding, are computed once per configuration.
+	// 0 (the default): configurations enter only the head.
+	NodeConfigWidth int `json:"node_config_width,omitempty"`
+
+	// Tasks, when set (at least two distinct tasks), makes a multi-task model (the seed
+	// design's): one graph embedding (opcode embedding, input and GraphSAGE layers)
+	// shared by one head per task, parameters "TASK/head…" and "TASK/out…"; a row is
+	// scored by the head of its task. Empty (the default): one head.
+	Tasks []dataset.Task `json:"tasks,omitempty"`
+
+	// MaxSegmentNodes > 0 splits kernels of more nodes into segments of at most this many
+	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
+	MaxSegmentNodes int `json:"max_segment_nodes,omitempty"`
 
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
 	// width of the Features set.
@@ -174,12 +218,10 @@ func ParseReductions(s string) ([]Reduction, error) {
 // Validate reports an invalid architecture.
 func (c Config) Validate() error {
 	var errs []error
-	if c.EmbedDim <= 0 || c.Hidden <= 0 {
-		errs = append(errs, fmt.Errorf("embedding (%d) and hidden (%d) widths must be positive", c.EmbedDim, c.Hidden))
+	if c.EmbedDim <= 0 {
+		errs = append(errs, fmt.Errorf("embedding width must be positive, got %d", c.EmbedDim))
 	}
-	if c.Layers < 0 {
-		errs = append(errs, fmt.Errorf("layers must be >= 0, got %d", c.Layers))
-	}
+	errs = append(errs, intField("hidden", c.Hidden, 1, MaxHidden), intField("layers", c.Layers, 0, MaxLayers))
 	if len(c.Reduce) == 0 {
 		errs = append(errs, errors.New("at least one reduction is needed"))
 	}
@@ -195,10 +237,25 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("the head needs at least one hidden layer"))
 	}
 	for _, w := range c.Head {
-		if w <= 0 {
-			errs = append(errs, fmt.Errorf("head widths must be positive, got %v", c.Head))
+		if w <= 0 || w > MaxHidden {
+			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", MaxHidden, c.Head))
 			break
 		}
+	}
+	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
+	if len(c.Tasks) == 1 {
+		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %v", c.Tasks))
+	}
+	for i, t := range c.Tasks {
+		if !slices.Contains(dataset.Tasks(), t) {
+			errs = append(errs, fmt.Errorf("unknown task %q in the model's heads", t))
+		}
+		if slices.Contains(c.Tasks[:i], t) {
+			errs = append(errs, fmt.Errorf("task %q has two heads", t))
+		}
+	}
+	if c.MaxSegmentNodes != 0 {
+		errs = append(errs, intField("max_segment_nodes", c.MaxSegmentNodes, MinSegmentNodes, MaxSegmentNodes))
 	}
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -41,10 +42,7 @@ func (o *DataOptions) defaults() error {
 	if o.ValFraction == 0 {
 		o.ValFraction = 0.1
 	}
-	if !(o.ValFraction > 0 && o.ValFraction < 1) {
-		return fmt.Errorf("validation fraction %g is not in (0, 1)", o.ValFraction)
-	}
-	return nil
+	return o.Validate()
 }
 
 // DatasetSource streams one part of a split dataset.
@@ -65,8 +63,9 @@ func (s DatasetSource) Rows(fn func(*dataset.Row) error) error {
 // model) and feature schema against its provenance, and that they were simulated alike;
 // splits each with the same split settings (a random split is a hash of the kernel key,
 // so a kernel lands on the same side in every dataset); and returns the training and
-// validation sources (from the splits' Train parts) and the Meta to record.
-func OpenData(opts DataOptions, task dataset.Task) (train, val RowSource, meta Meta, err error) {
+// validation sources (from the splits' Train parts) and the Meta to record. A multi-task
+// model (Config.Tasks) passes its heads: datasets of any of those tasks are accepted.
+func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train, val RowSource, meta Meta, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, nil, Meta{}, err
 	}
@@ -82,7 +81,10 @@ func OpenData(opts DataOptions, task dataset.Task) (train, val RowSource, meta M
 			return nil, nil, Meta{}, err
 		}
 		p := d.Provenance
-		if p.Task != task && (p.Task.Relative() || task.Relative()) {
+		if p.Task != task && !slices.Contains(heads, p.Task) && (p.Task.Relative() || task.Relative()) {
+			if len(heads) > 0 {
+				return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows; the model has heads for %v", dir, p.Task, heads)
+			}
 			return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
 		}
 		if p.FeatureSchema.Version != features.SchemaVersion {
@@ -154,15 +156,50 @@ func valHash(seed int64, s string) uint64 {
 	return stablehash.Seeded(seed).Label("gnn-validation").Sum64Of(s)
 }
 
+// dataDirs splits a comma-separated list of directories.
+func dataDirs(list string) []string {
+	var out []string
+	for _, dir := range strings.Split(list, ",") {
+		if dir = strings.TrimSpace(dir); dir != "" {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// Fingerprints returns the DatasetRef (path as given, dataset.Fingerprint) of each
+// directory of a comma-separated list.
+func Fingerprints(dirs string) ([]DatasetRef, error) {
+	var out []DatasetRef
+	for _, dir := range dataDirs(dirs) {
+		fp, err := dataset.Fingerprint(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DatasetRef{Path: dir, Fingerprint: fp})
+	}
+	return out, nil
+}
+
 // TrainDataset trains on the dataset directory data selects (see OpenData), recording
-// the data's provenance in the checkpoint.
+// the data's provenance and fingerprints in the checkpoint.
 func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*TrainResult, error) {
-	train, val, meta, err := OpenData(data, opts.Task)
+	heads := opts.Model.Tasks
+	if opts.Resume && reflect.DeepEqual(opts.Model, Config{}) {
+		// Resuming with the checkpoint's architecture: its heads say which data it reads.
+		if c, err := ReadCheckpoint(opts.OutDir); err == nil {
+			heads = c.Config.Tasks
+		}
+	}
+	train, val, meta, err := OpenData(data, opts.Task, heads...)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	if opts.Meta == (Meta{}) {
 		opts.Meta = meta
+	}
+	if opts.Datasets, err = Fingerprints(data.Dir); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	return Train(ctx, train, val, opts)
 }

@@ -14,9 +14,15 @@ import (
 // occurrences) as a tile dataset with the dataset Writer.
 func writeDataset(t *testing.T, dir string, models []string) {
 	t.Helper()
+	writeTaskDataset(t, dir, models, dataset.TaskTile)
+}
+
+// writeTaskDataset is writeDataset for a task's rows.
+func writeTaskDataset(t *testing.T, dir string, models []string, task dataset.Task) {
+	t.Helper()
 	chip := testChip(t)
 	prov := dataset.Provenance{SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
-		Chip: chip.Name, VMEMBytes: chip.VMEMBytes, Task: dataset.TaskTile, ConfigsPerKernel: 8, Models: models, ShardCount: 1}
+		Chip: chip.Name, VMEMBytes: chip.VMEMBytes, Task: task, ConfigsPerKernel: 8, Models: models, ShardCount: 1}
 	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: dataset.FormatArrow, Provenance: prov})
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +31,7 @@ func writeDataset(t *testing.T, dir string, models []string) {
 	for unit, m := range models {
 		var rows []dataset.Row
 		var occ []dataset.Occurrence
-		for _, r := range cachedRows(t, m, dataset.TaskTile, 8) {
+		for _, r := range cachedRows(t, m, task, 8) {
 			occ = append(occ, dataset.Occurrence{Unit: int64(unit), Program: r.Program, KernelKey: r.KernelKey, Count: 1})
 			if seen[r.KernelKey] {
 				continue

@@ -2,6 +2,10 @@ package gnn
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tpucost/tpucost/dataset"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -22,12 +26,19 @@ type net struct {
 	train bool
 	dt    tensor.Dtype
 
-	g      *G.ExprGraph
-	vm     G.VM
-	params []*G.Node // in Params order
+	g        *G.ExprGraph
+	vm       G.VM
+	params   []*G.Node // the parameters the net reads, in Params order
+	paramIdx []int     // their indices in Params (a multi-task net reads one head)
 
 	opcodes, x, inIdx, outIdx, poolIdx, kf, cf *G.Node
-	sk, y, w, rank, kw, kspan, out, cost       *G.Node
+	ncf                                        *G.Node // per-node configuration features (PerNode models)
+
+	// Segmented models (segment.go): the other segments' statistics, this segment's
+	// pooled sum and max, and their values after the last inference run.
+	otherSum, otherMax, invNodes, segSum, segMax *G.Node
+	lastSum, lastMax                             []float64
+	sk, y, w, rank, kw, kspan, out, cost         *G.Node
 }
 
 // l2Eps is added to the squared norm before the L2 normalization's square root: it
@@ -49,8 +60,21 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	if len(specs) != len(ps) {
 		return nil, fmt.Errorf("model has %d parameters, architecture needs %d", len(ps), len(specs))
 	}
+	// A multi-task model's net reads the shared parameters and the head of its shape's
+	// task (the model's first task for kernels without one).
+	head := s.Head
+	if cfg.MultiTask() && head == "" {
+		head = string(cfg.Tasks[0])
+	}
+	if cfg.MultiTask() && !slices.Contains(cfg.Tasks, dataset.Task(head)) {
+		return nil, fmt.Errorf("the model has no head for task %q (heads %v)", head, cfg.Tasks)
+	}
+	prefix := cfg.headPrefix(head)
 	byName := map[string]*G.Node{}
 	for i, p := range ps {
+		if cfg.MultiTask() && strings.Contains(p.Name, "/") && !strings.HasPrefix(p.Name, prefix) {
+			continue
+		}
 		var v tensor.Tensor
 		if dt == tensor.Float32 {
 			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(p.Data))
@@ -59,6 +83,7 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 		}
 		node := G.NewTensor(g, dt, len(p.Shape), G.WithShape(p.Shape...), G.WithName(specs[i].name), G.WithValue(v))
 		n.params = append(n.params, node)
+		n.paramIdx = append(n.paramIdx, i)
 		byName[p.Name] = node
 	}
 	P := func(name string) *G.Node {
@@ -85,10 +110,17 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
 	add := func(a, b *G.Node) *G.Node { return G.Must(G.Add(a, b)) }
 	bias := func(x *G.Node, b string) *G.Node { return G.Must(G.ApplyOp(newBiasOp(), x, P(b))) }
+	hmul := func(x *G.Node, w string) *G.Node { return mul(x, prefix+w) }
+	hbias := func(x *G.Node, b string) *G.Node { return bias(x, prefix+b) }
 
 	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
 	emb := gather(P("embed"), n.opcodes, ReduceSum, 1)
-	h := reluNode(bias(add(mul(emb, "input.w_op"), mul(n.x, "input.w_x")), "input.b"))
+	h0 := add(mul(emb, "input.w_op"), mul(n.x, "input.w_x"))
+	if cfg.PerNode() {
+		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
+		h0 = add(h0, mul(n.ncf, "input.w_nc"))
+	}
+	h := reluNode(bias(h0, "input.b"))
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
 	for l := 1; l <= cfg.Layers; l++ {
@@ -104,16 +136,20 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
-	zk := mul(n.kf, "head0.w_kernel")
+	zk := hmul(n.kf, "head0.w_kernel")
 	for _, r := range cfg.Reduce {
-		zk = add(zk, mul(gather(h, n.poolIdx, r, s.M), "head0.w_"+string(r)))
+		pooled := func() *G.Node { return gather(h, n.poolIdx, r, s.M) }
+		if cfg.MaxSegmentNodes > 0 {
+			pooled = func() *G.Node { return n.segmentPool(h, r) }
+		}
+		zk = add(zk, hmul(pooled(), "head0.w_"+string(r)))
 	}
-	zc := mul(n.cf, "head0.w_config") // [S, h0]
-	z := reluNode(bias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
+	zc := hmul(n.cf, "head0.w_config") // [S, h0]
+	z := reluNode(hbias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
 	for i := 1; i < len(cfg.Head); i++ {
-		z = reluNode(bias(mul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
+		z = reluNode(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
 	}
-	n.out = G.Must(G.Reshape(bias(mul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
+	n.out = G.Must(G.Reshape(hbias(hmul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
 
 	if train {
 		if err := n.buildLoss(); err != nil {
@@ -139,7 +175,7 @@ func (n *net) buildLoss() error {
 		n.cost = G.Must(G.ApplyOp(newMSEOp(), n.out, n.y, n.w))
 		return nil
 	}
-	if n.loss != LossRankHinge && n.loss != LossRankLogistic {
+	if !n.loss.Rank() {
 		return fmt.Errorf("unknown loss %q", n.loss)
 	}
 	n.rank = G.NewVector(g, n.dt, G.WithShape(s.S), G.WithName("rank"))
@@ -183,6 +219,12 @@ func (n *net) bind(b *batch) error {
 		{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)},
 		{n.sk, intTensor(b.sk)},
 	}
+	if n.ncf != nil {
+		if b.ncf == nil {
+			return fmt.Errorf("batch has no per-node configuration features")
+		}
+		lets = append(lets, let{n.ncf, n.floatTensor(b.ncf, s.N, n.cfg.NodeConfigWidth)})
+	}
 	if n.train {
 		if n.loss.Rank() {
 			if b.rank == nil {
@@ -195,6 +237,10 @@ func (n *net) bind(b *batch) error {
 			}
 			lets = append(lets, let{n.y, n.floatTensor(b.y, s.S)}, let{n.w, n.floatTensor(b.w, s.S)})
 		}
+	}
+	lets, err := n.bindSegments(b, lets)
+	if err != nil {
+		return err
 	}
 	for _, l := range lets {
 		if err := G.Let(l.node, l.v); err != nil {
@@ -216,6 +262,9 @@ func (n *net) run(b *batch) (out []float64, loss float64, err error) {
 	}
 	if !n.train {
 		out = values(n.out.Value())
+		if n.segSum != nil {
+			n.lastSum, n.lastMax = values(n.segSum.Value()), values(n.segMax.Value())
+		}
 	}
 	if n.train {
 		loss = values(n.cost.Value())[0]

@@ -1,8 +1,10 @@
 package gnn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // This file holds the losses evaluated on the host, in float64: validation uses them, and
@@ -42,7 +44,7 @@ func phi(l Loss, z float64) float64 {
 
 // RankLoss is L_k above for one kernel: pred are the model's outputs and runtimes the true
 // runtimes of its configurations, in the same order. It is 0 for fewer than two
-// configurations.
+// configurations. For LossListMLE it is ListMLELoss.
 func RankLoss(l Loss, pred, runtimes []float64) float64 {
 	n := len(pred)
 	if n != len(runtimes) {
@@ -50,6 +52,9 @@ func RankLoss(l Loss, pred, runtimes []float64) float64 {
 	}
 	if n < 2 {
 		return 0
+	}
+	if l == LossListMLE {
+		return ListMLELoss(pred, runtimes)
 	}
 	var sum float64
 	for i := range n {
@@ -60,6 +65,107 @@ func RankLoss(l Loss, pred, runtimes []float64) float64 {
 		}
 	}
 	return sum / (float64(n) * float64(n-1) / 2)
+}
+
+// ListMLELoss is the ListMLE loss (Xia et al., "Listwise approach to learning to rank",
+// ICML 2008) of one kernel's configurations: with π the configurations sorted by true
+// runtime, fastest first (ties in their listed order), and scores s = −ŷ (lower outputs
+// are faster configurations, as for the pairwise losses),
+//
+//	L_k = −Σ_{i=1..n} log softmax_i(s_π(i); s_π(i), …, s_π(n))
+//	    = Σ_{i=1..n} [ ŷ_π(i) + log Σ_{j=i..n} e^(−ŷ_π(j)) ]
+//
+// the negative log-likelihood of the true order under the Plackett–Luce model (the last
+// term is 0). The sums are log-sum-exps computed from the end of the list, so no
+// exponential overflows. It is 0 for fewer than two configurations. A batch's loss is the
+// mean of L_k over its kernels with n ≥ 2 (not divided by n, as in the paper and
+// TF-Ranking).
+func ListMLELoss(pred, runtimes []float64) float64 {
+	n := len(pred)
+	if n != len(runtimes) {
+		panic(fmt.Sprintf("gnn: %d predictions for %d runtimes", n, len(runtimes)))
+	}
+	if n < 2 {
+		return 0
+	}
+	rank := make([]float64, n)
+	for i := range n {
+		for j := range n {
+			if runtimes[j] < runtimes[i] {
+				rank[i]++
+			}
+		}
+	}
+	l, _ := listMLE(pred, rank, []float64{1}, []int{0, n}, false)
+	return l
+}
+
+// listOrder returns the indices lo..hi−1 sorted by rank (ascending: fastest first), ties
+// by index.
+func listOrder[T float32 | float64](rank []T, lo, hi int) []int {
+	idx := make([]int, hi-lo)
+	for i := range idx {
+		idx[i] = lo + i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
+	return idx
+}
+
+// listMLE evaluates Σ_k w_k L_k (ListMLELoss) for outputs out, per-sample ranks (the
+// number of faster configurations of the kernel), kernel weights w and sample spans
+// span (kernel k: span[k]..span[k+1]−1) and, with grad, its gradient with respect to the
+// outputs, in float64 internally:
+//
+//	∂L_k/∂ŷ_π(m) = 1 − Σ_{i≤m} e^(−ŷ_π(m)) / Σ_{j≥i} e^(−ŷ_π(j)),
+//
+// the inner sum accumulated in the log domain (each term is at most 1).
+func listMLE[T float32 | float64](out, rank, w []T, span []int, grad bool) (float64, []T) {
+	var sum float64
+	var d []T
+	if grad {
+		d = make([]T, len(out))
+	}
+	for k := range w {
+		wk := float64(w[k])
+		lo, hi := span[k], span[k+1]
+		if wk == 0 || hi-lo < 2 {
+			continue
+		}
+		order := listOrder(rank, lo, hi)
+		n := len(order)
+		// suffix[i] = log Σ_{j≥i} e^(−ŷ_π(j)).
+		suffix := make([]float64, n+1)
+		suffix[n] = math.Inf(-1)
+		for i := n - 1; i >= 0; i-- {
+			suffix[i] = logAddExp(-float64(out[order[i]]), suffix[i+1])
+		}
+		for i := range n {
+			sum += wk * (float64(out[order[i]]) + suffix[i])
+		}
+		if !grad {
+			continue
+		}
+		acc := math.Inf(-1) // log Σ_{i≤m} e^(−suffix[i])
+		for m := range n {
+			acc = logAddExp(acc, -suffix[m])
+			d[order[m]] += T(wk * (1 - math.Exp(-float64(out[order[m]])+acc)))
+		}
+	}
+	return sum, d
+}
+
+// logAddExp is log(e^a + e^b) without overflow.
+func logAddExp(a, b float64) float64 {
+	if math.IsInf(a, -1) {
+		return b
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	if a < b {
+		a, b = b, a
+	}
+	return a + math.Log1p(math.Exp(b-a))
 }
 
 // MSELoss is the mean squared error between predictions and targets (both standardized

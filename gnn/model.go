@@ -50,6 +50,16 @@ func (m *Model) validate() error {
 	if m.Loss.Rank() && !m.Task.Relative() {
 		return fmt.Errorf("the %s loss ranks the configurations of one kernel; task %s has one runtime per kernel: use mse", m.Loss, m.Task)
 	}
+	if m.Config.MultiTask() {
+		if m.Config.Tasks[0] != m.Task {
+			return fmt.Errorf("a multi-task model's task is its first head's (%s), not %s", m.Config.Tasks[0], m.Task)
+		}
+		for _, t := range m.Config.Tasks {
+			if t.Relative() != m.Task.Relative() {
+				return fmt.Errorf("a multi-task model's heads must all be relative (tile, flags) or all absolute (fusion, layout), got %v", m.Config.Tasks)
+			}
+		}
+	}
 	if err := m.Norm.Validate(); err != nil {
 		return err
 	}
@@ -76,7 +86,9 @@ func (m *Model) FlopsPerKernel(nodes int) float64 {
 	return f
 }
 
-// FlopsPerConfig: see FlopsPerKernel.
+// FlopsPerConfig: see FlopsPerKernel. A per-node configuration model (Config.PerNode)
+// runs its graph layers once per configuration: each of its samples costs
+// FlopsPerKernel + FlopsPerConfig.
 func (m *Model) FlopsPerConfig() float64 {
 	c := m.Config
 	_, gc := c.headInput()
@@ -158,6 +170,19 @@ func (e *engine) close() {
 // maxBatchSamples bounds the samples of one inference batch.
 const maxBatchSamples = 8192
 
+// maxBatchNodes bounds the node copies of one inference batch of a per-node configuration
+// model (which copies a kernel's nodes per configuration): at the default width, 2^17
+// nodes hold 32 MiB per layer activation.
+const maxBatchNodes = 1 << 17
+
+// samplesPerBatch is the most configurations of k one inference batch takes.
+func (e *engine) samplesPerBatch(k *kernel) int {
+	if !e.m.Config.PerNode() {
+		return maxBatchSamples
+	}
+	return max(1, min(maxBatchSamples, maxBatchNodes/k.nodes()))
+}
+
 // predict runs kernels through the model in batches of at most batchKernels kernels and
 // maxBatchSamples samples and returns every kernel's outputs, one per configuration (the
 // raw model outputs: scores, or standardized log runtimes). A kernel with more
@@ -167,7 +192,7 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 	type ref struct{ kernel, first int }
 	var items []item
 	var refs []ref
-	samples := 0
+	samples, nodes := 0, 0
 	flush := func() error {
 		if len(items) == 0 {
 			return nil
@@ -183,21 +208,39 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 		for i := range items {
 			copy(out[refs[i].kernel][refs[i].first:], o[b.starts[i]:b.starts[i+1]])
 		}
-		items, refs, samples = items[:0], refs[:0], 0
+		items, refs, samples, nodes = items[:0], refs[:0], 0, 0
 		return nil
 	}
+	perNode := e.m.Config.PerNode()
 	for ki, k := range kernels {
 		nc := k.configs()
 		if nc == 0 {
 			return nil, fmt.Errorf("kernel %s has no configurations to score", k.key)
 		}
 		out[ki] = make([]float64, nc)
-		for first := 0; first < nc; first += maxBatchSamples {
-			cfgs := make([]int, min(maxBatchSamples, nc-first))
+		if segs := segments(k.nodes(), e.m.Config.MaxSegmentNodes); len(segs) > 2 {
+			all := make([]int, nc)
+			for i := range all {
+				all[i] = i
+			}
+			o, err := e.predictSegmented(k, all, segs)
+			if err != nil {
+				return nil, fmt.Errorf("kernel %s: %w", k.key, err)
+			}
+			copy(out[ki], o)
+			continue
+		}
+		per := e.samplesPerBatch(k)
+		for first := 0; first < nc; first += per {
+			cfgs := make([]int, min(per, nc-first))
 			for i := range cfgs {
 				cfgs[i] = first + i
 			}
-			if len(items) > 0 && (len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples) {
+			full := len(items) >= batchKernels || samples+len(cfgs) > maxBatchSamples || (len(items) > 0 && items[0].k.head != k.head)
+			if perNode {
+				full = full || nodes+len(cfgs)*k.nodes() > maxBatchNodes
+			}
+			if len(items) > 0 && full {
 				if err := flush(); err != nil {
 					return nil, err
 				}
@@ -205,6 +248,7 @@ func (e *engine) predict(kernels []*kernel, batchKernels int) ([][]float64, erro
 			items = append(items, item{k: k, cfgs: cfgs})
 			refs = append(refs, ref{ki, first})
 			samples += len(cfgs)
+			nodes += len(cfgs) * k.nodes()
 		}
 	}
 	if err := flush(); err != nil {
@@ -228,6 +272,24 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 	}
 	k.key, k.program = r.KernelKey, r.Program
+	if m.Config.MultiTask() {
+		if !slices.Contains(m.Config.Tasks, r.Task) {
+			return nil, fmt.Errorf("row %s/%s is a %s row; the model has heads for %v", r.Program, r.KernelName, r.Task, m.Config.Tasks)
+		}
+		k.head = string(r.Task)
+	}
+	if m.Config.PerNode() {
+		nc, err := rowNodeConfigs(r)
+		if err != nil {
+			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
+		}
+		if nc == nil {
+			return nil, fmt.Errorf("row %s/%s has no per-node configurations, which a per-node configuration model (node_config_width %d) reads", r.Program, r.KernelName, m.Config.NodeConfigWidth)
+		}
+		if err := k.attachNodeConfigs(nc, m.Config.NodeConfigWidth); err != nil {
+			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
+		}
+	}
 	if len(r.RuntimesNs) > 0 {
 		k.runtimes = slices.Clone(r.RuntimesNs)
 	}
@@ -251,3 +313,8 @@ func (m *Model) report(out []float64) []float64 {
 }
 
 var errNoRows = errors.New("no rows")
+
+// rowNodeConfigs returns a row's per-node configurations, nil when it has none. Rows of
+// this dataset version carry none; the TpuGraphs layout importer's rows (configurable node
+// ids and per-config per-node features) map onto NodeConfigs here.
+func rowNodeConfigs(r *dataset.Row) (*NodeConfigs, error) { return nil, nil }

@@ -285,7 +285,8 @@ func scalarValue(isF32 bool, x float64) G.Value {
 	return G.NewF64(x)
 }
 
-// rankLossOp is Σ_k w_k Σ_{i,j∈k} φ(ŷ_i − ŷ_j)·[r_i > r_j] for outputs ŷ [S], the rank
+// rankLossOp is Σ_k w_k Σ_{i,j∈k} φ(ŷ_i − ŷ_j)·[r_i > r_j] (pairwise losses) or
+// Σ_k w_k L_k (ListMLE, listMLE in loss.go) for outputs ŷ [S], the rank
 // r [S] of each sample's runtime within its kernel (the count of faster samples, so that
 // r_i > r_j ⟺ t_i > t_j), kernel weights w [B] and the kernels' sample ranges
 // span [B+1] (kernel k's samples are span[k]..span[k+1]−1); see loss.go.
@@ -322,9 +323,18 @@ func (op rankLossOp) Do(vals ...G.Value) (G.Value, error) {
 	return scalarValue(false, l), nil
 }
 
-// rankLoss evaluates the weighted pairwise loss and, with grad, its gradient with respect
-// to the outputs. φ'(z) is −1 (hinge, where 1 − z > 0) or −1/(1 + e^z) (logistic).
+// rankLoss dispatches to the pairwise losses or listMLE.
+
 func rankLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bool) (float64, []T) {
+	if l == LossListMLE {
+		return listMLE(out, rank, w, span, grad)
+	}
+	return pairLoss(l, out, rank, w, span, grad)
+}
+
+// pairLoss evaluates the weighted pairwise loss and, with grad, its gradient with respect
+// to the outputs. φ'(z) is −1 (hinge, where 1 − z > 0) or −1/(1 + e^z) (logistic).
+func pairLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bool) (float64, []T) {
 	var sum float64
 	var d []T
 	if grad {

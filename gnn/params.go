@@ -50,19 +50,35 @@ func (c Config) headInput() (perKernel, perConfig int) {
 // hold one weight block per part: x·W = Σ_parts part·W_part needs no concatenation.
 func (c Config) paramSpecs() []paramSpec {
 	H := c.Hidden
-	in := c.EmbedDim + c.NodeWidth
+	in := c.EmbedDim + c.NodeWidth + c.NodeConfigWidth
 	specs := []paramSpec{
 		{name: "embed", shape: []int{c.Vocab, c.EmbedDim}, kind: initEmbed},
 		{name: "input.w_op", shape: []int{c.EmbedDim, H}, fanIn: in, fanOut: H, kind: initHe},
 		{name: "input.w_x", shape: []int{c.NodeWidth, H}, fanIn: in, fanOut: H, kind: initHe},
-		{name: "input.b", shape: []int{H}},
 	}
+	if c.PerNode() {
+		specs = append(specs, paramSpec{name: "input.w_nc", shape: []int{c.NodeConfigWidth, H}, fanIn: in, fanOut: H, kind: initHe})
+	}
+	specs = append(specs, paramSpec{name: "input.b", shape: []int{H}})
 	for l := 1; l <= c.Layers; l++ {
 		for _, part := range []string{"self", "in", "out"} {
 			specs = append(specs, paramSpec{name: fmt.Sprintf("sage%d.w_%s", l, part), shape: []int{H, H}, fanIn: 3 * H, fanOut: H, kind: initHe})
 		}
 		specs = append(specs, paramSpec{name: fmt.Sprintf("sage%d.b", l), shape: []int{H}})
 	}
+	if !c.MultiTask() {
+		return append(specs, c.headSpecs("")...)
+	}
+	for _, t := range c.Tasks {
+		specs = append(specs, c.headSpecs(c.headPrefix(string(t)))...)
+	}
+	return specs
+}
+
+// headSpecs lists the parameters of one head, their names prefixed with prefix.
+func (c Config) headSpecs(prefix string) []paramSpec {
+	H := c.Hidden
+	var specs []paramSpec
 	gk, gc := c.headInput()
 	h0 := c.Head[0]
 	for _, r := range c.Reduce {
@@ -81,6 +97,9 @@ func (c Config) paramSpecs() []paramSpec {
 	specs = append(specs,
 		paramSpec{name: "out.w", shape: []int{last, 1}, fanIn: last, fanOut: 1, kind: initXavier},
 		paramSpec{name: "out.b", shape: []int{1}})
+	for i := range specs {
+		specs[i].name = prefix + specs[i].name
+	}
 	return specs
 }
 

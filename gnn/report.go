@@ -57,6 +57,9 @@ type ProgramReport struct {
 	// option, and at the best option.
 	ModelPickTotalNs  float64 `json:"model_pick_total_ns,omitempty"`
 	BestOptionTotalNs float64 `json:"best_option_total_ns,omitempty"`
+	// ChipMismatch is set by callers that predict for another target than the model's
+	// training data's (tpucost predict --allow-mismatch).
+	ChipMismatch bool `json:"chip_mismatch"`
 }
 
 // ReportProgram predicts every kernel of prog with p and times it with timer: the

@@ -138,3 +138,30 @@ func rowsWithConfigs(rows []dataset.Row, n, maxRows int) []dataset.Row {
 	}
 	return out
 }
+
+// TestMetaTargetMismatch: the first differing target field is named with both values;
+// fields the model does not record, and an unknown simulator, are not compared.
+func TestMetaTargetMismatch(t *testing.T) {
+	m := Meta{Chip: "v4", VMEMBytes: 32 << 20, Simulator: "tpusim-3"}
+	for _, c := range []struct {
+		chip      string
+		vmem      int64
+		sim, want string
+	}{
+		{"v4", 32 << 20, "tpusim-3", ""},
+		{"v5e", 32 << 20, "tpusim-3", "chip"},
+		{"v4", 16 << 20, "tpusim-3", "vmem_bytes"},
+		{"v4", 32 << 20, "tpusim-2", "simulator"},
+		{"v4", 32 << 20, "", ""},
+	} {
+		if f, _, _ := m.TargetMismatch(c.chip, c.vmem, c.sim); f != c.want {
+			t.Errorf("%+v: field %q, want %q", c, f, c.want)
+		}
+	}
+	if f, _, _ := (Meta{}).TargetMismatch("v5e", 1, "x"); f != "" {
+		t.Errorf("a model recording no target: mismatch %q", f)
+	}
+	if chip, vmem := m.DefaultTarget(); chip != "v4" || vmem != 32 {
+		t.Errorf("default target %s, %d MiB", chip, vmem)
+	}
+}

@@ -2,7 +2,6 @@ package gnn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -43,14 +43,21 @@ type TrainOptions struct {
 	// ShuffleBuffer is the number of kernels held for shuffling a streamed epoch
 	// (default 2048): memory stays bounded however large the dataset.
 	ShuffleBuffer int
+	// MaxSegmentNodes, when not 0, sets Model.MaxSegmentNodes: kernels of more nodes are
+	// trained by segments of at most this many nodes (see segment.go); it is recorded in
+	// the checkpoint's config, and a resume with another value is refused.
+	MaxSegmentNodes int
 	// NoBucketing builds a graph of every batch's exact shape instead of padding batches
 	// to a few cached bucket shapes.
 	NoBucketing bool
 	// OutDir, if set, receives a checkpoint after every epoch.
 	OutDir string
-	// Resume continues the checkpoint in OutDir (same data). The checkpoint's
-	// architecture, loss and settings are kept (a different Task, or a different Loss
-	// given explicitly, is an error); Epochs may be raised.
+	// Resume continues the checkpoint in OutDir. Zero fields (Loss, Model, BatchKernels,
+	// MaxConfigs, LR, Seed, ShuffleBuffer, Patience, Epochs, Datasets) are taken from the
+	// checkpoint; a non-zero one that differs from the checkpoint's (NoBucketing: true
+	// when the checkpoint buckets), another Task, or Datasets with other fingerprints, is
+	// an error naming the field and both values. Epochs and Patience may differ (Epochs
+	// may be raised to train longer).
 	Resume bool
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
@@ -58,6 +65,10 @@ type TrainOptions struct {
 	ProgressEvery time.Duration
 	// Meta is recorded in the checkpoint.
 	Meta Meta
+	// Datasets are the dataset directories the rows come from (paths as the caller gives
+	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
+	// OutDir. TrainDataset fills them.
+	Datasets []DatasetRef
 }
 
 func (o *TrainOptions) defaults() error {
@@ -94,19 +105,11 @@ func (o *TrainOptions) defaults() error {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 10 * time.Second
 	}
-	switch {
-	case o.Epochs < 0:
-		return fmt.Errorf("epochs must be positive, got %d", o.Epochs)
-	case o.BatchKernels < 0:
-		return fmt.Errorf("batch size must be positive, got %d", o.BatchKernels)
-	case o.MaxConfigs < 0:
-		return fmt.Errorf("max configs must be positive, got %d", o.MaxConfigs)
-	case !(o.LR > 0) || math.IsInf(o.LR, 0):
-		return fmt.Errorf("learning rate must be positive, got %g", o.LR)
-	case o.ShuffleBuffer < 0:
-		return fmt.Errorf("shuffle buffer must be positive, got %d", o.ShuffleBuffer)
-	case o.Resume && o.OutDir == "":
-		return errors.New("resuming needs the checkpoint directory (OutDir)")
+	if o.MaxSegmentNodes != 0 && !o.Resume {
+		if m := o.Model.MaxSegmentNodes; m != 0 && m != o.MaxSegmentNodes {
+			return fmt.Errorf("max_segment_nodes is %d, the model config's is %d", o.MaxSegmentNodes, m)
+		}
+		o.Model.MaxSegmentNodes = o.MaxSegmentNodes
 	}
 	return nil
 }
@@ -133,18 +136,27 @@ type TrainResult struct {
 // the same weights as an uninterrupted one. Cancelling ctx stops at the next batch
 // (the last checkpoint stays).
 func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*TrainResult, error) {
+	given := opts
 	lossGiven := opts.Loss != ""
 	if err := opts.defaults(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
 	if !opts.Resume && opts.OutDir != "" {
 		if _, err := os.Stat(filepath.Join(opts.OutDir, ModelFile)); err == nil {
 			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
 		}
 	}
+	if opts.OutDir != "" {
+		if err := checkWritable(opts.OutDir); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+	}
 	if opts.Resume {
-		if err := t.resume(); err != nil {
+		if err := t.resume(given); err != nil {
 			return nil, err
 		}
 	} else {
@@ -180,7 +192,7 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 	best := &Model{Config: t.m.Config, Task: t.m.Task, Loss: t.m.Loss, Norm: t.m.Norm, Target: t.m.Target, Params: t.best.Clone()}
 	c := t.checkpoint()
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
 			return nil, err
 		}
 	}
@@ -201,6 +213,9 @@ type trainer struct {
 	bestEpoch int
 	stopped   string
 	lossGiven bool // the caller chose the loss (else a resumed run takes the checkpoint's)
+
+	seen     map[uint64]bool // KernelIDs of the training and validation rows
+	programs map[string]bool // their programs
 }
 
 func (t *trainer) progressf(format string, args ...any) {
@@ -222,6 +237,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	var (
 		buf             []*kernel
 		pending         []item
+		heads           = map[string][]item{} // a multi-task model's pending items per head
 		lossSum         float64
 		batches         int
 		kernels         int
@@ -259,6 +275,15 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		if !ok {
 			return nil
 		}
+		if t.m.Config.MultiTask() {
+			// A batch is scored by one head: kernels wait with those of their task.
+			heads[k.head] = append(heads[k.head], it)
+			if len(heads[k.head]) < t.opts.BatchKernels {
+				return nil
+			}
+			pending, heads[k.head] = heads[k.head], nil
+			return step()
+		}
 		pending = append(pending, it)
 		if len(pending) == t.opts.BatchKernels {
 			return step()
@@ -288,6 +313,13 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		}
 	}
 	if err == nil {
+		err = step()
+	}
+	for _, h := range t.m.Config.Tasks {
+		if err != nil {
+			break
+		}
+		pending = heads[string(h)]
 		err = step()
 	}
 	if err != nil {
@@ -328,7 +360,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
 	}
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
 			return err
 		}
 	}
@@ -364,11 +396,53 @@ func (t *trainer) sample(k *kernel, rng *rand.Rand) (item, bool) {
 	} else {
 		cfgs = rng.Perm(n)[:t.opts.MaxConfigs]
 	}
-	return item{k: k, cfgs: cfgs}, true
+	it := item{k: k, cfgs: cfgs}
+	if segs := segments(k.nodes(), t.m.Config.MaxSegmentNodes); len(segs) > 2 {
+		// Segment training: backpropagate through one segment (step adds the others'
+		// detached statistics).
+		j := rng.IntN(len(segs) - 1)
+		it.lo, it.hi = segs[j], segs[j+1]
+	}
+	return it, true
+}
+
+// detach computes, for every item that holds one segment of its kernel, the other
+// segments' statistics with the current parameters (no gradients).
+func (t *trainer) detach(items []item) error {
+	for i := range items {
+		it := &items[i]
+		if it.hi == 0 {
+			continue
+		}
+		if t.val == nil {
+			t.val = newEngine(t.m, false, t.eng.bucket, defaultNetCache)
+		}
+		segs := segments(it.k.nodes(), t.m.Config.MaxSegmentNodes)
+		skip := -1
+		for j := 0; j+1 < len(segs); j++ {
+			if segs[j] == it.lo && segs[j+1] == it.hi {
+				skip = j
+			}
+		}
+		if skip < 0 {
+			return fmt.Errorf("kernel %s: nodes %d..%d are not one of its segments", it.k.key, it.lo, it.hi-1)
+		}
+		other, err := t.val.otherStats(it.k, it.cfgs, segs, skip)
+		if err != nil {
+			return fmt.Errorf("kernel %s: other segments: %w", it.k.key, err)
+		}
+		it.other = other
+	}
+	return nil
 }
 
 // step runs one training batch and applies Adam.
 func (t *trainer) step(items []item) (float64, error) {
+	if t.m.Config.MaxSegmentNodes > 0 {
+		if err := t.detach(items); err != nil {
+			return 0, err
+		}
+	}
 	b, err := newBatch(t.m.Config, items, t.eng.bucket, t.opts.BatchKernels, t.m.Loss, t.m.Target, true)
 	if err != nil {
 		return 0, err
@@ -382,8 +456,8 @@ func (t *trainer) step(items []item) (float64, error) {
 		return 0, fmt.Errorf("the loss is %g: training diverged (try a lower learning rate)", loss)
 	}
 	grads := make([][]float32, len(t.m.Params))
-	for i := range grads {
-		if grads[i], err = n.grad32(i); err != nil {
+	for i, pi := range n.paramIdx {
+		if grads[pi], err = n.grad32(i); err != nil {
 			return 0, err
 		}
 	}
@@ -446,8 +520,20 @@ func (t *trainer) state() Params {
 }
 
 func (t *trainer) checkpoint() *Checkpoint {
+	on := &TrainedOn{TrainPrograms: []string{}, SeenKernels: len(t.seen)}
+	for p := range t.programs {
+		on.TrainPrograms = append(on.TrainPrograms, p)
+	}
+	slices.Sort(on.TrainPrograms)
+	for _, d := range t.opts.Datasets {
+		if t.opts.OutDir != "" {
+			d.Path = relPath(t.opts.OutDir, d.Path)
+		}
+		on.Datasets = append(on.Datasets, d)
+	}
 	return &Checkpoint{
-		Task: t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
+		TrainedOn: on,
+		Task:      t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
 		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
 		Normalization: t.m.Norm, Target: t.m.Target, Metric: MetricFor(t.m.Task),
 		Settings: t.opts.settings(), Meta: t.opts.Meta,
@@ -455,13 +541,14 @@ func (t *trainer) checkpoint() *Checkpoint {
 	}
 }
 
-// resume restores the trainer from the checkpoint in OutDir.
-func (t *trainer) resume() error {
+// resume restores the trainer from the checkpoint in OutDir, refusing options of given
+// (as the caller gave them, before defaults) that differ from the checkpoint's.
+func (t *trainer) resume(given TrainOptions) error {
 	dir := t.opts.OutDir
 	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
 		return fmt.Errorf("train: nothing to resume in %s: %w", dir, err)
 	}
-	c, err := readCheckpoint(dir)
+	c, err := ReadCheckpoint(dir)
 	if err != nil {
 		return fmt.Errorf("train: resuming: %w", err)
 	}
@@ -473,6 +560,9 @@ func (t *trainer) resume() error {
 	}
 	if t.lossGiven && c.Loss != t.opts.Loss {
 		return fmt.Errorf("train: the checkpoint in %s was trained with loss %s, not %s", dir, c.Loss, t.opts.Loss)
+	}
+	if err := checkResume(dir, c, given); err != nil {
+		return err
 	}
 	t.opts.Loss = c.Loss
 	m, err := c.model()
@@ -502,11 +592,19 @@ func (t *trainer) resume() error {
 	if err := t.best.CopyFrom(best); err != nil {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
-	// The checkpoint's settings win, except the number of epochs, which may be raised.
-	epochs := t.opts.Epochs
+	// The checkpoint's settings (checked against the given ones above), except the
+	// number of epochs and the patience, which may change.
+	epochs := given.Epochs
+	if epochs == 0 {
+		epochs = c.Settings.Epochs
+	}
+	patience := given.Patience
+	if patience == 0 {
+		patience = c.Settings.Patience
+	}
 	s := c.Settings
 	t.opts.BatchKernels, t.opts.MaxConfigs, t.opts.LR, t.opts.Seed = s.BatchKernels, s.MaxConfigs, s.LR, s.Seed
-	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = s.Patience, s.ShuffleBuffer, !s.Bucketing
+	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
 	t.opts.Model = c.Config
 	if t.opts.Meta == (Meta{}) {
@@ -517,6 +615,23 @@ func (t *trainer) resume() error {
 	if err := t.adam.restore(step, state); err != nil {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
+	if c.TrainedOn != nil {
+		keys, err := SeenKeys(dir, c)
+		if err != nil {
+			return fmt.Errorf("train: resuming: %w", err)
+		}
+		for _, k := range keys {
+			t.seen[k] = true
+		}
+		for _, p := range c.TrainedOn.TrainPrograms {
+			t.programs[p] = true
+		}
+		if t.opts.Datasets == nil {
+			for i, p := range c.DatasetPaths(dir) {
+				t.opts.Datasets = append(t.opts.Datasets, DatasetRef{Path: p, Fingerprint: c.TrainedOn.Datasets[i].Fingerprint})
+			}
+		}
+	}
 	t.history = slices.Clone(c.History)
 	t.bestEpoch = c.BestEpoch
 	if t.bestEpoch < 0 || t.bestEpoch > len(t.history) {
@@ -526,9 +641,92 @@ func (t *trainer) resume() error {
 	return nil
 }
 
+// CheckResume reports whether Train could resume the checkpoint in dir with opts (as
+// Train would be given them, Resume aside): it verifies every checkpoint file and
+// compares the task, loss and the options opts sets with the checkpoint's (see
+// TrainOptions.Resume). It returns the checkpoint; an error wrapping fs.ErrNotExist
+// when dir holds none.
+func CheckResume(dir string, opts TrainOptions) (*Checkpoint, error) {
+	if _, err := os.Stat(filepath.Join(dir, ModelFile)); err != nil {
+		return nil, err
+	}
+	c, err := ReadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c.Task != opts.Task {
+		return nil, mismatchError(dir, "task", string(opts.Task), string(c.Task))
+	}
+	if opts.Loss != "" && opts.Loss != c.Loss {
+		return nil, mismatchError(dir, "loss", string(opts.Loss), string(c.Loss))
+	}
+	if c.State == nil {
+		return nil, fmt.Errorf("train: %s holds a model without training state; it cannot be resumed", dir)
+	}
+	if err := checkResume(dir, c, opts); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkResume refuses to resume the checkpoint c in dir with given options (zero: take
+// the checkpoint's) that differ from its own.
+func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
+	if !reflect.DeepEqual(given.Model, Config{}) {
+		if f, gv, cv := diffStruct(given.Model, c.Config); f != "" {
+			return mismatchError(dir, f, gv, cv)
+		}
+	}
+	s := c.Settings
+	for _, m := range []struct {
+		field    string
+		set      bool
+		giv, ckp any
+	}{
+		{"batch_kernels", given.BatchKernels != 0, given.BatchKernels, s.BatchKernels},
+		{"max_configs", given.MaxConfigs != 0, given.MaxConfigs, s.MaxConfigs},
+		{"lr", given.LR != 0, given.LR, s.LR},
+		{"seed", given.Seed != 0, given.Seed, s.Seed},
+		{"shuffle_buffer", given.ShuffleBuffer != 0, given.ShuffleBuffer, s.ShuffleBuffer},
+		{"bucketing", given.NoBucketing, !given.NoBucketing, s.Bucketing},
+		{"max_segment_nodes", given.MaxSegmentNodes != 0, given.MaxSegmentNodes, c.Config.MaxSegmentNodes},
+	} {
+		if m.set && m.giv != m.ckp {
+			return mismatchError(dir, m.field, fmt.Sprint(m.giv), fmt.Sprint(m.ckp))
+		}
+	}
+	if given.Meta != (Meta{}) {
+		if f, gv, cv := diffStruct(given.Meta, c.Meta); f != "" && f != "data" {
+			return mismatchError(dir, f, gv, cv)
+		}
+	}
+	if given.Datasets != nil && c.TrainedOn != nil {
+		var gf, cf []string
+		for _, d := range given.Datasets {
+			gf = append(gf, d.Path+" (fingerprint "+d.Fingerprint[:min(12, len(d.Fingerprint))]+")")
+		}
+		paths := c.DatasetPaths(dir)
+		for i, d := range c.TrainedOn.Datasets {
+			cf = append(cf, paths[i]+" (fingerprint "+d.Fingerprint[:min(12, len(d.Fingerprint))]+")")
+		}
+		same := len(given.Datasets) == len(c.TrainedOn.Datasets)
+		for i := 0; same && i < len(given.Datasets); i++ {
+			same = given.Datasets[i].Fingerprint == c.TrainedOn.Datasets[i].Fingerprint
+		}
+		if !same {
+			return mismatchError(dir, "the training data", strings.Join(gf, ", "), strings.Join(cf, ", "))
+		}
+	}
+	return nil
+}
+
 // prepareRow prepares a training or validation row: nil for a row without configs, an
 // error for one without runtimes.
 func (t *trainer) prepareRow(r *dataset.Row) (*kernel, error) {
+	if t.seen != nil {
+		t.seen[KernelID(r.KernelKey)] = true
+		t.programs[r.Program] = true
+	}
 	if len(r.ConfigFeats) == 0 {
 		return nil, nil
 	}

@@ -30,7 +30,9 @@ for feats in paper plan; do
   for split in random program family; do
     for task in tile fusion; do
       name="$task-$feats-$split"
-      $T train --task $task --data "$OUT/data/$task" --features $feats --split "$split" --epochs 20 --out "$OUT/models/$name"
+      # A finished model is kept, so that a re-run redoes only what is missing.
+      [ -f "$OUT/models/$name/model.json" ] ||
+        $T train --task $task --data "$OUT/data/$task" --features $feats --split "$split" --epochs 20 --out "$OUT/models/$name"
       $T eval --model "$OUT/models/$name" --plots "$OUT/plots/$name" > "$OUT/eval-$name.txt"
       $T eval --model "$OUT/models/$name" --json > "$OUT/eval-$name.json"
     done

@@ -26,18 +26,17 @@ type Chip struct {
 	CoresPerChip int
 	HBMBytes     int64
 
-	DMALatencyNs       float64 // issue to first byte of one DMA
-	BurstNs            float64 // extra cost of each separate DMA burst (strided access)
-	StepOverheadCycles float64 // scalar loop, DMA descriptors and semaphores per grid step
-	SyncCycles         float64 // extra per step when double buffering (buffer hand-off)
-	VALUSlots          float64 // vector-register ops per cycle
-	EUPCyclesPerVreg   float64 // transcendental unit: cycles per vector register
-	XLUCyclesPerVreg   float64 // transpose/reduce unit: cycles per vector register
-	MXUFillCycles      float64 // systolic fill and drain, once per step
-	WeightLoadCycles   float64 // loading one [128,128] weight block into an MXU
-	IMemOps            int     // unrolled ops that fit instruction memory; beyond, fetch stalls
-	IFetchCycles       float64 // stall cycles per op beyond IMemOps, per step
-	CodeLoadNsPerOp    float64 // loading one (unrolled) op's code at launch
+	DMALatencyNs     float64 // issue to first byte of one DMA
+	BurstNs          float64 // extra cost of each separate DMA burst (strided access)
+	SyncCycles       float64 // extra per step when double buffering (buffer hand-off)
+	VALUSlots        float64 // vector-register ops per cycle
+	EUPCyclesPerVreg float64 // transcendental unit: cycles per vector register
+	XLUCyclesPerVreg float64 // transpose/reduce unit: cycles per vector register
+	MXUFillCycles    float64 // systolic fill and drain, once per step
+	WeightLoadCycles float64 // loading one [128,128] weight block into an MXU
+	IMemOps          int     // unrolled ops that fit instruction memory; beyond, fetch stalls
+	IFetchCycles     float64 // stall cycles per op beyond IMemOps, per step
+	CodeLoadNsPerOp  float64 // loading one (unrolled) op's code at launch
 
 	// Interconnect (ICI), for collectives: links per chip, bandwidth per link and
 	// direction (bytes/s), latency per hop.
@@ -58,9 +57,10 @@ func presets() map[string]Chip {
 			Target: cost.Target{
 				Name: name, ClockHz: clock, MXUs: mxus, MXUDim: 128, Lanes: 128, Sublanes: 8,
 				HBMBandwidth: hbmGBs * 1e9 / float64(cores), VMEMBytes: vmemMiB << 20, LaunchNs: launchNs,
+				StepOverheadCycles: 96,
 			},
 			CoresPerChip: cores, HBMBytes: hbmGiB << 30,
-			DMALatencyNs: 500, BurstNs: 4, StepOverheadCycles: 96, SyncCycles: 24,
+			DMALatencyNs: 500, BurstNs: 4, SyncCycles: 24,
 			VALUSlots: 2, EUPCyclesPerVreg: 4, XLUCyclesPerVreg: 2,
 			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2, CodeLoadNsPerOp: 8,
 		}

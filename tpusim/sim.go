@@ -435,6 +435,20 @@ func (w *walker) step(st compiler.Step) (float64, error) {
 	return 0, nil
 }
 
+// TimeKernel times kernel k under (tile, flags) on c: the simulated time and the
+// analytical model's estimate, the pair every comparison of a learned model reports.
+func TimeKernel(k *compiler.Kernel, tile cost.Tile, flags cost.Flags, c Chip) (simNs, analyticalNs float64, err error) {
+	kt, err := SimulateKernel(k.Info, tile, flags, c)
+	if err != nil {
+		return 0, 0, err
+	}
+	an, err := k.Info.Analytical(tile, c.Target)
+	if err != nil {
+		return 0, 0, err
+	}
+	return kt.Ns, an, nil
+}
+
 // Analytical is the XLA-style analytical estimate of a kernel (the baseline model).
 func Analytical(k *compiler.Kernel, c Chip) float64 {
 	ns, err := k.Info.Analytical(k.Tile, c.Target)

@@ -33,7 +33,7 @@ func TestCancelStopsCleanly(t *testing.T) {
 			if after == 0 {
 				cancel()
 			}
-			r, err := Run(ctx, m, Options{Chip: chip, Strategy: st, Budget: budget, Seed: 1, Noise: 0.02, Store: store, measured: hook})
+			r, err := Run(ctx, m, forStrategy(st, Options{Chip: chip, Budget: budget, Seed: 1, Noise: 0.02, Store: store, measured: hook}))
 			cancel()
 			if !errors.Is(err, context.Canceled) || r != nil {
 				t.Errorf("%s, cancelled after %d: report %v, error %v; want context.Canceled", st, after, r != nil, err)

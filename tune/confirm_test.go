@@ -23,7 +23,7 @@ func TestNeverSlowerThanStart(t *testing.T) {
 		for _, st := range Strategies() {
 			for _, noise := range noises {
 				for seed := int64(1); seed <= 2; seed++ {
-					r := mustRun(t, m, Options{Chip: chip, Strategy: st, Budget: 16, Seed: seed, Noise: noise})
+					r := mustRun(t, m, forStrategy(st, Options{Chip: chip, Budget: 16, Seed: seed, Noise: noise}))
 					if r.TunedNs > r.DefaultNs {
 						t.Errorf("%s %s noise %g seed %d: tuned %.1f ns slower than default %.1f ns (confirmation %+v)",
 							name, st, noise, seed, r.TunedNs, r.DefaultNs, r.Confirmation)

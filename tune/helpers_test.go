@@ -107,3 +107,13 @@ func mustRun(t testing.TB, m *hlo.Module, o Options) *Report {
 	}
 	return r
 }
+
+// forStrategy fills what strategy st needs beyond the common options: rl gets an untrained
+// policy (seeded, so deterministic) and fusion-only kinds, which is all it decides.
+func forStrategy(st Strategy, o Options) Options {
+	o.Strategy = st
+	if st == RL {
+		o.Policy, o.Kinds = NewPolicy(1), fusionOnly
+	}
+	return o
+}

@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -20,9 +19,6 @@ type Model interface {
 	// runtimes in ns comparable across kernels (false).
 	Relative() bool
 }
-
-// ErrNoModelLoader is returned when a model directory is given but no loader is wired.
-var ErrNoModelLoader = errors.New("no learned-model loader is available in this build")
 
 // modelScorer calls a Model from one goroutine at a time (Model implementations need not
 // be safe for concurrent use) and caches kernel scores by kernel key, tile and flags.
@@ -97,9 +93,9 @@ func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 	return total, nil
 }
 
-// kernelCandKey identifies one kernel configuration: the kernel key, tile and flags.
+// kernelCandKey identifies one kernel configuration: cost.KernelConfig's ID.
 func kernelCandKey(key string, t cost.Tile, f cost.Flags) string {
-	return key + "|" + t.String() + "|" + f.String()
+	return cost.KernelConfig{Tile: t, Flags: f}.ID(key)
 }
 
 // AssignRoles gives each learned model its role: at most one absolute (program-level,

@@ -23,10 +23,13 @@ const (
 	Annealing  Strategy = "sa"
 	Evolution  Strategy = "evo"
 	MBO        Strategy = "mbo"
+	RL         Strategy = "rl" // a trained fusion policy (Options.Policy); see rl.go
 )
 
 // Strategies lists every strategy, the default first.
-func Strategies() []Strategy { return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO} }
+func Strategies() []Strategy {
+	return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL}
+}
 
 // ParseStrategy returns the strategy named s.
 func ParseStrategy(s string) (Strategy, error) {
@@ -149,6 +152,8 @@ func (s *search) run(ctx context.Context, st Strategy) error {
 		return s.evolve(ctx)
 	case MBO:
 		return s.mbo(ctx)
+	case RL:
+		return s.rl(ctx)
 	}
 	return fmt.Errorf("strategy %q has no program-level search", st)
 }

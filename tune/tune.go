@@ -97,14 +97,12 @@ type Options struct {
 	// kernel's options (absolute or relative). Either may be nil: that level is then
 	// tuned on the simulator alone.
 	GraphModel, KernelModel Model
-	// ModelDir, when set and both models are nil, is loaded with LoadModel: an absolute
-	// model serves both levels, a relative one the kernel level.
-	ModelDir  string
-	LoadModel func(dir string) (Model, error)
 	// TopKGraph and TopKKernel are how many of the model's best candidates are measured
 	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
 	// (default 500).
 	TopKGraph, TopKKernel, ModelEvals int
+	// Policy is the fusion policy of the rl strategy (LoadPolicy); required by it.
+	Policy *Policy
 
 	// Progress, if set, is called from the run's goroutine after each batch of
 	// measurements.
@@ -288,26 +286,13 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// resolve applies the defaults, validates, and loads ModelDir.
+// resolve applies the defaults and validates.
 func (o Options) resolve() (Options, error) {
 	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
 		return o, err
 	}
 	o.Strategy, _ = ParseStrategy(string(o.Strategy)) // its canonical spelling
-	if o.ModelDir != "" && o.GraphModel == nil && o.KernelModel == nil {
-		if o.LoadModel == nil {
-			return o, fmt.Errorf("--model %s: %w", o.ModelDir, ErrNoModelLoader)
-		}
-		m, err := o.LoadModel(o.ModelDir)
-		if err != nil {
-			return o, fmt.Errorf("loading model %s: %w", o.ModelDir, err)
-		}
-		o.KernelModel = m
-		if !m.Relative() {
-			o.GraphModel = m
-		}
-	}
 	return o, nil
 }
 

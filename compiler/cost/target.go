@@ -15,6 +15,11 @@ type Target struct {
 	HBMBandwidth float64 // bytes/s per core
 	VMEMBytes    int64   // vector memory per core
 	LaunchNs     float64 // fixed cost of launching one kernel
+	// StepOverheadCycles is the fixed cost of one grid step of a kernel (scalar loop
+	// control, DMA descriptors and semaphores), in core cycles; 0 ignores it. The
+	// analytical model charges it per step, so that the default tile does not split a
+	// small kernel into many steps for a roofline difference of a few percent.
+	StepOverheadCycles float64
 	// Cores is the number of TensorCores that run as one device (megacore: v4's two,
 	// XLA's default there); 0 or 1 for one. A kernel's output blocks are split between
 	// them, each core with its own MXUs, VMEM and HBMBandwidth.

@@ -41,6 +41,24 @@ type Flags struct {
 	PipelineDepth int `json:"pipeline_depth"`
 }
 
+// KernelConfig is one configuration of a kernel: its tile and its flags. It is what the
+// tuner searches per kernel, what a dataset row lists per sample and what the simulator
+// times (with the kernel's analysis).
+type KernelConfig struct {
+	Tile  Tile
+	Flags Flags
+}
+
+// String is the config's canonical name, as datasets store it: "tile=8x128x512;flags=db2/u1".
+func (c KernelConfig) String() string {
+	return "tile=" + c.Tile.String() + ";flags=" + c.Flags.String()
+}
+
+// ID is the one identity of (kernel, config): the kernel's structural key and the
+// config's canonical name, "<key>|tile=...;flags=...". Caches of kernel measurements and
+// predictions key on it.
+func (c KernelConfig) ID(kernelKey string) string { return kernelKey + "|" + c.String() }
+
 // DefaultFlags are the flags an XLA-like compiler uses: double buffering with two
 // buffers, no unrolling.
 func DefaultFlags() Flags { return Flags{DoubleBuffer: true, Unroll: 1, PipelineDepth: 2} }
@@ -736,7 +754,12 @@ func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
 	cores := t.ParallelCores(k.ParallelUnits(p))
 	compute := k.Flops / (t.PeakFlops() * cores)
 	memory := p.LogicalBytes / (t.HBMBandwidth * cores)
-	return math.Max(compute, memory)*1e9 + t.LaunchNs
+	// A core runs n steps, pipelined: the steady state is bound by the larger of compute
+	// and memory, but the first step's loads and the last step's compute and store are
+	// not overlapped (one step's worth of both), and every step pays a fixed overhead.
+	n := math.Ceil(float64(p.Steps) / cores)
+	body := math.Max(compute, memory)*(1-1/n) + (compute+memory)/n
+	return body*1e9 + n*t.StepOverheadCycles/t.ClockHz*1e9 + t.LaunchNs
 }
 
 // BestAnalyticalTile returns the valid tile (with flags f) that minimizes the analytical

@@ -86,9 +86,9 @@ func DecodeModuleProto(filename string, data []byte) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a serialized HloModuleProto: %w", filename, err)
 	}
-	mod := top
-	if inner, ok := wrappedModule(top); ok {
-		mod = inner
+	mod, err := findModule(top)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
 	return decodeModule(filename, mod)
 }
@@ -107,29 +107,68 @@ func DecodeModuleProtoField(filename string, data []byte, field int) (*Module, e
 	return DecodeModuleProto(filename, b)
 }
 
-// wrappedModule returns the HloModuleProto of an HloProto: its field 1 parses as a
-// message with computations (field 3) whose own field 1 (name) is a string.
-func wrappedModule(top pmsg) (pmsg, bool) {
-	b, ok := top.bytes(1)
-	if !ok {
-		return nil, false
+// findModule returns the HloModuleProto in top: top itself, or the module that a wrapper
+// holds in its field 1 (xla.HloProto's hlo_module, tpu_graphs.ModuleTuningData's module),
+// looking at most three wrappers deep. A message whose field 1 repeats (a collection of
+// several modules, such as a file of tuning records) is an error naming the count: it
+// holds no single module to compile.
+func findModule(top pmsg) (pmsg, error) {
+	m := top
+	for depth := 0; depth < 4; depth++ {
+		if isModuleProto(m) {
+			return m, nil
+		}
+		inner := m.all(1)
+		if len(inner) > 1 && inner[0].typ == protowire.BytesType {
+			if sub, err := parseMsg(inner[0].b); err == nil {
+				if _, err := findModule(sub); err == nil {
+					return nil, fmt.Errorf("it holds %d records with a module each, not one module (a TpuGraphs tuning-data collection: import it with `tpucost import tpugraphs`)", len(inner))
+				}
+			}
+		}
+		if len(inner) != 1 || inner[0].typ != protowire.BytesType {
+			break
+		}
+		next, err := parseMsg(inner[0].b)
+		if err != nil {
+			break
+		}
+		m = next
 	}
-	inner, err := parseMsg(b)
-	if err != nil {
-		return nil, false
+	return nil, errors.New("no HloModuleProto found (fields 1 name, 3 computations) in it or in its field 1")
+}
+
+// isModuleProto reports whether m has the shape of an xla.HloModuleProto: one name
+// (field 1, bytes), at most one entry computation name (field 2, bytes) and at least one
+// computation (field 3), each a message with a name (field 1, bytes) and instructions
+// (field 2, messages).
+func isModuleProto(m pmsg) bool {
+	one := func(m pmsg, n protowire.Number, opt bool) bool {
+		fs := m.all(n)
+		return (opt && len(fs) == 0) || (len(fs) == 1 && fs[0].typ == protowire.BytesType)
 	}
-	comps := inner.all(3)
-	if len(comps) == 0 || comps[0].typ != protowire.BytesType {
-		return nil, false
+	if !one(m, 1, false) || !one(m, 2, true) {
+		return false
 	}
-	c, err := parseMsg(comps[0].b)
-	if err != nil {
-		return nil, false
+	comps := m.all(3)
+	if len(comps) == 0 {
+		return false
 	}
-	if _, ok := c.bytes(1); !ok {
-		return nil, false
+	for _, c := range comps {
+		if c.typ != protowire.BytesType {
+			return false
+		}
+		cm, err := parseMsg(c.b)
+		if err != nil || !one(cm, 1, false) {
+			return false
+		}
+		for _, in := range cm.all(2) {
+			if in.typ != protowire.BytesType {
+				return false
+			}
+		}
 	}
-	return inner, true
+	return true
 }
 
 // ---------------------------------------------------------------------------------

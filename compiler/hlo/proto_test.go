@@ -126,7 +126,7 @@ func TestDecodeModuleProtoErrors(t *testing.T) {
 		{"dangling-operand", dangling, `x.pb: computation "main", instruction "b": operand 0 refers to instruction id 7`},
 		{"shape-mismatch", mismatch, `x.pb: computation "main", instruction "b": %b is declared f32[5], but negate of its operands gives f32[4]`},
 		{"overflow", huge, `x.pb: computation "main", instruction "a": f32[99999999999,99999999999] is too large`},
-		{"empty", nil, "x.pb: the HloModuleProto has no computations"},
+		{"empty", nil, "x.pb: no HloModuleProto found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeModuleProto("x.pb", tc.data)
@@ -164,6 +164,14 @@ func TestDecodeTuningDataModules(t *testing.T) {
 	top, err := parseMsg(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// As one file, the collection holds no single module: the error says what it holds.
+	if _, err := DecodeModuleProto("op.pb", data); err == nil || !strings.Contains(err.Error(), "holds 15 records with a module each") {
+		t.Errorf("the whole TuningData as one module: %v", err)
+	}
+	// A ModuleTuningData is found as a wrapper, without naming its field.
+	if _, err := ParseProtoFile("testdata/tpugraphs/module_tuning_data_layout.pb"); err != nil {
+		t.Errorf("ModuleTuningData as a .pb source: %v", err)
 	}
 	entries := top.all(1)
 	if len(entries) != 15 {

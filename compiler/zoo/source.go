@@ -14,7 +14,11 @@ import (
 // *.hlo.pb); any other file is HLO text. Modules whose entry reaches an unbounded dynamic
 // dimension are refused (hlo.CheckBounded).
 func Resolve(src string) (*hlo.Module, error) {
-	if st, err := os.Stat(src); err == nil && !st.IsDir() {
+	st, err := os.Stat(src)
+	if err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory; want an HLO file (text, or binary .pb) or a zoo model name (tpucost zoo list)", src)
+	}
+	if err == nil {
 		parse := hlo.ParseFile
 		if strings.HasSuffix(src, ".pb") {
 			parse = hlo.ParseProtoFile

@@ -54,13 +54,16 @@ type Report struct {
 	Task  dataset.Task `json:"task"`
 	Split string       `json:"split"`
 	// HeldOutFamilies are the test families of a family split.
-	HeldOutFamilies []string     `json:"held_out_families,omitempty"`
-	Kernels         int          `json:"kernels"`
-	Samples         int          `json:"samples"`
-	Programs        int          `json:"programs"`
-	Learned         Metrics      `json:"learned"`
-	Analytical      Metrics      `json:"analytical"`
-	PerProgram      []ProgramRow `json:"per_program"`
+	HeldOutFamilies []string `json:"held_out_families,omitempty"`
+	Kernels         int      `json:"kernels"`
+	// ExcludedRows counts the rows of the evaluated part left out because the model
+	// trained or validated on their kernel.
+	ExcludedRows int          `json:"excluded_rows"`
+	Samples      int          `json:"samples"`
+	Programs     int          `json:"programs"`
+	Learned      Metrics      `json:"learned"`
+	Analytical   Metrics      `json:"analytical"`
+	PerProgram   []ProgramRow `json:"per_program"`
 
 	// Pairs for plots (absolute: one per kernel; relative: one per config), capped.
 	Points []Point `json:"-"`
@@ -79,12 +82,13 @@ type kernelData struct {
 
 // Evaluate scores the learned model (predict) and the analytical model (the rows'
 // estimates) on the test rows of d under split (nil: every row), with the metrics of the
-// dataset's task. Programs are the default-compile (variant 0) units of each model; a
+// dataset's task. Rows for which exclude (if non-nil) returns true are left out and
+// counted in ExcludedRows; it fails when no row is left. Programs are the default-compile (variant 0) units of each model; a
 // program's APE covers its kernels that are in the evaluated rows, weighted by how often
 // each occurs in the program. For absolute tasks the program-level metrics compare the
 // sum of kernel predictions with the measured program time, for every unit (program
 // variant) all of whose kernels are evaluated.
-func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Report, error) {
+func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude func(*dataset.Row) bool) (*Report, error) {
 	task := d.Provenance.Task
 	rep := &Report{Task: task, Split: "all"}
 	part := dataset.All
@@ -115,6 +119,10 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Repor
 		return nil
 	}
 	err := d.Rows(dataset.ReadOptions{Split: split, Part: part}, func(r *dataset.Row) error {
+		if exclude != nil && exclude(r) {
+			rep.ExcludedRows++
+			return nil
+		}
 		c := r.Clone()
 		buf = append(buf, &c)
 		if len(buf) == evalBatch {
@@ -130,6 +138,9 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict) (*Repor
 	}
 	rep.Kernels = len(kernels)
 	if rep.Kernels == 0 {
+		if rep.ExcludedRows > 0 {
+			return nil, fmt.Errorf("%s: no rows to evaluate: all %d test rows (%s split) are kernels the model trained or validated on", d.Dir, rep.ExcludedRows, rep.Split)
+		}
 		return nil, fmt.Errorf("%s: no rows to evaluate", d.Dir)
 	}
 	occ, err := d.Occurrences()

@@ -30,7 +30,7 @@ func gen(t *testing.T, task dataset.Task, models ...string) *dataset.Dataset {
 func TestEvaluateRelative(t *testing.T) {
 	d := gen(t, dataset.TaskTile, "mlp_96x2_b1", "resnet18_b1")
 	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
-	rep, err := Evaluate(d, nil, perfect)
+	rep, err := Evaluate(d, nil, perfect, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestEvaluateRelative(t *testing.T) {
 	}
 	// A model equal to the analytical one scores exactly like it.
 	same := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.AnalyticalNs) })
-	rep2, err := Evaluate(d, nil, same)
+	rep2, err := Evaluate(d, nil, same, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestEvaluateRelative(t *testing.T) {
 func TestEvaluateAbsolute(t *testing.T) {
 	d := gen(t, dataset.TaskFusion, "mlp_96x2_b1", "resnet18_b1")
 	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
-	rep, err := Evaluate(d, nil, perfect)
+	rep, err := Evaluate(d, nil, perfect, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestEvaluateAbsolute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err = Evaluate(d, split, perfect)
+	rep, err = Evaluate(d, split, perfect, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

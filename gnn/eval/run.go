@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -14,12 +15,19 @@ import (
 // RunOptions select what `tpucost eval` evaluates.
 type RunOptions struct {
 	ModelDir string
-	DataDir  string // default: the dataset the model was trained on
+	// DataDir is the dataset to evaluate on; default: the (first) dataset the model was
+	// trained on, at the path model.json records relative to ModelDir.
+	DataDir string
 	// Split is "random" or "program"; empty: the checkpoint's. It must be the split the
 	// model was trained with (same kind, test fraction and seed), or the test rows would
 	// include training rows; a mismatch is an error.
 	Split    string
 	PlotsDir string // write PNG plots here when set
+	// AllowMismatch evaluates on data simulated for another chip, VMEM size or simulator
+	// version than the model's training data, with a warning to Warn, and marks the
+	// result ChipMismatch; without it such data is refused.
+	AllowMismatch bool
+	Warn          io.Writer // nil: warnings are dropped
 }
 
 // Result is a finished evaluation.
@@ -33,20 +41,35 @@ type Result struct {
 	ModelTask  string   `json:"model_task"`
 	PlotFiles  []string `json:"plots,omitempty"`
 	Checkpoint string   `json:"-"`
+	// DataTrainedOn reports whether the evaluated directory holds exactly a dataset the
+	// model was trained on (same dataset.Fingerprint).
+	DataTrainedOn bool `json:"data_trained_on"`
+	// ChipMismatch is set when the data was simulated for another target than the
+	// model's training data (only with AllowMismatch).
+	ChipMismatch bool `json:"chip_mismatch"`
 }
 
 // Run loads a model checkpoint and evaluates it, and the analytical model, on the test
-// part of the split the model was trained with.
+// part of the split the model was trained with, never on a row whose kernel the model
+// trained or validated on (whatever the dataset: those rows are counted in
+// ExcludedRows). Data simulated for another target than the model's is refused unless
+// AllowMismatch is set.
 func Run(o RunOptions) (*Result, error) {
 	m, ck, err := gnn.Load(o.ModelDir)
 	if err != nil {
 		return nil, err
 	}
 	meta := ck.Meta
+	seen, err := gnn.SeenKeys(o.ModelDir, ck)
+	if err != nil {
+		return nil, fmt.Errorf("%w: it cannot be evaluated without risking its training rows (retrain it with this tpucost)", err)
+	}
 	dir := o.DataDir
 	if dir == "" {
 		// A model trained on several datasets is evaluated on the first by default.
-		dir, _, _ = strings.Cut(meta.Data, ",")
+		if paths := ck.DatasetPaths(o.ModelDir); len(paths) > 0 {
+			dir = paths[0]
+		}
 	}
 	if dir == "" {
 		return nil, fmt.Errorf("%s records no dataset: give --data", o.ModelDir)
@@ -62,8 +85,32 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t := d.Provenance.Task; t != ck.Task && (t.Relative() || ck.Task.Relative()) {
+	if t := d.Provenance.Task; t != ck.Task && !slices.Contains(ck.Config.Tasks, t) && (t.Relative() || ck.Task.Relative()) {
 		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
+	}
+	if v := d.Provenance.FeatureSchema.Version; v != ck.FeatureSchemaVersion {
+		return nil, fmt.Errorf("%w: model %s was trained on feature schema version %d, dataset %s has version %d: regenerate the data with this tpucost",
+			gnn.ErrFeatureSchema, o.ModelDir, ck.FeatureSchemaVersion, dir, v)
+	}
+	mismatch := false
+	if field, mv, dv := meta.TargetMismatch(d.Provenance.Chip, d.Provenance.VMEMBytes, d.Provenance.SimulatorVersion); field != "" {
+		if !o.AllowMismatch {
+			return nil, fmt.Errorf("model %s was trained on data for %s %s, dataset %s is for %s %s: evaluate it on data of its target (or pass --allow-mismatch)",
+				o.ModelDir, field, mv, dir, field, dv)
+		}
+		mismatch = true
+		if o.Warn != nil {
+			fmt.Fprintf(o.Warn, "WARNING: model %s was trained on data for %s %s, dataset %s is for %s %s: its numbers do not describe the model on its own target\n",
+				o.ModelDir, field, mv, dir, field, dv)
+		}
+	}
+	fp, err := dataset.Fingerprint(dir)
+	if err != nil {
+		return nil, err
+	}
+	trainedOn := false
+	for _, ref := range ck.TrainedOn.Datasets {
+		trainedOn = trainedOn || ref.Fingerprint == fp
 	}
 	split, err := dataset.NewSplit(d, meta.Split, meta.TestFraction, meta.SplitSeed)
 	if err != nil {
@@ -79,11 +126,12 @@ func Run(o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pred.Close()
-	rep, err := Evaluate(d, split, pred.PredictRows)
+	rep, err := Evaluate(d, split, pred.PredictRows, func(r *dataset.Row) bool { return seen.Contains(gnn.KernelID(r.KernelKey)) })
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: rep, Model: o.ModelDir, ModelTask: string(ck.Task), Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric}
+	res := &Result{Report: rep, Model: o.ModelDir, ModelTask: string(ck.Task), Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric,
+		DataTrainedOn: trainedOn, ChipMismatch: mismatch}
 	if o.PlotsDir != "" {
 		var hist []EpochPoint
 		for _, e := range ck.History {
@@ -112,8 +160,13 @@ func fmtOpt(p *float64, format string) string {
 // learned vs analytical.
 func (res *Result) WriteTable(w io.Writer) error {
 	r := res.Report
-	fmt.Fprintf(w, "%s model %s on %s data %s, %s split (test fraction %.2f, seed %d): %d kernels, %d samples, %d programs\n\n",
+	fmt.Fprintf(w, "%s model %s on %s data %s, %s split (test fraction %.2f, seed %d): %d kernels, %d samples, %d programs\n",
 		res.ModelTask, res.Model, r.Task, res.Data, r.Split, res.TestFrac, res.SplitSeed, r.Kernels, r.Samples, r.Programs)
+	fmt.Fprintf(w, "excluded %d rows whose kernels the model trained or validated on\n", r.ExcludedRows)
+	if res.ChipMismatch {
+		fmt.Fprintf(w, "WARNING: the data was simulated for another target than the model's training data\n")
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	metric := "APE %"
 	if !r.Task.Relative() {

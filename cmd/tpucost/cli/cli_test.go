@@ -98,6 +98,13 @@ func TestCompileConfigRoundTrip(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "fusion(") || !strings.HasPrefix(out, "HloModule") {
 		t.Errorf("--dump-after fusion: exit %d, %.60q", code, out)
 	}
+	// With --json the dump is a field of the one JSON document (it was printed as text).
+	out, _, code = run("compile", "mlp_768x3_b8", "--dump-after", "fusion", "--json")
+	var res CompileResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.DumpAfter != "fusion" ||
+		!strings.HasPrefix(res.HLO, "HloModule") || len(res.Kernels) == 0 {
+		t.Errorf("--dump-after fusion --json: exit %d, %v, %.60q", code, err, out)
+	}
 }
 
 func TestErrorsAreOneLine(t *testing.T) {

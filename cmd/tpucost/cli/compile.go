@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 )
 
 // CompileOptions are the options of `tpucost compile`.
@@ -54,6 +56,9 @@ type CompileResult struct {
 	Chip    string           `json:"chip"`
 	Kernels []CompiledKernel `json:"kernels"`
 	Space   map[string]int   `json:"configurable"`
+	// DumpAfter and HLO: with --dump-after, the pass and the module's HLO text after it.
+	DumpAfter string `json:"dump_after,omitempty"`
+	HLO       string `json:"hlo,omitempty"`
 }
 
 func runCompile(o *CompileOptions) error {
@@ -61,7 +66,12 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileSource(o.Src, o.Config, c, o.DumpAfter, o.IO.Out)
+	dump := o.IO.Out
+	var hloText strings.Builder
+	if o.Globals.JSON {
+		dump = &hloText // in the JSON document, never as text before it
+	}
+	p, err := compileSource(o.Src, o.Config, c, o.DumpAfter, dump)
 	if err != nil {
 		return err
 	}
@@ -70,10 +80,10 @@ func runCompile(o *CompileOptions) error {
 			return err
 		}
 	}
-	if o.DumpAfter != "" {
+	if o.DumpAfter != "" && !o.Globals.JSON {
 		return nil
 	}
-	res := CompileResult{Program: p.Name, Chip: c.Name, Space: map[string]int{
+	res := CompileResult{Program: p.Name, Chip: c.Name, DumpAfter: o.DumpAfter, HLO: hloText.String(), Space: map[string]int{
 		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags)}}
 	for _, k := range p.Kernels {
 		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
@@ -87,21 +97,7 @@ func runCompile(o *CompileOptions) error {
 		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile))
 	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
 	for _, k := range res.Kernels {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, tileString(k.Tile), k.Flags, k.Key)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, cost.Tile(k.Tile), k.Flags, k.Key)
 	}
 	return w.Flush()
-}
-
-func tileString(t []int) string {
-	s := ""
-	for i, x := range t {
-		if i > 0 {
-			s += "x"
-		}
-		s += fmt.Sprint(x)
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -3,8 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +29,9 @@ func NewCmdDemo(ios IO, g *Globals) *cobra.Command {
 		Long: "Demo generates tile, fusion and layout datasets from a dozen zoo models, trains a tile model and a program-level model, " +
 			"evaluates both against the analytical model on held-out programs (tables and PNG plots), and tunes two other zoo models " +
 			"with the simulator alone and guided by the learned models. It writes DIR/report.md (and report.json), the data, models, " +
-			"plots and tuned configs, and prints a summary. A few minutes on 2 cores.",
+			"plots and tuned configs, and prints a summary. A few minutes on 2 cores. Rerunnable: datasets and models of an earlier run " +
+			"into the same DIR that are complete, verify (fingerprints, checksums) and match the settings are reused; an interrupted " +
+			"training is resumed; anything else is redone.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), o) },
 	}
@@ -45,8 +46,6 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
@@ -59,7 +58,11 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		return writeJSON(o.IO.Out, res)
 	}
 	w := o.IO.Out
-	fmt.Fprintf(w, "tpucost demo on %s, %.0f s\n\n", res.Chip, res.Seconds)
+	fmt.Fprintf(w, "tpucost demo on %s, %.0f s\n", res.Chip, res.Seconds)
+	if len(res.Reused) > 0 {
+		fmt.Fprintf(w, "reused from an earlier run: %s\n", strings.Join(res.Reused, ", "))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "tile model (held-out programs):")
 	if err := res.Tile.WriteSummary(w); err != nil {
 		return err

@@ -22,7 +22,9 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 		Long: "Eval scores a trained model and the analytical model on the test part of the split the model was trained with: " +
 			"tile/flags models by APE (per program, averaged), Kendall's tau (per kernel) and slowdown@1/5/10; fusion/layout models by " +
 			"MAPE (all kernels, >= 5 us, < 5 us), Kendall's tau over kernels, and the same for whole programs. It prints a per-program " +
-			"table and the overall row, learned vs analytical; --plots DIR writes scatter.png, programs.png and training.png.",
+			"table and the overall row, learned vs analytical; --plots DIR writes scatter.png, programs.png and training.png. " +
+			"Rows whose kernel the model trained or validated on (recorded in the checkpoint) are never scored, whatever --data is; " +
+			"their number is reported. --data defaults to the model's training data, found relative to the model directory.",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runEval(o) },
 	}
@@ -31,11 +33,13 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.DataDir, "data", "", "dataset directory (default: the one the model was trained on)")
 	f.StringVar(&o.Split, "split", "", "random, program or family; must be the model's training split (default: it)")
 	f.StringVar(&o.PlotsDir, "plots", "", "write PNG plots into this directory")
+	f.BoolVar(&o.AllowMismatch, "allow-mismatch", false, "evaluate on data of another chip, VMEM size or simulator than the model's (warns; chip_mismatch in --json)")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
 
 func runEval(o *EvalOptions) error {
+	o.Warn = o.IO.Err
 	res, err := eval.Run(o.RunOptions)
 	if err != nil {
 		return err

@@ -20,6 +20,9 @@ type PredictOptions struct {
 	Model   string
 	Config  string
 	Top     int
+	// AllowMismatch predicts for another chip than the model's training data's, with a
+	// warning and chip_mismatch in --json.
+	AllowMismatch bool
 
 	chipSet bool
 }
@@ -46,6 +49,7 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Model, "model", "", "checkpoint directory (from tpucost train)")
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Top, "top", 3, "options listed per kernel for tile and flags models")
+	cmd.Flags().BoolVar(&o.AllowMismatch, "allow-mismatch", false, "predict for another --chip/--vmem than the model was trained for (warns; chip_mismatch in --json)")
 	return cmd
 }
 
@@ -53,19 +57,32 @@ func runPredict(o *PredictOptions) error {
 	if o.Model == "" {
 		return fmt.Errorf("--model is required")
 	}
+	if o.Top < 0 {
+		return fmt.Errorf("--top: got %d, want an integer >= 0 (0: list no options)", o.Top)
+	}
 	m, ckpt, err := gnn.Load(o.Model)
 	if err != nil {
 		return err
 	}
-	if !o.chipSet && ckpt.Meta.Chip != "" {
-		o.Target.Chip = ckpt.Meta.Chip
-		if o.Target.VMEMMiB == 0 && ckpt.Meta.VMEMBytes > 0 {
-			o.Target.VMEMMiB = int(ckpt.Meta.VMEMBytes >> 20)
+	if chip, vmem := ckpt.Meta.DefaultTarget(); !o.chipSet && chip != "" {
+		o.Target.Chip = chip
+		if o.Target.VMEMMiB == 0 {
+			o.Target.VMEMMiB = vmem
 		}
 	}
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
+	}
+	mismatch := ""
+	if field, mv, cv := ckpt.Meta.TargetMismatch(c.Name, c.VMEMBytes, ""); field != "" {
+		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", o.Model, field, mv, cv)
+	}
+	if mismatch != "" {
+		if !o.AllowMismatch {
+			return fmt.Errorf("%s: predict for its target (or pass --allow-mismatch)", mismatch)
+		}
+		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
 	p, err := compileSource(o.Src, o.Config, c, "", nil)
 	if err != nil {
@@ -77,17 +94,13 @@ func runPredict(o *PredictOptions) error {
 	}
 	defer pred.Close()
 	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
-		kt, err := tpusim.SimulateKernel(k.Info, tile, flags, c)
-		if err != nil {
-			return 0, 0, err
-		}
-		an, err := k.Info.Analytical(tile, c.Target)
-		return kt.Ns, an, err
+		return tpusim.TimeKernel(k, tile, flags, c)
 	}
-	r, err := gnn.ReportProgram(pred, p, max(o.Top, 0), timer)
+	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
 		return err
 	}
+	r.ChipMismatch = mismatch != ""
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}

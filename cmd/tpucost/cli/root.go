@@ -60,6 +60,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdEval(ios, g),
 		NewCmdTune(ios, g),
 		NewCmdDemo(ios, g),
+		NewCmdGym(ios, g),
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
 	)
 	return root

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os/signal"
-	"syscall"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +40,10 @@ type TrainOptions struct {
 	Features     string
 	Resume       bool
 	NoBucketing  bool
+	MaxSegment   int
+	Heads        string
+
+	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
 
 // NewCmdTrain builds `tpucost train`.
@@ -51,15 +57,19 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss. The dataset is split " +
 			"(--split, --test-fraction, --split-seed; the test part is left for `tpucost eval`), a validation part of the training rows is scored " +
 			"after every epoch (tile/flags: slowdown@1, fusion/layout: MAPE), training stops early when it no longer improves, and a checkpoint " +
-			"is written atomically to --out after every epoch; --resume continues it. Progress goes to stderr.",
+			"is written atomically to --out after every epoch; --resume continues it (only with the checkpoint's data and settings: " +
+			"flags you set must match the checkpoint, the others are taken from it; --epochs and --patience may change). Progress goes to stderr.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
+			return runTrain(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge or rank-logistic (default: rank-hinge for tile/flags, mse for fusion/layout)")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
 	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
 	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
@@ -74,9 +84,31 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
-	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (its model, loss and settings are kept; --epochs may be raised)")
+	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
+	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
+	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
+}
+
+// trainFlags maps the library's option names (gnn.FieldError.Field) to train's flags.
+var trainFlags = map[string]string{
+	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
+	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
+	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
+	"max_segment_nodes": "--max-segment-nodes",
+}
+
+// trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
+// of range: want an integer >= 1". Other errors pass through.
+func trainFlagError(err error) error {
+	var fe *gnn.FieldError
+	if errors.As(err, &fe) {
+		if flag, ok := trainFlags[fe.Field]; ok {
+			return fmt.Errorf("%s %s is out of range: want %s", flag, fe.Value, fe.Range)
+		}
+	}
+	return err
 }
 
 // TrainSummary is the JSON output of `tpucost train`.
@@ -96,8 +128,25 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	changed := o.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	var ck *gnn.Checkpoint
+	if o.Resume && o.Out != "" {
+		if _, err := os.Stat(filepath.Join(o.Out, gnn.ModelFile)); err == nil {
+			var err error
+			if ck, err = gnn.ReadCheckpoint(o.Out); err != nil {
+				return fmt.Errorf("train --resume: %w", err)
+			}
+			if o.Data == "" {
+				o.Data = strings.Join(ck.DatasetPaths(o.Out), ",")
+			}
+			if o.Task == "" {
+				o.Task = string(ck.Task)
+			}
+		}
+	}
 	switch {
 	case o.Task == "":
 		return fmt.Errorf("--task is required (tile, flags, fusion or layout)")
@@ -129,21 +178,85 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
-	if err := cfg.Validate(); err != nil {
-		return err
+	if o.Heads != "" {
+		for _, h := range strings.Split(o.Heads, ",") {
+			cfg.Tasks = append(cfg.Tasks, dataset.Task(strings.TrimSpace(h)))
+		}
+		if len(cfg.Tasks) < 2 || cfg.Tasks[0] != task {
+			return fmt.Errorf("--heads %s: want at least two tasks, the first being --task %s", o.Heads, task)
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("--heads %s: %w", o.Heads, err)
+		}
 	}
 	patience := o.Patience
 	if patience == 0 {
 		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
 	}
-	res, err := gnn.TrainDataset(ctx,
-		gnn.DataOptions{Dir: o.Data, Split: o.Split, TestFraction: o.TestFraction, ValFraction: o.ValFraction, SplitSeed: o.SplitSeed},
-		gnn.TrainOptions{
-			Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
-			Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
-		})
+	data := gnn.DataOptions{Dir: o.Data, Split: o.Split, TestFraction: o.TestFraction, ValFraction: o.ValFraction, SplitSeed: o.SplitSeed}
+	opts := gnn.TrainOptions{
+		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
+		Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
+		MaxSegmentNodes: o.MaxSegment,
+	}
+	// The flags as given, before anything is taken from a checkpoint: no quiet defaults.
+	if err := errors.Join(data.Validate(), opts.Validate()); err != nil {
+		return trainFlagError(err)
+	}
+	if ck != nil {
+		// Resuming: flags the user did not set are the checkpoint's; the library refuses
+		// set ones that differ.
+		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
+			opts.Model = gnn.Config{}
+		} else {
+			m := ck.Config
+			if changed("layers") {
+				m.Layers = cfg.Layers
+			}
+			if changed("hidden") {
+				m.Hidden, m.Head = cfg.Hidden, cfg.Head
+			}
+			if changed("reduce") {
+				m.Reduce = cfg.Reduce
+			}
+			if changed("features") {
+				m = m.WithFeatures(set)
+			}
+			if changed("heads") {
+				m.Tasks = cfg.Tasks
+			}
+			opts.Model = m
+		}
+		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
+			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes} {
+			if !changed(flag) {
+				switch p := field.(type) {
+				case *int:
+					*p = 0
+				case *int64:
+					*p = 0
+				case *float64:
+					*p = 0
+				}
+			}
+		}
+		m := ck.Meta
+		if !changed("split") {
+			data.Split = m.Split
+		}
+		if !changed("test-fraction") {
+			data.TestFraction = m.TestFraction
+		}
+		if !changed("val-fraction") {
+			data.ValFraction = m.ValFraction
+		}
+		if !changed("split-seed") {
+			data.SplitSeed = m.SplitSeed
+		}
+	}
+	res, err := gnn.TrainDataset(ctx, data, opts)
 	if err != nil {
-		return err
+		return trainFlagError(err)
 	}
 	c := res.Checkpoint
 	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),

@@ -140,6 +140,24 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 5 {
 		t.Errorf("train output:\n%s", stdout)
 	}
+	// Resuming with another setting than the checkpoint's is refused, naming it.
+	if _, _, err := runCmd(NewCmdTrain, false, "--out", out, "--epochs", "4", "--resume", "--hidden", "32"); err == nil ||
+		!strings.Contains(err.Error(), "hidden is 32, the checkpoint's is 16") {
+		t.Errorf("resume with --hidden 32: %v", err)
+	}
+
+	// Predicting for another chip than the model's is refused, or with --allow-mismatch
+	// warned about and recorded.
+	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--chip", "v5e"); err == nil || !strings.Contains(err.Error(), "chip v4, not v5e") {
+		t.Errorf("predict --chip v5e: %v", err)
+	}
+	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--top", "-1"); err == nil || !strings.Contains(err.Error(), "--top: got -1") {
+		t.Errorf("predict --top -1: %v", err) // once quietly treated as 0
+	}
+	stdout, stderr, err = runCmd(NewCmdPredict, true, "resnet18_b1", "--model", out, "--chip", "v5e", "--allow-mismatch")
+	if err != nil || !strings.Contains(stdout, `"chip_mismatch": true`) || !strings.Contains(stderr, "WARNING") {
+		t.Errorf("predict --allow-mismatch: %v, stderr %q", err, stderr)
+	}
 
 	// Predict with the relative model: options ranked per kernel.
 	stdout, stderr, err = runCmd(NewCmdPredict, true, "resnet18_b1", "--model", out)
@@ -189,6 +207,19 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o5", "--reduce", "median"}, "unknown reduction"},
 		{[]string{"--task", "fusion", "--data", root + "/missing", "--out", root + "/o6"}, "missing"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o7", "--resume"}, "nothing to resume"},
+		// Out-of-range flags: the flag and its range, never a quiet default.
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "0"}, "--epochs 0 is out of range: want an integer >= 1"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction 0 is out of range: want a number in (0, 1)"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, "--test-fraction 1 is out of range"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--val-fraction", "-0.1"}, "--val-fraction -0.1 is out of range"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--batch", "0"}, "--batch 0 is out of range"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr", "0"}, "--lr 0 is out of range: want a number in (0, 1]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--layers", "-1"}, "--layers -1 is out of range: want an integer in [0, 32]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--hidden", "0"}, "--hidden 0 is out of range: want an integer in [1, 4096]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--max-segment-nodes", "3"}, "--max-segment-nodes 3 is out of range: want an integer in [8, 1048576]"},
+		{[]string{"--task", "tile", "--data", data, "--out", root + "/o8", "--heads", "flags,tile"}, "--heads flags,tile: want at least two tasks, the first being --task tile"},
+		// An unwritable output fails before training.
+		{[]string{"--task", "fusion", "--data", data, "--out", filepath.Join(data, "fusion-0of1-00000.arrow", "m")}, "not writable"},
 	} {
 		_, _, err := runCmd(NewCmdTrain, false, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -40,6 +40,8 @@ type TuneOptions struct {
 	Workers    int
 	Out        string
 	Store      string
+	Policy     string // rl: the policy checkpoint directory
+	Kinds      string // comma-separated config kinds the non-XTAT strategies search
 
 	// LoadModel loads a learned model checkpoint for --model; nil: gnn.LoadPredictor.
 	LoadModel func(dir string) (tune.Model, error)
@@ -54,7 +56,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		Long: "Tune searches the per-pass configs of SRC (a zoo model or an HLO file) for the fastest program on the simulator, " +
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
 			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
-			"all four passes jointly. With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"the passes of --kinds (default all four) jointly; rl samples fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
 			"Before reporting, the search's best and the starting program are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the start. " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
@@ -84,6 +86,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Workers, "workers", d.Workers, "parallel measurements (default: all cores); results do not depend on it")
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
+	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the fusion policy checkpoint DIR (`tpucost tune train-policy`)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; fusion for rl)")
+	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }
 
@@ -123,7 +128,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
 	if err := opts.Validate(); err != nil {
-		return flagError(err)
+		return tuneFlagError(err)
 	}
 	if o.Out != "" {
 		if err := checkOut(o.Out, batch); err != nil {
@@ -131,6 +136,14 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		}
 	}
 	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
+	kinds, policy, err := tuneRLOptions(o, st)
+	if err != nil {
+		return err
+	}
+	if kinds != nil {
+		opts.Kinds = kinds
+	}
+	opts.Policy = policy
 	if o.ModelDir != "" {
 		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
 			return err
@@ -305,8 +318,8 @@ func tuneFlag(field string) (string, bool) {
 	return "", false
 }
 
-// flagError rewrites an invalid tune option as an error naming its flag.
-func flagError(err error) error {
+// tuneFlagError rewrites an invalid tune option as an error naming its flag.
+func tuneFlagError(err error) error {
 	var oe *tune.OptionError
 	if errors.As(err, &oe) {
 		if flag, ok := tuneFlag(oe.Field); ok {

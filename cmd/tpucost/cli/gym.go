@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/gym"
+)
+
+// NewCmdGym builds `tpucost gym` and its subcommands.
+func NewCmdGym(ios IO, g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gym",
+		Short: "Pass-ordering environment (JSON lines on stdio) and its agents",
+		Long: "The gym lets an agent choose the order of the target-independent HLO passes: each step runs one pass (or stops); " +
+			"the reward is the op-count reduction divided by the program's initial op count.",
+	}
+	cmd.AddCommand(NewCmdGymServe(ios, g), NewCmdGymTrain(ios, g), NewCmdGymEval(ios, g))
+	return cmd
+}
+
+// GymServeOptions are the options of `tpucost gym serve`.
+type GymServeOptions struct {
+	IO       IO
+	Programs string
+	Verify   bool
+}
+
+// NewCmdGymServe builds `tpucost gym serve`.
+func NewCmdGymServe(ios IO, _ *Globals) *cobra.Command {
+	o := &GymServeOptions{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the pass-ordering environment as line-delimited JSON on stdin/stdout",
+		Long: "Serve reads one JSON request per line on stdin ({\"op\":\"actions\"}, {\"op\":\"reset\",\"program\":P,\"seed\":S,\"max_steps\":N}, " +
+			"{\"op\":\"step\",\"action\":A}) and writes one JSON response per line on stdout (observation, reward, done, info; " +
+			"or ok=false with an error naming the line). It ends at EOF. See the README's Pass-ordering gym section.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			programs, err := gymPrograms(o.Programs, false)
+			if err != nil {
+				return err
+			}
+			return gym.Serve(cmd.Context(), o.IO.In, o.IO.Out, gym.ServeOptions{Programs: programs, Verify: o.Verify})
+		},
+	}
+	cmd.Flags().StringVar(&o.Programs, "programs", "", "comma-separated programs (zoo models, HLO files, bench:NAME) or sets (train, heldout, all) a reset without a program picks from")
+	cmd.Flags().BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass")
+	return cmd
+}
+
+// gymPrograms parses a --programs list; required says an empty list is an error.
+func gymPrograms(list string, required bool) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		if required {
+			return nil, fmt.Errorf("--programs: no program named (programs: zoo models, HLO files, bench:NAME; sets: train, heldout, all)")
+		}
+		return nil, nil
+	}
+	ps, err := gym.ExpandPrograms(strings.Split(list, ","))
+	if err != nil {
+		return nil, fmt.Errorf("--programs: %w", err)
+	}
+	return ps, nil
+}
+
+// GymTrainOptions are the options of `tpucost gym train`.
+type GymTrainOptions struct {
+	IO         IO
+	Globals    *Globals
+	Agent      string
+	Programs   string
+	Seed       int64
+	Iterations int
+	Samples    int
+	MaxSteps   int
+	LR         float64
+	Entropy    float64
+}
+
+// NewCmdGymTrain builds `tpucost gym train`.
+func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
+	o := &GymTrainOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "train --agent DIR [--programs train]",
+		Short: "Train a pass-ordering agent by REINFORCE on the gym",
+		Long: "Train trains a policy over the gym's actions (a GraphSAGE encoder of the module plus its op-count histogram) by REINFORCE " +
+			"with a moving-average baseline: each iteration runs --samples episodes per program and takes one Adam step. " +
+			"The agent is written atomically, with a checksum, to --agent.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGymTrain(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Agent, "agent", "", "agent checkpoint directory to write (required)")
+	f.StringVar(&o.Programs, "programs", "train", "comma-separated programs (zoo models, HLO files, bench:NAME) or sets (train, heldout, all)")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of the initial weights and the sampling")
+	f.IntVar(&o.Iterations, "iterations", 30, "training iterations (each runs --samples episodes per program, then one update)")
+	f.IntVar(&o.Samples, "samples", 4, "episodes per program per iteration, at least 2")
+	f.IntVar(&o.MaxSteps, "max-steps", 20, "episode limit (passes per episode)")
+	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
+	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight (0: the default 0.01; negative: none)")
+	return cmd
+}
+
+func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
+	if o.Agent == "" {
+		return fmt.Errorf("--agent: an agent directory is required")
+	}
+	switch {
+	case o.Iterations < 1:
+		return fmt.Errorf("--iterations: got %d, want at least 1", o.Iterations)
+	case o.Samples < 2:
+		return fmt.Errorf("--samples: got %d, want at least 2", o.Samples)
+	case o.MaxSteps < 1:
+		return fmt.Errorf("--max-steps: got %d, want at least 1", o.MaxSteps)
+	case !(o.LR > 0) || math.IsInf(o.LR, 0):
+		return fmt.Errorf("--lr: got %g, want a positive number", o.LR)
+	case math.IsNaN(o.Entropy) || math.IsInf(o.Entropy, 0):
+		return fmt.Errorf("--entropy: got %g, want a finite number", o.Entropy)
+	}
+	programs, err := gymPrograms(o.Programs, true)
+	if err != nil {
+		return err
+	}
+	a, err := gym.Train(cmd.Context(), gym.TrainOptions{
+		Programs: programs, Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, LR: o.LR, Entropy: o.Entropy,
+		Progress: func(r gym.IterReport) {
+			fmt.Fprintf(o.IO.Err, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
+				r.Iteration, o.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := gym.SaveAgent(o.Agent, a); err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, a.Meta)
+	}
+	h := a.Meta.History
+	first, last := h[0], h[len(h)-1]
+	fmt.Fprintf(o.IO.Out, "agent trained on %d programs, %d iterations: mean return %.4f -> %.4f, greedy %.4f -> %.4f (return = fraction of the ops removed); written to %s\n",
+		len(programs), len(h), first.MeanReturn, last.MeanReturn, first.GreedyReturn, last.GreedyReturn, o.Agent)
+	return nil
+}
+
+// GymEvalOptions are the options of `tpucost gym eval`.
+type GymEvalOptions struct {
+	IO          IO
+	Globals     *Globals
+	Agent       string
+	Programs    string
+	Seed        int64
+	RandomSeeds int
+	MaxSteps    int
+	Verify      bool
+}
+
+// NewCmdGymEval builds `tpucost gym eval`.
+func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
+	o := &GymEvalOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "eval --agent DIR [--programs heldout]",
+		Short: "Compare an agent's pass order with the default pipeline and random orders",
+		Long: "Eval runs the agent's greedy pass sequence on every program and reports the op-count reduction (fraction of the initial ops removed) " +
+			"beside the default pipeline's (every pass, iterated to a fixed point), the default order cut to the agent's number of passes, " +
+			"and random sequences of that length (mean and SD over --random-seeds). Programs the agent trained on are refused.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGymEval(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Agent, "agent", "", "agent checkpoint directory (required)")
+	f.StringVar(&o.Programs, "programs", "heldout", "comma-separated programs (zoo models, HLO files, bench:NAME) or sets (train, heldout, all)")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of the random sequences")
+	f.IntVar(&o.RandomSeeds, "random-seeds", 5, "random sequences per program")
+	f.IntVar(&o.MaxSteps, "max-steps", 0, "the agent's episode limit (0: the one it trained with)")
+	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's sequence")
+	return cmd
+}
+
+func runGymEval(cmd *cobra.Command, o *GymEvalOptions) error {
+	if o.Agent == "" {
+		return fmt.Errorf("--agent: an agent directory is required")
+	}
+	if o.RandomSeeds < 1 {
+		return fmt.Errorf("--random-seeds: got %d, want at least 1", o.RandomSeeds)
+	}
+	if o.MaxSteps < 0 {
+		return fmt.Errorf("--max-steps: got %d, want at least 1 (or 0: the agent's)", o.MaxSteps)
+	}
+	programs, err := gymPrograms(o.Programs, true)
+	if err != nil {
+		return err
+	}
+	a, err := gym.LoadAgent(o.Agent)
+	if err != nil {
+		return fmt.Errorf("--agent: %w", err)
+	}
+	rep, err := gym.Evaluate(cmd.Context(), a, gym.EvalOptions{
+		Programs: programs, Seed: o.Seed, RandomSeeds: o.RandomSeeds, MaxSteps: o.MaxSteps, Verify: o.Verify,
+		Progress: func(p gym.ProgramEval) {
+			fmt.Fprintf(o.IO.Err, "%s: agent %.1f%%, default %.1f%%\n", p.Program, 100*p.AgentReduction, 100*p.DefaultReduction)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, rep)
+	}
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tSTEPS\tDEFAULT@AGENT-STEPS\tAGENT\tSTEPS\tRANDOM@AGENT-STEPS")
+	for _, p := range rep.Programs {
+		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%d\t%.1f%%\t%.1f%%\t%d\t%.1f%% ± %.1f\n", p.Program, p.InitialOps, 100*p.DefaultReduction, p.DefaultSteps,
+			100*p.DefaultSameStepsReduction, 100*p.AgentReduction, p.AgentSteps, 100*p.RandomReduction, 100*p.RandomReductionSD)
+	}
+	fmt.Fprintf(w, "mean\t\t%.1f%%\t%.1f\t%.1f%%\t%.1f%%\t%.1f\t%.1f%%\n", 100*rep.DefaultReduction, rep.MeanDefaultSteps,
+		100*rep.DefaultSameStepsReduction, 100*rep.AgentReduction, rep.MeanAgentSteps, 100*rep.RandomReduction)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "agent vs default: %+.1f%% op-count reduction (reduction = fraction of the initial ops removed; %d programs)\n", rep.AgentVsDefaultPct, len(rep.Programs))
+	return nil
+}

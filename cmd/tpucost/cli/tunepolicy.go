@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tune"
+)
+
+// TrainPolicyOptions are the options of `tpucost tune train-policy`.
+type TrainPolicyOptions struct {
+	IO      IO
+	Globals *Globals
+	Target  TargetFlags
+
+	Programs string
+	Out      string
+	Seed     int64
+	Episodes int
+	Samples  int
+	LR       float64
+	Workers  int
+}
+
+// NewCmdTrainPolicy builds `tpucost tune train-policy`.
+func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
+	o := &TrainPolicyOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "train-policy --programs A,B,... --out DIR",
+		Short: "Train the fusion policy of `tune --strategy rl` by REINFORCE on simulator measurements",
+		Long: "Train-policy trains a graph-neural fusion policy (one fuse/no-fuse probability per producer->consumer edge, all at once) " +
+			"on the given programs: each episode samples --samples fusion configs per program, simulates them (reward log(default_ns/ns)) " +
+			"and takes one REINFORCE step with a moving-average baseline. The policy is written atomically, with a checksum, to --out; " +
+			"`tpucost tune --strategy rl --policy DIR` uses it on other programs.",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runTrainPolicy(context.Background(), o) },
+	}
+	o.Target.bind(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.Programs, "programs", "", "comma-separated zoo models or HLO files to train on (required)")
+	f.StringVar(&o.Out, "out", "", "policy checkpoint directory to write (required)")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of the initial weights and the sampling")
+	f.IntVar(&o.Episodes, "episodes", 50, "training episodes (each samples every program once)")
+	f.IntVar(&o.Samples, "samples", 8, "configs sampled per program per episode")
+	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
+	f.IntVar(&o.Workers, "workers", 0, "parallel compiles and simulations (default: all cores); results do not depend on it")
+	return cmd
+}
+
+func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
+	if o.Out == "" {
+		return errors.New("--out: a policy directory is required")
+	}
+	var mods []*hlo.Module
+	for _, s := range strings.Split(o.Programs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		m, err := zoo.Resolve(s)
+		if err != nil {
+			return fmt.Errorf("--programs: %w", err)
+		}
+		mods = append(mods, m)
+	}
+	if len(mods) == 0 {
+		return errors.New("--programs: no program named")
+	}
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	p, err := tune.TrainPolicy(ctx, mods, tune.TrainPolicyOptions{
+		Chip: c, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, LR: o.LR, Workers: o.Workers,
+		Progress: func(r tune.EpisodeReport) {
+			fmt.Fprintf(o.IO.Err, "episode %d/%d: mean reward %.4f, greedy %.4f, entropy %.3f nats/decision\n", r.Episode, o.Episodes, r.MeanReward, r.GreedyMean, r.MeanEntropy)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := tune.SavePolicy(o.Out, p); err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, p.Meta)
+	}
+	h := p.Meta.History
+	first, last := h[0], h[len(h)-1]
+	fmt.Fprintf(o.IO.Out, "policy trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
+		len(mods), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, o.Out)
+	return nil
+}
+
+// tuneRLOptions resolves --kinds and --policy for strategy st: kinds default to all four,
+// or to fusion for rl; rl requires --policy, and --policy is an error with any other
+// strategy.
+func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Policy, error) {
+	var kinds []compiler.Kind
+	for _, s := range strings.Split(o.Kinds, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		k := compiler.Kind(strings.ToLower(s))
+		if !slices.Contains(compiler.Kinds(), k) {
+			return nil, nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
+		}
+		kinds = append(kinds, k)
+	}
+	if st == tune.XTAT && len(kinds) > 0 {
+		return nil, nil, errors.New("--kinds is for the non-xtat strategies (xtat's schedule tunes every pass)")
+	}
+	if st != tune.RL {
+		if o.Policy != "" {
+			return nil, nil, fmt.Errorf("--policy is for --strategy rl, not %s", st)
+		}
+		return kinds, nil, nil
+	}
+	if o.Policy == "" {
+		return nil, nil, fmt.Errorf("--strategy rl: %w", tune.ErrNoPolicy)
+	}
+	if len(kinds) == 0 {
+		kinds = []compiler.Kind{compiler.KindFusion}
+	}
+	if !slices.Equal(kinds, []compiler.Kind{compiler.KindFusion}) {
+		return nil, nil, fmt.Errorf("--kinds %s: strategy rl decides fusion only (use --kinds fusion)", o.Kinds)
+	}
+	p, err := tune.LoadPolicy(o.Policy)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	return kinds, p, nil
+}

@@ -1,0 +1,158 @@
+package gym
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/tpucost/tpucost/internal/atomicfile"
+)
+
+// An agent checkpoint is a directory holding one file, AgentFile: JSON with the format,
+// the agent's input schema (node and global feature names, actions), its parameters
+// (little-endian float32, base64) and training record, and the SHA-256 of all of it
+// (computed with the sha256 field empty), like tune's policy checkpoints. It is written
+// atomically (a crash leaves the previous or the new checkpoint); a checkpoint whose
+// checksum fails is refused (ErrAgentCorrupt), and so is one of another format, schema
+// or dimensions (ErrAgentMismatch).
+
+// AgentFormat identifies the agent checkpoint format.
+const AgentFormat = "tpucost-gym-agent/1"
+
+// AgentFile is the name of an agent checkpoint's file in its directory.
+const AgentFile = "agent.json"
+
+// ErrAgentMismatch is wrapped by errors loading a checkpoint of another format, schema
+// or dimensions than this build's.
+var ErrAgentMismatch = errors.New("agent checkpoint does not match this build")
+
+// ErrAgentCorrupt is wrapped by errors loading a checkpoint whose checksum fails or whose
+// content is damaged.
+var ErrAgentCorrupt = errors.New("agent checkpoint is corrupt")
+
+type paramRef struct {
+	Name  string `json:"name"`
+	Shape [2]int `json:"shape"`
+}
+
+type agentFile struct {
+	Format  string     `json:"format"`
+	Hidden  int        `json:"hidden"`
+	Schema  string     `json:"schema"`
+	Params  []paramRef `json:"params"`
+	Weights string     `json:"weights"` // base64 of little-endian float32, params in order
+	Meta    AgentMeta  `json:"meta"`
+	SHA256  string     `json:"sha256"`
+}
+
+func (f *agentFile) checksum() (string, error) {
+	c := *f
+	c.SHA256 = ""
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// SaveAgent writes a to directory dir (created if needed) atomically.
+func SaveAgent(dir string, a *Agent) error {
+	f := agentFile{Format: AgentFormat, Hidden: agentHidden, Schema: agentSchema(), Meta: a.Meta}
+	var w bytes.Buffer
+	for _, p := range a.params {
+		f.Params = append(f.Params, paramRef{Name: p.name, Shape: p.shape})
+		for _, v := range p.data {
+			_ = binary.Write(&w, binary.LittleEndian, math.Float32bits(v))
+		}
+	}
+	f.Weights = base64.StdEncoding.EncodeToString(w.Bytes())
+	sum, err := f.checksum()
+	if err != nil {
+		return fmt.Errorf("saving agent %s: %w", dir, err)
+	}
+	f.SHA256 = sum
+	b, err := json.MarshalIndent(&f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("saving agent %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving agent: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, AgentFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("saving agent: %w", err)
+	}
+	return nil
+}
+
+// LoadAgent reads the agent checkpoint in directory dir (see SaveAgent for what it
+// refuses).
+func LoadAgent(dir string) (*Agent, error) {
+	path := filepath.Join(dir, AgentFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading agent: %w", err)
+	}
+	var f agentFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w: %w", path, ErrAgentCorrupt, err)
+	}
+	sum, err := f.checksum()
+	if err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w", path, err)
+	}
+	if sum != f.SHA256 {
+		return nil, fmt.Errorf("loading agent %s: %w: sha256 %s, recorded %s", path, ErrAgentCorrupt, sum, f.SHA256)
+	}
+	if f.Format != AgentFormat {
+		return nil, fmt.Errorf("loading agent %s: %w: format %q, want %q", path, ErrAgentMismatch, f.Format, AgentFormat)
+	}
+	if f.Hidden != agentHidden {
+		return nil, fmt.Errorf("loading agent %s: %w: hidden width %d, this build has %d", path, ErrAgentMismatch, f.Hidden, agentHidden)
+	}
+	if f.Schema != agentSchema() {
+		return nil, fmt.Errorf("loading agent %s: %w: its input schema (node and global features, actions) differs from this build's", path, ErrAgentMismatch)
+	}
+	raw, err := base64.StdEncoding.DecodeString(f.Weights)
+	if err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w: weights: %w", path, ErrAgentCorrupt, err)
+	}
+	want := agentShapes()
+	if len(f.Params) != len(want) {
+		return nil, fmt.Errorf("loading agent %s: %w: %d parameters, want %d", path, ErrAgentMismatch, len(f.Params), len(want))
+	}
+	a := &Agent{Meta: f.Meta}
+	off := 0
+	for i, w := range want {
+		if f.Params[i].Name != w.name || f.Params[i].Shape != w.shape {
+			return nil, fmt.Errorf("loading agent %s: %w: parameter %d is %s%v, want %s%v", path, ErrAgentMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.name, w.shape)
+		}
+		n := w.shape[0] * w.shape[1]
+		if off+4*n > len(raw) {
+			return nil, fmt.Errorf("loading agent %s: %w: weights end at parameter %s", path, ErrAgentCorrupt, w.name)
+		}
+		p := &param{name: w.name, shape: w.shape, data: make([]float32, n)}
+		for j := range n {
+			p.data[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[off+4*j:]))
+			if v := float64(p.data[j]); math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("loading agent %s: %w: parameter %s has a non-finite value", path, ErrAgentCorrupt, w.name)
+			}
+		}
+		off += 4 * n
+		a.params = append(a.params, p)
+	}
+	if off != len(raw) {
+		return nil, fmt.Errorf("loading agent %s: %w: %d bytes of weights, want %d", path, ErrAgentCorrupt, len(raw), off)
+	}
+	return a, nil
+}

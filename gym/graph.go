@@ -1,0 +1,232 @@
+package gym
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/features"
+)
+
+// Graph is a module as the tensors a GraphSAGE encoder reads: node i has opcode id
+// Opcodes[i] (features.Vocabulary's ids, stable across versions) and features
+// NodeFeats[i*NodeWidth:(i+1)*NodeWidth]; edge j goes from node EdgeSrc[j] (a value) to
+// node EdgeDst[j] (the node that reads it).
+//
+// The nodes are every instruction, parameters included, of the module's flow
+// computations: the entry and, recursively, the computations its call and while
+// instructions run (each computation once, in the order first reached) — the
+// computations opt.OpCount counts. Edges are the operand → user edges inside each
+// computation plus, for a call or while instruction, edges from the instruction's
+// operands to the callee's parameters and from the callee's root to the instruction
+// (for a while: to its condition and body parameters, and from the body's root). Reducers,
+// comparators, fusion bodies and conditional branches are not nodes (their users are).
+//
+// features.Kernel builds the graph of one fused kernel and needs its cost analysis,
+// which whole unoptimized modules (loops, calls, tuples) do not have; this builder keeps
+// the same opcode vocabulary with a small set of node features (NodeFeatureNames).
+type Graph struct {
+	Opcodes   []int32   `json:"opcodes"`
+	NodeFeats []float32 `json:"node_feats"`
+	EdgeSrc   []int32   `json:"edge_src"`
+	EdgeDst   []int32   `json:"edge_dst"`
+}
+
+// Nodes is the number of nodes.
+func (g *Graph) Nodes() int { return len(g.Opcodes) }
+
+// numCategories is the number of opcode categories (hlo.CatSource..hlo.CatOther).
+const numCategories = int(hlo.CatOther) + 1
+
+// nodeScalars is the number of non-category node features.
+const nodeScalars = 9
+
+// NodeWidth is the number of features per node: the opcode category one-hot, then
+// log2(1+elements)/32, log2(1+bytes)/40, rank/6, log2(1+operands)/4, log2(1+users)/4,
+// is_root, is_parameter, is_known_constant (a constant whose literal the text spells
+// out) and in_loop (the node is in a while condition or body, at any depth).
+const NodeWidth = numCategories + nodeScalars
+
+// NodeFeatureNames names the node feature columns, in order.
+func NodeFeatureNames() []string {
+	var ns []string
+	for c := range numCategories {
+		ns = append(ns, "cat_"+hlo.Category(c).String())
+	}
+	return append(ns, "elements_log", "bytes_log", "rank", "operands_log", "users_log",
+		"is_root", "is_parameter", "is_known_constant", "in_loop")
+}
+
+// flowComputations returns the entry and the computations its call and while
+// instructions run, recursively, each once, in the order first reached, with whether
+// each runs inside a loop.
+func flowComputations(m *hlo.Module) ([]*hlo.Computation, map[*hlo.Computation]bool) {
+	var order []*hlo.Computation
+	inLoop := map[*hlo.Computation]bool{}
+	seen := map[*hlo.Computation]bool{}
+	var visit func(c *hlo.Computation, loop bool)
+	visit = func(c *hlo.Computation, loop bool) {
+		if c == nil {
+			return
+		}
+		if seen[c] {
+			inLoop[c] = inLoop[c] || loop
+			return
+		}
+		seen[c] = true
+		inLoop[c] = loop
+		order = append(order, c)
+		for _, in := range c.Instructions {
+			switch in.Opcode {
+			case hlo.OpCall:
+				if in.Calls != nil && !in.Calls.IsFusion {
+					visit(in.Calls, loop)
+				}
+			case hlo.OpWhile:
+				visit(in.Condition, true)
+				visit(in.Body, true)
+			}
+		}
+	}
+	visit(m.Entry, false)
+	return order, inLoop
+}
+
+// BuildGraph returns the graph tensors of m (see Graph). It fails for a module without
+// an entry computation.
+func BuildGraph(m *hlo.Module) (Graph, error) {
+	if m == nil || m.Entry == nil {
+		return Graph{}, fmt.Errorf("gym: module has no entry computation")
+	}
+	comps, inLoop := flowComputations(m)
+	pos := map[*hlo.Instruction]int32{}
+	var g Graph
+	for _, c := range comps {
+		for _, in := range c.Instructions {
+			pos[in] = int32(len(g.Opcodes))
+			g.Opcodes = append(g.Opcodes, features.OpcodeID(in.Opcode))
+		}
+	}
+	n := len(g.Opcodes)
+	users := make([]int, n)
+	edge := func(s, d int32) {
+		g.EdgeSrc = append(g.EdgeSrc, s)
+		g.EdgeDst = append(g.EdgeDst, d)
+		users[s]++
+	}
+	// link wires a call-like instruction in to callee c: operand k → parameter k, and
+	// c's root → in when result is set.
+	link := func(in *hlo.Instruction, c *hlo.Computation, result bool) {
+		if c == nil {
+			return
+		}
+		for _, p := range c.Instructions {
+			if p.Opcode == hlo.OpParameter && p.ParamNum >= 0 && p.ParamNum < len(in.Operands) {
+				if s, ok := pos[in.Operands[p.ParamNum]]; ok {
+					edge(s, pos[p])
+				}
+			}
+		}
+		if result && c.Root != nil {
+			if s, ok := pos[c.Root]; ok {
+				edge(s, pos[in])
+			}
+		}
+	}
+	for _, c := range comps {
+		for _, in := range c.Instructions {
+			for _, op := range in.Operands {
+				if s, ok := pos[op]; ok {
+					edge(s, pos[in])
+				}
+			}
+			switch in.Opcode {
+			case hlo.OpCall:
+				if in.Calls != nil && !in.Calls.IsFusion {
+					link(in, in.Calls, true)
+				}
+			case hlo.OpWhile:
+				link(in, in.Condition, false)
+				link(in, in.Body, true)
+			}
+		}
+	}
+	g.NodeFeats = make([]float32, n*NodeWidth)
+	for _, c := range comps {
+		for _, in := range c.Instructions {
+			i := pos[in]
+			nodeFeatures(g.NodeFeats[int(i)*NodeWidth:(int(i)+1)*NodeWidth], in, users[i], in == c.Root, inLoop[c])
+		}
+	}
+	return g, nil
+}
+
+func lg(x float64) float64 { return math.Log2(1 + math.Max(x, 0)) }
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// nodeFeatures writes in's features (NodeFeatureNames) into dst.
+func nodeFeatures(dst []float32, in *hlo.Instruction, users int, isRoot, inLoop bool) {
+	dst[int(in.Opcode.Category())] = 1
+	s := in.Shape
+	for s.IsTuple() && len(s.Tuple) > 0 {
+		s = s.Tuple[0]
+	}
+	o := numCategories
+	var elems, bytes float64
+	if s.IsArray() {
+		elems, bytes = float64(s.Elements()), float64(s.Bytes())
+	}
+	dst[o] = float32(lg(elems) / 32)
+	dst[o+1] = float32(lg(bytes) / 40)
+	dst[o+2] = float32(s.Rank()) / 6
+	dst[o+3] = float32(lg(float64(len(in.Operands))) / 4)
+	dst[o+4] = float32(lg(float64(users)) / 4)
+	dst[o+5] = b2f(isRoot)
+	dst[o+6] = b2f(in.Opcode == hlo.OpParameter)
+	dst[o+7] = b2f(in.Opcode == hlo.OpConstant && in.Literal != "" && in.Literal != "{...}")
+	dst[o+8] = b2f(inLoop)
+}
+
+// Histogram returns the op-count histogram of m by opcode: element i is the number of
+// instructions with features.Vocabulary id i among those opt.OpCount counts (a call's
+// callee at every call site, a while's condition and body once per while), so its sum is
+// opt.OpCount(m).
+func Histogram(m *hlo.Module) []int {
+	h := make([]int, len(features.Vocabulary()))
+	if m == nil || m.Entry == nil {
+		return h
+	}
+	var count func(c *hlo.Computation, depth int)
+	count = func(c *hlo.Computation, depth int) {
+		if c == nil || depth > maxCallDepth {
+			return
+		}
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpParameter {
+				continue
+			}
+			h[features.OpcodeID(in.Opcode)]++
+			switch in.Opcode {
+			case hlo.OpCall:
+				if in.Calls != nil && !in.Calls.IsFusion {
+					count(in.Calls, depth+1)
+				}
+			case hlo.OpWhile:
+				count(in.Condition, depth+1)
+				count(in.Body, depth+1)
+			}
+		}
+	}
+	count(m.Entry, 0)
+	return h
+}
+
+// maxCallDepth guards Histogram against malformed recursive call graphs (the verifier
+// rejects them; a verified module is far shallower).
+const maxCallDepth = 64

@@ -1,0 +1,286 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// TrainPolicyOptions configure TrainPolicy.
+type TrainPolicyOptions struct {
+	Chip     tpusim.Chip // the target and the simulator; required
+	Seed     int64       // initial weights and action sampling
+	Episodes int         // required > 0; one episode samples every program once
+	// Samples is the number of configs sampled per program per episode (default 8).
+	Samples int
+	// LR is Adam's learning rate (default 0.01).
+	LR float64
+	// Baseline is the decay of the per-program moving-average reward baseline (default 0.8).
+	Baseline float64
+	// Workers compile and simulate samples in parallel (default GOMAXPROCS); results do
+	// not depend on it.
+	Workers int
+	// Progress, if set, is called after each episode.
+	Progress func(EpisodeReport)
+}
+
+// EpisodeReport is one episode of policy training. Rewards are log(default_ns /
+// sample_ns), averaged over the episode's samples of every program.
+type EpisodeReport struct {
+	Episode     int     `json:"episode"` // 1-based
+	Loss        float64 `json:"loss"`    // REINFORCE surrogate loss, summed over programs
+	MeanReward  float64 `json:"mean_reward"`
+	GreedyMean  float64 `json:"greedy_reward"`     // reward of the policy's most likely config, mean over programs
+	MeanEntropy float64 `json:"mean_entropy_nats"` // per decision
+}
+
+func (o TrainPolicyOptions) withDefaults() (TrainPolicyOptions, error) {
+	if err := o.Chip.Validate(); err != nil {
+		return o, err
+	}
+	if o.Episodes <= 0 {
+		return o, fmt.Errorf("episodes must be positive, got %d", o.Episodes)
+	}
+	if o.Samples == 0 {
+		o.Samples = 8
+	}
+	if o.Samples < 2 {
+		return o, fmt.Errorf("samples per episode must be at least 2, got %d", o.Samples)
+	}
+	if o.LR == 0 {
+		o.LR = 0.01
+	}
+	if o.LR < 0 || math.IsNaN(o.LR) {
+		return o, fmt.Errorf("learning rate must be positive, got %g", o.LR)
+	}
+	if o.Baseline == 0 {
+		o.Baseline = 0.8
+	}
+	if o.Baseline < 0 || o.Baseline >= 1 {
+		return o, fmt.Errorf("baseline decay must be in [0, 1), got %g", o.Baseline)
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return o, nil
+}
+
+// rlEnv is one training problem: a program's fusion decisions and a reward for sampled
+// actions (K at a time, evaluated in parallel by the environment).
+type rlEnv interface {
+	decisions() *decisions
+	rewards(ctx context.Context, acts [][]bool) ([]float64, error)
+}
+
+// simEnv is a zoo program on the simulator: reward log(default_ns / ns), ns the
+// simulator's noiseless time of the sampled config compiled with candidate repair from
+// the default compile.
+type simEnv struct {
+	cc      *compilerCtx
+	chip    tpusim.Chip
+	base    *candidate
+	d       *decisions
+	defNs   float64
+	workers int
+	cache   map[string]float64 // program fingerprint -> ns
+}
+
+func newSimEnv(m *hlo.Module, chip tpusim.Chip, workers int) (*simEnv, error) {
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}, sim: tpusim.Version, chip: chip.Name}
+	base, err := cc.compile(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: default compile: %w", m.Name, err)
+	}
+	e, err := fusionGraph(cc, base.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	d, err := newDecisions(e, base.space)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	pt, err := tpusim.Simulate(base.prog, chip)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	return &simEnv{cc: cc, chip: chip, base: base, d: d, defNs: pt.TotalNs, workers: workers, cache: map[string]float64{}}, nil
+}
+
+func (e *simEnv) decisions() *decisions { return e.d }
+
+func (e *simEnv) rewards(ctx context.Context, acts [][]bool) ([]float64, error) {
+	cands := make([]*candidate, len(acts))
+	ns := make([]float64, len(acts))
+	err := parallel(ctx, e.workers, len(acts), func(i int) error {
+		cfg := e.base.cfg.Clone()
+		for j, name := range e.d.names {
+			cfg.Fusion[name] = acts[i][j]
+		}
+		c, err := e.cc.compile(cfg)
+		if err != nil {
+			return err
+		}
+		cands[i] = c
+		ns[i] = math.NaN()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cands {
+		if v, ok := e.cache[c.fp]; ok {
+			ns[i] = v
+		}
+	}
+	err = parallel(ctx, e.workers, len(acts), func(i int) error {
+		if !math.IsNaN(ns[i]) {
+			return nil
+		}
+		pt, err := tpusim.Simulate(cands[i].prog, e.chip)
+		if err != nil {
+			return fmt.Errorf("simulating %s: %w", e.cc.mod.Name, err)
+		}
+		ns[i] = pt.TotalNs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(acts))
+	for i, c := range cands {
+		e.cache[c.fp] = ns[i]
+		out[i] = math.Log(e.defNs / ns[i])
+	}
+	return out, nil
+}
+
+// TrainPolicy trains a fusion policy by REINFORCE with a per-program moving-average
+// baseline on programs mods: each episode samples Samples fusion configs per program from
+// the policy, simulates them (reward log(default_ns / ns)), and takes one Adam step on
+// the surrogate loss summed over the programs. The result depends only on the inputs
+// and the options, not on Workers.
+func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) (*Policy, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("training a policy: %w", err)
+	}
+	if len(mods) == 0 {
+		return nil, errors.New("training a policy: no programs")
+	}
+	envs := make([]rlEnv, len(mods))
+	var names []string
+	for i, m := range mods {
+		env, err := newSimEnv(m, o.Chip, o.Workers)
+		if err != nil {
+			return nil, fmt.Errorf("training a policy: %w", err)
+		}
+		envs[i] = env
+		names = append(names, m.Name)
+	}
+	p := NewPolicy(o.Seed)
+	p.Meta = PolicyMeta{Programs: names, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, Chip: o.Chip.Name}
+	hist, err := trainPolicy(ctx, p, envs, o)
+	if err != nil {
+		return nil, fmt.Errorf("training a policy: %w", err)
+	}
+	p.Meta.History = hist
+	return p, nil
+}
+
+// trainPolicy runs o.Episodes episodes of REINFORCE on envs, updating p in place.
+func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOptions) ([]EpisodeReport, error) {
+	baseline := make([]float64, len(envs))
+	haveBase := make([]bool, len(envs))
+	var hist []EpisodeReport
+	for ep := 1; ep <= o.Episodes; ep++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rep := EpisodeReport{Episode: ep}
+		var sum [][]float32
+		nDec := 0
+		for i, env := range envs {
+			d := env.decisions()
+			if d.n() == 0 {
+				continue
+			}
+			probs, err := p.probs(d)
+			if err != nil {
+				return nil, err
+			}
+			rng := rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("rl-train").Uint64(uint64(ep)).Uint64(uint64(i)).Sum64(), 1))
+			acts := make([][]bool, o.Samples+1)
+			for k := range o.Samples {
+				_, acts[k] = sampleFusion(rng, &compiler.Config{Fusion: map[string]bool{}}, d, probs)
+			}
+			_, acts[o.Samples] = greedyFusion(&compiler.Config{Fusion: map[string]bool{}}, d, probs)
+			rs, err := env.rewards(ctx, acts)
+			if err != nil {
+				return nil, err
+			}
+			greedy := rs[o.Samples]
+			acts, rs = acts[:o.Samples], rs[:o.Samples]
+			mean := 0.0
+			for _, r := range rs {
+				mean += r / float64(len(rs))
+			}
+			if !haveBase[i] {
+				baseline[i], haveBase[i] = mean, true
+			}
+			adv := make([]float64, len(rs))
+			for k, r := range rs {
+				adv[k] = r - baseline[i]
+			}
+			baseline[i] = o.Baseline*baseline[i] + (1-o.Baseline)*mean
+			coef, scale := reinforceCoef(acts, adv)
+			loss, gs, err := p.grads(d, coef, scale)
+			if err != nil {
+				return nil, err
+			}
+			if sum == nil {
+				sum = gs
+			} else {
+				for j := range gs {
+					for k := range gs[j] {
+						sum[j][k] += gs[j][k]
+					}
+				}
+			}
+			rep.Loss += loss
+			rep.MeanReward += mean
+			rep.GreedyMean += greedy
+			for _, q := range probs {
+				rep.MeanEntropy += bernoulliEntropy(q)
+			}
+			nDec += d.n()
+		}
+		if sum != nil {
+			p.step(sum, o.LR)
+		}
+		rep.MeanReward /= float64(len(envs))
+		rep.GreedyMean /= float64(len(envs))
+		if nDec > 0 {
+			rep.MeanEntropy /= float64(nDec)
+		}
+		hist = append(hist, rep)
+		if o.Progress != nil {
+			o.Progress(rep)
+		}
+	}
+	return hist, nil
+}
+
+func bernoulliEntropy(q float64) float64 {
+	if q <= 0 || q >= 1 {
+		return 0
+	}
+	return -q*math.Log(q) - (1-q)*math.Log(1-q)
+}
