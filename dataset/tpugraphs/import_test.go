@@ -167,3 +167,46 @@ func TestImportPB(t *testing.T) {
 		t.Errorf("node 0 of run 0 (empty tensors): %v", got)
 	}
 }
+
+// TestImportIsDeterministicAndRerunnable: the same sources give byte-identical datasets,
+// and importing again into the same directory resumes (writes nothing new) with the same
+// report.
+func TestImportIsDeterministicAndRerunnable(t *testing.T) {
+	src := t.TempDir()
+	copyTo(t, "tile_small.npz", src, "tile/xla/train/a.npz")
+	copyTo(t, "tile_small.npz", src, "tile/xla/train/b.npz")
+	opts := func(out string) ImportOptions {
+		return ImportOptions{Sources: []string{src, "testdata/op_tuning_data.pb"}, Out: out, Chip: v4(t)}
+	}
+	out1, out2 := filepath.Join(t.TempDir(), "1"), filepath.Join(t.TempDir(), "2")
+	rep1, err := Import(context.Background(), opts(out1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(context.Background(), opts(out2)); err != nil {
+		t.Fatal(err)
+	}
+	rep3, err := Import(context.Background(), opts(out1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep1, rep3) {
+		t.Errorf("rerun report %+v, first %+v", rep3, rep1)
+	}
+	for _, sub := range []string{"tile-pb", "tile-xla-train"} {
+		f1, err := dataset.Fingerprint(filepath.Join(out1, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f2, err := dataset.Fingerprint(filepath.Join(out2, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f1 != f2 {
+			t.Errorf("%s: fingerprints differ between two imports of the same sources", sub)
+		}
+	}
+	if _, rows := readRows(t, filepath.Join(out1, "tile-xla-train")); len(rows) != 2 {
+		t.Errorf("%d rows after a rerun, want 2", len(rows))
+	}
+}
