@@ -191,6 +191,10 @@ func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	fmt.Fprintf(w, "files\t%d (train %d, valid %d, test %d)\n", res.Files, res.SplitFiles["train"], res.SplitFiles["valid"], res.SplitFiles["test"])
 	fmt.Fprintf(w, "split\t%s\n", res.Split)
 	fmt.Fprintf(w, "configs\t%d\n", res.Configs)
-	fmt.Fprintf(w, "feature_set\t%s\n", res.FeatureSet)
+	fs := res.FeatureSet
+	if fs == "" {
+		fs = "tpucost (see " + tpugraphs.ExportManifestName + ")"
+	}
+	fmt.Fprintf(w, "feature_set\t%s\n", fs)
 	return w.Flush()
 }
