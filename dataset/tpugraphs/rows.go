@@ -19,7 +19,7 @@ const (
 	NodeFeatWidth       = 140
 	TileConfigWidth     = 24
 	LayoutConfigWidth   = 18
-	featureSchemaVerson = 1
+	featureSchemaVersion = 1
 )
 
 // Collections of the TpuGraphs dataset.
@@ -42,7 +42,7 @@ func FeatureSchema(collection string) features.Schema {
 		}
 		return s
 	}
-	s := features.Schema{Version: featureSchemaVerson, Node: names("node_feat_", NodeFeatWidth), Kernel: []string{}}
+	s := features.Schema{Version: featureSchemaVersion, Node: names("node_feat_", NodeFeatWidth), Kernel: []string{}}
 	if collection == CollectionLayout {
 		s.Config = names("node_config_feat_", LayoutConfigWidth)
 	} else {
