@@ -16,9 +16,9 @@ import (
 // README: 140 node features, 24 tile config features, 18 layout config features per
 // configurable node (6 dims × 3 tensors of minor-to-major order, −1 padded).
 const (
-	NodeFeatWidth       = 140
-	TileConfigWidth     = 24
-	LayoutConfigWidth   = 18
+	NodeFeatWidth        = 140
+	TileConfigWidth      = 24
+	LayoutConfigWidth    = 18
 	featureSchemaVersion = 1
 )
 
