@@ -39,9 +39,13 @@ func ParseSimplify(list string) (Simplify, error) {
 		}
 		names = append(names, n)
 	}
-	ps, err := opt.LookupAll(names)
-	if err != nil {
-		return Simplify{}, fmt.Errorf("%w, or none", err)
+	var ps []opt.Pass
+	for _, n := range names {
+		p, err := opt.Lookup(n)
+		if err != nil {
+			return Simplify{}, fmt.Errorf("no simplification pass named %q (passes: %s; or none)", n, strings.Join(opt.Names(), ", "))
+		}
+		ps = append(ps, p)
 	}
 	return Simplify{Passes: ps}, nil
 }
