@@ -1,5 +1,6 @@
-// Package compiler is tpucost's multi-pass XLA-like compiler: layout assignment, fusion,
-// tiling and code-generation flags, each a pass with a per-node configuration, an
+// Package compiler is tpucost's multi-pass XLA-like compiler: the target-independent
+// simplification passes of package opt, then layout assignment, fusion, tiling and
+// code-generation flags, each a pass with a per-node configuration, an
 // enumerable space of valid options and an XLA-like default. Compiling a module with a
 // config gives a Program: kernels (fused computations with a tile and flags) that the
 // simulator times. Candidate repair fills the choices a config lacks from the global
@@ -248,7 +249,9 @@ func (nilStore) Tile(string) (cost.Tile, bool)   { return nil, false }
 func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
 
 // Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
-// program. The input module is not modified.
+// program: call inlining, unfusing, custom-call rewriting and the simplification passes
+// opts.Simplify selects (memoized in opts.Kernels, see KernelCache), then the passes of
+// Passes. The input module is not modified.
 func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	if err := opts.Target.Validate(); err != nil {
 		return nil, err
