@@ -193,7 +193,7 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 }
 
 // fuseComputation fuses one flow computation (see runFusion) and returns the fused
-// computations it made.
+// computations it made and whether it changed e (any kernel formed or dead op dropped).
 func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, bool) {
 	firstEdge := len(pc.space.Fusion)
 	users := e.Users()
@@ -295,16 +295,13 @@ func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, b
 	var fused []*hlo.Computation
 	remap := map[*hlo.Instruction]*hlo.Instruction{}
 	var out []*hlo.Instruction
-	changed := false
+	n := len(e.Instructions)
 	for i, x := range e.Instructions {
 		if g := own[i]; g != nil {
 			fi, fc := pc.buildFusion(g, e, remap)
 			fused = append(fused, fc)
 			remap[x] = fi
 			out = append(out, fi)
-			if len(g.members) > 1 {
-				changed = true
-			}
 			continue
 		}
 		if isFree(x) && (x.Opcode != hlo.OpBitcast || material[i] || len(memberOf[i]) == 0) {
@@ -322,7 +319,8 @@ func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, b
 	}
 	// Drop standalone bitcasts and constants nothing uses any more.
 	e.Instructions = liveInstructions(e)
-	return fused, changed
+	// Wrapping even a single op in a fusion instruction changes the module.
+	return fused, len(fused) > 0 || len(e.Instructions) != n
 }
 
 // liveInstructions returns the instructions of c that the root depends on, parameters

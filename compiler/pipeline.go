@@ -1,5 +1,6 @@
-// Package compiler is tpucost's multi-pass XLA-like compiler: layout assignment, fusion,
-// tiling and code-generation flags, each a pass with a per-node configuration, an
+// Package compiler is tpucost's multi-pass XLA-like compiler: the target-independent
+// simplification passes of package opt, then layout assignment, fusion, tiling and
+// code-generation flags, each a pass with a per-node configuration, an
 // enumerable space of valid options and an XLA-like default. Compiling a module with a
 // config gives a Program: kernels (fused computations with a tile and flags) that the
 // simulator times. Candidate repair fills the choices a config lacks from the global
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/opt"
 )
 
 // Pass is one step of the pipeline: it rewrites the module under the config, reporting
@@ -59,8 +61,12 @@ type Options struct {
 	// DumpAfter names a pass after which the module's HLO text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
-	// Kernels, when set, shares kernel analyses across compiles (see KernelCache).
+	// Kernels, when set, shares kernel analyses and the simplified module across
+	// compiles (see KernelCache).
 	Kernels *KernelCache
+	// Simplify selects the target-independent passes run before layout assignment (zero
+	// value: opt's default pipeline to a fixed point).
+	Simplify Simplify
 }
 
 // Kernel is one launched kernel of a compiled program.
@@ -102,6 +108,13 @@ type Program struct {
 	// Chips is the number of chips the module runs on, from its header (replica_count ×
 	// num_partitions; 1 when absent).
 	Chips int
+	// Passes logs every pass run, in order: the simplification passes (each run of each
+	// fixed-point iteration), then the compiler passes.
+	Passes []PassRun
+	// OpCountBefore and OpCountAfter are opt.OpCount of the module before and after the
+	// simplification passes (before: after call inlining, unfusing the input's fusions
+	// and rewriting library custom-calls).
+	OpCountBefore, OpCountAfter int
 }
 
 // LayoutChoice is one configurable node of the layout pass.
@@ -236,7 +249,9 @@ func (nilStore) Tile(string) (cost.Tile, bool)   { return nil, false }
 func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
 
 // Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
-// program. The input module is not modified.
+// program: call inlining, unfusing, custom-call rewriting and the simplification passes
+// opts.Simplify selects (memoized in opts.Kernels, see KernelCache), then the passes of
+// Passes. The input module is not modified.
 func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	if err := opts.Target.Validate(); err != nil {
 		return nil, err
@@ -257,15 +272,15 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 		kernels: map[string]*kernelCache{}, fusionKey: map[*hlo.Instruction]string{},
 		tileIdx: map[string]int{}, flagsIdx: map[string]int{}, rootOf: map[*hlo.Instruction]string{},
 	}
-	mod := m.Clone()
-	if err := inlineCalls(mod); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	prep := prepare(m, opts)
+	if prep.err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, prep.err)
 	}
+	mod := prep.mod.Clone()
 	flow, err := flowComputations(mod)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
-	unfuse(mod, flow)
 	pc.flow = flow
 	pc.trips = map[*hlo.Instruction]tripInfo{}
 	for _, c := range flow {
@@ -279,7 +294,7 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 			}
 		}
 	}
-	rewriteCustomCalls(flow)
+	log := append([]PassRun(nil), prep.log...)
 	for _, c := range mod.Computations {
 		for _, in := range c.Instructions {
 			pc.names[in.Name] = true
@@ -287,7 +302,8 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	}
 	for _, p := range Passes() {
 		var err error
-		mod, _, err = p.Run(mod, pc)
+		var changed bool
+		mod, changed, err = p.Run(mod, pc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: pass %s: %w", m.Name, p.Name, err)
 		}
@@ -301,13 +317,19 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 				return nil, fmt.Errorf("dumping after %s: %w", p.Name, err)
 			}
 		}
+		log = append(log, PassRun{Name: p.Name, Changed: changed, OpCount: opt.OpCount(mod)})
 	}
 	if opts.Strict {
 		if err := pc.checkUnused(); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
-	return pc.program(m.Name, mod)
+	prog, err := pc.program(m.Name, mod)
+	if err != nil {
+		return nil, err
+	}
+	prog.Passes, prog.OpCountBefore, prog.OpCountAfter = log, prep.before, prep.after
+	return prog, nil
 }
 
 // checkUnused reports config entries that named no node of the program.

@@ -27,9 +27,15 @@ func (pc *passContext) analyze(fc *hlo.Computation) (string, *kernelCache) {
 // read-only analysis and its memoized tile plans. Dataset generation and tuning, which
 // compile one module under many configs, pass one cache to all their compiles. Safe for
 // concurrent use; the zero value is ready; a nil *KernelCache caches nothing.
+//
+// It also memoizes the config-independent start of Compile (call inlining, unfusing,
+// custom-call rewriting and the simplification passes) per input module and pass
+// selection: a module compiled with a cache is identified by its pointer and must not be
+// modified afterwards.
 type KernelCache struct {
-	mu sync.Mutex
-	m  map[kernelCacheKey]*kernelOnce
+	mu   sync.Mutex
+	m    map[kernelCacheKey]*kernelOnce
+	prep map[prepKey]*prepOnce
 }
 
 type kernelCacheKey struct {

@@ -25,7 +25,10 @@ import (
 // GeneratorVersion identifies the generation procedure (which configs are sampled, how
 // work is split into units). Bump it when a change would make the same options produce
 // different data.
-const GeneratorVersion = "gen-1"
+//
+// gen-2: compile runs the simplification passes (package compiler/opt) before layout
+// assignment, so the programs, kernels and configs of every model changed.
+const GeneratorVersion = "gen-2"
 
 // GenGCPercent is the garbage-collector target the generation command runs with
 // (runtime/debug.SetGCPercent): the work allocates quickly and keeps little alive, so a

@@ -123,6 +123,7 @@ type stamp struct {
 	Chip        string       `json:"chip"`
 	VMEMBytes   int64        `json:"vmem_bytes"`
 	Simulator   string       `json:"simulator"`
+	Generator   string       `json:"generator"` // dataset.GeneratorVersion: the compiler's output is part of it
 	Fingerprint string       `json:"fingerprint"`
 }
 
@@ -132,7 +133,8 @@ type stamp struct {
 // It returns the reused directory, if any.
 func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]string, error) {
 	want := stamp{Task: o.Task, Models: o.Models, Configs: o.Configs, Variants: o.Variants, Seed: o.Seed, Chip: o.Chip.Name,
-		VMEMBytes: o.Chip.VMEMBytes, Simulator: tpusim.Version}
+		VMEMBytes: o.Chip.VMEMBytes, Simulator: tpusim.Version,
+		Generator: dataset.GeneratorVersion}
 	if b, err := os.ReadFile(stampFile(o.Out)); err == nil {
 		var got stamp
 		if json.Unmarshal(b, &got) == nil {

@@ -94,7 +94,7 @@ type simEnv struct {
 }
 
 func newSimEnv(m *hlo.Module, chip tpusim.Chip, workers int) (*simEnv, error) {
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}, sim: tpusim.Version, chip: chip.Name}
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target, Kernels: &compiler.KernelCache{}}, sim: tpusim.Version, chip: chip.Name}
 	base, err := cc.compile(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: default compile: %w", m.Name, err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/opt"
+	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
 // CompileOptions are the options of `tpucost compile`.
@@ -19,6 +21,8 @@ type CompileOptions struct {
 	Config    string
 	DumpAfter string
 	Out       string
+	Passes    string // --passes: opt pass names, "none"; empty: the default pipeline
+	Check     bool
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
@@ -27,9 +31,12 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compile SRC",
 		Short: "Compile a zoo model or HLO file and list its kernels",
-		Long: "Compile runs the pass pipeline (" + fmt.Sprint(compiler.PassNames()) + ") with a JSON config (default: the XLA-like defaults) " +
+		Long: "Compile runs the target-independent simplification passes (default: " + strings.Join(opt.Names(), ", ") +
+			", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none none), then the pass pipeline (" +
+			fmt.Sprint(compiler.PassNames()) + ") with a JSON config (default: the XLA-like defaults) " +
 			"and lists the kernels: name, kind, node count, tile and flags. --dump-after PASS prints the HLO text after that pass instead; " +
-			"--out F writes the effective config, which reproduces the program and is a template to edit.",
+			"--out F writes the effective config, which reproduces the program (with the same --passes) and is a template to edit; " +
+			"--check runs the HLO verifier after every pass.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(o) },
 	}
@@ -37,6 +44,9 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see README: Configs)")
 	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
+	cmd.Flags().StringVar(&o.Passes, "passes", "", "comma-separated simplification passes to run once each instead of the default pipeline, or none ("+
+		strings.Join(opt.Names(), ", ")+")")
+	cmd.Flags().BoolVar(&o.Check, "check", false, "run the HLO verifier after every pass (a failure names the pass)")
 	return cmd
 }
 
@@ -50,12 +60,27 @@ type CompiledKernel struct {
 	Flags string `json:"flags"`
 }
 
+// CompiledPass is one pass run of `compile --json`. Iteration is the fixed-point
+// iteration of a pass of the default simplification pipeline (absent otherwise).
+type CompiledPass struct {
+	Name         string `json:"name"`
+	Changed      bool   `json:"changed"`
+	OpCountAfter int    `json:"op_count_after"`
+	Iteration    int    `json:"iteration,omitempty"`
+}
+
 // CompileResult is the output of `compile --json`.
 type CompileResult struct {
 	Program string           `json:"program"`
 	Chip    string           `json:"chip"`
 	Kernels []CompiledKernel `json:"kernels"`
 	Space   map[string]int   `json:"configurable"`
+	// OpCountBefore and OpCountAfter: the module's op count (opt.OpCount) before and after
+	// the simplification passes.
+	OpCountBefore int `json:"op_count_before"`
+	OpCountAfter  int `json:"op_count_after"`
+	// Passes lists every pass run, in order: simplification, then the compiler passes.
+	Passes []CompiledPass `json:"passes"`
 	// DumpAfter and HLO: with --dump-after, the pass and the module's HLO text after it.
 	DumpAfter string `json:"dump_after,omitempty"`
 	HLO       string `json:"hlo,omitempty"`
@@ -71,7 +96,15 @@ func runCompile(o *CompileOptions) error {
 	if o.Globals.JSON {
 		dump = &hloText // in the JSON document, never as text before it
 	}
-	p, err := compileSource(o.Src, o.Config, c, o.DumpAfter, dump)
+	simp, err := compiler.ParseSimplify(o.Passes)
+	if err != nil {
+		return fmt.Errorf("--passes: %w", err)
+	}
+	m, err := zoo.Resolve(o.Src)
+	if err != nil {
+		return err
+	}
+	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp})
 	if err != nil {
 		return err
 	}
@@ -85,6 +118,10 @@ func runCompile(o *CompileOptions) error {
 	}
 	res := CompileResult{Program: p.Name, Chip: c.Name, DumpAfter: o.DumpAfter, HLO: hloText.String(), Space: map[string]int{
 		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags)}}
+	res.OpCountBefore, res.OpCountAfter = p.OpCountBefore, p.OpCountAfter
+	for _, r := range p.Passes {
+		res.Passes = append(res.Passes, CompiledPass{Name: r.Name, Changed: r.Changed, OpCountAfter: r.OpCount, Iteration: r.Iteration})
+	}
 	for _, k := range p.Kernels {
 		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
 			Tile: append([]int{}, k.Tile...), Flags: k.Flags.String()})
@@ -93,8 +130,8 @@ func runCompile(o *CompileOptions) error {
 		return writeJSON(o.IO.Out, res)
 	}
 	w := table(o.IO.Out)
-	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys\n",
-		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile))
+	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
+		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile), p.OpCountBefore, p.OpCountAfter)
 	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
 	for _, k := range res.Kernels {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, cost.Tile(k.Tile), k.Flags, k.Key)

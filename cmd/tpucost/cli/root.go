@@ -152,6 +152,12 @@ func compileSource(src, cfgPath string, c tpusim.Chip, dumpAfter string, dump io
 }
 
 func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+	return compileModuleWith(m, cfgPath, compiler.Options{Target: c.Target, DumpAfter: dumpAfter, Dump: dump})
+}
+
+// compileModuleWith compiles m with the config file cfgPath (empty: defaults; given:
+// strict) under opts.
+func compileModuleWith(m *hlo.Module, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
 	var cfg *compiler.Config
 	if cfgPath != "" {
 		var err error
@@ -159,5 +165,6 @@ func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter strin
 			return nil, err
 		}
 	}
-	return compiler.Compile(m, cfg, compiler.Options{Target: c.Target, Strict: cfgPath != "", DumpAfter: dumpAfter, Dump: dump})
+	opts.Strict = cfgPath != ""
+	return compiler.Compile(m, cfg, opts)
 }
