@@ -62,8 +62,11 @@ func checkConfirmation(t *testing.T, r *Report) {
 
 // TestConfirmationRegressionCase is the reported case: `tune bert_base_s384_b1 --strategy
 // sa --budget 60 --seed 1` (CLI defaults noise 0.02, 3 runs) handed back a program 0.3%
-// slower than the default. The confirmation keeps the default, and its cost is in the
-// hardware time but not in the measurement budget.
+// slower than the default. Whatever the search finds on today's programs, the result is
+// never slower than the default, a kept winner is truly (noiselessly) faster than the
+// start, and the confirmation's cost is in the hardware time but not in the budget.
+// (Until the simplification passes, this case ended kept-start; since, sa finds a real
+// 1.3% win here.)
 func TestConfirmationRegressionCase(t *testing.T) {
 	m, err := zoo.Resolve("bert_base_s384_b1")
 	if err != nil {
@@ -73,8 +76,12 @@ func TestConfirmationRegressionCase(t *testing.T) {
 	if r.TunedNs > r.DefaultNs {
 		t.Errorf("tuned %.1f ns slower than default %.1f ns", r.TunedNs, r.DefaultNs)
 	}
-	if r.Confirmation.Outcome != KeptStart || r.Measurements != 60 {
-		t.Errorf("confirmation %+v, %d measurements; want kept-start and 60", r.Confirmation, r.Measurements)
+	checkConfirmation(t, r)
+	if r.Confirmation.Outcome == KeptWinner && !(r.TunedNs < r.StartNs) {
+		t.Errorf("kept a winner that is not faster: tuned %.1f ns, start %.1f ns", r.TunedNs, r.StartNs)
+	}
+	if r.Measurements != 60 {
+		t.Errorf("%d measurements, want the budget, 60 (the confirmation is not counted)", r.Measurements)
 	}
 	if r.HardwareS <= r.Confirmation.HardwareS || r.Confirmation.HardwareS <= 0 {
 		t.Errorf("hardware %.1f s, confirmation %.1f s", r.HardwareS, r.Confirmation.HardwareS)
