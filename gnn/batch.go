@@ -98,28 +98,36 @@ func (k *kernel) maxDegrees() (in, out int) {
 	return in, out
 }
 
-// prepareKernel normalizes a kernel's graph and config features with st, keeps the first
-// configWidth config features (the model's feature set; sets are prefixes of the stored
-// vectors) and builds its capped neighbour lists. The result shares nothing with the
-// inputs.
-func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, maxDegree, configWidth int) (*kernel, error) {
-	if err := g.Validate(); err != nil {
+// prepareKernel normalizes a kernel's graph and config features with st for a model of
+// architecture c, keeps the first c.ConfigWidth config features (the model's feature
+// set; sets are prefixes of the stored vectors, each stored wide) and builds its capped
+// neighbour lists. A per-node model passes one empty vector per configuration (stored 0):
+// its configurations are attached by attachNodeConfigs. Opcode ids must be inside the
+// model's vocabulary. The result shares nothing with the inputs.
+func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c Config, stored int) (*kernel, error) {
+	w := c.dataWidths()
+	if err := g.ValidateWidths(w.Node, w.Kernel); err != nil {
 		return nil, err
 	}
 	n := g.Nodes()
 	if n == 0 {
 		return nil, fmt.Errorf("kernel graph has no nodes")
 	}
+	for v, op := range g.Opcodes {
+		if op < 0 || int(op) >= c.Vocab {
+			return nil, fmt.Errorf("node %d has opcode id %d, outside the model's vocabulary of %d", v, op, c.Vocab)
+		}
+	}
 	k := &kernel{opcodes: append([]int32(nil), g.Opcodes...), x: make([]float32, len(g.NodeFeats)), kf: make([]float32, len(g.KernelFeats))}
 	st.Node.Apply(k.x, g.NodeFeats)
 	st.Kernel.Apply(k.kf, g.KernelFeats)
-	for i, c := range configs {
-		if len(c) != features.ConfigWidth {
-			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(c), features.ConfigWidth)
+	for i, cf := range configs {
+		if len(cf) != stored {
+			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(cf), stored)
 		}
-		nc := make([]float32, len(c))
-		st.Config.Apply(nc, c)
-		k.cf = append(k.cf, nc[:configWidth:configWidth])
+		nc := make([]float32, len(cf))
+		st.Config.Apply(nc, cf)
+		k.cf = append(k.cf, nc[:c.ConfigWidth:c.ConfigWidth])
 	}
 	ins := make([][]int32, n)
 	outs := make([][]int32, n)
@@ -128,8 +136,8 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, m
 		ins[d] = append(ins[d], s)
 		outs[s] = append(outs[s], d)
 	}
-	k.inPtr, k.inIdx = csr(ins, maxDegree)
-	k.outPtr, k.outIdx = csr(outs, maxDegree)
+	k.inPtr, k.inIdx = csr(ins, c.MaxDegree)
+	k.outPtr, k.outIdx = csr(outs, c.MaxDegree)
 	return k, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/tpugraphs"
 )
 
 // peakFlops is this machine's float32 peak: 2 cores × ~135 GFLOP/s (AVX-512, 2 FMA units
@@ -238,5 +239,32 @@ func BenchmarkTrainEpoch(b *testing.B) {
 			b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(ru.Maxrss)/1024, "maxrss-MiB")
 		})
+	}
+}
+
+// tpuGraphsTileTrain is the number of kernels (npz files) in the train split of
+// TpuGraphs' tile collection (npz/tile/xla/train of the release).
+const tpuGraphsTileTrain = 5709
+
+// BenchmarkTpuGraphsTileEpoch trains one epoch (Train, default model, rank-hinge, 32
+// sampled configurations per kernel, batches of 32 kernels) over 512 synthetic files of
+// TpuGraphs' tile collection (tpugraphs.Synthetic: 140 node features, 24 config
+// features, 20–60 nodes per kernel, 64 configurations) and reports the throughput and
+// the time one epoch over the collection's train split would take at that rate.
+func BenchmarkTpuGraphsTileEpoch(b *testing.B) {
+	p := foreignProv(tpugraphs.CollectionTile)
+	rows := foreignRows(b, tpugraphs.CollectionTile, 0, 512, 40, 64)
+	cfg, err := DefaultConfig().ForData(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := Train(context.Background(), SliceSource(rows), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 1, Seed: 1, Schema: p.FeatureSchema})
+		if err != nil {
+			b.Fatal(err)
+		}
+		kps := r.History[0].KernelsPerSec
+		b.ReportMetric(kps, "kernels/s")
+		b.ReportMetric(tpuGraphsTileTrain/kps, "s/tile-train-epoch")
 	}
 }

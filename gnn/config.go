@@ -141,8 +141,17 @@ type Config struct {
 	// MaxDegree caps the neighbours aggregated per node and direction.
 	MaxDegree int `json:"max_degree"`
 
-	// Features is the configuration feature set the model reads (features.ConfigPaper or
-	// ConfigPlan); checkpoints from before the field read every feature ("plan").
+	// FeatureSet names the feature schema of the model's inputs: "" for tpucost's own
+	// (features.CurrentSchema; the model can then also score kernels tpucost compiles), or
+	// the named set of the data it was trained on (dataset.Provenance.FeatureSet, e.g.
+	// TpuGraphs' "tpugraphs-v1"; such a model scores rows of that set only). ForData sets
+	// it and the input widths from a dataset.
+	FeatureSet string `json:"feature_set,omitempty"`
+
+	// Features is the configuration feature set the model reads among tpucost's own
+	// (features.ConfigPaper or ConfigPlan); checkpoints from before the field read every
+	// feature ("plan"). Empty for a model of another FeatureSet, which reads its data's
+	// whole config vector.
 	Features features.ConfigSet `json:"features,omitempty"`
 
 	// NodeConfigWidth > 0 makes a per-node configuration model (the TpuGraphs layout
@@ -188,13 +197,90 @@ func (c Config) WithFeatures(f features.ConfigSet) Config {
 	return c
 }
 
-// FeatureSet is the configuration feature set the model reads ("plan" for checkpoints
-// from before feature sets).
-func (c Config) FeatureSet() features.ConfigSet {
+// ConfigSet is the configuration feature set the model reads among tpucost's own ("plan"
+// for checkpoints from before feature sets; "" for a model of another FeatureSet).
+func (c Config) ConfigSet() features.ConfigSet {
+	if c.FeatureSet != "" {
+		return ""
+	}
 	if c.Features == "" {
 		return features.ConfigPlan
 	}
 	return c.Features
+}
+
+// dataWidths are the widths of the feature vectors of the model's data: tpucost's own
+// schema (whose stored config vector holds every config feature; the model reads a
+// prefix), or its feature set's, the config width per configurable node for a per-node
+// model.
+func (c Config) dataWidths() features.Widths {
+	if c.FeatureSet == "" {
+		return features.CurrentWidths()
+	}
+	w := features.Widths{Node: c.NodeWidth, Kernel: c.KernelWidth, Config: c.ConfigWidth}
+	if c.PerNode() { // ConfigWidth is 0 (ForData)
+		w.Config = c.NodeConfigWidth
+	}
+	return w
+}
+
+// storedConfigWidth is the width of each global config vector prepareKernel is given:
+// tpucost's whole stored vector, none for a per-node model of another feature set (its
+// rows' config vectors are the per-node blocks), else the feature set's config width.
+func (c Config) storedConfigWidth() int {
+	switch {
+	case c.FeatureSet == "":
+		return features.ConfigWidth
+	case c.PerNode():
+		return 0
+	}
+	return c.ConfigWidth
+}
+
+// ForeignVocab is the opcode vocabulary of a model whose feature set names no opcode
+// vocabulary (TpuGraphs' npz files number opcodes by XLA's HloOpcode enum and store
+// them as uint8): opcode ids must be below it.
+const ForeignVocab = 256
+
+// ForData returns c set up for data of provenance p: for tpucost's own features (an
+// empty p.FeatureSet) c itself, which must not name another set; for a named set, the
+// set and the input widths of its schema (node, kernel and config features; the opcode
+// vocabulary, or ForeignVocab when the schema lists none), with per-node configurations
+// (NodeConfigWidth = the config width, no global config features) when p has them.
+// Choosing tpucost's config features (c.Features other than the default paper set) for
+// another feature set is an error: the data's config vector is read as it is.
+func (c Config) ForData(p dataset.Provenance) (Config, error) {
+	if p.FeatureSet == "" {
+		if c.FeatureSet != "" {
+			return c, fmt.Errorf("the model reads feature set %s, the data has tpucost's own features", c.FeatureSet)
+		}
+		if p.FeatureSchema.Version != features.SchemaVersion {
+			return c, fmt.Errorf("%w: the data has feature schema version %d, this tpucost computes version %d: regenerate it",
+				ErrFeatureSchema, p.FeatureSchema.Version, features.SchemaVersion)
+		}
+		if p.PerNodeConfigs {
+			return c, fmt.Errorf("the data has per-node configurations but tpucost's own features: not supported")
+		}
+		return c, nil
+	}
+	if c.FeatureSet != "" && c.FeatureSet != p.FeatureSet {
+		return c, fmt.Errorf("the model reads feature set %s, the data has feature set %s", c.FeatureSet, p.FeatureSet)
+	}
+	if c.Features == features.ConfigPlan {
+		return c, fmt.Errorf("configuration features %s are tpucost's own; the data has feature set %s, whose config features are read as they are", c.Features, p.FeatureSet)
+	}
+	node, kernel, config := p.Widths()
+	c.FeatureSet, c.Features = p.FeatureSet, ""
+	c.NodeWidth, c.KernelWidth, c.ConfigWidth = node, kernel, config
+	c.Vocab = len(p.FeatureSchema.Vocab)
+	if c.Vocab == 0 {
+		c.Vocab = ForeignVocab
+	}
+	c.NodeConfigWidth = 0
+	if p.PerNodeConfigs {
+		c.NodeConfigWidth, c.ConfigWidth = config, 0
+	}
+	return c, nil
 }
 
 // ParseReductions parses a comma-separated list such as "mean,max".
@@ -260,8 +346,11 @@ func (c Config) Validate() error {
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))
 	}
-	if c.Vocab <= 0 || c.NodeWidth <= 0 || c.KernelWidth <= 0 || c.ConfigWidth <= 0 {
-		errs = append(errs, fmt.Errorf("input widths must be positive (vocab %d, node %d, kernel %d, config %d)", c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth))
+	if c.Vocab <= 0 || c.NodeWidth <= 0 || c.KernelWidth < 0 || c.ConfigWidth < 0 {
+		errs = append(errs, fmt.Errorf("input widths must be positive (vocab %d, node %d; kernel %d and config %d may be 0)", c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth))
+	}
+	if c.ConfigWidth == 0 && !c.PerNode() {
+		errs = append(errs, errors.New("the model reads no configuration features (config width 0 without per-node configurations): it could not tell configurations apart"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("model config: %w", err)
@@ -269,10 +358,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// matchesSchema checks that c's input widths are those of the current feature schema.
+// matchesSchema checks that c's input widths are those of the current feature schema (a
+// model of another FeatureSet has the widths of its data's schema, which the checkpoint
+// records and OpenData and evaluation compare with the data's).
 func (c Config) matchesSchema() error {
+	if c.FeatureSet != "" {
+		return nil
+	}
 	s := features.CurrentSchema()
-	set := c.FeatureSet()
+	set := c.ConfigSet()
 	if set.Width() == 0 {
 		return fmt.Errorf("model reads unknown configuration feature set %q (want paper or plan)", set)
 	}

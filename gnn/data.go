@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -87,15 +87,10 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 			}
 			return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
 		}
-		if p.FeatureSchema.Version != features.SchemaVersion {
-			return nil, nil, Meta{}, fmt.Errorf("%w: dataset %s has feature schema version %d, this tpucost computes version %d: regenerate it",
-				ErrFeatureSchema, dir, p.FeatureSchema.Version, features.SchemaVersion)
-		}
 		if first == nil {
 			first = &p
-		} else if p.Chip != first.Chip || p.VMEMBytes != first.VMEMBytes || p.SimulatorVersion != first.SimulatorVersion {
-			return nil, nil, Meta{}, fmt.Errorf("dataset %s was simulated on %s/%s, the first on %s/%s: train on data of one chip and simulator",
-				dir, p.Chip, p.SimulatorVersion, first.Chip, first.SimulatorVersion)
+		} else if err := sameInputs(dir, p, *first); err != nil {
+			return nil, nil, Meta{}, err
 		}
 		split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
 		if err != nil {
@@ -115,6 +110,35 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 		return trains[0], vals[0], meta, nil
 	}
 	return trains, vals, meta, nil
+}
+
+// sameInputs refuses a dataset (dir, provenance p) that cannot train one model with the
+// first dataset's (first): other features, or another chip or simulator.
+func sameInputs(dir string, p, first dataset.Provenance) error {
+	switch {
+	case p.FeatureSet != first.FeatureSet || p.PerNodeConfigs != first.PerNodeConfigs || p.FeatureSchema.Version != first.FeatureSchema.Version ||
+		(p.FeatureSet != "" && !reflect.DeepEqual(p.FeatureSchema, first.FeatureSchema)):
+		return fmt.Errorf("%w: dataset %s has feature set %q (schema version %d, per-node configs %v), the first %q (%d, %v): train on data of one feature schema",
+			ErrFeatureSchema, dir, p.FeatureSet, p.FeatureSchema.Version, p.PerNodeConfigs, first.FeatureSet, first.FeatureSchema.Version, first.PerNodeConfigs)
+	case p.Chip != first.Chip || p.VMEMBytes != first.VMEMBytes || p.SimulatorVersion != first.SimulatorVersion:
+		return fmt.Errorf("dataset %s was simulated on %s/%s, the first on %s/%s: train on data of one chip and simulator",
+			dir, p.Chip, p.SimulatorVersion, first.Chip, first.SimulatorVersion)
+	}
+	return nil
+}
+
+// DataProvenance returns the provenance of the first dataset of a comma-separated list of
+// directories (OpenData checks that the others agree on their features and target).
+func DataProvenance(dirs string) (dataset.Provenance, error) {
+	list := dataDirs(dirs)
+	if len(list) == 0 {
+		return dataset.Provenance{}, fmt.Errorf("no dataset directory given")
+	}
+	d, err := dataset.Open(list[0])
+	if err != nil {
+		return dataset.Provenance{}, err
+	}
+	return d.Provenance, nil
 }
 
 // ConcatSource streams its sources one after another.
@@ -191,9 +215,39 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 			heads = c.Config.Tasks
 		}
 	}
+	if opts.OutDir != "" {
+		out, _ := filepath.Abs(opts.OutDir)
+		for _, dir := range dataDirs(data.Dir) {
+			if d, _ := filepath.Abs(dir); d == out {
+				return nil, fmt.Errorf("train: the output directory %s is the dataset directory %s: write the model elsewhere", opts.OutDir, dir)
+			}
+		}
+	}
 	train, val, meta, err := OpenData(data, opts.Task, heads...)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
+	}
+	prov, err := DataProvenance(data.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if opts.Resume && reflect.DeepEqual(opts.Model, Config{}) {
+		if c, err := ReadCheckpoint(opts.OutDir); err == nil {
+			if err := c.CheckData(strings.Split(data.Dir, ",")[0], prov); err != nil {
+				return nil, fmt.Errorf("train: resuming %s: %w", opts.OutDir, err)
+			}
+		}
+	} else {
+		model := opts.Model
+		if reflect.DeepEqual(model, Config{}) {
+			model = DefaultConfig()
+		}
+		if opts.Model, err = model.ForData(prov); err != nil {
+			return nil, fmt.Errorf("train: dataset %s: %w", strings.Split(data.Dir, ",")[0], err)
+		}
+	}
+	if prov.FeatureSet != "" {
+		opts.Schema = prov.FeatureSchema
 	}
 	if opts.Meta == (Meta{}) {
 		opts.Meta = meta

@@ -110,89 +110,98 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 						}
 					}
 				}
-				// A padded batch: the check covers padding too.
-				b, err := newBatch(m.Config, itemsOf(t, m, rows), true, 4, loss, m.Target, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n, err := newNet(m.Config, loss, m.Params, b.shape, true, tensor.Float64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer n.close()
-				_, l0, err := n.run(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				// The graph's loss is the host formula's (up to the float32 rounding of the
-				// batch's targets and weights: hostTol).
-				pn, err := newNet(m.Config, loss, m.Params, b.shape, false, tensor.Float64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, _, err := pn.run(b)
-				pn.close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if host := b.lossOf(out); math.Abs(host-l0) > hostTol*math.Max(1, math.Abs(l0)) {
-					t.Fatalf("graph loss %.15g, host loss %.15g", l0, host)
-				}
-				analytic := make([][]float64, len(n.params))
-				for i, p := range n.params {
-					gv, err := p.Grad()
-					if err != nil {
-						t.Fatal(err)
-					}
-					analytic[i] = append([]float64(nil), gv.Data().([]float64)...)
-				}
-				used := slices.Compact(slices.Sorted(slices.Values(b.opcodes)))
-				rng := rand.New(rand.NewPCG(3, 4))
-				checked, nonzero := 0, 0
-				for i, p := range n.params {
-					data := p.Value().Data().([]float64)
-					var entries []int
-					if m.Params[i].Name == "embed" {
-						for _, op := range used {
-							for e := 0; e < m.Config.EmbedDim; e++ {
-								entries = append(entries, op*m.Config.EmbedDim+e)
-							}
-						}
-						entries = entries[:min(len(entries), 12)]
-					} else {
-						for range min(12, len(data)) {
-							entries = append(entries, rng.IntN(len(data)))
-						}
-					}
-					for _, j := range entries {
-						orig := data[j]
-						data[j] = orig + fdStep
-						_, lp, err := n.run(b)
-						if err != nil {
-							t.Fatal(err)
-						}
-						data[j] = orig - fdStep
-						_, lm, err := n.run(b)
-						if err != nil {
-							t.Fatal(err)
-						}
-						data[j] = orig
-						fd := (lp - lm) / (2 * fdStep)
-						a := analytic[i][j]
-						if math.Abs(a-fd) > fdAbsTol+fdRelTol*math.Max(math.Abs(a), math.Abs(fd)) {
-							t.Errorf("%s[%d]: analytic %.10g, finite difference %.10g", m.Params[i].Name, j, a, fd)
-						}
-						checked++
-						if a != 0 {
-							nonzero++
-						}
-					}
-				}
-				if nonzero < checked/2 {
-					t.Errorf("only %d of %d checked gradients are nonzero: the check is weak", nonzero, checked)
-				}
-				t.Logf("loss %.6g: %d gradient entries checked, %d nonzero", l0, checked, nonzero)
+				checkGradients(t, m, itemsOf(t, m, rows), loss)
 			})
 		}
 	}
+}
+
+// checkGradients compares the gradients of the training graph of a padded batch of items
+// with central finite differences (in float64), for up to 12 entries of every parameter
+// (the embedding rows of the opcodes the batch uses), and checks that the graph's loss
+// is the host formula's.
+func checkGradients(t *testing.T, m *Model, items []item, loss Loss) {
+	t.Helper()
+	// A padded batch: the check covers padding too.
+	b, err := newBatch(m.Config, items, true, 4, loss, m.Target, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := newNet(m.Config, loss, m.Params, b.shape, true, tensor.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.close()
+	_, l0, err := n.run(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The graph's loss is the host formula's (up to the float32 rounding of the
+	// batch's targets and weights: hostTol).
+	pn, err := newNet(m.Config, loss, m.Params, b.shape, false, tensor.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := pn.run(b)
+	pn.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host := b.lossOf(out); math.Abs(host-l0) > hostTol*math.Max(1, math.Abs(l0)) {
+		t.Fatalf("graph loss %.15g, host loss %.15g", l0, host)
+	}
+	analytic := make([][]float64, len(n.params))
+	for i, p := range n.params {
+		gv, err := p.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		analytic[i] = append([]float64(nil), gv.Data().([]float64)...)
+	}
+	used := slices.Compact(slices.Sorted(slices.Values(b.opcodes)))
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked, nonzero := 0, 0
+	for i, p := range n.params {
+		data := p.Value().Data().([]float64)
+		var entries []int
+		if m.Params[i].Name == "embed" {
+			for _, op := range used {
+				for e := 0; e < m.Config.EmbedDim; e++ {
+					entries = append(entries, op*m.Config.EmbedDim+e)
+				}
+			}
+			entries = entries[:min(len(entries), 12)]
+		} else {
+			for range min(12, len(data)) {
+				entries = append(entries, rng.IntN(len(data)))
+			}
+		}
+		for _, j := range entries {
+			orig := data[j]
+			data[j] = orig + fdStep
+			_, lp, err := n.run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[j] = orig - fdStep
+			_, lm, err := n.run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[j] = orig
+			fd := (lp - lm) / (2 * fdStep)
+			a := analytic[i][j]
+			if math.Abs(a-fd) > fdAbsTol+fdRelTol*math.Max(math.Abs(a), math.Abs(fd)) {
+				t.Errorf("%s[%d]: analytic %.10g, finite difference %.10g", m.Params[i].Name, j, a, fd)
+			}
+			checked++
+			if a != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero < checked/2 {
+		t.Errorf("only %d of %d checked gradients are nonzero: the check is weak", nonzero, checked)
+	}
+	t.Logf("loss %.6g: %d gradient entries checked, %d nonzero", l0, checked, nonzero)
 }

@@ -103,8 +103,12 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	n.inIdx = ints("in_idx", s.N*s.Din)
 	n.outIdx = ints("out_idx", s.N*s.Dout)
 	n.poolIdx = ints("pool_idx", s.B*s.M)
-	n.kf = floats("kf", s.B, cfg.KernelWidth)
-	n.cf = floats("cf", s.S, cfg.ConfigWidth)
+	if cfg.KernelWidth > 0 {
+		n.kf = floats("kf", s.B, cfg.KernelWidth)
+	}
+	if cfg.ConfigWidth > 0 {
+		n.cf = floats("cf", s.S, cfg.ConfigWidth)
+	}
 	n.sk = ints("sample_kernel", s.S)
 
 	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
@@ -136,16 +140,26 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
-	zk := hmul(n.kf, "head0.w_kernel")
+	var zk *G.Node
+	if cfg.KernelWidth > 0 {
+		zk = hmul(n.kf, "head0.w_kernel")
+	}
 	for _, r := range cfg.Reduce {
 		pooled := func() *G.Node { return gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		zk = add(zk, hmul(pooled(), "head0.w_"+string(r)))
+		if zr := hmul(pooled(), "head0.w_"+string(r)); zk == nil {
+			zk = zr
+		} else {
+			zk = add(zk, zr)
+		}
 	}
-	zc := hmul(n.cf, "head0.w_config") // [S, h0]
-	z := reluNode(hbias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
+	z0 := gather(zk, n.sk, ReduceSum, 1) // [S, h0]
+	if cfg.ConfigWidth > 0 {
+		z0 = add(z0, hmul(n.cf, "head0.w_config"))
+	}
+	z := reluNode(hbias(z0, "head0.b"))
 	for i := 1; i < len(cfg.Head); i++ {
 		z = reluNode(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
 	}
@@ -215,9 +229,13 @@ func (n *net) bind(b *batch) error {
 		{n.inIdx, intTensor(b.inIdx)},
 		{n.outIdx, intTensor(b.outIdx)},
 		{n.poolIdx, intTensor(b.poolIdx)},
-		{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)},
-		{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)},
 		{n.sk, intTensor(b.sk)},
+	}
+	if n.kf != nil {
+		lets = append(lets, let{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)})
+	}
+	if n.cf != nil {
+		lets = append(lets, let{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)})
 	}
 	if n.ncf != nil {
 		if b.ncf == nil {

@@ -84,10 +84,15 @@ func (c Config) headSpecs(prefix string) []paramSpec {
 	for _, r := range c.Reduce {
 		specs = append(specs, paramSpec{name: "head0.w_" + string(r), shape: []int{H, h0}, fanIn: gk + gc, fanOut: h0, kind: initHe})
 	}
-	specs = append(specs,
-		paramSpec{name: "head0.w_kernel", shape: []int{c.KernelWidth, h0}, fanIn: gk + gc, fanOut: h0, kind: initHe},
-		paramSpec{name: "head0.w_config", shape: []int{gc, h0}, fanIn: gk + gc, fanOut: h0, kind: initHe},
-		paramSpec{name: "head0.b", shape: []int{h0}})
+	// Inputs of width 0 (a feature set without kernel features, or a per-node model
+	// without global config features) have no weight block.
+	if c.KernelWidth > 0 {
+		specs = append(specs, paramSpec{name: "head0.w_kernel", shape: []int{c.KernelWidth, h0}, fanIn: gk + gc, fanOut: h0, kind: initHe})
+	}
+	if gc > 0 {
+		specs = append(specs, paramSpec{name: "head0.w_config", shape: []int{gc, h0}, fanIn: gk + gc, fanOut: h0, kind: initHe})
+	}
+	specs = append(specs, paramSpec{name: "head0.b", shape: []int{h0}})
 	for i := 1; i < len(c.Head); i++ {
 		specs = append(specs,
 			paramSpec{name: fmt.Sprintf("head%d.w", i), shape: []int{c.Head[i-1], c.Head[i]}, fanIn: c.Head[i-1], fanOut: c.Head[i], kind: initHe},

@@ -46,7 +46,7 @@ func perNodeItems(tb testing.TB, m *Model, rows []dataset.Row, nconf int, rng *r
 			nc.Feats = append(nc.Feats, f)
 			r.RuntimesNs[c] = 1000*t + float64(c)
 		}
-		k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree, m.Config.ConfigWidth)
+		k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config, m.Config.storedConfigWidth())
 		if err != nil {
 			tb.Fatal(err)
 		}

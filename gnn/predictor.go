@@ -38,6 +38,9 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
+	if set := m.Config.FeatureSet; set != "" {
+		return nil, fmt.Errorf("the model reads feature set %s (it was trained on imported data): it scores rows of that set (tpucost eval, tpucost predict --data), not kernels tpucost compiles", set)
+	}
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,6 +48,19 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 		opts.BatchKernels = 64
 	}
 	return &Predictor{m: m, target: t, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+}
+
+// NewRowPredictor returns a predictor of dataset rows (PredictRows, PredictSource), which
+// carry their features; it has no target, so it cannot score compiled kernels (Score).
+// Models of another feature set than tpucost's (Config.FeatureSet) score rows only.
+func NewRowPredictor(m *Model, opts PredictorOptions) (*Predictor, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if opts.BatchKernels <= 0 {
+		opts.BatchKernels = 64
+	}
+	return &Predictor{m: m, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
 }
 
 // LoadPredictor loads the model of the checkpoint in dir (see Load) for target t.
@@ -92,6 +108,9 @@ func (p *Predictor) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []c
 // Score is ScoreKernel for many kernels at once: their graphs and configurations share
 // batches, which is much faster than one call per kernel.
 func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
+	if p.target == (cost.Target{}) {
+		return nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
+	}
 	out := make([][]float64, len(reqs))
 	var ks []*kernel
 	var valid [][]int // per prepared kernel, the request's indices it scores
@@ -125,7 +144,7 @@ func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
 			continue
 		}
 		g := features.OfKernel(r.Kernel, p.target)
-		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config.MaxDegree, p.m.Config.ConfigWidth)
+		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config, features.ConfigWidth)
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
 		}
@@ -224,7 +243,7 @@ func (p *Predictor) PredictSource(src RowSource, fn func(r *dataset.Row, pred []
 		return nil
 	}
 	err := src.Rows(func(r *dataset.Row) error {
-		rows = append(rows, cloneRow(r))
+		rows = append(rows, r.Clone())
 		if len(rows) == 4*p.batchKernels {
 			return flush()
 		}
@@ -234,24 +253,4 @@ func (p *Predictor) PredictSource(src RowSource, fn func(r *dataset.Row, pred []
 		err = flush()
 	}
 	return err
-}
-
-// cloneRow deep-copies what the model reads of a row.
-func cloneRow(r *dataset.Row) dataset.Row {
-	c := *r
-	c.Graph = features.Graph{
-		Opcodes:     append([]int32(nil), r.Graph.Opcodes...),
-		NodeFeats:   append([]float32(nil), r.Graph.NodeFeats...),
-		EdgeSrc:     append([]int32(nil), r.Graph.EdgeSrc...),
-		EdgeDst:     append([]int32(nil), r.Graph.EdgeDst...),
-		KernelFeats: append([]float32(nil), r.Graph.KernelFeats...),
-	}
-	c.Configs = append([]string(nil), r.Configs...)
-	c.ConfigFeats = make([][]float32, len(r.ConfigFeats))
-	for i, f := range r.ConfigFeats {
-		c.ConfigFeats[i] = append([]float32(nil), f...)
-	}
-	c.RuntimesNs = append([]float64(nil), r.RuntimesNs...)
-	c.AnalyticalNs = append([]float64(nil), r.AnalyticalNs...)
-	return c
 }

@@ -69,20 +69,37 @@ type TrainOptions struct {
 	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
 	// OutDir. TrainDataset fills them.
 	Datasets []DatasetRef
+	// Schema is the feature schema of the rows when Model.FeatureSet names another set
+	// than tpucost's (TrainDataset fills it from the data's provenance); it is recorded
+	// in the checkpoint and gives the normalization statistics their version. Ignored for
+	// tpucost's own features (features.CurrentSchema).
+	Schema features.Schema
+}
+
+// schema is the feature schema the trained model reads.
+func (o *TrainOptions) schema() features.Schema {
+	if o.Model.FeatureSet == "" {
+		return features.CurrentSchema()
+	}
+	return o.Schema
 }
 
 func (o *TrainOptions) defaults() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("unknown task %q", o.Task)
 	}
-	if o.Loss == "" {
-		o.Loss = LossMSE
-		if o.Task.Relative() {
-			o.Loss = LossRankHinge
-		}
-	}
 	if reflect.DeepEqual(o.Model, Config{}) {
 		o.Model = DefaultConfig()
+	}
+	if o.Loss == "" {
+		switch {
+		case o.Model.PerNode():
+			o.Loss = LossListMLE // the TpuGraphs layout baseline's
+		case o.Task.Relative():
+			o.Loss = LossRankHinge // the paper's
+		default:
+			o.Loss = LossMSE
+		}
 	}
 	if o.Epochs == 0 {
 		o.Epochs = 20
@@ -161,7 +178,10 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 		}
 	} else {
 		t.progressf("fitting normalization on the training rows")
-		norm, target, err := FitStats(train)
+		if opts.Model.FeatureSet != "" && opts.Schema.Version == 0 {
+			return nil, fmt.Errorf("train: a model of feature set %s needs its data's feature schema (TrainOptions.Schema)", opts.Model.FeatureSet)
+		}
+		norm, target, err := FitStatsFor(train, opts.schema().Version, opts.Model.dataWidths())
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
@@ -324,6 +344,10 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if t.opts.OutDir != "" && len(t.history) > 0 {
+				return fmt.Errorf("train: interrupted in epoch %d (%w): %s holds the checkpoint of epoch %d; run the same command with --resume to continue",
+					e, ctx.Err(), t.opts.OutDir, len(t.history))
+			}
 			return fmt.Errorf("train: interrupted in epoch %d: %w", e, ctx.Err())
 		}
 		return fmt.Errorf("train: epoch %d: %w", e, err)
@@ -354,7 +378,7 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	t.history = append(t.history, ep)
 	if ep.Val != nil {
 		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, ep.Val.Loss, MetricFor(t.m.Task), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
 	} else {
 		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
 			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
@@ -534,8 +558,8 @@ func (t *trainer) checkpoint() *Checkpoint {
 	return &Checkpoint{
 		TrainedOn: on,
 		Task:      t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
-		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
-		Normalization: t.m.Norm, Target: t.m.Target, Metric: MetricFor(t.m.Task),
+		FeatureSchemaVersion: t.opts.schema().Version, FeatureSchema: t.opts.schema(),
+		Normalization: t.m.Norm, Target: t.m.Target, Metric: t.m.Metric(),
 		Settings: t.opts.settings(), Meta: t.opts.Meta,
 		Epochs: len(t.history), BestEpoch: t.bestEpoch, Stopped: t.stopped, History: slices.Clone(t.history),
 	}
@@ -607,6 +631,9 @@ func (t *trainer) resume(given TrainOptions) error {
 	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
 	t.opts.Model = c.Config
+	if c.Config.FeatureSet != "" {
+		t.opts.Schema = c.FeatureSchema
+	}
 	if t.opts.Meta == (Meta{}) {
 		t.opts.Meta = c.Meta
 	}

@@ -275,7 +275,7 @@ func TestPaperModelReadsNoPlanFeature(t *testing.T) {
 	}
 	legacy := tinyConfig()
 	legacy.Features, legacy.ConfigWidth = "", features.ConfigWidth
-	if legacy.FeatureSet() != features.ConfigPlan || legacy.matchesSchema() != nil {
+	if legacy.ConfigSet() != features.ConfigPlan || legacy.matchesSchema() != nil {
 		t.Errorf("a checkpoint without a feature set must read the plan set: %v", legacy.matchesSchema())
 	}
 	bad := tinyConfig()
