@@ -60,15 +60,6 @@ func isFree(in *hlo.Instruction) bool {
 	return isFreeCustomCall(in)
 }
 
-// isExpensive marks ops XLA will not duplicate into several consumers.
-func isExpensive(in *hlo.Instruction) bool {
-	switch in.Opcode {
-	case hlo.OpDivide, hlo.OpRemainder, hlo.OpPower:
-		return true
-	}
-	return in.Opcode.Category() == hlo.CatTranscendental || isHero(in)
-}
-
 // cheapToDuplicate ops are recomputed in every consumer rather than materialized: they
 // read at most as much as they write and pull in no expensive work.
 func cheapToDuplicate(in *hlo.Instruction) bool {
