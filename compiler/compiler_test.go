@@ -43,6 +43,9 @@ func mlpBlock(t *testing.T, name string, batch, d, h int) *hlo.Module {
 
 func TestPassList(t *testing.T) {
 	ps := Passes()
+	if err := CheckPasses(ps); err != nil {
+		t.Error(err)
+	}
 	names := map[string]bool{}
 	kinds := map[Kind]int{}
 	for _, p := range ps {
