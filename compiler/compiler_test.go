@@ -43,6 +43,9 @@ func mlpBlock(t *testing.T, name string, batch, d, h int) *hlo.Module {
 
 func TestPassList(t *testing.T) {
 	ps := Passes()
+	if err := CheckPasses(ps); err != nil {
+		t.Error(err)
+	}
 	names := map[string]bool{}
 	kinds := map[Kind]int{}
 	for _, p := range ps {
@@ -309,7 +312,7 @@ func TestCandidateRepair(t *testing.T) {
 		t.Fatal("no fused edge out of dot.0")
 	}
 	cfg.Fusion[edge] = false
-	store := NewMemStore()
+	store := tileStore{}
 	p, err := Compile(m, cfg, Options{Target: testTarget, Check: true, Store: store})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +338,7 @@ func TestCandidateRepair(t *testing.T) {
 	// Now the store knows a tile for each new kernel: repair takes it.
 	for _, tc := range p.Space.Tile {
 		if _, ok := cfg.Tile[tc.Key]; !ok {
-			store.Record(KindTile, tc.Key, tc.Options[len(tc.Options)-1], 1)
+			store[tc.Key] = tc.Options[len(tc.Options)-1]
 		}
 	}
 	p2, err := Compile(m, cfg, Options{Target: testTarget, Store: store})
@@ -347,6 +350,17 @@ func TestCandidateRepair(t *testing.T) {
 			t.Errorf("kernel %s: store tile not used", tc.Key)
 		}
 	}
+}
+
+// tileStore is a Store that knows tiles only, by kernel key.
+type tileStore map[string]cost.Tile
+
+func (tileStore) Layout(string) ([]int, bool)     { return nil, false }
+func (tileStore) Fusion(string) (bool, bool)      { return false, false }
+func (tileStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
+func (s tileStore) Tile(key string) (cost.Tile, bool) {
+	t, ok := s[key]
+	return t, ok
 }
 
 func TestKernelKeysAreStructural(t *testing.T) {

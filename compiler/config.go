@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/atomicfile"
@@ -170,76 +169,6 @@ type Store interface {
 	Fusion(key string) (bool, bool)
 	Tile(key string) (cost.Tile, bool)
 	Flags(key string) (cost.Flags, bool)
-}
-
-// MemStore is an in-memory Store that keeps, per kind and key, the choice with the lowest
-// recorded time.
-type MemStore struct {
-	mu      sync.RWMutex
-	entries map[Kind]map[string]memEntry
-}
-
-type memEntry struct {
-	value any
-	ns    float64
-}
-
-// NewMemStore returns an empty store.
-func NewMemStore() *MemStore {
-	return &MemStore{entries: map[Kind]map[string]memEntry{}}
-}
-
-// Record keeps value for (kind, key) if ns is lower than the time recorded so far.
-func (s *MemStore) Record(kind Kind, key string, value any, ns float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.entries[kind]
-	if m == nil {
-		m = map[string]memEntry{}
-		s.entries[kind] = m
-	}
-	if old, ok := m[key]; ok && old.ns <= ns {
-		return
-	}
-	m[key] = memEntry{value: value, ns: ns}
-}
-
-func (s *MemStore) get(kind Kind, key string) (any, bool) {
-	if s == nil {
-		return nil, false
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	e, ok := s.entries[kind][key]
-	return e.value, ok
-}
-
-// Layout implements Store.
-func (s *MemStore) Layout(key string) ([]int, bool) {
-	v, ok := s.get(KindLayout, key)
-	l, _ := v.([]int)
-	return l, ok && l != nil
-}
-
-// Fusion implements Store.
-func (s *MemStore) Fusion(key string) (bool, bool) {
-	v, ok := s.get(KindFusion, key)
-	b, isBool := v.(bool)
-	return b, ok && isBool
-}
-
-// Tile implements Store.
-func (s *MemStore) Tile(key string) (cost.Tile, bool) {
-	v, ok := s.get(KindTile, key)
-	t, _ := v.(cost.Tile)
-	return t, ok && t != nil
-}
-
-// Flags implements Store.
-func (s *MemStore) Flags(key string) (cost.Flags, bool) {
-	v, ok := s.get(KindFlags, key)
-	f, isFlags := v.(cost.Flags)
-	return f, ok && isFlags
 }
 
 // jsonKind describes a Go type as the JSON it decodes from ("an object whose values are

@@ -60,15 +60,6 @@ func isFree(in *hlo.Instruction) bool {
 	return isFreeCustomCall(in)
 }
 
-// isExpensive marks ops XLA will not duplicate into several consumers.
-func isExpensive(in *hlo.Instruction) bool {
-	switch in.Opcode {
-	case hlo.OpDivide, hlo.OpRemainder, hlo.OpPower:
-		return true
-	}
-	return in.Opcode.Category() == hlo.CatTranscendental || isHero(in)
-}
-
 // cheapToDuplicate ops are recomputed in every consumer rather than materialized: they
 // read at most as much as they write and pull in no expensive work.
 func cheapToDuplicate(in *hlo.Instruction) bool {
@@ -162,13 +153,15 @@ func fusionConfigurable(p *hlo.Instruction, nUsers int) bool {
 // does not fuse it. Bitcasts and scalar constants are always fused. The result replaces
 // every kernel by a fusion instruction calling a fused computation.
 //
-// Every flow computation is fused this way, the entry first.
-func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+// Every flow computation is fused this way, the entry first. The kernels it forms are the
+// kernel table, State.Kernels (ProductKernels).
+func runFusion(m *hlo.Module, s *State) (bool, error) {
 	var fused []*hlo.Computation
 	changed := false
 	flow := map[*hlo.Computation]bool{}
-	for _, c := range pc.flow {
-		fc, ch := fuseComputation(c, pc)
+	s.Kernels = nil
+	for _, c := range s.Flow {
+		fc, ch := fuseComputation(c, s)
 		fused = append(fused, fc...)
 		changed = changed || ch
 		flow[c] = true
@@ -189,13 +182,14 @@ func runFusion(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 	comps = append(comps, fused...)
 	comps = append(comps, flows...)
 	m.Computations = append(comps, m.Entry)
-	return m, changed, nil
+	return changed, nil
 }
 
-// fuseComputation fuses one flow computation (see runFusion) and returns the fused
-// computations it made and whether it changed e (any kernel formed or dead op dropped).
-func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, bool) {
-	firstEdge := len(pc.space.Fusion)
+// fuseComputation fuses one flow computation (see runFusion), adds its kernels to the
+// kernel table and returns the fused computations it made and whether it changed e (any
+// kernel formed or dead op dropped).
+func fuseComputation(e *hlo.Computation, s *State) ([]*hlo.Computation, bool) {
+	firstEdge := len(s.Space.Fusion)
 	users := e.Users()
 	nUsers := func(x *hlo.Instruction) int { return len(users[x.ID]) }
 	inEntry := func(x *hlo.Instruction) bool { return x.ID < len(e.Instructions) && e.Instructions[x.ID] == x }
@@ -263,20 +257,20 @@ func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, b
 				defDup := (n > 1 && !diamond[p.ID]) || len(contexts) > 1
 				fuse := false
 				if fusionConfigurable(p, n) {
-					name := pc.qualName(e, EdgeName(p, x))
+					name := s.qualName(e, EdgeName(p, x))
 					key := EdgeKey(p, x, j)
 					def := defaultFuse(p, x, g, defDup)
 					fuse = def
-					if v, ok := pc.cfg.Fusion[name]; ok {
-						pc.usedFusion[name] = true
+					if v, ok := s.Config.Fusion[name]; ok {
+						s.used[KindFusion][name] = true
 						fuse = v
-					} else if v, ok := pc.opts.Store.Fusion(key); ok {
+					} else if v, ok := s.Options.Store.Fusion(key); ok {
 						fuse = v
 					}
 					if !seenEdge[name] {
 						seenEdge[name] = true
-						pc.eff.Fusion[name] = fuse
-						pc.space.Fusion = append(pc.space.Fusion, FusionChoice{Name: name, Key: key, Default: def, Chosen: fuse})
+						s.Effective.Fusion[name] = fuse
+						s.Space.Fusion = append(s.Space.Fusion, FusionChoice{Name: name, Key: key, Default: def, Chosen: fuse})
 					}
 				}
 				if fuse && fusionLegal(p, x, g, dup) {
@@ -289,16 +283,18 @@ func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, b
 		}
 	}
 	// The space lists edges in program order (they were met from the root up).
-	slices.Reverse(pc.space.Fusion[firstEdge:])
+	slices.Reverse(s.Space.Fusion[firstEdge:])
 
 	// Build fused computations and the new entry.
 	var fused []*hlo.Computation
 	remap := map[*hlo.Instruction]*hlo.Instruction{}
+	sites := map[*hlo.Instruction]*KernelSite{}
 	var out []*hlo.Instruction
 	n := len(e.Instructions)
 	for i, x := range e.Instructions {
 		if g := own[i]; g != nil {
-			fi, fc := pc.buildFusion(g, e, remap)
+			fi, fc := s.buildFusion(g, e, remap)
+			sites[fi] = &KernelSite{Fusion: fi, Computation: e, Root: g.root.Name}
 			fused = append(fused, fc)
 			remap[x] = fi
 			out = append(out, fi)
@@ -319,6 +315,11 @@ func fuseComputation(e *hlo.Computation, pc *passContext) ([]*hlo.Computation, b
 	}
 	// Drop standalone bitcasts and constants nothing uses any more.
 	e.Instructions = liveInstructions(e)
+	for _, in := range e.Instructions {
+		if site := sites[in]; site != nil {
+			s.Kernels = append(s.Kernels, site)
+		}
+	}
 	// Wrapping even a single op in a fusion instruction changes the module.
 	return fused, len(fused) > 0 || len(e.Instructions) != n
 }
@@ -348,13 +349,13 @@ func liveInstructions(c *hlo.Computation) []*hlo.Instruction {
 
 // buildFusion makes the fused computation of g and the fusion instruction calling it.
 // Members are cloned in entry order; every operand outside g becomes a parameter.
-func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruction]*hlo.Instruction) (*hlo.Instruction, *hlo.Computation) {
+func (s *State) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruction]*hlo.Instruction) (*hlo.Instruction, *hlo.Computation) {
 	members := make([]*hlo.Instruction, 0, len(g.members))
 	for m := range g.members {
 		members = append(members, m)
 	}
 	sort.Slice(members, func(a, b int) bool { return members[a].ID < members[b].ID })
-	fc := &hlo.Computation{Name: pc.uniqueName("fused_" + g.root.Name), IsFusion: true}
+	fc := &hlo.Computation{Name: s.uniqueName("fused_" + g.root.Name), IsFusion: true}
 	clones := map[*hlo.Instruction]*hlo.Instruction{}
 	params := map[*hlo.Instruction]*hlo.Instruction{}
 	var operands []*hlo.Instruction
@@ -362,7 +363,7 @@ func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.
 		if p, ok := params[op]; ok {
 			return p
 		}
-		p := &hlo.Instruction{Name: pc.uniqueName(fmt.Sprintf("%s.param_%d", fc.Name, len(operands))),
+		p := &hlo.Instruction{Name: s.uniqueName(fmt.Sprintf("%s.param_%d", fc.Name, len(operands))),
 			Opcode: hlo.OpParameter, ParamNum: len(operands), Shape: op.Shape.Clone()}
 		params[op] = p
 		src := op
@@ -375,7 +376,7 @@ func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.
 	}
 	for _, mbr := range members {
 		c := mbr.CloneShallow()
-		c.Name = pc.uniqueName(mbr.Name + "." + fc.Name[len("fused_"):])
+		c.Name = s.uniqueName(mbr.Name + "." + fc.Name[len("fused_"):])
 		for j, op := range mbr.Operands {
 			if cl, ok := clones[op]; ok {
 				c.Operands[j] = cl
@@ -396,9 +397,8 @@ func (pc *passContext) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.
 			kind = "kOutput"
 		}
 	}
-	fi := &hlo.Instruction{Name: pc.uniqueName("fusion." + g.root.Name), Opcode: hlo.OpFusion,
+	fi := &hlo.Instruction{Name: s.uniqueName("fusion." + g.root.Name), Opcode: hlo.OpFusion,
 		Operands: operands, Calls: fc, FusionKind: kind, Shape: g.root.Shape.Clone()}
-	pc.rootOf[fi] = g.root.Name
 	return fi, fc
 }
 

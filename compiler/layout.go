@@ -230,9 +230,9 @@ func setDefaultLayouts(s *hlo.Shape) {
 //
 // Every flow computation (the entry, loop bodies and conditions, conditional branches) is
 // laid out this way, the entry first; other computations (reducers) take default layouts.
-func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+func runLayout(m *hlo.Module, s *State) (bool, error) {
 	flow := map[*hlo.Computation]bool{}
-	for _, c := range pc.flow {
+	for _, c := range s.Flow {
 		flow[c] = true
 	}
 	for _, c := range m.Computations {
@@ -244,18 +244,45 @@ func runLayout(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
 		}
 	}
 	changed := false
-	for _, c := range pc.flow {
-		ch, err := layoutComputation(c, pc)
+	for _, c := range s.Flow {
+		ch, err := layoutComputation(c, s)
 		if err != nil {
-			return nil, false, err
+			return false, err
 		}
 		changed = changed || ch
 	}
-	return m, changed, nil
+	return changed, nil
+}
+
+// chooseLayout picks a layout option index for node name: config, else store, else default.
+func (s *State) chooseLayout(name, key string, opts [][]int, def int) (int, error) {
+	choice := def
+	if want, ok := s.Config.Layout[name]; ok {
+		s.used[KindLayout][name] = true
+		idx := -1
+		for i, o := range opts {
+			if slices.Equal(o, want) {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want, opts)
+		}
+		choice = idx
+	} else if want, ok := s.Options.Store.Layout(key); ok {
+		for i, o := range opts {
+			if slices.Equal(o, want) {
+				choice = i
+			}
+		}
+	}
+	s.Effective.Layout[name] = slices.Clone(opts[choice])
+	s.Space.Layout = append(s.Space.Layout, LayoutChoice{Name: name, Key: key, Options: opts, Default: def, Chosen: choice})
+	return choice, nil
 }
 
 // layoutComputation lays out one flow computation (see runLayout).
-func layoutComputation(e *hlo.Computation, pc *passContext) (bool, error) {
+func layoutComputation(e *hlo.Computation, st *State) (bool, error) {
 	changed := false
 	agnostic := map[*hlo.Instruction]bool{}
 	for _, in := range e.Instructions {
@@ -271,9 +298,9 @@ func layoutComputation(e *hlo.Computation, pc *passContext) (bool, error) {
 			*s = in.Operands[0].Shape.Tuple[in.Index].Clone()
 		case LayoutConfigurable(in):
 			opts := LayoutOptions(*s)
-			def := defaultLayout(in, opts, pc.opts.Target)
+			def := defaultLayout(in, opts, st.Options.Target)
 			key := NodeKey(in)
-			choice, err := pc.chooseLayout(pc.qualName(e, in.Name), key, opts, def)
+			choice, err := st.chooseLayout(st.qualName(e, in.Name), key, opts, def)
 			if err != nil {
 				return false, err
 			}
@@ -343,7 +370,7 @@ func layoutComputation(e *hlo.Computation, pc *passContext) (bool, error) {
 		ck := op.Name + fmt.Sprint(mtm)
 		cp, ok := copies[ck]
 		if !ok {
-			cp = &hlo.Instruction{Name: pc.uniqueName(op.Name + ".copy"), Opcode: hlo.OpCopy,
+			cp = &hlo.Instruction{Name: st.uniqueName(op.Name + ".copy"), Opcode: hlo.OpCopy,
 				Operands: []*hlo.Instruction{op}, Shape: op.Shape.WithLayout(&hlo.Layout{MinorToMajor: slices.Clone(mtm)})}
 			copies[ck] = cp
 			out = append(out, cp)

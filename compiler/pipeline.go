@@ -1,11 +1,3 @@
-// Package compiler is tpucost's multi-pass XLA-like compiler: the target-independent
-// simplification passes of package opt, then layout assignment, fusion, tiling and
-// code-generation flags, each a pass with a per-node configuration, an
-// enumerable space of valid options and an XLA-like default. Compiling a module with a
-// config gives a Program: kernels (fused computations with a tile and flags) that the
-// simulator times. Candidate repair fills the choices a config lacks from the global
-// config store, else the defaults, so that any partial config compiles to a well-formed
-// program.
 package compiler
 
 import (
@@ -18,36 +10,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/opt"
 )
-
-// Pass is one step of the pipeline: it rewrites the module under the config, reporting
-// whether it changed anything.
-type Pass struct {
-	Name string
-	Kind Kind // the kind of config the pass reads
-	Run  func(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error)
-}
-
-// Passes returns the pipeline, in order. The list is data: names are unique and each
-// config kind has exactly one pass (checked by TestPassList).
-func Passes() []Pass {
-	return []Pass{
-		{Name: "layout-assignment", Kind: KindLayout, Run: runLayout},
-		{Name: "fusion", Kind: KindFusion, Run: runFusion},
-		{Name: "tiling", Kind: KindTile, Run: runTiling},
-		{Name: "flags", Kind: KindFlags, Run: runFlags},
-	}
-}
-
-// PassNames lists the pass names in order.
-func PassNames() []string {
-	var n []string
-	for _, p := range Passes() {
-		n = append(n, p.Name)
-	}
-	return n
-}
 
 // Options control a compilation.
 type Options struct {
@@ -160,86 +123,6 @@ type Space struct {
 	Flags  []FlagsChoice
 }
 
-// passContext carries the config, the store and the choices made so far through the
-// passes.
-type passContext struct {
-	opts  Options
-	cfg   *Config
-	eff   *Config
-	space *Space
-	names map[string]bool
-	// used config entries, for strict checking
-	usedLayout, usedFusion, usedTile, usedFlags map[string]bool
-	// kernel analysis cache by key
-	kernels   map[string]*kernelCache
-	fusionKey map[*hlo.Instruction]string
-	tileIdx   map[string]int
-	flagsIdx  map[string]int
-	rootOf    map[*hlo.Instruction]string
-	// flow lists the computations run as control flow, the entry first (flowComputations).
-	flow  []*hlo.Computation
-	trips map[*hlo.Instruction]tripInfo
-}
-
-// tripInfo is a while loop's trip count as derived before the passes rewrote its body.
-type tripInfo struct {
-	n     int64
-	src   string
-	known bool
-}
-
-// qualName is the config name of instruction name in flow computation c: the name itself
-// in the entry, "computation/name" elsewhere (names are scoped per computation).
-func (pc *passContext) qualName(c *hlo.Computation, name string) string {
-	if len(pc.flow) == 0 || c == pc.flow[0] {
-		return name
-	}
-	return c.Name + "/" + name
-}
-
-type kernelCache struct {
-	info    *cost.KernelInfo
-	tiles   []cost.Tile
-	defTile int
-	err     error
-}
-
-func (pc *passContext) uniqueName(base string) string {
-	name := base
-	for i := 1; pc.names[name]; i++ {
-		name = fmt.Sprintf("%s.%d", base, i)
-	}
-	pc.names[name] = true
-	return name
-}
-
-// chooseLayout picks a layout option index for node name: config, else store, else default.
-func (pc *passContext) chooseLayout(name, key string, opts [][]int, def int) (int, error) {
-	choice := def
-	if want, ok := pc.cfg.Layout[name]; ok {
-		pc.usedLayout[name] = true
-		idx := -1
-		for i, o := range opts {
-			if slices.Equal(o, want) {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want, opts)
-		}
-		choice = idx
-	} else if want, ok := pc.opts.Store.Layout(key); ok {
-		for i, o := range opts {
-			if slices.Equal(o, want) {
-				choice = i
-			}
-		}
-	}
-	pc.eff.Layout[name] = slices.Clone(opts[choice])
-	pc.space.Layout = append(pc.space.Layout, LayoutChoice{Name: name, Key: key, Options: opts, Default: def, Chosen: choice})
-	return choice, nil
-}
-
 // nilStore makes a nil Store usable.
 type nilStore struct{}
 
@@ -253,6 +136,16 @@ func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
 // opts.Simplify selects (memoized in opts.Kernels, see KernelCache), then the passes of
 // Passes. The input module is not modified.
 func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
+	return compile(m, cfg, opts, nil)
+}
+
+// compile is Compile with the pass list passes (nil: Passes), checked by CheckPasses.
+func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program, error) {
+	if passes == nil {
+		passes = Passes() // checked at init
+	} else if err := CheckPasses(passes); err != nil {
+		return nil, err
+	}
 	if err := opts.Target.Validate(); err != nil {
 		return nil, err
 	}
@@ -262,69 +155,37 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	if cfg == nil {
 		cfg = NewConfig()
 	}
-	if opts.DumpAfter != "" && !slices.Contains(PassNames(), opts.DumpAfter) {
-		return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, PassNames())
-	}
-	pc := &passContext{
-		opts: opts, cfg: cfg, eff: NewConfig(), space: &Space{},
-		names:      map[string]bool{},
-		usedLayout: map[string]bool{}, usedFusion: map[string]bool{}, usedTile: map[string]bool{}, usedFlags: map[string]bool{},
-		kernels: map[string]*kernelCache{}, fusionKey: map[*hlo.Instruction]string{},
-		tileIdx: map[string]int{}, flagsIdx: map[string]int{}, rootOf: map[*hlo.Instruction]string{},
+	if names := passNames(passes); opts.DumpAfter != "" && !slices.Contains(names, opts.DumpAfter) {
+		return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, names)
 	}
 	prep := prepare(m, opts)
 	if prep.err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, prep.err)
 	}
 	mod := prep.mod.Clone()
-	flow, err := flowComputations(mod)
+	s, err := newState(mod, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
-	pc.flow = flow
-	pc.trips = map[*hlo.Instruction]tripInfo{}
-	for _, c := range flow {
-		for _, in := range c.Instructions {
-			if in.Opcode == hlo.OpWhile {
-				n, src, ok := TripCount(in)
-				if !ok {
-					n, src = DefaultTripCount, "default"
-				}
-				pc.trips[in] = tripInfo{n: n, src: src, known: ok}
-			}
-		}
-	}
 	log := append([]PassRun(nil), prep.log...)
-	for _, c := range mod.Computations {
-		for _, in := range c.Instructions {
-			pc.names[in.Name] = true
-		}
-	}
-	for _, p := range Passes() {
-		var err error
-		var changed bool
-		mod, changed, err = p.Run(mod, pc)
+	for _, p := range passes {
+		run, err := runPass(p.Name, func() (bool, error) { return p.Run(mod, s) }, mod, opts.Check, 0)
 		if err != nil {
-			return nil, fmt.Errorf("%s: pass %s: %w", m.Name, p.Name, err)
-		}
-		if opts.Check {
-			if err := hlo.Verify(mod); err != nil {
-				return nil, fmt.Errorf("%s: after pass %s: %w", m.Name, p.Name, err)
-			}
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 		if opts.DumpAfter == p.Name && opts.Dump != nil {
 			if _, err := io.WriteString(opts.Dump, mod.String()); err != nil {
 				return nil, fmt.Errorf("dumping after %s: %w", p.Name, err)
 			}
 		}
-		log = append(log, PassRun{Name: p.Name, Changed: changed, OpCount: opt.OpCount(mod)})
+		log = append(log, run)
 	}
 	if opts.Strict {
-		if err := pc.checkUnused(); err != nil {
+		if err := s.checkUnused(); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
-	prog, err := pc.program(m.Name, mod)
+	prog, err := s.program(m.Name, mod)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +194,7 @@ func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 }
 
 // checkUnused reports config entries that named no node of the program.
-func (pc *passContext) checkUnused() error {
+func (s *State) checkUnused() error {
 	var errs []error
 	report := func(kind Kind, keys []string, used map[string]bool) {
 		sort.Strings(keys)
@@ -343,10 +204,10 @@ func (pc *passContext) checkUnused() error {
 			}
 		}
 	}
-	report(KindLayout, mapKeys(pc.cfg.Layout), pc.usedLayout)
-	report(KindFusion, mapKeys(pc.cfg.Fusion), pc.usedFusion)
-	report(KindTile, mapKeys(pc.cfg.Tile), pc.usedTile)
-	report(KindFlags, mapKeys(pc.cfg.Flags), pc.usedFlags)
+	report(KindLayout, mapKeys(s.Config.Layout), s.used[KindLayout])
+	report(KindFusion, mapKeys(s.Config.Fusion), s.used[KindFusion])
+	report(KindTile, mapKeys(s.Config.Tile), s.used[KindTile])
+	report(KindFlags, mapKeys(s.Config.Flags), s.used[KindFlags])
 	if len(errs) > 5 {
 		errs = append(errs[:5], fmt.Errorf("and %d more", len(errs)-5))
 	}
@@ -361,36 +222,32 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// program collects the kernels of the compiled module and its schedule.
-func (pc *passContext) program(name string, mod *hlo.Module) (*Program, error) {
-	p := &Program{Name: name, Module: mod, Config: pc.eff, Space: pc.space, Target: pc.opts.Target, Chips: ModuleChips(mod)}
-	kernels := map[*hlo.Instruction]*Kernel{}
-	for _, c := range pc.flow {
-		for _, in := range c.Instructions {
-			if in.Opcode != hlo.OpFusion {
-				continue
-			}
-			key := pc.fusionKey[in]
-			kc := pc.kernels[key]
-			if kc == nil || kc.err != nil {
-				return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
-			}
-			k := &Kernel{Name: in.Name, Key: key, Kind: in.FusionKind, Root: pc.rootOf[in], Comp: in.Calls, Info: kc.info,
-				Tile: pc.eff.Tile[key], Flags: pc.eff.Flags[key], Computation: c.Name, Approximate: approximate(in.Calls, kc.info)}
-			plan, err := kc.info.CheckTile(k.Tile, k.Flags, pc.opts.Target)
-			if err != nil {
-				return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
-			}
-			k.Plan = plan
-			for _, op := range in.Operands {
-				k.Inputs = append(k.Inputs, op.Name)
-			}
-			p.Kernels = append(p.Kernels, k)
-			kernels[in] = k
+// program builds the Program from the state the passes left (programRequires): a Kernel
+// per entry of the kernel table, with its plan, and the schedule.
+func (s *State) program(name string, mod *hlo.Module) (*Program, error) {
+	p := &Program{Name: name, Module: mod, Config: s.Effective, Space: s.Space, Target: s.Options.Target, Chips: ModuleChips(mod)}
+	kernels := make(map[*hlo.Instruction]*Kernel, len(s.Kernels)) // for the schedule
+	for _, site := range s.Kernels {
+		in := site.Fusion
+		if site.Info == nil {
+			return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
 		}
+		k := &Kernel{Name: in.Name, Key: site.Key, Kind: in.FusionKind, Root: site.Root, Comp: in.Calls, Info: site.Info,
+			Tile: s.Effective.Tile[site.Key], Flags: s.Effective.Flags[site.Key], Computation: site.Computation.Name,
+			Approximate: approximate(in.Calls, site.Info)}
+		plan, err := site.Info.CheckTile(k.Tile, k.Flags, s.Options.Target)
+		if err != nil {
+			return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
+		}
+		k.Plan = plan
+		for _, op := range in.Operands {
+			k.Inputs = append(k.Inputs, op.Name)
+		}
+		p.Kernels = append(p.Kernels, k)
+		kernels[in] = k
 	}
 	var err error
-	p.Schedule, err = pc.block(mod, mod.Entry, 1, kernels)
+	p.Schedule, err = s.block(mod, mod.Entry, 1, kernels)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -417,24 +274,27 @@ func approximate(fc *hlo.Computation, info *cost.KernelInfo) bool {
 
 // block builds the schedule of flow computation c, run mult times per program run,
 // adding mult to the weight of each of its kernels.
-func (pc *passContext) block(mod *hlo.Module, c *hlo.Computation, mult float64, kernels map[*hlo.Instruction]*Kernel) (*Block, error) {
+func (s *State) block(mod *hlo.Module, c *hlo.Computation, mult float64, kernels map[*hlo.Instruction]*Kernel) (*Block, error) {
 	b := &Block{Name: c.Name}
 	started := map[*hlo.Instruction]*Collective{}
 	for _, in := range c.Instructions {
 		switch in.Opcode {
 		case hlo.OpFusion:
 			k := kernels[in]
+			if k == nil {
+				return nil, fmt.Errorf("fusion %s is not in the kernel table", in.Name)
+			}
 			k.Weight += mult
 			b.Steps = append(b.Steps, Step{Kernel: k})
 			continue
 		case hlo.OpWhile:
-			ti := pc.trips[in]
-			l := &Loop{Name: in.Name, TripCount: ti.n, TripKnown: ti.known, TripSource: ti.src}
+			ti := s.Trips[in]
+			l := &Loop{Name: in.Name, TripCount: ti.N, TripKnown: ti.Known, TripSource: ti.Source}
 			var err error
-			if l.Cond, err = pc.block(mod, in.Condition, mult*float64(ti.n), kernels); err != nil {
+			if l.Cond, err = s.block(mod, in.Condition, mult*float64(ti.N), kernels); err != nil {
 				return nil, err
 			}
-			if l.Body, err = pc.block(mod, in.Body, mult*float64(ti.n), kernels); err != nil {
+			if l.Body, err = s.block(mod, in.Body, mult*float64(ti.N), kernels); err != nil {
 				return nil, err
 			}
 			b.Steps = append(b.Steps, Step{Loop: l})
@@ -453,7 +313,7 @@ func (pc *passContext) block(mod *hlo.Module, c *hlo.Computation, mult float64, 
 				}
 			}
 			for i, bc := range bs {
-				blk, err := pc.block(mod, bc, mult*cd.Weights[i], kernels)
+				blk, err := s.block(mod, bc, mult*cd.Weights[i], kernels)
 				if err != nil {
 					return nil, err
 				}

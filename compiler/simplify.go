@@ -137,17 +137,12 @@ func prepareModule(m *hlo.Module, opts Options) *prepared {
 	rewriteCustomCalls(flow)
 	p := &prepared{mod: mod, before: opt.OpCount(mod)}
 	run := func(ps opt.Pass, iter int) (bool, error) {
-		changed, err := ps.Run(mod)
+		r, err := runPass(ps.Name, func() (bool, error) { return ps.Run(mod) }, mod, opts.Check, iter)
 		if err != nil {
-			return changed, fmt.Errorf("pass %s: %w", ps.Name, err)
+			return false, err
 		}
-		if opts.Check {
-			if err := hlo.Verify(mod); err != nil {
-				return changed, fmt.Errorf("after pass %s: %w", ps.Name, err)
-			}
-		}
-		p.log = append(p.log, PassRun{Name: ps.Name, Changed: changed, OpCount: opt.OpCount(mod), Iteration: iter})
-		return changed, nil
+		p.log = append(p.log, r)
+		return r.Changed, nil
 	}
 	if opts.Check && !s.None {
 		if err := hlo.Verify(mod); err != nil {

@@ -9,18 +9,6 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// analyze returns the (cached) analysis and tile options of a fused computation: from
-// this compile's table, else from Options.Kernels (shared across compiles), else computed.
-func (pc *passContext) analyze(fc *hlo.Computation) (string, *kernelCache) {
-	key := KernelKey(fc)
-	if kc, ok := pc.kernels[key]; ok {
-		return key, kc
-	}
-	kc := pc.opts.Kernels.get(key, pc.opts.Target, func() *kernelCache { return analyzeKernel(fc, pc.opts.Target) })
-	pc.kernels[key] = kc
-	return key, kc
-}
-
 // KernelCache shares kernel analyses (cost.KernelInfo, tile options and the default
 // tile) across compiles of programs for one target: a kernel key names a fused
 // computation structurally, so every compile that forms the same kernel gets the same,
@@ -66,6 +54,15 @@ func (c *KernelCache) get(key string, t cost.Target, compute func() *kernelCache
 	return e.kc
 }
 
+// kernelCache is the analysis of one kernel key: its cost.KernelInfo, tile options and
+// default tile (or why it has none).
+type kernelCache struct {
+	info    *cost.KernelInfo
+	tiles   []cost.Tile
+	defTile int
+	err     error
+}
+
 // analyzeKernel analyzes a fused computation and lists its tile options and default tile.
 func analyzeKernel(fc *hlo.Computation, t cost.Target) *kernelCache {
 	kc := &kernelCache{}
@@ -106,62 +103,59 @@ func tileAttr(t cost.Tile) string {
 	return s + "}"
 }
 
-// flowFusions lists the fusion instructions of the flow computations, the entry's first,
-// each computation's in order.
-func (pc *passContext) flowFusions() []*hlo.Instruction {
-	var out []*hlo.Instruction
-	for _, c := range pc.flow {
-		for _, in := range c.Instructions {
-			if in.Opcode == hlo.OpFusion {
-				out = append(out, in)
-			}
-		}
-	}
-	return out
-}
-
 // runTiling is the tiling pass: each kernel takes a tile from its valid options (sizes
 // aligned to (8,128) and fitting VMEM with double buffering): the config's entry for its
 // key, else the store's, else the argmin of the analytical model. The tile is recorded on
-// the fusion instruction as tile={...}.
-func runTiling(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+// the fusion instruction as tile={...}. It sets each KernelSite's Key and Info
+// (ProductTiles); a key's analysis comes from this compile's earlier kernels, else from
+// Options.Kernels (shared across compiles), else is computed.
+func runTiling(m *hlo.Module, s *State) (bool, error) {
 	changed := false
-	for _, in := range pc.flowFusions() {
-		key, kc := pc.analyze(in.Calls)
-		if kc.err != nil {
-			return nil, false, fmt.Errorf("kernel %s: %w", in.Name, kc.err)
+	t := s.Options.Target
+	analyses := map[string]*kernelCache{}
+	tileIdx := map[string]int{} // key -> index in s.Space.Tile
+	for _, site := range s.Kernels {
+		in := site.Fusion
+		key := KernelKey(in.Calls)
+		kc, ok := analyses[key]
+		if !ok {
+			kc = s.Options.Kernels.get(key, t, func() *kernelCache { return analyzeKernel(in.Calls, t) })
+			analyses[key] = kc
 		}
-		pc.fusionKey[in] = key
-		if idx, ok := pc.tileIdx[key]; ok {
-			pc.space.Tile[idx].Kernels = append(pc.space.Tile[idx].Kernels, in.Name)
+		if kc.err != nil {
+			return false, fmt.Errorf("kernel %s: %w", in.Name, kc.err)
+		}
+		site.Key, site.Info = key, kc.info
+		if idx, ok := tileIdx[key]; ok {
+			s.Space.Tile[idx].Kernels = append(s.Space.Tile[idx].Kernels, in.Name)
 		} else {
 			choice := kc.defTile
-			if want, ok := pc.cfg.Tile[key]; ok {
-				pc.usedTile[key] = true
+			if want, ok := s.Config.Tile[key]; ok {
+				s.used[KindTile][key] = true
 				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) })
 				if idx < 0 {
-					if pc.opts.Strict {
-						return nil, false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
+					if s.Options.Strict {
+						return false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
 							in.Name, key, want, len(kc.tiles), kc.tiles[kc.defTile])
 					}
 				} else {
 					choice = idx
 				}
-			} else if want, ok := pc.opts.Store.Tile(key); ok {
+			} else if want, ok := s.Options.Store.Tile(key); ok {
 				if idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) }); idx >= 0 {
 					choice = idx
 				}
 			}
-			pc.tileIdx[key] = len(pc.space.Tile)
-			pc.space.Tile = append(pc.space.Tile, TileChoice{Key: key, Kernels: []string{in.Name}, Options: kc.tiles, Default: kc.defTile, Chosen: choice})
-			pc.eff.Tile[key] = slices.Clone(kc.tiles[choice])
+			tileIdx[key] = len(s.Space.Tile)
+			s.Space.Tile = append(s.Space.Tile, TileChoice{Key: key, Kernels: []string{in.Name}, Options: kc.tiles, Default: kc.defTile, Chosen: choice})
+			s.Effective.Tile[key] = slices.Clone(kc.tiles[choice])
 			if choice != kc.defTile {
 				changed = true
 			}
 		}
-		setExtra(in, "tile", tileAttr(pc.eff.Tile[key]))
+		setExtra(in, "tile", tileAttr(s.Effective.Tile[key]))
 	}
-	return m, changed, nil
+	return changed, nil
 }
 
 // DefaultFlagsFor is the compiler's default flags for a kernel with a given tile: double
@@ -203,42 +197,43 @@ func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Fl
 // two buffers, no unrolling; a single buffer for single-step kernels) or, when that does
 // not fit, the first valid combination.
 // They are recorded on the fusion instruction as codegen_flags="...".
-func runFlags(m *hlo.Module, pc *passContext) (*hlo.Module, bool, error) {
+func runFlags(m *hlo.Module, s *State) (bool, error) {
 	changed := false
-	t := pc.opts.Target
-	for _, in := range pc.flowFusions() {
-		key := pc.fusionKey[in]
-		kc := pc.kernels[key]
-		if idx, ok := pc.flagsIdx[key]; ok {
-			pc.space.Flags[idx].Kernels = append(pc.space.Flags[idx].Kernels, in.Name)
+	t := s.Options.Target
+	flagsIdx := map[string]int{} // key -> index in s.Space.Flags
+	for _, site := range s.Kernels {
+		in, key := site.Fusion, site.Key
+		if idx, ok := flagsIdx[key]; ok {
+			s.Space.Flags[idx].Kernels = append(s.Space.Flags[idx].Kernels, in.Name)
 		} else {
-			opts := FlagOptions(kc.info, pc.eff.Tile[key], t)
+			tile := s.Effective.Tile[key]
+			opts := FlagOptions(site.Info, tile, t)
 			if len(opts) == 0 {
-				return nil, false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, pc.eff.Tile[key])
+				return false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, tile)
 			}
-			def := max(slices.Index(opts, DefaultFlagsFor(kc.info, pc.eff.Tile[key], t)), 0)
+			def := max(slices.Index(opts, DefaultFlagsFor(site.Info, tile, t)), 0)
 			choice := def
-			if want, ok := pc.cfg.Flags[key]; ok {
-				pc.usedFlags[key] = true
+			if want, ok := s.Config.Flags[key]; ok {
+				s.used[KindFlags][key] = true
 				if idx := slices.Index(opts, want); idx >= 0 {
 					choice = idx
-				} else if pc.opts.Strict {
-					return nil, false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want, pc.eff.Tile[key])
+				} else if s.Options.Strict {
+					return false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want, tile)
 				}
-			} else if want, ok := pc.opts.Store.Flags(key); ok {
+			} else if want, ok := s.Options.Store.Flags(key); ok {
 				if idx := slices.Index(opts, want); idx >= 0 {
 					choice = idx
 				}
 			}
-			pc.flagsIdx[key] = len(pc.space.Flags)
-			pc.space.Flags = append(pc.space.Flags, FlagsChoice{Key: key, Kernels: []string{in.Name}, Options: opts, Default: def, Chosen: choice})
-			pc.eff.Flags[key] = opts[choice]
+			flagsIdx[key] = len(s.Space.Flags)
+			s.Space.Flags = append(s.Space.Flags, FlagsChoice{Key: key, Kernels: []string{in.Name}, Options: opts, Default: def, Chosen: choice})
+			s.Effective.Flags[key] = opts[choice]
 			if choice != def {
 				changed = true
 			}
 		}
-		f := pc.eff.Flags[key]
+		f := s.Effective.Flags[key]
 		setExtra(in, "codegen_flags", fmt.Sprintf("\"double_buffer=%t,unroll=%d,pipeline_depth=%d\"", f.DoubleBuffer, f.Unroll, f.PipelineDepth))
 	}
-	return m, changed, nil
+	return changed, nil
 }

@@ -1,0 +1,192 @@
+package compiler
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// without returns ps without the pass named name.
+func without(ps []Pass, name string) []Pass {
+	return slices.DeleteFunc(slices.Clone(ps), func(p Pass) bool { return p.Name == name })
+}
+
+// optPasses adapts the named opt passes.
+func optPasses(t *testing.T, names ...string) []Pass {
+	t.Helper()
+	var out []Pass
+	for _, p := range mustPasses(t, names...) {
+		out = append(out, OptPass(p))
+	}
+	return out
+}
+
+// TestCheckPasses: a list in the wrong order, missing a producer, or with an opt pass
+// after layout assignment is an error naming the pass and the missing product.
+func TestCheckPasses(t *testing.T) {
+	ps := Passes()
+	layout, fusion, tiling, flags := ps[0], ps[1], ps[2], ps[3]
+	algsimp := optPasses(t, "algsimp")[0]
+	noRun := fusion
+	noRun.Run = nil
+	twoTilers := tiling
+	twoTilers.Name = "tiling-again"
+	badKind := layout
+	badKind.Kind = "colour"
+	cases := []struct {
+		name string
+		list []Pass
+		want string // "" for a valid list
+	}{
+		{"default", ps, ""},
+		{"opt passes first", append(optPasses(t, "algsimp", "dce"), ps...), ""},
+		{"swapped", []Pass{fusion, layout, tiling, flags}, "pass fusion requires layouts, which no pass before it provides"},
+		{"no tiling", without(ps, "tiling"), "pass flags requires tiles, which no pass before it provides"},
+		{"no layout", without(ps, "layout-assignment"), "pass fusion requires layouts, which no pass before it provides"},
+		{"no flags", without(ps, "flags"), "the program requires flags, which no pass before it provides"},
+		{"empty", nil, "the program requires kernels, which no pass before it provides"},
+		{"opt after layout", []Pass{layout, algsimp, fusion, tiling, flags},
+			"pass fusion requires layouts, which pass algsimp before it does not preserve"},
+		{"opt after fusion", []Pass{layout, fusion, algsimp, tiling, flags},
+			"pass tiling requires kernels, which pass algsimp before it does not preserve"},
+		{"opt last", append(slices.Clone(ps), algsimp),
+			"the program requires kernels, which pass algsimp before it does not preserve"},
+		{"duplicate name", []Pass{layout, algsimp, layout}, "pass layout-assignment is listed twice"},
+		{"duplicate kind", []Pass{layout, fusion, tiling, twoTilers, flags}, "passes tiling and tiling-again both read tile configs"},
+		{"unknown kind", []Pass{badKind, fusion, tiling, flags}, `pass layout-assignment reads config kind "colour"`},
+		{"no run", []Pass{layout, noRun, tiling, flags}, "pass fusion has no Run"},
+		{"no name", []Pass{{Run: layout.Run}}, "pass 0 has no name"},
+	}
+	for _, c := range cases {
+		err := CheckPasses(c.list)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+	// Compiling with a bad list fails before any pass runs.
+	if _, err := compile(parseSimplifiable(t), nil, opts(), without(ps, "tiling")); err == nil || !strings.Contains(err.Error(), "requires tiles") {
+		t.Errorf("compile with no tiling pass: err = %v", err)
+	}
+}
+
+// oneTrip is a while loop that runs once: while-loop-simplifier replaces it by its body,
+// so the flow computations change under the pass.
+const oneTrip = `HloModule one_trip
+
+cond {
+  cp = (s32[], f32[256,512]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(1)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+
+body {
+  bp = (s32[], f32[256,512]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  one = s32[] constant(1)
+  next = s32[] add(bi, one)
+  x = f32[256,512] get-tuple-element(bp), index=1
+  e = f32[256,512] exponential(x)
+  y = f32[256,512] add(e, x)
+  ROOT t = (s32[], f32[256,512]) tuple(next, y)
+}
+
+ENTRY main {
+  p = f32[256,512] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[256,512]) tuple(z, p)
+  w = (s32[], f32[256,512]) while(init), condition=cond, body=body
+  ROOT r = f32[256,512] get-tuple-element(w), index=1
+}
+`
+
+// TestOptPassAheadOfLayout: opt passes adapted by OptPass run in the pass list ahead of
+// layout assignment and give the same program, pass log included, as the same passes
+// selected by Options.Simplify, also when they rewrite control flow.
+func TestOptPassAheadOfLayout(t *testing.T) {
+	for _, c := range []struct {
+		src    string
+		passes []string
+	}{
+		{simplifiable, []string{"dce", "algsimp", "cse"}},
+		{oneTrip, []string{"while-loop-simplifier", "tuple-simplifier", "dce"}},
+	} {
+		m, err := hlo.Parse("test.hlo", []byte(c.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts()
+		o.Simplify = Simplify{Passes: mustPasses(t, c.passes...)}
+		want, err := Compile(m, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Simplify = Simplify{None: true}
+		got, err := compile(m, nil, o, append(optPasses(t, c.passes...), Passes()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Module.String() != want.Module.String() {
+			t.Errorf("%s: modules differ:\n%s\nwant\n%s", m.Name, got.Module, want.Module)
+		}
+		if !reflect.DeepEqual(got.Passes, want.Passes) {
+			t.Errorf("%s: pass log %+v, want %+v", m.Name, got.Passes, want.Passes)
+		}
+		if !got.Passes[0].Changed {
+			t.Errorf("%s: %s recorded as not changing the module", m.Name, c.passes[0])
+		}
+		if !reflect.DeepEqual(got.Config, want.Config) || len(got.Kernels) != len(want.Kernels) {
+			t.Errorf("%s: configs or kernels differ", m.Name)
+		}
+		for i, k := range got.Kernels {
+			if w := want.Kernels[i]; k.Name != w.Name || k.Key != w.Key || k.Root != w.Root || k.Weight != w.Weight {
+				t.Errorf("%s: kernel %d is %s %s (root %s, weight %g), want %s %s (root %s, weight %g)",
+					m.Name, i, k.Name, k.Key, k.Root, k.Weight, w.Name, w.Key, w.Root, w.Weight)
+			}
+		}
+	}
+}
+
+// TestKernelTable: the kernel table the passes leave is the program's kernels, in order,
+// each with the key and analysis tiling gave it and the root fusion recorded.
+func TestKernelTable(t *testing.T) {
+	m, err := hlo.ParseFile("testdata/control/loop.hlo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *State
+	spy := Pass{Name: "spy", Requires: []Product{ProductKernels, ProductTiles, ProductFlags},
+		Run: func(_ *hlo.Module, s *State) (bool, error) { st = s; return false, nil }}
+	p, err := compile(m, nil, opts(), append(Passes(), spy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Kernels) != len(p.Kernels) || len(p.Kernels) < 2 {
+		t.Fatalf("%d kernel sites, %d kernels", len(st.Kernels), len(p.Kernels))
+	}
+	for i, site := range st.Kernels {
+		k := p.Kernels[i]
+		if site.Fusion.Name != k.Name || site.Key != k.Key || site.Info != k.Info || site.Root != k.Root ||
+			site.Computation.Name != k.Computation || site.Key != KernelKey(site.Fusion.Calls) || k.Root == "" {
+			t.Errorf("site %d (%s in %s, root %s) does not match kernel %s in %s (root %s)",
+				i, site.Fusion.Name, site.Computation.Name, site.Root, k.Name, k.Computation, k.Root)
+		}
+	}
+	if len(st.Trips) != 1 {
+		t.Errorf("%d loops with trip counts, want 1", len(st.Trips))
+	}
+	for w, trip := range st.Trips {
+		if w.Opcode != hlo.OpWhile || trip != (Trip{N: 8, Source: "induction", Known: true}) {
+			t.Errorf("trip of %s: %+v, want 8 by induction", w.Name, trip)
+		}
+	}
+	if last := p.Passes[len(p.Passes)-1]; last.Name != "spy" || last.Changed {
+		t.Errorf("last pass run %+v, want spy, unchanged", last)
+	}
+}
