@@ -12,13 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // ManifestVersion is the version of the manifest format and of the directory contract it
-// carries: every part file is listed, with its size and SHA-256, in its shard's manifest.
-// Directories written before manifests existed hold part files and no manifest; they are
-// refused (regenerate them).
+// carries: every part file is listed, with its size and SHA-256, in its shard's manifest,
+// and the manifest carries a SHA-256 of itself (Manifest.Checksum). Directories written
+// before manifests existed hold part files and no manifest, and manifests written before
+// manifest checksums have none; both are refused (regenerate them).
 const ManifestVersion = 1
 
 // manifestSuffix ends the name of a shard's manifest: "<task>-<i>of<n>.manifest.json".
@@ -61,23 +65,64 @@ type Manifest struct {
 	ShardIndex      int            `json:"shard_index"`
 	ShardCount      int            `json:"shard_count"`
 	Parts           []ManifestPart `json:"parts"`
+	// Checksum is the SHA-256 (lowercase hex) of the manifest file with this field's
+	// value empty, so that an edit of any field (a row count, a unit range) is detected
+	// like damage to a part file. It is written last; readers verify it.
+	Checksum string `json:"checksum"`
 }
 
 // maxManifestBytes bounds the size of a manifest file read (about 400 bytes per part).
 const maxManifestBytes = 64 << 20
 
 // encode returns the manifest's file content: indented JSON, fields in a fixed order, so
-// that the same parts give the same bytes.
+// that the same parts give the same bytes, sealed with its checksum.
 func (m *Manifest) encode() ([]byte, error) {
-	b, err := json.MarshalIndent(m, "", "  ")
+	c := *m
+	c.Checksum = ""
+	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	b = append(b, '\n')
+	i := bytes.LastIndex(b, []byte(manifestChecksumField+`"`))
+	if i < 0 {
+		return nil, errors.New("manifest: no checksum field")
+	}
+	j := i + len(manifestChecksumField)
+	sum := sha256.Sum256(b)
+	return slices.Concat(b[:j], []byte(hex.EncodeToString(sum[:])), b[j:]), nil
+}
+
+// manifestChecksumField is how the checksum field starts in an encoded manifest. JSON
+// escapes quotes inside strings, so it cannot occur inside a value; it is the last field.
+const manifestChecksumField = `"checksum": "`
+
+// verifyManifestChecksum checks the checksum field of an encoded manifest against the
+// SHA-256 of the file with that field's value empty.
+func verifyManifestChecksum(b []byte) error {
+	i := bytes.LastIndex(b, []byte(manifestChecksumField))
+	if i < 0 {
+		return errors.New("no checksum: written by a tpucost older than manifest checksums, or damaged; regenerate the dataset")
+	}
+	j := i + len(manifestChecksumField)
+	end := bytes.IndexByte(b[j:], '"')
+	if end < 0 {
+		return errors.New("unterminated checksum field")
+	}
+	got := string(b[j : j+end])
+	sum := sha256.Sum256(slices.Concat(b[:j], b[j+end:]))
+	if want := hex.EncodeToString(sum[:]); got != want {
+		if len(got) > 16 {
+			got = got[:16] + "..."
+		}
+		return fmt.Errorf("checksum %s, its content hashes to %s: the manifest was changed after it was written, or is damaged", got, want[:16]+"...")
+	}
+	return nil
 }
 
 // readManifest reads and checks the manifest at path, the manifest of (task, shard,
-// count) by its name. Errors are FileErrors naming path.
+// count) by its name, and its checksum. Errors name path: FileErrors, or *jsonerr.Error
+// for a file that is not well-formed JSON of the manifest's fields.
 func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	ferr := func(format string, a ...any) error { return &FileError{File: path, Err: fmt.Errorf(format, a...)} }
 	f, err := os.Open(path)
@@ -92,14 +137,12 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if len(b) > maxManifestBytes {
 		return nil, ferr("manifest larger than %d bytes", maxManifestBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, ferr("not a readable manifest: %v", err)
-	}
-	if dec.More() {
-		return nil, ferr("not a readable manifest: data after the JSON object")
+	if err := jsonerr.UnmarshalStrict(path, b, &m); err != nil {
+		if je, ok := err.(*jsonerr.Error); ok && je.Field == "" {
+			je.Msg = "not a readable manifest: " + je.Msg
+		}
+		return nil, err // names path, and a position or field, never Go types
 	}
 	if m.ManifestVersion != ManifestVersion {
 		return nil, ferr("manifest_version is %d, this tpucost reads %d", m.ManifestVersion, ManifestVersion)
@@ -107,6 +150,10 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if m.SchemaVersion != SchemaVersion {
 		return nil, ferr("schema_version is %d, this tpucost reads %d", m.SchemaVersion, SchemaVersion)
 	}
+	if err := verifyManifestChecksum(b); err != nil {
+		return nil, ferr("%v", err)
+	}
+	m.Checksum = ""
 	if m.Task != task || m.ShardIndex != shard || m.ShardCount != count {
 		return nil, ferr("manifest of task %s, shard %dof%d disagrees with its file name", m.Task, m.ShardIndex, m.ShardCount)
 	}

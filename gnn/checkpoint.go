@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
@@ -380,8 +381,8 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("loading model: %s is corrupt: %w", path, err)
 	}
 	var c Checkpoint
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("loading model %s: %s: %w", dir, ModelFile, err)
+	if err := jsonerr.Unmarshal(path, data, &c); err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", dir, err)
 	}
 	if c.Format != CheckpointFormat {
 		return nil, fmt.Errorf("loading model %s: format %q, want %q", dir, c.Format, CheckpointFormat)

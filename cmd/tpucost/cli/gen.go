@@ -59,7 +59,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "output directory")
 	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout)")
 	f.IntVar(&o.Variants, "variants", 1, "program variants per model for tile/flags (variant 0 = default compile, others perturb layout and fusion)")
-	f.IntVar(&o.Workers, "workers", 0, "parallel workers (default: all cores)")
+	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel workers, 0-%d (0: all cores, the default); the data does not depend on it", dataset.MaxWorkers))
 	f.Int64Var(&o.Seed, "seed", 1, "seed for config sampling, variants and noise")
 	f.StringVar(&o.Format, "format", "arrow", "arrow (IPC, zstd) or parquet (zstd)")
 	f.StringVar(&o.Shard, "shard", "0/1", "run shard i of n (i/n)")
