@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // Column names of a rows file, in schema order.
@@ -174,8 +175,8 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 	if !ok {
 		return m, fmt.Errorf("no %s metadata: not a tpucost dataset file", MetaProvenance)
 	}
-	if err := json.Unmarshal([]byte(pj), &m.Prov); err != nil {
-		return m, fmt.Errorf("bad %s metadata: %w", MetaProvenance, err)
+	if err := jsonerr.Unmarshal(MetaProvenance+" metadata", []byte(pj), &m.Prov); err != nil {
+		return m, err
 	}
 	m.Content, _ = get(MetaContent)
 	var err error

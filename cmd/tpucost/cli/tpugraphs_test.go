@@ -166,6 +166,7 @@ func TestTpuGraphsEndToEnd(t *testing.T) {
 		{[]string{"eval", "--model", tileModel, "--data", filepath.Join(out, "tile-pb")}, "feature schema mismatch: the model reads feature set tpugraphs-v1"},
 		{[]string{"eval", "--model", tileModel, "--data", filepath.Join(out, "layout-xla-random-valid")}, "predicts tile"},
 		{[]string{"predict", "mlp_96x2_b1", "--model", tileModel}, "it scores rows of that set"},
+		{[]string{"tune", "mlp_96x2_b1", "--model", tileModel, "--budget", "3"}, "it scores rows of that set"},
 		{[]string{"predict", "--model", tileModel}, "give SRC"},
 		{[]string{"predict", "mlp_96x2_b1", "--model", tileModel, "--data", filepath.Join(out, "tile-xla-test")}, "not both"},
 	} {
