@@ -29,10 +29,10 @@ type kernel struct {
 	ncf      [][]float32
 }
 
-// NodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
+// nodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
 // collection (node_config_ids, node_config_feat): configuration c gives node Nodes[i]
 // the features Feats[c][i·Width:(i+1)·Width]; nodes not listed get zeros.
-type NodeConfigs struct {
+type nodeConfigs struct {
 	Nodes []int32     // configurable node indices of the kernel graph, distinct
 	Width int         // features per configurable node
 	Feats [][]float32 // one per configuration, len(Nodes)·Width each
@@ -40,7 +40,7 @@ type NodeConfigs struct {
 
 // Validate checks nc against a graph of the given number of nodes and a model reading
 // width features per node.
-func (nc *NodeConfigs) Validate(nodes, width int) error {
+func (nc *nodeConfigs) Validate(nodes, width int) error {
 	if nc.Width != width {
 		return fmt.Errorf("per-node configurations have %d features per node, the model reads %d", nc.Width, width)
 	}
@@ -72,7 +72,7 @@ func (nc *NodeConfigs) Validate(nodes, width int) error {
 
 // attachNodeConfigs sets k's per-node configurations (one per configuration of k),
 // copied.
-func (k *kernel) attachNodeConfigs(nc *NodeConfigs, width int) error {
+func (k *kernel) attachNodeConfigs(nc *nodeConfigs, width int) error {
 	if err := nc.Validate(k.nodes(), width); err != nil {
 		return err
 	}
@@ -493,7 +493,7 @@ func (b *batch) lossOf(out []float64) float64 {
 				tgt = append(tgt, b.target.standardize(it.k.runtimes[cfg]))
 			}
 		}
-		return MSELoss(pred, tgt)
+		return mseLoss(pred, tgt)
 	}
 	var sum float64
 	k2 := 0
@@ -506,7 +506,7 @@ func (b *batch) lossOf(out []float64) float64 {
 		for i, cfg := range it.cfgs {
 			rt[i] = it.k.runtimes[cfg]
 		}
-		sum += RankLoss(b.loss, out[b.starts[bi]:b.starts[bi+1]], rt)
+		sum += kernelRankLoss(b.loss, out[b.starts[bi]:b.starts[bi+1]], rt)
 	}
 	if k2 == 0 {
 		return 0

@@ -12,6 +12,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // peakFlops is this machine's float32 peak: 2 cores × ~135 GFLOP/s (AVX-512, 2 FMA units
@@ -53,7 +54,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				m := testModel(b, DefaultConfig(), dataset.TaskTile, loss, rows, 1)
 				eng := newEngine(m, true, bucket, defaultNetCache)
 				defer eng.close()
-				tr := &trainer{opts: TrainOptions{BatchKernels: 32, MaxConfigs: 32, NoBucketing: !bucket}, m: m, adam: newAdam(m.Params, 1e-3), eng: eng}
+				tr := &trainer{opts: TrainOptions{BatchKernels: 32, MaxConfigs: 32, NoBucketing: !bucket}, m: m, adam: nn.NewAdam(m.Params, 1e-3), eng: eng}
 				var ks []*kernel
 				for i := range rows {
 					k, err := m.prepare(&rows[i])
@@ -113,7 +114,7 @@ func BenchmarkTrainStep(b *testing.B) {
 func BenchmarkPredict(b *testing.B) {
 	rows := benchRows(b)
 	chip := testChip(b)
-	var reqs []Request
+	var reqs []scoreRequest
 	for _, name := range benchModels {
 		prog := compileZoo(b, name)
 		seen := map[string]bool{}
@@ -127,7 +128,7 @@ func BenchmarkPredict(b *testing.B) {
 			for _, t := range k.Info.TileOptions(chip.Target, k.Flags) {
 				tiles, flags = append(tiles, t), append(flags, k.Flags)
 			}
-			reqs = append(reqs, Request{Kernel: k, Tiles: tiles, Flags: flags})
+			reqs = append(reqs, scoreRequest{Kernel: k, Tiles: tiles, Flags: flags})
 		}
 	}
 	for _, bucket := range []bool{true, false} {
@@ -144,13 +145,13 @@ func BenchmarkPredict(b *testing.B) {
 				preds += len(r.Tiles)
 				flops += m.FlopsPerKernel(len(r.Kernel.Comp.Instructions)) + float64(len(r.Tiles))*m.FlopsPerConfig()
 			}
-			if _, err := p.Score(reqs); err != nil { // warm up the bucket nets
+			if _, err := p.scoreRequests(reqs); err != nil { // warm up the bucket nets
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				if _, err := p.Score(reqs); err != nil {
+				if _, err := p.scoreRequests(reqs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -222,7 +223,7 @@ func BenchmarkTrainEpoch(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				r, err := Train(context.Background(), train, val, TrainOptions{Task: dataset.TaskTile, Epochs: 1, Seed: 1})
+				r, err := trainSources(context.Background(), train, val, TrainOptions{Task: dataset.TaskTile, Epochs: 1, Seed: 1})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -259,7 +260,7 @@ func BenchmarkTpuGraphsTileEpoch(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		r, err := Train(context.Background(), SliceSource(rows), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 1, Seed: 1, Schema: p.FeatureSchema})
+		r, err := trainSources(context.Background(), sliceSource(rows), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 1, Seed: 1, Schema: p.FeatureSchema})
 		if err != nil {
 			b.Fatal(err)
 		}

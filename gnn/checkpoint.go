@@ -18,6 +18,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Checkpoint layout: a directory holding
@@ -38,8 +39,8 @@ import (
 // renamed into place (the commit point), then removes files model.json no longer names:
 // a crash at any point leaves the previous or the new checkpoint, never a mix.
 
-// CheckpointFormat identifies model.json's format.
-const CheckpointFormat = "tpucost-gnn-checkpoint/2"
+// checkpointFormat identifies model.json's format.
+const checkpointFormat = "tpucost-gnn-checkpoint/2"
 
 // ModelFile is the name of a checkpoint's JSON file.
 const ModelFile = "model.json"
@@ -194,7 +195,7 @@ func (c *Checkpoint) CheckData(dir string, p dataset.Provenance) error {
 
 // saveCheckpoint writes c with the best parameters and (if state is non-nil) the
 // training state to dir, atomically (see the layout above).
-func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state Params, step int64, seen KeySet) error {
+func saveCheckpoint(dir string, c *Checkpoint, best nn.Params, bestEpoch int, state nn.Params, step int64, seen KeySet) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -220,7 +221,7 @@ func saveCheckpoint(dir string, c *Checkpoint, best Params, bestEpoch int, state
 		sref.Epoch = c.Epochs
 		c.State = &sref
 	}
-	c.Format = CheckpointFormat
+	c.Format = checkpointFormat
 	c.Checksum = ""
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
@@ -307,9 +308,9 @@ func verifyJSON(data []byte) error {
 }
 
 // writeTensorFile writes tensors to dir/name atomically and returns its reference.
-func writeTensorFile(dir, name string, step int64, ts Params) (FileRef, error) {
+func writeTensorFile(dir, name string, step int64, ts nn.Params) (FileRef, error) {
 	var buf bytes.Buffer
-	if err := writeTensors(&buf, step, ts); err != nil {
+	if err := nn.WriteTensors(&buf, step, ts); err != nil {
 		return FileRef{}, fmt.Errorf("saving checkpoint %s: %w", name, err)
 	}
 	sum := sha256.Sum256(buf.Bytes())
@@ -336,12 +337,12 @@ func readRefFile(dir string, ref FileRef) ([]byte, error) {
 }
 
 // readTensorFile reads and verifies a referenced tensor file.
-func readTensorFile(dir string, ref FileRef) (int64, Params, error) {
+func readTensorFile(dir string, ref FileRef) (int64, nn.Params, error) {
 	data, err := readRefFile(dir, ref)
 	if err != nil {
 		return 0, nil, err
 	}
-	step, ts, err := readTensors(bytes.NewReader(data))
+	step, ts, err := nn.ReadTensors(bytes.NewReader(data))
 	if err != nil {
 		return 0, nil, fmt.Errorf("checkpoint %s: %s: %w", dir, ref.File, err)
 	}
@@ -375,8 +376,8 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 		var probe struct {
 			Format string `json:"format"`
 		}
-		if errors.Is(err, errNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != CheckpointFormat {
-			return nil, fmt.Errorf("loading model %s: format %q, want %q: retrain it with this tpucost", dir, probe.Format, CheckpointFormat)
+		if errors.Is(err, errNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != checkpointFormat {
+			return nil, fmt.Errorf("loading model %s: format %q, want %q: retrain it with this tpucost", dir, probe.Format, checkpointFormat)
 		}
 		return nil, fmt.Errorf("loading model: %s is corrupt: %w", path, err)
 	}
@@ -384,8 +385,8 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 	if err := jsonerr.Unmarshal(path, data, &c); err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", dir, err)
 	}
-	if c.Format != CheckpointFormat {
-		return nil, fmt.Errorf("loading model %s: format %q, want %q", dir, c.Format, CheckpointFormat)
+	if c.Format != checkpointFormat {
+		return nil, fmt.Errorf("loading model %s: format %q, want %q", dir, c.Format, checkpointFormat)
 	}
 	if err := c.checkSchema(dir); err != nil {
 		return nil, err

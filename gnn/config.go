@@ -36,18 +36,23 @@
 // μ, σ fitted on the training split, and report exp(σŷ + μ) ns. Relative models
 // (rank-hinge, rank-logistic, listmle) output a score where lower is better (a faster
 // configuration), comparable only among the configurations of one kernel. The formulas
-// are in loss.go and on RankLoss.
+// are in loss.go and on kernelRankLoss.
 //
 // # Everything else
 //
-// Train trains on streamed rows (a RowSource, or a dataset directory through
-// TrainDataset) with Adam, batches that keep a kernel's sampled configurations together,
+// TrainDataset trains on a dataset directory's streamed rows with Adam, batches that keep a kernel's sampled configurations together,
 // validation every epoch, early stopping and atomic, resumable checkpoints (Load reads
 // one). Predictor scores many (kernel, config) pairs per call for the tuner and the
 // predict command. Inputs are normalized with features.Stats fitted on the training
 // split and saved with the model. Gorgonia graphs have fixed shapes: batches are padded
 // to a ladder of bucket shapes whose graphs are cached (or, without bucketing, a graph
-// is built per batch). Built with the blas tag, matrix products use OpenBLAS (blas.go).
+// is built per batch).
+//
+// The graph-building machinery (parameters and their file format, Adam, the custom
+// Gorgonia ops, the GraphSAGE layer stack and the BLAS hook) is package gnn/nn, shared
+// with the tuner's and the gym's policies; this package holds what is the cost model's:
+// the architecture (Config, its parameters), the net, losses, batching, training,
+// checkpoints, prediction and reports.
 package gnn
 
 import (
@@ -58,6 +63,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Loss is a training loss.
@@ -74,7 +80,7 @@ const (
 	LossRankLogistic Loss = "rank-logistic"
 	// LossListMLE is the listwise ListMLE loss (Xia et al. 2008; the TpuGraphs layout
 	// baseline's): the negative log-likelihood of the true order, fastest first, under the
-	// Plackett–Luce model of the scores −ŷ (see ListMLELoss).
+	// Plackett–Luce model of the scores −ŷ (see listMLELoss).
 	LossListMLE Loss = "listmle"
 )
 
@@ -113,16 +119,6 @@ func (c Config) headPrefix(task string) string {
 // PerNode reports whether c is a per-node configuration model (NodeConfigWidth > 0).
 func (c Config) PerNode() bool { return c.NodeConfigWidth > 0 }
 
-// Reduction is a per-kernel reduction of node embeddings.
-type Reduction string
-
-// The reductions.
-const (
-	ReduceSum  Reduction = "sum"
-	ReduceMean Reduction = "mean"
-	ReduceMax  Reduction = "max"
-)
-
 // Config is a model's architecture. The zero value is not valid: start from
 // DefaultConfig. Widths of the inputs come from the feature schema.
 type Config struct {
@@ -133,7 +129,7 @@ type Config struct {
 	// Layers is K, the number of GraphSAGE layers after the input layer.
 	Layers int `json:"layers"`
 	// Reduce lists the per-kernel reductions, concatenated in this order.
-	Reduce []Reduction `json:"reduce"`
+	Reduce []nn.Reduction `json:"reduce"`
 	// Head lists the widths of the feed-forward head's hidden layers (at least one).
 	Head []int `json:"head"`
 	// L2Norm normalizes every GraphSAGE layer's output to unit L2 norm per node.
@@ -156,7 +152,7 @@ type Config struct {
 
 	// NodeConfigWidth > 0 makes a per-node configuration model (the TpuGraphs layout
 	// baseline's): a configuration is one feature vector of this width per configurable
-	// node (NodeConfigs), added to those nodes' input layer (other nodes get zeros), so
+	// node (nodeConfigs), added to those nodes' input layer (other nodes get zeros), so
 	// the node embeddings, and the graph embedding, are computed once per configuration.
 	// 0 (the default): configurations enter only the head.
 	NodeConfigWidth int `json:"node_config_width,omitempty"`
@@ -185,7 +181,7 @@ type Config struct {
 func DefaultConfig() Config {
 	s := features.CurrentSchema()
 	return Config{
-		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []Reduction{ReduceMean, ReduceMax}, Head: []int{64, 64},
+		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []nn.Reduction{nn.ReduceMean, nn.ReduceMax}, Head: []int{64, 64},
 		L2Norm: true, MaxDegree: 8, Features: features.ConfigPaper,
 		Vocab: len(s.Vocab), NodeWidth: features.NodeWidth, KernelWidth: features.KernelWidth, ConfigWidth: features.PaperConfigWidth,
 	}
@@ -237,15 +233,15 @@ func (c Config) storedConfigWidth() int {
 	return c.ConfigWidth
 }
 
-// ForeignVocab is the opcode vocabulary of a model whose feature set names no opcode
+// foreignVocab is the opcode vocabulary of a model whose feature set names no opcode
 // vocabulary (TpuGraphs' npz files number opcodes by XLA's HloOpcode enum and store
 // them as uint8): opcode ids must be below it.
-const ForeignVocab = 256
+const foreignVocab = 256
 
 // ForData returns c set up for data of provenance p: for tpucost's own features (an
 // empty p.FeatureSet) c itself, which must not name another set; for a named set, the
 // set and the input widths of its schema (node, kernel and config features; the opcode
-// vocabulary, or ForeignVocab when the schema lists none), with per-node configurations
+// vocabulary, or foreignVocab when the schema lists none), with per-node configurations
 // (NodeConfigWidth = the config width, no global config features) when p has them.
 // Choosing tpucost's config features (c.Features other than the default paper set) for
 // another feature set is an error: the data's config vector is read as it is.
@@ -274,7 +270,7 @@ func (c Config) ForData(p dataset.Provenance) (Config, error) {
 	c.NodeWidth, c.KernelWidth, c.ConfigWidth = node, kernel, config
 	c.Vocab = len(p.FeatureSchema.Vocab)
 	if c.Vocab == 0 {
-		c.Vocab = ForeignVocab
+		c.Vocab = foreignVocab
 	}
 	c.NodeConfigWidth = 0
 	if p.PerNodeConfigs {
@@ -284,13 +280,11 @@ func (c Config) ForData(p dataset.Provenance) (Config, error) {
 }
 
 // ParseReductions parses a comma-separated list such as "mean,max".
-func ParseReductions(s string) ([]Reduction, error) {
-	var out []Reduction
+func ParseReductions(s string) ([]nn.Reduction, error) {
+	var out []nn.Reduction
 	for _, f := range strings.Split(s, ",") {
-		r := Reduction(strings.TrimSpace(f))
-		switch r {
-		case ReduceSum, ReduceMean, ReduceMax:
-		default:
+		r := nn.Reduction(strings.TrimSpace(f))
+		if !r.Valid() {
 			return nil, fmt.Errorf("unknown reduction %q (want sum, mean or max)", r)
 		}
 		if slices.Contains(out, r) {
@@ -307,12 +301,12 @@ func (c Config) Validate() error {
 	if c.EmbedDim <= 0 {
 		errs = append(errs, fmt.Errorf("embedding width must be positive, got %d", c.EmbedDim))
 	}
-	errs = append(errs, intField("hidden", c.Hidden, 1, MaxHidden), intField("layers", c.Layers, 0, MaxLayers))
+	errs = append(errs, intField("hidden", c.Hidden, 1, maxHidden), intField("layers", c.Layers, 0, maxLayers))
 	if len(c.Reduce) == 0 {
 		errs = append(errs, errors.New("at least one reduction is needed"))
 	}
 	for i, r := range c.Reduce {
-		if r != ReduceSum && r != ReduceMean && r != ReduceMax {
+		if !r.Valid() {
 			errs = append(errs, fmt.Errorf("unknown reduction %q", r))
 		}
 		if slices.Contains(c.Reduce[:i], r) {
@@ -323,12 +317,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("the head needs at least one hidden layer"))
 	}
 	for _, w := range c.Head {
-		if w <= 0 || w > MaxHidden {
-			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", MaxHidden, c.Head))
+		if w <= 0 || w > maxHidden {
+			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", maxHidden, c.Head))
 			break
 		}
 	}
-	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
+	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, maxNodeConfigWidth))
 	if len(c.Tasks) == 1 {
 		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %v", c.Tasks))
 	}

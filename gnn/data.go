@@ -45,15 +45,15 @@ func (o *DataOptions) defaults() error {
 	return o.Validate()
 }
 
-// DatasetSource streams one part of a split dataset.
-type DatasetSource struct {
+// datasetSource streams one part of a split dataset.
+type datasetSource struct {
 	Data  *dataset.Dataset
 	Split *dataset.Split
 	Part  dataset.SplitPart
 }
 
 // Rows implements RowSource.
-func (s DatasetSource) Rows(fn func(*dataset.Row) error) error {
+func (s datasetSource) Rows(fn func(*dataset.Row) error) error {
 	return s.Data.Rows(dataset.ReadOptions{Split: s.Split, Part: s.Part}, fn)
 }
 
@@ -69,7 +69,7 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 	if err := opts.defaults(); err != nil {
 		return nil, nil, Meta{}, err
 	}
-	var trains, vals ConcatSource
+	var trains, vals concatSource
 	var first *dataset.Provenance
 	for _, dir := range strings.Split(opts.Dir, ",") {
 		dir = strings.TrimSpace(dir)
@@ -96,10 +96,10 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 		if err != nil {
 			return nil, nil, Meta{}, err
 		}
-		trainPart := DatasetSource{Data: d, Split: split, Part: dataset.Train}
+		trainPart := datasetSource{Data: d, Split: split, Part: dataset.Train}
 		isVal := valHoldout(opts, split.Programs(dataset.Train))
-		trains = append(trains, FilterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }})
-		vals = append(vals, FilterSource{Source: trainPart, Keep: isVal})
+		trains = append(trains, filterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }})
+		vals = append(vals, filterSource{Source: trainPart, Keep: isVal})
 	}
 	if first == nil {
 		return nil, nil, Meta{}, fmt.Errorf("no dataset directory given")
@@ -141,11 +141,11 @@ func DataProvenance(dirs string) (dataset.Provenance, error) {
 	return d.Provenance, nil
 }
 
-// ConcatSource streams its sources one after another.
-type ConcatSource []RowSource
+// concatSource streams its sources one after another.
+type concatSource []RowSource
 
 // Rows implements RowSource.
-func (c ConcatSource) Rows(fn func(*dataset.Row) error) error {
+func (c concatSource) Rows(fn func(*dataset.Row) error) error {
 	for _, s := range c {
 		if err := s.Rows(fn); err != nil {
 			return err
@@ -255,5 +255,5 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 	if opts.Datasets, err = Fingerprints(data.Dir); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	return Train(ctx, train, val, opts)
+	return trainSources(ctx, train, val, opts)
 }

@@ -55,7 +55,7 @@ func foreignModel(tb testing.TB, collection string, loss Loss, rows []dataset.Ro
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, ts, err := FitStatsFor(SliceSource(rows), p.FeatureSchema.Version, cfg.dataWidths())
+	st, ts, err := fitStatsFor(sliceSource(rows), p.FeatureSchema.Version, cfg.dataWidths())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestForDataTakesTheDataWidths(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tile.FeatureSet != dataset.FeatureSetTpuGraphs || tile.NodeWidth != tpugraphs.NodeFeatWidth || tile.KernelWidth != 0 ||
-		tile.ConfigWidth != tpugraphs.TileConfigWidth || tile.Vocab != ForeignVocab || tile.PerNode() || tile.Features != "" {
+		tile.ConfigWidth != tpugraphs.TileConfigWidth || tile.Vocab != foreignVocab || tile.PerNode() || tile.Features != "" {
 		t.Errorf("tile config %+v", tile)
 	}
 	layout, err := DefaultConfig().ForData(foreignProv(tpugraphs.CollectionLayout))
@@ -185,7 +185,7 @@ func TestTrainOnForeignTileData(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := Train(context.Background(), SliceSource(train), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 12, LR: 3e-3, Seed: 1,
+	res, err := trainSources(context.Background(), sliceSource(train), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 12, LR: 3e-3, Seed: 1,
 		BatchKernels: 8, OutDir: dir, Schema: p.FeatureSchema})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // tinyConfig is a small architecture that exercises every part of the model: two
@@ -19,7 +20,7 @@ import (
 func tinyConfig() Config {
 	c := DefaultConfig()
 	c.EmbedDim, c.Hidden, c.Layers = 3, 4, 2
-	c.Reduce = []Reduction{ReduceSum, ReduceMean, ReduceMax}
+	c.Reduce = []nn.Reduction{nn.ReduceSum, nn.ReduceMean, nn.ReduceMax}
 	c.Head = []int{5, 3}
 	c.MaxDegree = 2
 	return c
@@ -28,7 +29,7 @@ func tinyConfig() Config {
 // testModel fits statistics on rows and returns a model for them.
 func testModel(tb testing.TB, cfg Config, task dataset.Task, loss Loss, rows []dataset.Row, seed int64) *Model {
 	tb.Helper()
-	st, ts, err := FitStats(SliceSource(rows))
+	st, ts, err := fitStats(sliceSource(rows))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func itemsOf(tb testing.TB, m *Model, rows []dataset.Row) []item {
 }
 
 // jitter adds uniform noise of the given amplitude to every parameter.
-func jitter(ps Params, rng *rand.Rand, amp float64) {
+func jitter(ps nn.Params, rng *rand.Rand, amp float64) {
 	for _, p := range ps {
 		for i := range p.Data {
 			p.Data[i] += float32((2*rng.Float64() - 1) * amp)

@@ -67,7 +67,7 @@ func (a *valAccum) add(k *kernel, out []float64) {
 	rt := k.runtimes
 	if a.m.Loss.Rank() {
 		if len(out) >= 2 {
-			a.lossSum += RankLoss(a.m.Loss, out, rt)
+			a.lossSum += kernelRankLoss(a.m.Loss, out, rt)
 			a.lossN++
 		}
 	} else {

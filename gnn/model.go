@@ -9,6 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Model is a cost model: its architecture, its parameters, and what it needs to read
@@ -20,7 +21,7 @@ type Model struct {
 	Loss   Loss
 	Norm   features.Stats
 	Target TargetStats
-	Params Params
+	Params nn.Params
 }
 
 // NewModel returns a model with parameters initialized from seed (He-uniform weights,
@@ -329,12 +330,12 @@ var errNoRows = errors.New("no rows")
 // rowNodeConfigs returns a row's per-node configurations (dataset.Row.ConfigNodes, each
 // config vector holding one block of width features per configurable node, in that
 // order: the TpuGraphs layout collection's node_config_ids and node_config_feat),
-// normalized with st (fitted per node block, FitStatsFor).
-func rowNodeConfigs(r *dataset.Row, width int, st *features.ColumnStats) (*NodeConfigs, error) {
+// normalized with st (fitted per node block, fitStatsFor).
+func rowNodeConfigs(r *dataset.Row, width int, st *features.ColumnStats) (*nodeConfigs, error) {
 	if len(r.ConfigNodes) == 0 {
 		return nil, fmt.Errorf("the row has no per-node configurations, which a per-node configuration model (node_config_width %d) reads", width)
 	}
-	nc := &NodeConfigs{Nodes: r.ConfigNodes, Width: width, Feats: make([][]float32, len(r.ConfigFeats))}
+	nc := &nodeConfigs{Nodes: r.ConfigNodes, Width: width, Feats: make([][]float32, len(r.ConfigFeats))}
 	for i, c := range r.ConfigFeats {
 		if len(c) != len(r.ConfigNodes)*width {
 			return nil, fmt.Errorf("config %d has %d features for %d configurable nodes, want %d each", i, len(c), len(r.ConfigNodes), width)

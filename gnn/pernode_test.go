@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // perNodeWidth is the per-node configuration width of the synthetic fixtures.
@@ -27,7 +28,7 @@ func perNodeItems(tb testing.TB, m *Model, rows []dataset.Row, nconf int, rng *r
 		r := rows[ri]
 		n := r.Graph.Nodes()
 		nodes := rng.Perm(n)[:min(4, n)]
-		nc := &NodeConfigs{Width: perNodeWidth}
+		nc := &nodeConfigs{Width: perNodeWidth}
 		for _, v := range nodes {
 			nc.Nodes = append(nc.Nodes, int32(v))
 		}
@@ -182,7 +183,7 @@ func TestPerNodeModelRanks(t *testing.T) {
 			m := testModel(t, cfg, dataset.TaskTile, loss, rows, 1)
 			items := perNodeItems(t, m, rows, 8, rand.New(rand.NewPCG(1, 1)))
 			eng := newEngine(m, true, true, 2)
-			tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: newAdam(m.Params, overfitLR), eng: eng}
+			tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: nn.NewAdam(m.Params, overfitLR), eng: eng}
 			for range overfitSteps {
 				if _, err := tr.step(items); err != nil {
 					t.Fatal(err)
@@ -219,21 +220,21 @@ func TestPerNodeModelRanks(t *testing.T) {
 }
 
 func TestNodeConfigsValidate(t *testing.T) {
-	good := NodeConfigs{Nodes: []int32{0, 2}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}
+	good := nodeConfigs{Nodes: []int32{0, 2}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}
 	if err := good.Validate(3, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
-		nc   NodeConfigs
+		nc   nodeConfigs
 		want string
 	}{
-		{"width", NodeConfigs{Nodes: []int32{0}, Width: 3, Feats: [][]float32{{1, 2, 3}}}, "model reads 2"},
-		{"outside", NodeConfigs{Nodes: []int32{3}, Width: 2, Feats: [][]float32{{1, 2}}}, "outside"},
-		{"twice", NodeConfigs{Nodes: []int32{1, 1}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}, "twice"},
-		{"short", NodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1}}}, "want 1 nodes"},
-		{"nan", NodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1, float32(math.NaN())}}}, "non-finite"},
-		{"none", NodeConfigs{Width: 2}, "no configurable"},
+		{"width", nodeConfigs{Nodes: []int32{0}, Width: 3, Feats: [][]float32{{1, 2, 3}}}, "model reads 2"},
+		{"outside", nodeConfigs{Nodes: []int32{3}, Width: 2, Feats: [][]float32{{1, 2}}}, "outside"},
+		{"twice", nodeConfigs{Nodes: []int32{1, 1}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}, "twice"},
+		{"short", nodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1}}}, "want 1 nodes"},
+		{"nan", nodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1, float32(math.NaN())}}}, "non-finite"},
+		{"none", nodeConfigs{Width: 2}, "no configurable"},
 	} {
 		if err := c.nc.Validate(3, 2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)

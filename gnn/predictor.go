@@ -51,7 +51,7 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 }
 
 // NewRowPredictor returns a predictor of dataset rows (PredictRows, PredictSource), which
-// carry their features; it has no target, so it cannot score compiled kernels (Score).
+// carry their features; it has no target, so it cannot score compiled kernels (ScoreKernel).
 // Models of another feature set than tpucost's (Config.FeatureSet) score rows only.
 func NewRowPredictor(m *Model, opts PredictorOptions) (*Predictor, error) {
 	if err := m.validate(); err != nil {
@@ -86,8 +86,8 @@ func (p *Predictor) Close() {
 	p.eng.close()
 }
 
-// Request asks for the scores of one kernel under configurations (Tiles[i], Flags[i]).
-type Request struct {
+// scoreRequest asks for the scores of one kernel under configurations (Tiles[i], Flags[i]).
+type scoreRequest struct {
 	Kernel *compiler.Kernel
 	Tiles  []cost.Tile
 	Flags  []cost.Flags
@@ -98,16 +98,16 @@ type Request struct {
 // not valid for k on the predictor's target (the tile does not fit the kernel or VMEM
 // with those flags, or the flags are invalid) scores +Inf, so it ranks last.
 func (p *Predictor) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
-	out, err := p.Score([]Request{{Kernel: k, Tiles: tiles, Flags: flags}})
+	out, err := p.scoreRequests([]scoreRequest{{Kernel: k, Tiles: tiles, Flags: flags}})
 	if err != nil {
 		return nil, err
 	}
 	return out[0], nil
 }
 
-// Score is ScoreKernel for many kernels at once: their graphs and configurations share
+// scoreRequests is ScoreKernel for many kernels at once: their graphs and configurations share
 // batches, which is much faster than one call per kernel.
-func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
+func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
 	if p.target == (cost.Target{}) {
 		return nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
 	}

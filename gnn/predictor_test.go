@@ -38,7 +38,7 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 			}
 			prog := compileZoo(t, "resnet18_b1")
 			target := testChip(t).Target
-			var reqs []Request
+			var reqs []scoreRequest
 			for _, k := range prog.Kernels[:20] {
 				var tiles []cost.Tile
 				var flags []cost.Flags
@@ -47,9 +47,9 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 				}
 				// An invalid tile scores +Inf.
 				tiles, flags = append(tiles, cost.Tile{3, 5, 7}), append(flags, k.Flags)
-				reqs = append(reqs, Request{Kernel: k, Tiles: tiles, Flags: flags})
+				reqs = append(reqs, scoreRequest{Kernel: k, Tiles: tiles, Flags: flags})
 			}
-			all, err := p.Score(reqs)
+			all, err := p.scoreRequests(reqs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -90,12 +90,12 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		byKey[k.Key] = kd
 		order = append(order, k.Key)
 	}
-	reqs := make([]Request, len(order))
+	reqs := make([]scoreRequest, len(order))
 	for i, key := range order {
 		kd := byKey[key]
-		reqs[i] = Request{Kernel: prog.Kernels[kd.first], Tiles: kd.tiles, Flags: kd.flags}
+		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Tiles: kd.tiles, Flags: kd.flags}
 	}
-	scores, err := p.Score(reqs)
+	scores, err := p.scoreRequests(reqs)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	var slow float64
 	nSlow := 0
 	errStop := fmt.Errorf("enough rows")
-	src := SourceFunc(func(fn func(*dataset.Row) error) error { return d.Rows(dataset.ReadOptions{}, fn) })
+	src := sourceFunc(func(fn func(*dataset.Row) error) error { return d.Rows(dataset.ReadOptions{}, fn) })
 	err = pred.PredictSource(src, func(r *dataset.Row, out []float64) error {
 		if maxRows > 0 && len(rep.Rows) == maxRows {
 			return errStop
@@ -132,11 +132,11 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	return rep, nil
 }
 
-// SourceFunc adapts a function to RowSource.
-type SourceFunc func(fn func(*dataset.Row) error) error
+// sourceFunc adapts a function to RowSource.
+type sourceFunc func(fn func(*dataset.Row) error) error
 
 // Rows implements RowSource.
-func (f SourceFunc) Rows(fn func(*dataset.Row) error) error { return f(fn) }
+func (f sourceFunc) Rows(fn func(*dataset.Row) error) error { return f(fn) }
 
 func cmpFloat(a, b float64) int {
 	switch {

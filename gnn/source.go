@@ -16,11 +16,11 @@ type RowSource interface {
 	Rows(fn func(*dataset.Row) error) error
 }
 
-// SliceSource is an in-memory RowSource.
-type SliceSource []dataset.Row
+// sliceSource is an in-memory RowSource.
+type sliceSource []dataset.Row
 
 // Rows implements RowSource.
-func (s SliceSource) Rows(fn func(*dataset.Row) error) error {
+func (s sliceSource) Rows(fn func(*dataset.Row) error) error {
 	for i := range s {
 		if err := fn(&s[i]); err != nil {
 			return err
@@ -29,14 +29,14 @@ func (s SliceSource) Rows(fn func(*dataset.Row) error) error {
 	return nil
 }
 
-// FilterSource passes on the rows of Source for which Keep returns true.
-type FilterSource struct {
+// filterSource passes on the rows of Source for which Keep returns true.
+type filterSource struct {
 	Source RowSource
 	Keep   func(*dataset.Row) bool
 }
 
 // Rows implements RowSource.
-func (f FilterSource) Rows(fn func(*dataset.Row) error) error {
+func (f filterSource) Rows(fn func(*dataset.Row) error) error {
 	return f.Source.Rows(func(r *dataset.Row) error {
 		if !f.Keep(r) {
 			return nil
@@ -45,18 +45,18 @@ func (f FilterSource) Rows(fn func(*dataset.Row) error) error {
 	})
 }
 
-// FitStats fits the normalization statistics of features and of the log runtimes on one
+// fitStats fits the normalization statistics of features and of the log runtimes on one
 // pass over src, rows in tpucost's own feature schema. Rows without configurations are
 // skipped. It fails when src has no usable row or a runtime is not positive and finite.
-func FitStats(src RowSource) (features.Stats, TargetStats, error) {
-	return FitStatsFor(src, features.SchemaVersion, features.CurrentWidths())
+func fitStats(src RowSource) (features.Stats, TargetStats, error) {
+	return fitStatsFor(src, features.SchemaVersion, features.CurrentWidths())
 }
 
-// FitStatsFor is FitStats for rows of feature schema version version with widths w (an
+// fitStatsFor is fitStats for rows of feature schema version version with widths w (an
 // imported dataset's). A row with per-node configurations (ConfigNodes) contributes each
 // configurable node's block of w.Config features as one config vector. The log runtimes
 // are those of the row's TargetTimes (runtime over normalizer where the data has them).
-func FitStatsFor(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, error) {
+func fitStatsFor(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, error) {
 	f := features.NewFitterFor(version, w)
 	var n int64
 	var mean, m2 float64
