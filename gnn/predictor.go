@@ -63,6 +63,43 @@ func NewRowPredictor(m *Model, opts PredictorOptions) (*Predictor, error) {
 	return &Predictor{m: m, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
 }
 
+// Target is what a predictor scores kernels for: the chip (preset name), its VMEM size,
+// the simulator version the model's data should come from (empty: not compared) and the
+// cost target kernels are featurized for.
+type Target struct {
+	Chip      string
+	VMEMBytes int64
+	Simulator string
+	Cost      cost.Target
+}
+
+// LoadFor loads the model of the checkpoint in dir to score kernels compiled for the
+// target that target returns (given the checkpoint's Meta, e.g. to default to the chip
+// the model was trained for). A model trained on data simulated for another chip, VMEM
+// size or simulator is refused, naming the field and both values, unless allowMismatch:
+// then it is returned with that description in mismatch (empty when the targets agree),
+// for the caller to warn about. A model of another feature set than tpucost's is refused
+// (NewPredictor).
+func LoadFor(dir string, target func(Meta) (Target, error), allowMismatch bool) (p *Predictor, ck *Checkpoint, t Target, mismatch string, err error) {
+	m, ck, err := Load(dir)
+	if err != nil {
+		return nil, nil, t, "", err
+	}
+	if t, err = target(ck.Meta); err != nil {
+		return nil, nil, t, "", err
+	}
+	if field, mv, cv := ck.Meta.TargetMismatch(t.Chip, t.VMEMBytes, t.Simulator); field != "" {
+		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", dir, field, mv, cv)
+		if !allowMismatch {
+			return nil, nil, t, "", fmt.Errorf("%s: use it for its target (or pass --allow-mismatch)", mismatch)
+		}
+	}
+	if p, err = NewPredictor(m, t.Cost, PredictorOptions{}); err != nil {
+		return nil, nil, t, "", err
+	}
+	return p, ck, t, mismatch, nil
+}
+
 // LoadPredictor loads the model of the checkpoint in dir (see Load) for target t.
 func LoadPredictor(dir string, t cost.Target) (*Predictor, error) {
 	m, _, err := Load(dir)

@@ -67,3 +67,22 @@ func ParseList(s string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Select returns the sources a command's --models/--all flags choose (gen and tune):
+// every zoo model with all, else the parsed list (ParseList). Exactly one must be given;
+// errors name the flags.
+func Select(models string, all bool) ([]string, error) {
+	switch {
+	case all && models != "":
+		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
+	case all:
+		return Names(), nil
+	case models == "":
+		return nil, fmt.Errorf("give --models a,b or --all")
+	}
+	names, err := ParseList(models)
+	if err != nil {
+		return nil, fmt.Errorf("--models: %w", err)
+	}
+	return names, nil
+}

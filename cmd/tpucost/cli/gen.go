@@ -69,24 +69,6 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-// modelList returns the models of --models or --all (exactly one must be given).
-func modelList(models string, all bool) ([]string, error) {
-	if all && models != "" {
-		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
-	}
-	if all {
-		return zoo.Names(), nil
-	}
-	if models == "" {
-		return nil, fmt.Errorf("give --models a,b or --all")
-	}
-	names, err := zoo.ParseList(models)
-	if err != nil {
-		return nil, fmt.Errorf("--models: %w", err)
-	}
-	return names, nil
-}
-
 func runGen(ctx context.Context, o *GenOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -98,7 +80,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	models, err := modelList(o.Models, o.All)
+	models, err := zoo.Select(o.Models, o.All)
 	if err != nil {
 		return err
 	}

@@ -88,39 +88,30 @@ func runPredict(o *PredictOptions) error {
 	case o.MaxRows != 0:
 		return fmt.Errorf("--rows applies to --data")
 	}
-	m, ckpt, err := gnn.Load(o.Model)
-	if err != nil {
-		return err
-	}
-	if chip, vmem := ckpt.Meta.DefaultTarget(); !o.chipSet && chip != "" {
-		o.Target.Chip = chip
-		if o.Target.VMEMMiB == 0 {
-			o.Target.VMEMMiB = vmem
+	var c tpusim.Chip
+	pred, _, _, mismatch, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
+		// The chip defaults to the one the model's training data was generated for.
+		if chip, vmem := meta.DefaultTarget(); !o.chipSet && chip != "" {
+			o.Target.Chip = chip
+			if o.Target.VMEMMiB == 0 {
+				o.Target.VMEMMiB = vmem
+			}
 		}
-	}
-	c, err := o.Target.chip()
+		var err error
+		c, err = o.Target.chip()
+		return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, err
+	}, o.AllowMismatch)
 	if err != nil {
 		return err
 	}
-	mismatch := ""
-	if field, mv, cv := ckpt.Meta.TargetMismatch(c.Name, c.VMEMBytes, ""); field != "" {
-		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", o.Model, field, mv, cv)
-	}
+	defer pred.Close()
 	if mismatch != "" {
-		if !o.AllowMismatch {
-			return fmt.Errorf("%s: predict for its target (or pass --allow-mismatch)", mismatch)
-		}
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
 	p, err := compileSource(o.Src, o.Config, c, "", nil)
 	if err != nil {
 		return err
 	}
-	pred, err := gnn.NewPredictor(m, c.Target, gnn.PredictorOptions{})
-	if err != nil {
-		return err
-	}
-	defer pred.Close()
 	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
 		return tpusim.TimeKernel(k, tile, flags, c)
 	}

@@ -46,9 +46,10 @@ type TuneOptions struct {
 	// than the one tuned for, with a warning and chip_mismatch in --json.
 	AllowMismatch bool
 
-	// LoadModel loads a learned model checkpoint for --model: the model and its
-	// checkpoint (whose Meta says what target it was trained for); nil: gnn.Load.
-	LoadModel func(dir string) (tune.Model, *gnn.Checkpoint, error)
+	// LoadModel loads a learned model checkpoint for --model: the model and, when it was
+	// trained for another target and --allow-mismatch allows it, what differs (tests
+	// replace it; nil: gnn.LoadFor).
+	LoadModel func(dir string) (m tune.Model, mismatch string, err error)
 }
 
 // NewCmdTune builds `tpucost tune [SRC]`.
@@ -97,27 +98,19 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
+// sources returns the programs to tune and whether that is batch mode (--models/--all).
 func (o *TuneOptions) sources() ([]string, bool, error) {
-	n := 0
-	for _, set := range []bool{o.Src != "", o.Models != "", o.All} {
-		if set {
-			n++
+	if o.Src != "" {
+		if o.Models != "" || o.All {
+			return nil, false, errors.New("give exactly one of SRC, --models or --all")
 		}
+		return []string{o.Src}, false, nil
 	}
-	if n != 1 {
+	if o.Models == "" && !o.All {
 		return nil, false, errors.New("give exactly one of SRC, --models or --all")
 	}
-	switch {
-	case o.Src != "":
-		return []string{o.Src}, false, nil
-	case o.All:
-		return zoo.Names(), true, nil
-	}
-	srcs, err := zoo.ParseList(o.Models)
-	if err != nil {
-		return nil, false, fmt.Errorf("--models: %w", err)
-	}
-	return srcs, true, nil
+	srcs, err := zoo.Select(o.Models, o.All)
+	return srcs, true, err
 }
 
 func runTune(ctx context.Context, o *TuneOptions) error {
@@ -398,16 +391,10 @@ func confirmationLine(c tune.Confirmation) string {
 func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mismatch bool, err error) {
 	load := o.LoadModel
 	if load == nil {
-		load = func(dir string) (tune.Model, *gnn.Checkpoint, error) {
-			m, ck, err := gnn.Load(dir)
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := gnn.NewPredictor(m, c.Target, gnn.PredictorOptions{})
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, ck, nil
+		load = func(dir string) (tune.Model, string, error) {
+			target := gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Simulator: tpusim.Version, Cost: c.Target}
+			p, _, _, mismatch, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
+			return p, mismatch, err
 		}
 	}
 	var models []tune.Model
@@ -416,19 +403,13 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
 		}
-		m, ck, err := load(dir)
+		m, msg, err := load(dir)
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("--model %s: %w", dir, err)
 		}
-		if ck != nil {
-			if field, mv, cv := ck.Meta.TargetMismatch(c.Name, c.VMEMBytes, tpusim.Version); field != "" {
-				msg := fmt.Sprintf("model %s was trained on data for %s %s, not %s", dir, field, mv, cv)
-				if !o.AllowMismatch {
-					return nil, nil, false, fmt.Errorf("%s: tune for its target (or pass --allow-mismatch)", msg)
-				}
-				fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", msg)
-				mismatch = true
-			}
+		if msg != "" {
+			fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", msg)
+			mismatch = true
 		}
 		models, names = append(models, m), append(names, dir)
 	}

@@ -158,13 +158,13 @@ func TestTuneModelHook(t *testing.T) {
 	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
 		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}
 	o.Target.Chip = "v4"
-	o.LoadModel = func(string) (tune.Model, *gnn.Checkpoint, error) {
-		return nil, nil, errors.New("checkpoint is corrupt")
+	o.LoadModel = func(string) (tune.Model, string, error) {
+		return nil, "", errors.New("checkpoint is corrupt")
 	}
 	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
 		t.Errorf("loader error: %v", err)
 	}
-	o.LoadModel = func(dir string) (tune.Model, *gnn.Checkpoint, error) { return simScorer{}, nil, nil }
+	o.LoadModel = func(dir string) (tune.Model, string, error) { return simScorer{}, "", nil }
 	if err := runTune(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestTuneModelTargetMismatch(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--chip", "v5e"}, "model " + model + " was trained on data for chip v4, not v5e: tune for its target (or pass --allow-mismatch)"},
+		{[]string{"--chip", "v5e"}, "model " + model + " was trained on data for chip v4, not v5e: use it for its target (or pass --allow-mismatch)"},
 		{[]string{"--vmem", "64"}, "was trained on data for vmem_bytes"},
 		{[]string{"--models", "mlp_96x2_b1", "--chip", "v5e"}, "was trained on data for chip v4, not v5e"},
 	} {
