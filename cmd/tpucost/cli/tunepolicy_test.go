@@ -8,7 +8,9 @@ import (
 )
 
 // TestTuneRLEndToEnd: train a policy, tune an unseen program with it within the budget
-// exactly; --strategy rl without --policy is one clear error, not a fallback.
+// exactly, deciding layout and fusion by default; --strategy rl without --policy, with
+// kinds it does not decide or did not train on, or on a model variant of a training
+// program is one clear error, not a fallback.
 func TestTuneRLEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "policy")
 	if _, errs, code := runTuneCmd("train-policy", "--programs", "mlp_96x2_b1", "--out", dir, "--episodes", "2", "--samples", "4"); code != 0 {
@@ -28,8 +30,29 @@ func TestTuneRLEndToEnd(t *testing.T) {
 	if r.Strategy != "rl" || r.Measurements != 13 {
 		t.Errorf("strategy %q, %d measurements; want rl, 13", r.Strategy, r.Measurements)
 	}
-	_, errs, code = runTuneCmd("mlp_lenet300_b32", "--strategy", "rl", "--budget", "13")
-	if code == 0 || !strings.Contains(errs, "needs a trained policy") || strings.Count(errs, "\n") != 1 {
-		t.Errorf("rl without --policy: exit %d, stderr %q", code, errs)
+	if _, errs, code := runTuneCmd("mlp_lenet300_b32", "--strategy", "rl", "--policy", dir, "--kinds", "layout", "--budget", "5"); code != 0 {
+		t.Errorf("tune rl --kinds layout: exit %d: %s", code, errs)
+	}
+	fusionDir := filepath.Join(t.TempDir(), "fusion")
+	if _, errs, code := runTuneCmd("train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--samples", "2", "--kinds", "fusion"); code != 0 {
+		t.Fatalf("train-policy --kinds fusion: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--budget", "13"}, "needs a trained policy"},
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", dir, "--kinds", "fusion,tile", "--budget", "5"}, "decides layout and fusion"},
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", fusionDir, "--budget", "5"}, "trained on fusion decisions only"},
+		// Held out by model variant: the training step of the training program, and a
+		// batch that contains it, are refused.
+		{[]string{"mlp_96x2_b1_train", "--strategy", "rl", "--policy", dir, "--budget", "5"}, "same model variant (mlp_96x2) as mlp_96x2_b1_train"},
+		{[]string{"--models", "mlp_lenet300_b32,mlp_96x2_b1", "--strategy", "rl", "--policy", dir, "--budget", "5"}, "the policy " + dir + " trained on mlp_96x2_b1"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--kinds", "tile"}, "decides layout and fusion"},
+	} {
+		_, errs, code := runTuneCmd(c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want one line containing %q", c.args, code, errs, c.want)
+		}
 	}
 }
