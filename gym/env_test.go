@@ -328,10 +328,10 @@ func TestBenchmarkSets(t *testing.T) {
 	trainVariant := map[string]string{}
 	trainFamily := map[string]bool{}
 	for _, p := range trainSet {
-		if q, ok := trainVariant[Variant(p)]; ok {
+		if q, ok := trainVariant[zoo.Variant(p)]; ok {
 			t.Errorf("training programs %s and %s are one variant", p, q)
 		}
-		trainVariant[Variant(p)] = p
+		trainVariant[zoo.Variant(p)] = p
 		if !strings.HasPrefix(p, BenchPrefix) {
 			m, err := zoo.Lookup(p)
 			if err != nil {
@@ -342,8 +342,8 @@ func TestBenchmarkSets(t *testing.T) {
 	}
 	heldWhole := map[string]bool{"vit": true}
 	for _, p := range heldOutSet {
-		if q, ok := SeenVariant(trainSet, p); ok {
-			t.Errorf("held-out %s is the model variant %s of training program %s", p, Variant(p), q)
+		if q, ok := zoo.SeenVariant(trainSet, p); ok {
+			t.Errorf("held-out %s is the model variant %s of training program %s", p, zoo.Variant(p), q)
 		}
 		if strings.HasPrefix(p, BenchPrefix) {
 			continue
@@ -364,8 +364,8 @@ func TestBenchmarkSets(t *testing.T) {
 	// The split is by variant even where names differ only in suffixes.
 	for _, c := range [][2]string{{"mlp_96x2_b1_train", "mlp_96x2"}, {"mlp_96x2_b1", "mlp_96x2"}, {"resnet18_b32", "resnet18"},
 		{"bench:graphsage_tf", "bench:graphsage_tf"}, {"bench:bench_scan_N2000_M3", "bench:bench_scan_N2000_M3"}, {"x_b", "x_b"}, {"_b1", "_b1"}} {
-		if v := Variant(c[0]); v != c[1] {
-			t.Errorf("Variant(%q) = %q, want %q", c[0], v, c[1])
+		if v := zoo.Variant(c[0]); v != c[1] {
+			t.Errorf("zoo.Variant(%q) = %q, want %q", c[0], v, c[1])
 		}
 	}
 	if testing.Short() {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/tpucost/tpucost/compiler/opt"
+	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -86,11 +87,11 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		return nil, fmt.Errorf("evaluating a gym agent: no programs")
 	}
 	for _, p := range o.Programs {
-		if t, ok := SeenVariant(a.Meta.Programs, p); ok {
+		if t, ok := zoo.SeenVariant(a.Meta.Programs, p); ok {
 			if t == p {
 				return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s (evaluate on programs it never saw)", p)
 			}
-			return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s, the same model variant (%s) as %s (evaluate on variants it never saw)", t, Variant(p), p)
+			return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s, the same model variant (%s) as %s (evaluate on variants it never saw)", t, zoo.Variant(p), p)
 		}
 	}
 	if o.MaxSteps == 0 {

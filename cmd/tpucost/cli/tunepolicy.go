@@ -12,7 +12,6 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
-	"github.com/tpucost/tpucost/gym"
 	"github.com/tpucost/tpucost/tune"
 )
 
@@ -186,16 +185,6 @@ func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Pol
 	for _, k := range kinds {
 		if !slices.Contains(p.Meta.Kinds, k) {
 			return nil, nil, fmt.Errorf("--kinds %s: the policy %s trained on %s decisions only", kindList(kinds), o.Policy, kindList(p.Meta.Kinds))
-		}
-	}
-	srcs, _, err := o.sources()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, src := range srcs {
-		if t, ok := gym.SeenVariant(p.Meta.Programs, src); ok {
-			return nil, nil, fmt.Errorf("--strategy rl: the policy %s trained on %s, the same model variant (%s) as %s; rl is for programs the policy never saw (tune %s with another strategy or a policy trained without it)",
-				o.Policy, t, gym.Variant(src), src, src)
 		}
 	}
 	return kinds, p, nil
