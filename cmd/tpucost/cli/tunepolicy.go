@@ -62,19 +62,28 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if o.Out == "" {
 		return errors.New("--out: a policy directory is required")
 	}
+	// Every flag as given: an out-of-range value is an error naming it, never a default.
+	switch {
+	case o.Episodes < 1:
+		return fmt.Errorf("--episodes %d: want an integer >= 1", o.Episodes)
+	case o.Samples < 2:
+		return fmt.Errorf("--samples %d: want an integer >= 2 (REINFORCE compares samples)", o.Samples)
+	case !(o.LR > 0 && o.LR <= 1):
+		return fmt.Errorf("--lr %g: want a number in (0, 1]", o.LR)
+	case o.Workers < 0 || o.Workers > tune.MaxWorkers:
+		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, tune.MaxWorkers)
+	}
+	names, err := zoo.ParseList(o.Programs)
+	if err != nil {
+		return fmt.Errorf("--programs: %w", err)
+	}
 	var mods []*hlo.Module
-	for _, s := range strings.Split(o.Programs, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
+	for _, s := range names {
 		m, err := zoo.Resolve(s)
 		if err != nil {
 			return fmt.Errorf("--programs: %w", err)
 		}
 		mods = append(mods, m)
-	}
-	if len(mods) == 0 {
-		return errors.New("--programs: no program named")
 	}
 	kinds, err := parseKinds(o.Kinds)
 	if err != nil {

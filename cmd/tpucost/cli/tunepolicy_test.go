@@ -8,9 +8,10 @@ import (
 )
 
 // TestTuneRLEndToEnd: train a policy, tune an unseen program with it within the budget
-// exactly, deciding layout and fusion by default; --strategy rl without --policy, with
-// kinds it does not decide or did not train on, or on a model variant of a training
-// program is one clear error, not a fallback.
+// exactly, deciding layout and fusion by default; a model variant of a training program
+// is tuned with a warning and policy_trained_on; --strategy rl without --policy, with
+// kinds it does not decide or did not train on, and train-policy flags out of range are
+// one clear error, not a fallback.
 func TestTuneRLEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "policy")
 	if _, errs, code := runTuneCmd("train-policy", "--programs", "mlp_96x2_b1", "--out", dir, "--episodes", "2", "--samples", "4"); code != 0 {
@@ -56,6 +57,12 @@ func TestTuneRLEndToEnd(t *testing.T) {
 		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", dir, "--kinds", "fusion,tile", "--budget", "5"}, "decides layout and fusion"},
 		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", fusionDir, "--budget", "5"}, "trained on fusion decisions only"},
 		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--kinds", "tile"}, "decides layout and fusion"},
+		// No quiet defaults: each flag out of range is an error naming it.
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "0"}, "--episodes 0: want an integer >= 1"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--samples", "0"}, "--samples 0: want an integer >= 2"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--lr", "0"}, "--lr 0: want a number in (0, 1]"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--workers", "-2"}, "--workers -2: want an integer in [0,"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1,", "--out", fusionDir}, "--programs"},
 	} {
 		_, errs, code := runTuneCmd(c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
