@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 
 	"github.com/tpucost/tpucost/internal/jsonerr"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 // ManifestVersion is the version of the manifest format and of the directory contract it
@@ -83,41 +82,7 @@ func (m *Manifest) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, '\n')
-	i := bytes.LastIndex(b, []byte(manifestChecksumField+`"`))
-	if i < 0 {
-		return nil, errors.New("manifest: no checksum field")
-	}
-	j := i + len(manifestChecksumField)
-	sum := sha256.Sum256(b)
-	return slices.Concat(b[:j], []byte(hex.EncodeToString(sum[:])), b[j:]), nil
-}
-
-// manifestChecksumField is how the checksum field starts in an encoded manifest. JSON
-// escapes quotes inside strings, so it cannot occur inside a value; it is the last field.
-const manifestChecksumField = `"checksum": "`
-
-// verifyManifestChecksum checks the checksum field of an encoded manifest against the
-// SHA-256 of the file with that field's value empty.
-func verifyManifestChecksum(b []byte) error {
-	i := bytes.LastIndex(b, []byte(manifestChecksumField))
-	if i < 0 {
-		return errors.New("no checksum: written by a tpucost older than manifest checksums, or damaged; regenerate the dataset")
-	}
-	j := i + len(manifestChecksumField)
-	end := bytes.IndexByte(b[j:], '"')
-	if end < 0 {
-		return errors.New("unterminated checksum field")
-	}
-	got := string(b[j : j+end])
-	sum := sha256.Sum256(slices.Concat(b[:j], b[j+end:]))
-	if want := hex.EncodeToString(sum[:]); got != want {
-		if len(got) > 16 {
-			got = got[:16] + "..."
-		}
-		return fmt.Errorf("checksum %s, its content hashes to %s: the manifest was changed after it was written, or is damaged", got, want[:16]+"...")
-	}
-	return nil
+	return sealed.Seal(append(b, '\n'))
 }
 
 // readManifest reads and checks the manifest at path, the manifest of (task, shard,
@@ -150,7 +115,9 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if m.SchemaVersion != SchemaVersion {
 		return nil, ferr("schema_version is %d, this tpucost reads %d", m.SchemaVersion, SchemaVersion)
 	}
-	if err := verifyManifestChecksum(b); err != nil {
+	if err := sealed.Verify(b); errors.Is(err, sealed.ErrNoChecksum) {
+		return nil, ferr("no checksum: written by a tpucost older than manifest checksums, or damaged; regenerate the dataset")
+	} else if err != nil {
 		return nil, ferr("%v", err)
 	}
 	m.Checksum = ""

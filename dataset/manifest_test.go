@@ -166,7 +166,7 @@ func TestManifestErrors(t *testing.T) {
 		// reported case, "rows": 61 → 62, was accepted), or a unit range.
 		{"row count edited", func(dir string) error {
 			return editManifest(dir, manifest, regexp.MustCompile(`"rows": ([0-9]+)`), func(n int) string { return fmt.Sprintf(`"rows": %d`, n+1) })
-		}, manifest, "the manifest was changed after it was written"},
+		}, manifest, "changed after it was written, or damaged"},
 		{"unit range edited", func(dir string) error {
 			return editManifest(dir, manifest, regexp.MustCompile(`"unit_last": ([0-9]+)`), func(n int) string { return fmt.Sprintf(`"unit_last": %d`, n+1) })
 		}, manifest, "checksum"},

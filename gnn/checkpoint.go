@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
@@ -19,6 +18,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 // Checkpoint layout: a directory holding
@@ -227,10 +227,10 @@ func saveCheckpoint(dir string, c *Checkpoint, best nn.Params, bestEpoch int, st
 	if err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	if data, err = sealJSON(append(data, '\n')); err != nil {
+	if data, err = sealed.Seal(append(data, '\n')); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
-	c.Checksum = checksumOf(data)
+	c.Checksum = sealed.Sum(data)
 	if err := atomicfile.WriteFile(filepath.Join(dir, ModelFile), data); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -265,48 +265,6 @@ func (c *Checkpoint) files() []FileRef {
 	return refs
 }
 
-// checksumField opens model.json's checksum value. Checksum is the second field and JSON
-// escapes quotes inside strings, so its first occurrence is the field.
-const checksumField = `"checksum": "`
-
-func checksumOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
-// sealJSON fills the empty checksum field of data with the SHA-256 of data.
-func sealJSON(data []byte) ([]byte, error) {
-	i := bytes.Index(data, []byte(checksumField+`"`))
-	if i < 0 {
-		return nil, errors.New("no empty checksum field")
-	}
-	j := i + len(checksumField)
-	sum := checksumOf(data)
-	return slices.Concat(data[:j], []byte(sum), data[j:]), nil
-}
-
-// errNoChecksum is verifyJSON's error for a file without a checksum field.
-var errNoChecksum = errors.New("no checksum field (written by an older tpucost, or damaged)")
-
-// verifyJSON checks data's checksum field against the SHA-256 of data with that field's
-// value empty.
-func verifyJSON(data []byte) error {
-	i := bytes.Index(data, []byte(checksumField))
-	if i < 0 {
-		return errNoChecksum
-	}
-	j := i + len(checksumField)
-	end := bytes.IndexByte(data[j:], '"')
-	if end < 0 {
-		return errors.New("unterminated checksum field")
-	}
-	got := string(data[j : j+end])
-	if want := checksumOf(slices.Concat(data[:j], data[j+end:])); got != want {
-		return errors.New("checksum mismatch")
-	}
-	return nil
-}
-
 // writeTensorFile writes tensors to dir/name atomically and returns its reference.
 func writeTensorFile(dir, name string, step int64, ts nn.Params) (FileRef, error) {
 	var buf bytes.Buffer
@@ -330,7 +288,7 @@ func readRefFile(dir string, ref FileRef) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
-	if checksumOf(data) != ref.SHA256 {
+	if sealed.Sum(data) != ref.SHA256 {
 		return nil, fmt.Errorf("checkpoint %s: %s is corrupt (checksum mismatch with %s)", dir, path, ModelFile)
 	}
 	return data, nil
@@ -372,11 +330,11 @@ func readCheckpoint(dir string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading model: %w", err)
 	}
-	if err := verifyJSON(data); err != nil {
+	if err := sealed.Verify(data); err != nil {
 		var probe struct {
 			Format string `json:"format"`
 		}
-		if errors.Is(err, errNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != checkpointFormat {
+		if errors.Is(err, sealed.ErrNoChecksum) && json.Unmarshal(data, &probe) == nil && probe.Format != "" && probe.Format != checkpointFormat {
 			return nil, fmt.Errorf("loading model %s: format %q, want %q: retrain it with this tpucost", dir, probe.Format, checkpointFormat)
 		}
 		return nil, fmt.Errorf("loading model: %s is corrupt: %w", path, err)

@@ -97,22 +97,26 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		for _, loss := range Losses() {
 			t.Run(string(fs.set)+"/"+string(loss), func(t *testing.T) {
 				m := testModel(t, tinyConfig().WithFeatures(fs.set), dataset.TaskTile, loss, rows, fs.seed)
-				// Away from the initialization's zero biases: with them, a node whose inputs
-				// are all zero sits exactly on a ReLU kink, where finite differences average
-				// the two one-sided derivatives.
-				jitter(m.Params, rand.New(rand.NewPCG(5, 6)), 0.1)
-				// Biases slightly positive: the tiny network's narrow ReLU layers (3 units in
-				// the last head layer) must not start dead, or every gradient is 0 and the
-				// check below rejects itself as weak.
-				for _, p := range m.Params {
-					if strings.HasSuffix(p.Name, ".b") {
-						for i := range p.Data {
-							p.Data[i] += liveBias
-						}
-					}
-				}
+				wakeUp(m)
 				checkGradients(t, m, itemsOf(t, m, rows), loss)
 			})
+		}
+	}
+}
+
+// wakeUp moves m away from its initialization for a gradient check: uniform noise on
+// every parameter, so that no node sits exactly on a ReLU kink (with the initial zero
+// biases, a node whose inputs are all zero does, and finite differences average the two
+// one-sided derivatives), and biases shifted by liveBias, so that the tiny networks'
+// narrow ReLU layers do not start dead (every gradient 0 makes the check reject itself
+// as weak).
+func wakeUp(m *Model) {
+	jitter(m.Params, rand.New(rand.NewPCG(5, 6)), 0.1)
+	for _, p := range m.Params {
+		if strings.HasSuffix(p.Name, ".b") {
+			for i := range p.Data {
+				p.Data[i] += liveBias
+			}
 		}
 	}
 }
@@ -120,8 +124,8 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 // checkGradients compares the gradients of the training graph of a padded batch of items
 // with central finite differences (in float64), for up to 12 entries of every parameter
 // (the embedding rows of the opcodes the batch uses), and checks that the graph's loss
-// is the host formula's.
-func checkGradients(t *testing.T, m *Model, items []item, loss Loss) {
+// is the host formula's. It returns the analytic gradients by parameter name.
+func checkGradients(t *testing.T, m *Model, items []item, loss Loss) map[string][]float64 {
 	t.Helper()
 	// A padded batch: the check covers padding too.
 	b, err := newBatch(m.Config, items, true, 4, loss, m.Target, true)
@@ -205,4 +209,9 @@ func checkGradients(t *testing.T, m *Model, items []item, loss Loss) {
 		t.Errorf("only %d of %d checked gradients are nonzero: the check is weak", nonzero, checked)
 	}
 	t.Logf("loss %.6g: %d gradient entries checked, %d nonzero", l0, checked, nonzero)
+	byName := map[string][]float64{}
+	for i := range n.params {
+		byName[m.Params[n.paramIdx[i]].Name] = analytic[i]
+	}
+	return byName
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 // KernelID is the 64-bit identity of a kernel key: the key's value when it is the
@@ -58,7 +59,7 @@ func writeKeysFile(dir string, s KeySet) (FileRef, error) {
 	for _, k := range s {
 		buf = binary.LittleEndian.AppendUint64(buf, k)
 	}
-	sum := checksumOf(buf)
+	sum := sealed.Sum(buf)
 	name := "seen-keys-" + sum[:16] + ".bin"
 	if err := atomicfile.WriteFile(filepath.Join(dir, name), buf); err != nil {
 		return FileRef{}, fmt.Errorf("saving checkpoint: %w", err)

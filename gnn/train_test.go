@@ -16,6 +16,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 func TestRankLossHandComputed(t *testing.T) {
@@ -226,7 +227,7 @@ func TestLoadRefusesOtherFeatureSchema(t *testing.T) {
 	raw["feature_schema_version"] = 99
 	raw["checksum"] = ""
 	data, _ = json.MarshalIndent(raw, "", "  ")
-	data, err = sealJSON(data) // a consistent file, as an older or newer tpucost would write
+	data, err = sealed.Seal(data) // a consistent file, as an older or newer tpucost would write
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ type Options struct {
 	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
 	// (default 500).
 	TopKGraph, TopKKernel, ModelEvals int
-	// Policy is the fusion policy of the rl strategy (LoadPolicy); required by it.
+	// Policy is the layout and fusion policy of the rl strategy (LoadPolicy); required by it.
 	Policy *Policy
 
 	// Progress, if set, is called from the run's goroutine after each batch of
@@ -152,7 +152,11 @@ type Report struct {
 	Speedup     float64 `json:"speedup"` // DefaultNs / TunedNs; 1 when NothingToTune
 	// NothingToTune: the program compiles to no kernels, so no config changes it; nothing
 	// was measured and the result is the default compile (0 ns, speedup 1).
-	NothingToTune    bool          `json:"nothing_to_tune,omitempty"`
+	NothingToTune bool `json:"nothing_to_tune,omitempty"`
+	// PolicyTrainedOn names the program of the rl policy's training set that is the same
+	// model variant as this one (zoo.Variant), when there is one: the result then shows
+	// the policy on a program it trained on, not on an unseen one.
+	PolicyTrainedOn  string        `json:"policy_trained_on,omitempty"`
 	Measurements     int           `json:"measurements"`
 	ProgramMeasures  int           `json:"program_measurements"`
 	KernelMeasures   int           `json:"kernel_measurements"`
@@ -564,6 +568,9 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 		rep, err := Run(ctx, m, opts)
 		if err != nil {
 			return nil, err
+		}
+		if opts.Strategy == RL && opts.Policy != nil {
+			rep.PolicyTrainedOn, _ = zoo.SeenVariant(opts.Policy.Meta.Programs, src)
 		}
 		b.Reports = append(b.Reports, rep)
 		b.MeanSpeedup += rep.Speedup
