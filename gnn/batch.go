@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // kernel is one kernel prepared for the model: normalized features, neighbour lists
@@ -145,13 +146,7 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c
 func csr(lists [][]int32, cap int) (ptr, idx []int32) {
 	ptr = make([]int32, len(lists)+1)
 	for v, l := range lists {
-		if len(l) <= cap {
-			idx = append(idx, l...)
-		} else {
-			for i := range cap {
-				idx = append(idx, l[i*len(l)/cap])
-			}
-		}
+		idx = append(idx, nn.CapDegree(l, cap)...)
 		ptr[v+1] = int32(len(idx))
 	}
 	return ptr, idx

@@ -11,33 +11,37 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // The pass-ordering agent: a policy over the gym's actions that reads the module through
-// a GraphSAGE encoder (one mean-aggregation layer, as tune's fusion policy) and the
-// op-count histogram. Architecture (float32):
+// the shared GraphSAGE encoder (nn.SAGE, the cost model's layer stack; one layer, like
+// tune's policy) and the op-count histogram. Architecture (float32):
 //
 //	x_v     node features (Graph.NodeFeats, NodeWidth)
-//	a_v     [x_v, mean_{u->v} x_u, mean_{v->w} x_w]      (mean over operands and users)
-//	h_v     relu(a_v W1 + b1)                             (a GraphSAGE-mean layer)
+//	h_v     relu(x_v W_self + mean_{u->v} x_u W_in + mean_{v->w} x_w W_out + b)
+//	        (a GraphSAGE-mean layer over operands and users, at most agentMaxDegree of
+//	        each, evenly spaced when a node has more)
 //	g       mean_v h_v                                    (graph embedding)
 //	s       global features (globalFeatureNames): log histogram, op counts, step, idle
 //	        passes, last action
 //	u       relu([g, s] W2 + b2)
 //	logits  u W3 + b3                                     (one per action; softmax policy)
 //
-// Idle passes (Observation.Idle: they ran on this exact module and changed nothing) are
-// masked out: the policy never wastes a step rerunning one, and once every pass is idle
-// (a fixed point) only stop is left.
+// Acting and training run the same Gorgonia graph (graphLogits). Idle passes
+// (Observation.Idle: they ran on this exact module and changed nothing) are masked out:
+// the policy never wastes a step rerunning one, and once every pass is idle (a fixed
+// point) only stop is left.
 //
 // Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
-// to go and an entropy bonus (Train).
+// to go and an entropy bonus (Train), with nn.Adam (gradient norm clipped at gradClip).
 
 // Agent dimensions: part of the checkpoint format (a checkpoint with others is refused).
-const agentHidden = 32
-
-// aggWidth is the width of a node's aggregated features a_v.
-const aggWidth = 3 * NodeWidth
+const (
+	agentHidden = 32
+	// agentMaxDegree caps the operands and users the encoder averages per node.
+	agentMaxDegree = 16
+)
 
 // globalWidth is the number of global features.
 func globalWidth() int { return len(features.Vocabulary()) + 3 + 2*NumActions() }
@@ -59,40 +63,31 @@ func globalFeatureNames() []string {
 	return ns
 }
 
-// agentSchema identifies the agent's inputs and outputs: node features, global features
-// and actions.
+// agentSchema identifies the agent's inputs and outputs: the encoder's degree cap, node
+// features, global features and actions.
 func agentSchema() string {
-	return "v1;node:" + strings.Join(NodeFeatureNames(), ",") + ";global:" + strings.Join(globalFeatureNames(), ",") +
-		";actions:" + strings.Join(Actions(), ",")
+	return fmt.Sprintf("v2;max_degree:%d;node:", agentMaxDegree) + strings.Join(NodeFeatureNames(), ",") +
+		";global:" + strings.Join(globalFeatureNames(), ",") + ";actions:" + strings.Join(Actions(), ",")
 }
 
-// param is one named parameter matrix.
-type param struct {
-	name  string
-	shape [2]int
-	data  []float32
-}
-
-func agentShapes() []param {
-	g := globalWidth()
-	a := NumActions()
-	return []param{
-		{name: "w1", shape: [2]int{aggWidth, agentHidden}},
-		{name: "b1", shape: [2]int{1, agentHidden}},
-		{name: "w2", shape: [2]int{agentHidden + g, agentHidden}},
-		{name: "b2", shape: [2]int{1, agentHidden}},
-		{name: "w3", shape: [2]int{agentHidden, a}},
-		{name: "b3", shape: [2]int{1, a}},
+// agentParams lists the agent's parameters, zero: the GraphSAGE layer (sage1.*, the
+// layout nn.SAGE reads), the hidden layer (w2, b2) and the output layer (w3, b3).
+func agentParams() nn.Params {
+	F, H, A := NodeWidth, agentHidden, NumActions()
+	return nn.Params{
+		nn.NewParam("sage1.w_self", F, H), nn.NewParam("sage1.w_in", F, H), nn.NewParam("sage1.w_out", F, H), nn.NewParam("sage1.b", H),
+		nn.NewParam("w2", H+globalWidth(), H), nn.NewParam("b2", H),
+		nn.NewParam("w3", H, A), nn.NewParam("b3", A),
 	}
 }
 
 // Agent is a pass-ordering policy and its training record. It is not safe for
 // concurrent use.
 type Agent struct {
-	params []*param // w1 b1 w2 b2 w3 b3
+	params nn.Params // as agentParams lists them
 	// Meta describes how the agent was trained (saved with it).
 	Meta AgentMeta
-	adam *adamState
+	adam *nn.Adam
 }
 
 // AgentMeta is the training record an agent checkpoint carries.
@@ -106,59 +101,40 @@ type AgentMeta struct {
 }
 
 // NewAgent returns an agent with Glorot-uniform weights drawn from seed and zero biases.
+// The GraphSAGE layer's three blocks are drawn as one [3·NodeWidth, hidden] matrix (the
+// product of [x, mean_in, mean_out] they compute).
 func NewAgent(seed int64) *Agent {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x67796d6167656e74)) // "gymagent"
-	a := &Agent{}
-	for _, s := range agentShapes() {
-		p := &param{name: s.name, shape: s.shape, data: make([]float32, s.shape[0]*s.shape[1])}
-		if s.name[0] == 'w' {
-			lim := math.Sqrt(6 / float64(s.shape[0]+s.shape[1]))
-			for i := range p.data {
-				p.data[i] = float32((2*rng.Float64() - 1) * lim)
-			}
+	a := &Agent{params: agentParams()}
+	for _, p := range a.params {
+		if len(p.Shape) != 2 {
+			continue // biases
 		}
-		a.params = append(a.params, p)
+		fanIn := p.Shape[0]
+		if strings.HasPrefix(p.Name, "sage") {
+			fanIn *= 3
+		}
+		lim := math.Sqrt(6 / float64(fanIn+p.Shape[1]))
+		for i := range p.Data {
+			p.Data[i] = float32((2*rng.Float64() - 1) * lim)
+		}
 	}
 	return a
 }
 
 // input is one observation as the policy reads it.
 type input struct {
-	agg  []float32 // N x aggWidth
-	n    int
-	glob []float32 // globalWidth
-	mask []bool    // per action: masked out (an idle pass)
+	x        []float32 // n x NodeWidth node features
+	n        int
+	src, dst []int32   // edges (operand -> user)
+	glob     []float32 // globalWidth
+	mask     []bool    // per action: masked out (an idle pass)
 }
 
 // encode turns an observation into the policy's input.
 func encode(o Observation) input {
 	g := o.Graph
 	n := g.Nodes()
-	const F = NodeWidth
-	agg := make([]float32, n*aggWidth)
-	in, out := make([]int, n), make([]int, n)
-	for i := range n {
-		copy(agg[i*aggWidth:i*aggWidth+F], g.NodeFeats[i*F:(i+1)*F])
-	}
-	for j := range g.EdgeSrc {
-		s, d := int(g.EdgeSrc[j]), int(g.EdgeDst[j])
-		in[d]++
-		out[s]++
-		for k := range F {
-			agg[d*aggWidth+F+k] += g.NodeFeats[s*F+k]   // operand of d
-			agg[s*aggWidth+2*F+k] += g.NodeFeats[d*F+k] // user of s
-		}
-	}
-	for i := range n {
-		for k := range F {
-			if in[i] > 1 {
-				agg[i*aggWidth+F+k] /= float32(in[i])
-			}
-			if out[i] > 1 {
-				agg[i*aggWidth+2*F+k] /= float32(out[i])
-			}
-		}
-	}
 	glob := make([]float32, globalWidth())
 	for i, c := range o.Histogram {
 		glob[i] = float32(math.Log1p(float64(c)) / 8)
@@ -181,82 +157,22 @@ func encode(o Observation) input {
 	}
 	mask := make([]bool, NumActions())
 	copy(mask, o.Idle)
-	return input{agg: agg, n: n, glob: glob, mask: mask}
+	return input{x: g.NodeFeats, n: n, src: g.EdgeSrc, dst: g.EdgeDst, glob: glob, mask: mask}
 }
 
-func (a *Agent) p(name string) *param {
-	for _, p := range a.params {
-		if p.name == name {
-			return p
-		}
+// logits computes the policy's logits for x (acting needs no gradients).
+func (a *Agent) logits(x input) ([]float64, error) {
+	g := G.NewGraph()
+	z, _, err := a.graphLogits(g, []input{x})
+	if err != nil {
+		return nil, err
 	}
-	panic("gym: no agent parameter " + name)
-}
-
-// logits computes the policy's logits for x in plain Go (acting needs no gradients).
-// Train's Gorgonia graph computes the same function (TestLogitsMatchGraph).
-func (a *Agent) logits(x input) []float64 {
-	H := agentHidden
-	w1, b1 := a.p("w1").data, a.p("b1").data
-	pool := make([]float64, H)
-	h := make([]float64, H)
-	for i := range x.n {
-		row := x.agg[i*aggWidth : (i+1)*aggWidth]
-		for j := range H {
-			h[j] = float64(b1[j])
-		}
-		for k, v := range row {
-			if v == 0 {
-				continue
-			}
-			wr := w1[k*H : (k+1)*H]
-			for j := range H {
-				h[j] += float64(v) * float64(wr[j])
-			}
-		}
-		for j := range H {
-			if h[j] > 0 {
-				pool[j] += h[j]
-			}
-		}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, fmt.Errorf("agent forward: %w", err)
 	}
-	if x.n > 0 {
-		for j := range pool {
-			pool[j] /= float64(x.n)
-		}
-	}
-	w2, b2 := a.p("w2").data, a.p("b2").data
-	in2 := append(pool, make([]float64, len(x.glob))...)
-	for i, v := range x.glob {
-		in2[H+i] = float64(v)
-	}
-	u := make([]float64, H)
-	for j := range H {
-		u[j] = float64(b2[j])
-	}
-	for k, v := range in2 {
-		if v == 0 {
-			continue
-		}
-		for j := range H {
-			u[j] += v * float64(w2[k*H+j])
-		}
-	}
-	w3, b3 := a.p("w3").data, a.p("b3").data
-	A := NumActions()
-	z := make([]float64, A)
-	for j := range A {
-		z[j] = float64(b3[j])
-	}
-	for k, v := range u {
-		if v <= 0 {
-			continue
-		}
-		for j := range A {
-			z[j] += v * float64(w3[k*A+j])
-		}
-	}
-	return z
+	return nn.Values(z.Value()), nil
 }
 
 // maxLogit is the largest logit of an action mask leaves in (stop is never masked).
@@ -290,15 +206,22 @@ func softmax(z []float64, mask []bool) []float64 {
 
 // Probs returns the policy's probability of every action (indexed like Actions) in
 // observation o.
-func (a *Agent) Probs(o Observation) []float64 {
+func (a *Agent) Probs(o Observation) ([]float64, error) {
 	x := encode(o)
-	return softmax(a.logits(x), x.mask)
+	z, err := a.logits(x)
+	if err != nil {
+		return nil, err
+	}
+	return softmax(z, x.mask), nil
 }
 
 // Act returns the policy's most likely action in o (the lowest index among ties).
-func (a *Agent) Act(o Observation) int {
-	x := encode(o)
-	return argmax(softmax(a.logits(x), x.mask))
+func (a *Agent) Act(o Observation) (int, error) {
+	p, err := a.Probs(o)
+	if err != nil {
+		return 0, err
+	}
+	return argmax(p), nil
 }
 
 // argmax is the index of the largest of p (the lowest among ties).
@@ -332,64 +255,60 @@ type episodeBatch struct {
 	shift   []float32 // per step: the max unmasked logit (a constant that keeps exp in range)
 }
 
-func pmat(g *G.ExprGraph, name string, data []float32, r, c int) *G.Node {
-	v := tensor.New(tensor.WithShape(r, c), tensor.WithBacking(data))
-	return G.NewMatrix(g, G.Float32, G.WithShape(r, c), G.WithName(name), G.WithValue(v))
-}
-
-// graphLogits builds the policy over the T steps of b in graph g and returns the T x A
-// logits and the parameter nodes.
-func (a *Agent) graphLogits(g *G.ExprGraph, xs []input) (*G.Node, G.Nodes, error) {
+// graphLogits builds the policy over the observations xs in graph g and returns the
+// len(xs) x A logits and the parameter nodes (bound to the agent's parameters).
+func (a *Agent) graphLogits(g *G.ExprGraph, xs []input) (z *G.Node, params G.Nodes, err error) {
+	defer func() {
+		// Gorgonia's builders panic through Must on shape errors; report them as errors.
+		if r := recover(); r != nil {
+			z, params, err = nil, nil, fmt.Errorf("agent graph: %v", r)
+		}
+	}()
 	T := len(xs)
-	total := 0
+	total, M := 0, 1
 	for _, x := range xs {
 		total += x.n
+		M = max(M, x.n)
 	}
-	agg := make([]float32, 0, total*aggWidth)
-	pool := make([]float32, T*total)
+	// The observations' graphs side by side (node ids offset), one pool group each.
+	feats := make([]float32, 0, max(total, 1)*NodeWidth)
+	var src, dst []int32
+	pool := make([]int, T*M)
 	glob := make([]float32, 0, T*globalWidth())
 	off := 0
 	for t, x := range xs {
-		agg = append(agg, x.agg...)
-		for i := range x.n {
-			pool[t*total+off+i] = 1 / float32(x.n)
+		feats = append(feats, x.x...)
+		for j := range x.src {
+			src = append(src, x.src[j]+int32(off))
+			dst = append(dst, x.dst[j]+int32(off))
+		}
+		for i := range M {
+			pool[t*M+i] = -1
+			if i < x.n {
+				pool[t*M+i] = off + i
+			}
 		}
 		off += x.n
 		glob = append(glob, x.glob...)
 	}
-	ps := map[string]*G.Node{}
-	var nodes G.Nodes
+	if total == 0 {
+		feats = make([]float32, NodeWidth) // one unread zero node: tensors need a row
+	}
+	P := map[string]*G.Node{}
 	for _, p := range a.params {
-		n := pmat(g, p.name, append([]float32(nil), p.data...), p.shape[0], p.shape[1])
-		ps[p.name] = n
-		nodes = append(nodes, n)
+		n := nn.ParamNode(g, p, G.Float32)
+		P[p.Name] = n
+		params = append(params, n)
 	}
-	var err error
-	do := func(f func() (*G.Node, error)) *G.Node {
-		if err != nil {
-			return nil
-		}
-		var n *G.Node
-		n, err = f()
-		return n
-	}
-	X := pmat(g, "agg", agg, max(total, 1), aggWidth)
-	P := pmat(g, "pool", pool, T, max(total, 1))
-	S := pmat(g, "global", glob, T, globalWidth())
-	h := do(func() (*G.Node, error) { return G.Mul(X, ps["w1"]) })
-	h = do(func() (*G.Node, error) { return G.BroadcastAdd(h, ps["b1"], nil, []byte{0}) })
-	h = do(func() (*G.Node, error) { return G.Rectify(h) })
-	pooled := do(func() (*G.Node, error) { return G.Mul(P, h) })
-	cat := do(func() (*G.Node, error) { return G.Concat(1, pooled, S) })
-	u := do(func() (*G.Node, error) { return G.Mul(cat, ps["w2"]) })
-	u = do(func() (*G.Node, error) { return G.BroadcastAdd(u, ps["b2"], nil, []byte{0}) })
-	u = do(func() (*G.Node, error) { return G.Rectify(u) })
-	z := do(func() (*G.Node, error) { return G.Mul(u, ps["w3"]) })
-	z = do(func() (*G.Node, error) { return G.BroadcastAdd(z, ps["b3"], nil, []byte{0}) })
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent graph: %w", err)
-	}
-	return z, nodes, nil
+	X := nn.Const(g, "x", feats, max(total, 1), NodeWidth)
+	adj := nn.NeighboursOf(max(total, 1), src, dst, agentMaxDegree).Const(g)
+	layer := []nn.SAGELayer{{WSelf: P["sage1.w_self"], WIn: P["sage1.w_in"], WOut: P["sage1.w_out"], B: P["sage1.b"]}}
+	h := nn.SAGE(X, adj, layer, 0)
+	pooled := nn.Gather(h, nn.IntConst(g, "pool", pool), nn.ReduceMean, M)
+	cat := G.Must(G.Concat(1, pooled, nn.Const(g, "global", glob, T, globalWidth())))
+	u := nn.ReLU(nn.Bias(G.Must(G.Mul(cat, P["w2"])), P["b2"]))
+	z = nn.Bias(G.Must(G.Mul(u, P["w3"])), P["b3"])
+	return z, params, nil
 }
 
 // grads returns the loss of episode batch b and its gradient per parameter:
@@ -413,7 +332,7 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 		n, err = f()
 		return n
 	}
-	shift := pmat(g, "shift", b.shift, T, 1)
+	shift := nn.Const(g, "shift", b.shift, T, 1)
 	// Masked actions get a logit maskLogit below the rest: exp underflows to exactly 0,
 	// so they carry no probability, no gradient and no entropy.
 	madd := make([]float32, T*A)
@@ -424,12 +343,12 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 			}
 		}
 	}
-	M := pmat(g, "mask", madd, T, A)
+	M := nn.Const(g, "mask", madd, T, A)
 	wsel := make([]float32, T*A)
 	for t, act := range b.actions {
 		wsel[t*A+act] = b.weights[t]
 	}
-	W := pmat(g, "wsel", wsel, T, A)
+	W := nn.Const(g, "wsel", wsel, T, A)
 	zs := do(func() (*G.Node, error) { return G.BroadcastSub(z, shift, nil, []byte{1}) })
 	zs = do(func() (*G.Node, error) { return G.Add(zs, M) })
 	e := do(func() (*G.Node, error) { return G.Exp(zs) })
@@ -459,11 +378,11 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 	loss := float64(cost.Value().Data().(float32))
 	out := make([][]float32, len(params))
 	for i, n := range params {
-		gv, err := n.Grad()
+		g, err := nn.Grad32(n)
 		if err != nil {
-			return 0, nil, fmt.Errorf("agent gradient of %s: %w", n.Name(), err)
+			return 0, nil, fmt.Errorf("agent: %w", err)
 		}
-		out[i] = append([]float32(nil), gv.Data().([]float32)...)
+		out[i] = append([]float32(nil), g...)
 	}
 	return loss, out, nil
 }
@@ -472,52 +391,18 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 // in float32).
 const maskLogit = -1e4
 
-// adamState holds Adam's moments.
-type adamState struct {
-	m, v [][]float32
-	t    int
-}
-
-// Adam hyperparameters of agent training (as tune's policy training).
-const (
-	adamB1  = 0.9
-	adamB2  = 0.999
-	adamEps = 1e-8
-	gradClp = 5.0 // global gradient-norm clip: REINFORCE gradients are heavy-tailed
-)
+// gradClip is the global gradient-norm clip of agent training (as tune's policy
+// training): REINFORCE gradients are heavy-tailed.
+const gradClip = 5.0
 
 // step applies one Adam update with learning rate lr to gradients gs.
 func (a *Agent) step(gs [][]float32, lr float64) {
 	if a.adam == nil {
-		a.adam = &adamState{}
-		for _, p := range a.params {
-			a.adam.m = append(a.adam.m, make([]float32, len(p.data)))
-			a.adam.v = append(a.adam.v, make([]float32, len(p.data)))
-		}
+		a.adam = nn.NewAdam(a.params, lr)
+		a.adam.ClipNorm = gradClip
 	}
-	norm := 0.0
-	for _, g := range gs {
-		for _, v := range g {
-			norm += float64(v) * float64(v)
-		}
-	}
-	clip := 1.0
-	if norm = math.Sqrt(norm); norm > gradClp {
-		clip = gradClp / norm
-	}
-	s := a.adam
-	s.t++
-	c1 := 1 - math.Pow(adamB1, float64(s.t))
-	c2 := 1 - math.Pow(adamB2, float64(s.t))
-	for i, p := range a.params {
-		for j := range p.data {
-			g := float64(gs[i][j]) * clip
-			m := adamB1*float64(s.m[i][j]) + (1-adamB1)*g
-			v := adamB2*float64(s.v[i][j]) + (1-adamB2)*g*g
-			s.m[i][j], s.v[i][j] = float32(m), float32(v)
-			p.data[j] -= float32(lr * (m / c1) / (math.Sqrt(v/c2) + adamEps))
-		}
-	}
+	a.adam.LR = lr
+	a.adam.Update(a.params, gs)
 }
 
 // passCount is the number of pass actions (the stop action excluded).

@@ -2,6 +2,7 @@ package gym
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -16,14 +17,14 @@ import (
 	"github.com/tpucost/tpucost/compiler/opt"
 )
 
-// logitTol bounds the difference between the plain-Go and the Gorgonia logits: both
-// compute in float32 inputs, Go accumulates in float64 and Gorgonia in float32 over at
-// most a few thousand terms.
-const logitTol = 1e-3
+// logitTol bounds the difference between logits computed alone and in a batch of
+// observations (float32 sums over other blockings).
+const logitTol = 1e-5
 
-// TestLogitsMatchGraph: the plain-Go forward pass that acting uses computes the same
-// logits as the Gorgonia graph that training differentiates.
-func TestLogitsMatchGraph(t *testing.T) {
+// TestBatchedLogitsMatchSingle: the graph training differentiates, over several
+// observations side by side, gives each observation the logits acting computes for it
+// alone (node offsets, neighbour lists and pooling do not mix observations).
+func TestBatchedLogitsMatchSingle(t *testing.T) {
 	e := newEnv(t, Options{})
 	a := NewAgent(3)
 	var xs []input
@@ -38,6 +39,10 @@ func TestLogitsMatchGraph(t *testing.T) {
 		}
 		xs = append(xs, encode(o))
 	}
+	if o, err = e.Reset("mlp_96x2_b1_train"); err != nil {
+		t.Fatal(err)
+	}
+	xs = append(xs, encode(o))
 	g := G.NewGraph()
 	z, _, err := a.graphLogits(g, xs)
 	if err != nil {
@@ -50,11 +55,89 @@ func TestLogitsMatchGraph(t *testing.T) {
 	}
 	got := z.Value().Data().([]float32)
 	for s, x := range xs {
-		want := a.logits(x)
+		want, err := a.logits(x)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for j, w := range want {
-			if d := math.Abs(float64(got[s*NumActions()+j]) - w); d > logitTol {
-				t.Fatalf("step %d action %d: graph logit %g, Go %g", s, j, got[s*NumActions()+j], w)
+			if d := math.Abs(float64(got[s*NumActions()+j]) - w); d > logitTol*(1+math.Abs(w)) {
+				t.Fatalf("step %d action %d: batched logit %g, alone %g", s, j, got[s*NumActions()+j], w)
 			}
+		}
+	}
+}
+
+// TestEncoderIsSAGE: the agent's graph embedding is the mean over nodes of one nn.SAGE
+// layer, computed here by hand (every node of the small MLP has at most agentMaxDegree
+// operands and users, so no neighbour is dropped).
+func TestEncoderIsSAGE(t *testing.T) {
+	e := newEnv(t, Options{})
+	o, err := e.Reset("mlp_96x2_b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := encode(o)
+	a := NewAgent(4)
+	// Hand: h_v = relu(x_v Ws + mean_in x Wi + mean_out x Wo + b); g = mean_v h_v; then the head.
+	F, H := NodeWidth, agentHidden
+	par := map[string][]float32{}
+	for _, p := range a.params {
+		par[p.Name] = p.Data
+	}
+	ins, outs := make([][]int, x.n), make([][]int, x.n)
+	for j := range x.src {
+		ins[x.dst[j]] = append(ins[x.dst[j]], int(x.src[j]))
+		outs[x.src[j]] = append(outs[x.src[j]], int(x.dst[j]))
+	}
+	mean := func(l []int, k int) float64 {
+		if len(l) == 0 {
+			return 0
+		}
+		s := 0.0
+		for _, u := range l {
+			s += float64(x.x[u*F+k])
+		}
+		return s / float64(len(l))
+	}
+	pool := make([]float64, H)
+	for v := range x.n {
+		if len(ins[v]) > agentMaxDegree || len(outs[v]) > agentMaxDegree {
+			t.Fatalf("node %d has more than %d neighbours: pick a smaller program", v, agentMaxDegree)
+		}
+		for j := range H {
+			h := float64(par["sage1.b"][j])
+			for k := range F {
+				h += float64(x.x[v*F+k])*float64(par["sage1.w_self"][k*H+j]) +
+					mean(ins[v], k)*float64(par["sage1.w_in"][k*H+j]) + mean(outs[v], k)*float64(par["sage1.w_out"][k*H+j])
+			}
+			pool[j] += math.Max(h, 0) / float64(x.n)
+		}
+	}
+	in2 := append(pool, make([]float64, len(x.glob))...)
+	for i, v := range x.glob {
+		in2[H+i] = float64(v)
+	}
+	A := NumActions()
+	want := make([]float64, A)
+	for j := range A {
+		want[j] = float64(par["b3"][j])
+	}
+	for k := range H {
+		u := float64(par["b2"][k])
+		for i, v := range in2 {
+			u += v * float64(par["w2"][i*H+k])
+		}
+		for j := range A {
+			want[j] += math.Max(u, 0) * float64(par["w3"][k*A+j])
+		}
+	}
+	got, err := a.logits(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range want {
+		if math.Abs(got[j]-want[j]) > 1e-4*(1+math.Abs(want[j])) {
+			t.Fatalf("action %d: logit %g, by hand %g", j, got[j], want[j])
 		}
 	}
 }
@@ -139,13 +222,28 @@ func TestAgentCheckpoint(t *testing.T) {
 			t.Fatalf("a checkpoint with byte %d flipped loaded", i)
 		}
 	}
-	a.params[0].shape = [2]int{1, 1}
-	a.params[0].data = []float32{0}
+	a.params[0].Shape = []int{1, 1}
+	a.params[0].Data = []float32{0}
 	if err := SaveAgent(dir, a); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadAgent(dir); !errors.Is(err, ErrAgentMismatch) {
 		t.Fatalf("other dimensions: %v, want ErrAgentMismatch", err)
+	}
+	// A format-1 checkpoint (the agent's own aggregation layer) is refused as an older
+	// agent to retrain, not as a corrupt file.
+	var old map[string]any
+	if err := json.Unmarshal(orig, &old); err != nil {
+		t.Fatal(err)
+	}
+	old["format"] = "tpucost-gym-agent/1"
+	old["params"] = []map[string]any{{"name": "w1", "shape": []int{3 * NodeWidth, agentHidden}}}
+	bad, _ := json.Marshal(old)
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadAgent(dir); !errors.Is(err, ErrAgentMismatch) || !strings.Contains(err.Error(), "retrain") {
+		t.Fatalf("format 1: %v, want ErrAgentMismatch saying to retrain", err)
 	}
 }
 
@@ -223,7 +321,11 @@ func TestNeverIdle(t *testing.T) {
 		}
 		for {
 			x := encode(o)
-			p := softmax(a.logits(x), x.mask)
+			z, err := a.logits(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := softmax(z, x.mask)
 			act := argmax(p)
 			if rng != nil {
 				act = sample(rng, p)

@@ -4,28 +4,34 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
 )
 
 // An agent checkpoint is a directory holding one file, AgentFile: JSON with the format,
-// the agent's input schema (node and global feature names, actions), its parameters
-// (little-endian float32, base64) and training record, and the SHA-256 of all of it
+// the agent's input schema (the encoder's degree cap, node and global feature names,
+// actions), its parameters (names and shapes; their values as nn.Params.Bytes, base64) and training record, and the SHA-256 of all of it
 // (computed with the sha256 field empty), like tune's policy checkpoints. It is written
 // atomically (a crash leaves the previous or the new checkpoint); a checkpoint whose
 // checksum fails is refused (ErrAgentCorrupt), and so is one of another format, schema
 // or dimensions (ErrAgentMismatch).
 
-// AgentFormat identifies the agent checkpoint format.
-const AgentFormat = "tpucost-gym-agent/1"
+// AgentFormat identifies the agent checkpoint format. Format 2 reads the graph through
+// the shared GraphSAGE encoder (gnn/nn: per-block weights, a degree cap); a format-1
+// checkpoint is refused with a message to retrain it.
+const AgentFormat = "tpucost-gym-agent/2"
+
+// agentFormatPrefix is what every agent checkpoint's format starts with.
+const agentFormatPrefix = "tpucost-gym-agent/"
 
 // AgentFile is the name of an agent checkpoint's file in its directory.
 const AgentFile = "agent.json"
@@ -40,7 +46,7 @@ var ErrAgentCorrupt = errors.New("agent checkpoint is corrupt")
 
 type paramRef struct {
 	Name  string `json:"name"`
-	Shape [2]int `json:"shape"`
+	Shape []int  `json:"shape"`
 }
 
 type agentFile struct {
@@ -67,14 +73,10 @@ func (f *agentFile) checksum() (string, error) {
 // SaveAgent writes a to directory dir (created if needed) atomically.
 func SaveAgent(dir string, a *Agent) error {
 	f := agentFile{Format: AgentFormat, Hidden: agentHidden, Schema: agentSchema(), Meta: a.Meta}
-	var w bytes.Buffer
 	for _, p := range a.params {
-		f.Params = append(f.Params, paramRef{Name: p.name, Shape: p.shape})
-		for _, v := range p.data {
-			_ = binary.Write(&w, binary.LittleEndian, math.Float32bits(v))
-		}
+		f.Params = append(f.Params, paramRef{Name: p.Name, Shape: slices.Clone(p.Shape)})
 	}
-	f.Weights = base64.StdEncoding.EncodeToString(w.Bytes())
+	f.Weights = base64.StdEncoding.EncodeToString(a.params.Bytes())
 	sum, err := f.checksum()
 	if err != nil {
 		return fmt.Errorf("saving agent %s: %w", dir, err)
@@ -101,6 +103,20 @@ func LoadAgent(dir string) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading agent: %w", err)
 	}
+	// The format first, whatever the other fields: an older checkpoint has other ones.
+	var hdr struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &hdr); err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w: %w", path, ErrAgentCorrupt, err)
+	}
+	if hdr.Format != AgentFormat {
+		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, agentFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, agentFormatPrefix) && v < 2 {
+			return nil, fmt.Errorf("loading agent %s: %w: format %q is an older agent (format 1 aggregated the graph with its own layer; this build's agent reads it through the shared GraphSAGE encoder, %q): retrain it with `tpucost gym train`",
+				path, ErrAgentMismatch, hdr.Format, AgentFormat)
+		}
+		return nil, fmt.Errorf("loading agent %s: %w: format %q, want %q", path, ErrAgentMismatch, hdr.Format, AgentFormat)
+	}
 	var f agentFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -114,9 +130,6 @@ func LoadAgent(dir string) (*Agent, error) {
 	if sum != f.SHA256 {
 		return nil, fmt.Errorf("loading agent %s: %w: sha256 %s, recorded %s", path, ErrAgentCorrupt, sum, f.SHA256)
 	}
-	if f.Format != AgentFormat {
-		return nil, fmt.Errorf("loading agent %s: %w: format %q, want %q", path, ErrAgentMismatch, f.Format, AgentFormat)
-	}
 	if f.Hidden != agentHidden {
 		return nil, fmt.Errorf("loading agent %s: %w: hidden width %d, this build has %d", path, ErrAgentMismatch, f.Hidden, agentHidden)
 	}
@@ -127,32 +140,17 @@ func LoadAgent(dir string) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading agent %s: %w: weights: %w", path, ErrAgentCorrupt, err)
 	}
-	want := agentShapes()
-	if len(f.Params) != len(want) {
-		return nil, fmt.Errorf("loading agent %s: %w: %d parameters, want %d", path, ErrAgentMismatch, len(f.Params), len(want))
+	a := &Agent{params: agentParams(), Meta: f.Meta}
+	if len(f.Params) != len(a.params) {
+		return nil, fmt.Errorf("loading agent %s: %w: %d parameters, want %d", path, ErrAgentMismatch, len(f.Params), len(a.params))
 	}
-	a := &Agent{Meta: f.Meta}
-	off := 0
-	for i, w := range want {
-		if f.Params[i].Name != w.name || f.Params[i].Shape != w.shape {
-			return nil, fmt.Errorf("loading agent %s: %w: parameter %d is %s%v, want %s%v", path, ErrAgentMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.name, w.shape)
+	for i, w := range a.params {
+		if f.Params[i].Name != w.Name || !slices.Equal(f.Params[i].Shape, w.Shape) {
+			return nil, fmt.Errorf("loading agent %s: %w: parameter %d is %s%v, want %s%v", path, ErrAgentMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.Name, w.Shape)
 		}
-		n := w.shape[0] * w.shape[1]
-		if off+4*n > len(raw) {
-			return nil, fmt.Errorf("loading agent %s: %w: weights end at parameter %s", path, ErrAgentCorrupt, w.name)
-		}
-		p := &param{name: w.name, shape: w.shape, data: make([]float32, n)}
-		for j := range n {
-			p.data[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[off+4*j:]))
-			if v := float64(p.data[j]); math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("loading agent %s: %w: parameter %s has a non-finite value", path, ErrAgentCorrupt, w.name)
-			}
-		}
-		off += 4 * n
-		a.params = append(a.params, p)
 	}
-	if off != len(raw) {
-		return nil, fmt.Errorf("loading agent %s: %w: %d bytes of weights, want %d", path, ErrAgentCorrupt, len(raw), off)
+	if err := a.params.SetBytes(raw); err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w: %w", path, ErrAgentCorrupt, err)
 	}
 	return a, nil
 }

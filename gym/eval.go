@@ -157,7 +157,10 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions) (ProgramEval, e
 	}
 	pe := ProgramEval{Program: prog, InitialOps: obs.InitialOpCount, AgentSequence: []string{}}
 	for {
-		act := a.Act(obs)
+		act, err := a.Act(obs)
+		if err != nil {
+			return pe, err
+		}
 		next, _, done, err := env.Step(act)
 		if err != nil {
 			return pe, err

@@ -96,7 +96,10 @@ func (a *Agent) rollout(env *Env, program string, rng *rand.Rand) (*episodeBatch
 	ent := 0.0
 	for {
 		x := encode(obs)
-		z := a.logits(x)
+		z, err := a.logits(x)
+		if err != nil {
+			return nil, nil, 0, err
+		}
 		p := softmax(z, x.mask)
 		for _, q := range p {
 			if q > 0 {

@@ -16,12 +16,13 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 var fusionOnly = []compiler.Kind{compiler.KindFusion}
 
-// toyEnv is a synthetic decision space: E fusion decisions with random node features and
-// random defaults, and L layout nodes of 2–6 options with random features and a random
+// toyEnv is a synthetic decision space: E fusion decisions (a producer -> consumer edge
+// each) with random node features and random defaults, and L layout nodes of 2–6 options with random features and a random
 // default. The best config fuses exactly the decisions whose producer has feature 0 set
 // (a known subset, unrelated to the defaults) and picks, per layout node, the one option
 // with option feature 4 set (unrelated to the default). Reward: the fraction of decisions
@@ -34,15 +35,20 @@ type toyEnv struct {
 
 func newToyEnv(seed uint64, e, l int) *toyEnv {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	const F3 = 3 * rlNodeFeatures
+	const F = rlNodeFeatures
 	t := &toyEnv{d: &decisions{}}
+	node := func() int { // a new node with random binary features
+		for range F {
+			t.d.x = append(t.d.x, float32(rng.IntN(2)))
+		}
+		return len(t.d.x)/F - 1
+	}
+	var src, dst []int32
 	for i := range e {
 		t.d.names = append(t.d.names, "e"+string(rune('a'+i%26))+string(rune('a'+i/26)))
-		for _, dst := range []*[]float32{&t.d.xp, &t.d.xx} {
-			for range F3 {
-				*dst = append(*dst, float32(rng.IntN(2)))
-			}
-		}
+		p, x := node(), node()
+		t.d.prod, t.d.cons = append(t.d.prod, p), append(t.d.cons, x)
+		src, dst = append(src, int32(p)), append(dst, int32(x))
 		def := rng.IntN(2) == 1
 		t.d.defaults = append(t.d.defaults, def)
 		sign, db := float32(-1), float32(0)
@@ -51,7 +57,7 @@ func newToyEnv(seed uint64, e, l int) *toyEnv {
 		}
 		t.d.prior = append(t.d.prior, sign)
 		t.d.ef = append(t.d.ef, db, 0, 0, 0, 0)
-		t.target = append(t.target, t.d.xp[i*F3] == 1)
+		t.target = append(t.target, t.d.x[p*F] == 1)
 	}
 	t.d.lstart = []int{0}
 	for v := range l {
@@ -60,13 +66,10 @@ func newToyEnv(seed uint64, e, l int) *toyEnv {
 		t.d.lnames = append(t.d.lnames, "n"+string(rune('a'+v%26))+string(rune('a'+v/26)))
 		t.d.ldef = append(t.d.ldef, def)
 		var opts [][]int
-		node := make([]float32, F3)
-		for j := range node {
-			node[j] = float32(rng.IntN(2))
-		}
+		n := node()
 		for o := range k {
 			opts = append(opts, []int{o, k})
-			t.d.xo = append(t.d.xo, node...)
+			t.d.onode = append(t.d.onode, n)
 			f := make([]float32, rlOptionFeatures)
 			for j := range f {
 				f[j] = float32(rng.IntN(2))
@@ -86,6 +89,7 @@ func newToyEnv(seed uint64, e, l int) *toyEnv {
 		t.d.lstart = append(t.d.lstart, t.d.lstart[v]+k)
 		t.ltarget = append(t.ltarget, best)
 	}
+	t.d.nb = nn.NeighboursOf(len(t.d.x)/F, src, dst, rlMaxDegree)
 	return t
 }
 
@@ -181,23 +185,23 @@ func TestRLLayoutGradient(t *testing.T) {
 	}
 	checked := 0
 	for i, pp := range p.params {
-		for _, j := range []int{0, len(pp.data) / 2, len(pp.data) - 1} {
+		for _, j := range []int{0, len(pp.Data) / 2, len(pp.Data) - 1} {
 			const eps = 1e-2
-			orig := pp.data[j]
-			pp.data[j] = orig + eps
+			orig := pp.Data[j]
+			pp.Data[j] = orig + eps
 			lp, _, err := p.grads(toy.d, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pp.data[j] = orig - eps
+			pp.Data[j] = orig - eps
 			lm, _, err := p.grads(toy.d, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pp.data[j] = orig
+			pp.Data[j] = orig
 			num, got := (lp-lm)/(2*eps), float64(gs[i][j])
 			if math.Abs(num-got) > 0.02+0.05*math.Abs(num) {
-				t.Errorf("%s[%d]: gradient %.5f, finite differences %.5f", pp.name, j, got, num)
+				t.Errorf("%s[%d]: gradient %.5f, finite differences %.5f", pp.Name, j, got, num)
 			}
 			checked++
 		}
@@ -235,8 +239,8 @@ func TestRLBudgetExact(t *testing.T) {
 		p := NewPolicy(1)
 		orig := p
 		sure := NewPolicy(1)
-		sure.param("prior").data[0] = 60 // p(default) = 1 in float32
-		sure.param("lprior").data[0] = 60
+		sure.param("prior").Data[0] = 60 // p(default) = 1 in float32
+		sure.param("lprior").Data[0] = 60
 		before := p.clone()
 		for i, budget := range []int{1, 7, 45, 45} {
 			if i == 3 {
@@ -256,8 +260,8 @@ func TestRLBudgetExact(t *testing.T) {
 			}
 		}
 		for i := range orig.params {
-			if !slices.Equal(orig.params[i].data, before.params[i].data) {
-				t.Errorf("the search changed the caller's policy parameter %s", orig.params[i].name)
+			if !slices.Equal(orig.params[i].Data, before.params[i].Data) {
+				t.Errorf("the search changed the caller's policy parameter %s", orig.params[i].Name)
 			}
 		}
 	}
@@ -352,7 +356,7 @@ func TestTrainPolicyDeterminism(t *testing.T) {
 	a, b, c := train(1, 1), train(1, 2), train(2, 1)
 	same := func(x, y *Policy) bool {
 		for i := range x.params {
-			if !slices.Equal(x.params[i].data, y.params[i].data) {
+			if !slices.Equal(x.params[i].Data, y.params[i].Data) {
 				return false
 			}
 		}
@@ -467,7 +471,7 @@ func TestPolicyCheckpoint(t *testing.T) {
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
 		t.Errorf("other option features: got %v, want ErrPolicyMismatch", err)
 	}
-	f.Format = "tpucost-rl-policy/3"
+	f.Format = "tpucost-rl-policy/4"
 	bad, _ = json.Marshal(&f)
 	write(bad)
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
@@ -485,6 +489,14 @@ func TestPolicyCheckpoint(t *testing.T) {
 	write(bad)
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) || !strings.Contains(err.Error(), "retrain") || !strings.Contains(err.Error(), "fusion only") {
 		t.Errorf("format 1: got %v, want ErrPolicyMismatch saying to retrain", err)
+	}
+	// So is a format-2 checkpoint (its own aggregation layer, weights w1/b1).
+	old["format"] = "tpucost-rl-policy/2"
+	old["params"] = []map[string]any{{"name": "w1", "shape": []int{3 * rlNodeFeatures, rlHidden}}}
+	bad, _ = json.Marshal(old)
+	write(bad)
+	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) || !strings.Contains(err.Error(), "retrain") || !strings.Contains(err.Error(), "GraphSAGE encoder") {
+		t.Errorf("format 2: got %v, want ErrPolicyMismatch saying to retrain", err)
 	}
 	write(orig)
 	if _, err := LoadPolicy(dir); err != nil {
@@ -522,8 +534,21 @@ func TestRLDecisionsMatchSpace(t *testing.T) {
 			t.Errorf("decision %d: %s prior %g, choice %s default %v", i, d.names[i], d.prior[i], c.Name, c.Default)
 		}
 	}
-	if len(d.xp) != d.nFusion()*3*rlNodeFeatures || len(d.ef) != d.nFusion()*rlEdgeFeatures {
-		t.Errorf("feature sizes %d, %d for %d decisions", len(d.xp), len(d.ef), d.nFusion())
+	if len(d.prod) != d.nFusion() || len(d.cons) != d.nFusion() || len(d.ef) != d.nFusion()*rlEdgeFeatures {
+		t.Errorf("sizes %d, %d, %d for %d decisions", len(d.prod), len(d.cons), len(d.ef), d.nFusion())
+	}
+	// Each edge's producer is among its consumer's operands in the encoder's graph
+	// (unless the consumer has more than rlMaxDegree of them).
+	nodes := len(d.x) / rlNodeFeatures
+	for i := range d.prod {
+		p, x := d.prod[i], d.cons[i]
+		if p < 0 || p >= nodes || x < 0 || x >= nodes {
+			t.Fatalf("decision %d: nodes %d -> %d of %d", i, p, x, nodes)
+		}
+		ops := d.nb.In[x*d.nb.DIn : (x+1)*d.nb.DIn]
+		if !slices.Contains(ops, p) && (slices.Contains(ops, -1) || len(ops) < rlMaxDegree) {
+			t.Errorf("decision %s: producer %d not among the consumer's operands %v", d.names[i], p, ops)
+		}
 	}
 	v := 0
 	for _, c := range base.space.Layout {
@@ -546,8 +571,8 @@ func TestRLDecisionsMatchSpace(t *testing.T) {
 		}
 		v++
 	}
-	if v == 0 || v != d.nLayout() || len(d.xo) != d.rows()*3*rlNodeFeatures || len(d.of) != d.rows()*rlOptionFeatures {
-		t.Errorf("%d layout decisions for %d choices; feature sizes %d, %d for %d rows", d.nLayout(), v, len(d.xo), len(d.of), d.rows())
+	if v == 0 || v != d.nLayout() || len(d.onode) != d.rows() || len(d.of) != d.rows()*rlOptionFeatures {
+		t.Errorf("%d layout decisions for %d choices; sizes %d, %d for %d rows", d.nLayout(), v, len(d.onode), len(d.of), d.rows())
 	}
 	// With one kind, only its decisions.
 	df, err := newDecisions(g, base.space, newKindSet(fusionOnly), chip.Target)

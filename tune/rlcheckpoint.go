@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,14 +18,17 @@ import (
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
-// the policy's dimensions, its parameters (little-endian float32, base64) and training
+// the policy's dimensions, its parameters (names and shapes; their values as
+// nn.Params.Bytes, base64) and training
 // record, and the SHA-256 of all of it (computed with the sha256 field empty). It is
 // written atomically (a crash leaves the previous or the new checkpoint), and a
 // checkpoint whose checksum, format or dimensions do not match this build is refused.
 
 // PolicyFormat identifies the policy checkpoint format. Format 2 added the layout head
-// (layout and fusion decisions); a format-1 checkpoint (fusion only) is refused.
-const PolicyFormat = "tpucost-rl-policy/2"
+// (layout and fusion decisions); format 3 reads the graph through the shared GraphSAGE
+// encoder (gnn/nn: per-block weights, a degree cap). Older checkpoints are refused with a
+// message to retrain them.
+const PolicyFormat = "tpucost-rl-policy/3"
 
 // policyFormatPrefix is what every policy checkpoint's format starts with.
 const policyFormatPrefix = "tpucost-rl-policy/"
@@ -75,14 +76,10 @@ func (f *policyFile) checksum() (string, error) {
 func SavePolicy(dir string, p *Policy) error {
 	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
 		Hidden: rlHidden, Schema: rlFeatureSchema(), Meta: p.Meta}
-	var w bytes.Buffer
 	for _, pp := range p.params {
-		f.Params = append(f.Params, policyParamRef{Name: pp.name, Shape: slices.Clone(pp.shape)})
-		for _, v := range pp.data {
-			_ = binary.Write(&w, binary.LittleEndian, math.Float32bits(v))
-		}
+		f.Params = append(f.Params, policyParamRef{Name: pp.Name, Shape: slices.Clone(pp.Shape)})
 	}
-	f.Weights = base64.StdEncoding.EncodeToString(w.Bytes())
+	f.Weights = base64.StdEncoding.EncodeToString(p.params.Bytes())
 	sum, err := f.checksum()
 	if err != nil {
 		return fmt.Errorf("saving policy %s: %w", dir, err)
@@ -118,9 +115,13 @@ func LoadPolicy(dir string) (*Policy, error) {
 		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
 	}
 	if hdr.Format != PolicyFormat {
-		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, policyFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, policyFormatPrefix) && v < 2 {
-			return nil, fmt.Errorf("loading policy %s: %w: format %q is an older policy (format 1 decided fusion only; this build's policy decides layout and fusion, %q): retrain it with `tpucost tune train-policy`",
-				path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
+		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, policyFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, policyFormatPrefix) && v < 3 {
+			why := "format 2 aggregated the graph with its own layer; this build's policy reads it through the shared GraphSAGE encoder"
+			if v < 2 {
+				why = "format 1 decided fusion only; this build's policy decides layout and fusion"
+			}
+			return nil, fmt.Errorf("loading policy %s: %w: format %q is an older policy (%s, %q): retrain it with `tpucost tune train-policy`",
+				path, ErrPolicyMismatch, hdr.Format, why, PolicyFormat)
 		}
 		return nil, fmt.Errorf("loading policy %s: %w: format %q, want %q", path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
 	}
@@ -148,32 +149,17 @@ func LoadPolicy(dir string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading policy %s: %w: weights: %w", path, ErrPolicyCorrupt, err)
 	}
-	want := paramShapes()
-	if len(f.Params) != len(want) {
-		return nil, fmt.Errorf("loading policy %s: %w: %d parameters, want %d", path, ErrPolicyMismatch, len(f.Params), len(want))
+	p := &Policy{params: policyParams(), Meta: f.Meta}
+	if len(f.Params) != len(p.params) {
+		return nil, fmt.Errorf("loading policy %s: %w: %d parameters, want %d", path, ErrPolicyMismatch, len(f.Params), len(p.params))
 	}
-	p := &Policy{Meta: f.Meta}
-	off := 0
-	for i, w := range want {
-		if f.Params[i].Name != w.name || !slices.Equal(f.Params[i].Shape, w.shape) {
-			return nil, fmt.Errorf("loading policy %s: %w: parameter %d is %s%v, want %s%v", path, ErrPolicyMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.name, w.shape)
+	for i, w := range p.params {
+		if f.Params[i].Name != w.Name || !slices.Equal(f.Params[i].Shape, w.Shape) {
+			return nil, fmt.Errorf("loading policy %s: %w: parameter %d is %s%v, want %s%v", path, ErrPolicyMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.Name, w.Shape)
 		}
-		n := w.shape[0] * w.shape[1]
-		if off+4*n > len(raw) {
-			return nil, fmt.Errorf("loading policy %s: %w: weights end at parameter %s", path, ErrPolicyCorrupt, w.name)
-		}
-		pp := &policyParam{name: w.name, shape: w.shape, data: make([]float32, n)}
-		for j := range n {
-			pp.data[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[off+4*j:]))
-			if v := float64(pp.data[j]); math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("loading policy %s: %w: parameter %s has a non-finite value", path, ErrPolicyCorrupt, w.name)
-			}
-		}
-		off += 4 * n
-		p.params = append(p.params, pp)
 	}
-	if off != len(raw) {
-		return nil, fmt.Errorf("loading policy %s: %w: %d bytes of weights, want %d", path, ErrPolicyCorrupt, len(raw), off)
+	if err := p.params.SetBytes(raw); err != nil {
+		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
 	}
 	return p, nil
 }
@@ -181,9 +167,5 @@ func LoadPolicy(dir string) (*Policy, error) {
 // clone returns a deep copy of p without optimizer state (fine-tuning a loaded policy
 // must not change the caller's).
 func (p *Policy) clone() *Policy {
-	c := &Policy{Meta: p.Meta}
-	for _, pp := range p.params {
-		c.params = append(c.params, &policyParam{name: pp.name, shape: pp.shape, data: slices.Clone(pp.data)})
-	}
-	return c
+	return &Policy{params: p.params.Clone(), Meta: p.Meta}
 }

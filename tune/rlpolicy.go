@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for
@@ -28,8 +28,10 @@ import (
 //
 //	x_v      node features (rlNodeFeatures): opcode category and a few opcodes one-hot,
 //	         log element count, log bytes, rank, log fan-in, log fan-out
-//	a_v      [x_v, mean_{u->v} x_u, mean_{v->w} x_w]   (mean aggregation over operands, users)
-//	h_v      relu(a_v W1 + b1)                           (a GraphSAGE-mean layer, shared)
+//	h_v      relu(x_v W_self + mean_{u->v} x_u W_in + mean_{v->w} x_w W_out + b)
+//	         (one layer of the shared GraphSAGE encoder nn.SAGE over every node of the
+//	         module, operands and users in the node's computation, at most rlMaxDegree of
+//	         each, evenly spaced when a node has more; both heads read it)
 //	fusion edge p->x:
 //	g_e      relu([h_p, h_x, f_e] W2 + b2)               (message passing along the edge)
 //	logit_e  g_e w3 + b3 + prior * (2 default_e - 1)
@@ -58,6 +60,7 @@ const (
 	rlEdgeFeatures    = 5
 	rlOptionFeatures  = 8
 	rlHidden          = 32
+	rlMaxDegree       = 16  // operands and users the encoder averages per node
 	rlPriorInit       = 3.0 // initial fusion prior: p(default) = sigmoid(3) ≈ 0.95
 	rlLayoutPriorInit = 3.0 // initial layout prior: p(default) ≈ sigmoid(3) ≈ 0.95 (see build)
 )
@@ -73,7 +76,7 @@ const rlNumCategories = int(hlo.CatOther) + 1
 // with other columns (categories or opcodes renamed, added or reordered) is refused.
 func rlFeatureSchema() string {
 	var b strings.Builder
-	b.WriteString("v2;categories:")
+	fmt.Fprintf(&b, "v3;max_degree:%d;categories:", rlMaxDegree)
 	for c := range rlNumCategories {
 		b.WriteString(hlo.Category(c).String() + ",")
 	}
@@ -86,20 +89,13 @@ func rlFeatureSchema() string {
 	return b.String()
 }
 
-// policyParam is one named parameter tensor.
-type policyParam struct {
-	name  string
-	shape []int
-	data  []float32
-}
-
 // Policy is the rl strategy's layout and fusion policy: its parameters and its training
 // record. It is not safe for concurrent use.
 type Policy struct {
-	params []*policyParam // as paramShapes lists them
+	params nn.Params // as policyParams lists them
 	// Meta describes how the policy was trained (saved with it).
 	Meta PolicyMeta
-	adam *adamState
+	adam *nn.Adam
 }
 
 // PolicyMeta is the training record a policy checkpoint carries.
@@ -113,22 +109,19 @@ type PolicyMeta struct {
 	History  []EpisodeReport `json:"history,omitempty"`
 }
 
-func paramShapes() []policyParam {
-	in1 := 3 * rlNodeFeatures
-	in2 := 2*rlHidden + rlEdgeFeatures
-	in4 := rlHidden + rlOptionFeatures
-	return []policyParam{
-		{name: "w1", shape: []int{in1, rlHidden}},
-		{name: "b1", shape: []int{1, rlHidden}},
-		{name: "w2", shape: []int{in2, rlHidden}},
-		{name: "b2", shape: []int{1, rlHidden}},
-		{name: "w3", shape: []int{rlHidden, 1}},
-		{name: "b3", shape: []int{1, 1}},
-		{name: "prior", shape: []int{1, 1}},
-		{name: "w4", shape: []int{in4, rlHidden}},
-		{name: "b4", shape: []int{1, rlHidden}},
-		{name: "w5", shape: []int{rlHidden, 1}},
-		{name: "lprior", shape: []int{1, 1}},
+// policyParams lists the policy's parameters, zero: the GraphSAGE layer (sage1.*, the
+// layout nn.SAGE reads), the fusion head (w2, b2, w3, b3, prior) and the layout head (w4,
+// b4, w5, lprior).
+func policyParams() nn.Params {
+	F, H := rlNodeFeatures, rlHidden
+	return nn.Params{
+		nn.NewParam("sage1.w_self", F, H), nn.NewParam("sage1.w_in", F, H), nn.NewParam("sage1.w_out", F, H), nn.NewParam("sage1.b", H),
+		nn.NewParam("w2", 2*H+rlEdgeFeatures, H), nn.NewParam("b2", H),
+		nn.NewParam("w3", H, 1), nn.NewParam("b3", 1),
+		nn.NewParam("prior", 1, 1),
+		nn.NewParam("w4", H+rlOptionFeatures, H), nn.NewParam("b4", H),
+		nn.NewParam("w5", H, 1),
+		nn.NewParam("lprior", 1, 1),
 	}
 }
 
@@ -139,32 +132,35 @@ var layoutParams = map[string]bool{"w4": true, "b4": true, "w5": true, "lprior":
 var fusionParams = map[string]bool{"w2": true, "b2": true, "w3": true, "b3": true, "prior": true}
 
 // NewPolicy returns a policy with Glorot-uniform weights drawn from seed, zero biases and
-// the priors at their initial values.
+// the priors at their initial values. The GraphSAGE layer's three blocks are drawn as one
+// [3·rlNodeFeatures, hidden] matrix (the product of [x, mean_in, mean_out] they compute).
 func NewPolicy(seed int64) *Policy {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x706f6c696379)) // "policy"
-	p := &Policy{}
-	for _, s := range paramShapes() {
-		pp := &policyParam{name: s.name, shape: s.shape, data: make([]float32, s.shape[0]*s.shape[1])}
+	p := &Policy{params: policyParams()}
+	for _, pp := range p.params {
 		switch {
-		case s.name[0] == 'w':
-			lim := math.Sqrt(6 / float64(s.shape[0]+s.shape[1]))
-			for i := range pp.data {
-				pp.data[i] = float32((2*rng.Float64() - 1) * lim)
+		case pp.Name[0] == 'w' || strings.HasPrefix(pp.Name, "sage1.w"):
+			fanIn := pp.Shape[0]
+			if strings.HasPrefix(pp.Name, "sage") {
+				fanIn *= 3
 			}
-		case s.name == "prior":
-			pp.data[0] = rlPriorInit
-		case s.name == "lprior":
-			pp.data[0] = rlLayoutPriorInit
+			lim := math.Sqrt(6 / float64(fanIn+pp.Shape[1]))
+			for i := range pp.Data {
+				pp.Data[i] = float32((2*rng.Float64() - 1) * lim)
+			}
+		case pp.Name == "prior":
+			pp.Data[0] = rlPriorInit
+		case pp.Name == "lprior":
+			pp.Data[0] = rlLayoutPriorInit
 		}
-		p.params = append(p.params, pp)
 	}
 	return p
 }
 
 // param returns the parameter called name.
-func (p *Policy) param(name string) *policyParam {
+func (p *Policy) param(name string) *nn.Param {
 	for _, pp := range p.params {
-		if pp.name == name {
+		if pp.Name == name {
 			return pp
 		}
 	}
@@ -174,12 +170,16 @@ func (p *Policy) param(name string) *policyParam {
 // decisions is a program's layout and fusion decisions as the policy sees them. Built
 // once per program; read-only afterwards.
 type decisions struct {
+	// The graph the encoder reads: every instruction of every computation of the module.
+	x  []float32     // N x rlNodeFeatures
+	nb nn.Neighbours // operands and users within each computation (rlMaxDegree)
+
 	// Fusion: one Bernoulli per configurable edge of the base space.
-	names    []string  // compiler.FusionChoice.Name per decision
-	defaults []bool    // the compiler's default per decision
-	xp, xx   []float32 // E x 3F aggregated features of producer and consumer
-	ef       []float32 // E x rlEdgeFeatures
-	prior    []float32 // E: +1 where the default fuses, -1 elsewhere
+	names      []string  // compiler.FusionChoice.Name per decision
+	defaults   []bool    // the compiler's default per decision
+	prod, cons []int     // E: the producer's and the consumer's node
+	ef         []float32 // E x rlEdgeFeatures
+	prior      []float32 // E: +1 where the default fuses, -1 elsewhere
 
 	// Layout: one categorical per layout choice of the base space with more than one
 	// option; its options are rows lstart[v] .. lstart[v+1]-1.
@@ -187,7 +187,7 @@ type decisions struct {
 	lopts  [][][]int // the options (minor-to-major orders) per node
 	ldef   []int     // the default option per node
 	lstart []int     // N+1 row offsets
-	xo     []float32 // R x 3F: aggregated features of the row's node
+	onode  []int     // R: the row's node
 	of     []float32 // R x rlOptionFeatures
 	lprior []float32 // R: 1 for the node's default option, 0 elsewhere
 	loff   []float32 // R: log(K_v - 1) for the node's default option, 0 elsewhere
@@ -240,35 +240,38 @@ func programGraph(cc *compilerCtx, cfg *compiler.Config) (*hlo.Module, error) {
 	return m, nil
 }
 
-// graphIndex holds the node features of every computation of a module and resolves the
-// config names of its instructions: "name" in the entry, "computation/name" elsewhere.
+// graphIndex is the graph of a module as the encoder reads it (every instruction of
+// every computation a node, with its features; an edge from each operand to its user
+// within a computation) and resolves the config names of its instructions: "name" in the
+// entry, "computation/name" elsewhere.
 type graphIndex struct {
-	m     *hlo.Module
-	comps map[string]*hlo.Computation // by name
-	byIn  map[*hlo.Instruction][]float32
-	users map[*hlo.Instruction]int // number of users
+	m        *hlo.Module
+	comps    map[string]*hlo.Computation // by name
+	node     map[*hlo.Instruction]int
+	users    map[*hlo.Instruction]int // number of users
+	x        []float32                // N x rlNodeFeatures
+	src, dst []int32                  // edges operand -> user
 }
 
 func newGraphIndex(m *hlo.Module) *graphIndex {
-	gi := &graphIndex{m: m, comps: map[string]*hlo.Computation{}, byIn: map[*hlo.Instruction][]float32{}, users: map[*hlo.Instruction]int{}}
+	gi := &graphIndex{m: m, comps: map[string]*hlo.Computation{}, node: map[*hlo.Instruction]int{}, users: map[*hlo.Instruction]int{}}
 	const F = rlNodeFeatures
 	for _, c := range m.Computations {
 		gi.comps[c.Name] = c
 		users := c.Users()
-		n := len(c.Instructions)
-		x := make([]float32, n*F)
-		pos := make(map[*hlo.Instruction]int, n)
+		off := len(gi.node)
+		gi.x = append(gi.x, make([]float32, len(c.Instructions)*F)...)
 		for i, in := range c.Instructions {
-			nodeFeatures(in, len(users[i]), x[i*F:(i+1)*F])
-			pos[in] = i
+			gi.node[in] = off + i
+			nodeFeatures(in, len(users[i]), gi.x[(off+i)*F:(off+i+1)*F])
 			gi.users[in] = len(users[i])
 		}
 		for i, in := range c.Instructions {
-			row := make([]float32, 3*F) // [x, mean over operands, mean over users]
-			copy(row[:F], x[i*F:(i+1)*F])
-			meanInto(row[F:2*F], x, in.Operands, pos)
-			meanInto(row[2*F:], x, users[i], pos)
-			gi.byIn[in] = row
+			for _, op := range in.Operands {
+				if j, ok := gi.node[op]; ok && j >= off { // an operand in this computation
+					gi.src, gi.dst = append(gi.src, int32(j)), append(gi.dst, int32(off+i))
+				}
+			}
 		}
 	}
 	return gi
@@ -325,7 +328,7 @@ func (gi *graphIndex) edge(name string) (p, x *hlo.Instruction) {
 // from the same compile.
 func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Target) (*decisions, error) {
 	gi := newGraphIndex(m)
-	d := &decisions{}
+	d := &decisions{x: gi.x, nb: nn.NeighboursOf(len(gi.node), gi.src, gi.dst, rlMaxDegree)}
 	if kinds[compiler.KindFusion] {
 		for _, c := range space.Fusion {
 			p, xi := gi.edge(c.Name)
@@ -334,8 +337,8 @@ func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Ta
 			}
 			d.names = append(d.names, c.Name)
 			d.defaults = append(d.defaults, c.Default)
-			d.xp = append(d.xp, gi.byIn[p]...)
-			d.xx = append(d.xx, gi.byIn[xi]...)
+			d.prod = append(d.prod, gi.node[p])
+			d.cons = append(d.cons, gi.node[xi])
 			opIdx := 0
 			for j, op := range xi.Operands {
 				if op == p {
@@ -373,7 +376,7 @@ func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Ta
 			d.lopts = append(d.lopts, c.Options)
 			d.ldef = append(d.ldef, c.Default)
 			for i := range c.Options {
-				d.xo = append(d.xo, gi.byIn[in]...)
+				d.onode = append(d.onode, gi.node[in])
 				d.of = append(d.of, optionFeatures(in.Shape, c.Options, i, c.Default, t)...)
 				pr, off := float32(0), float32(0)
 				if i == c.Default {
@@ -427,28 +430,6 @@ func optionFeatures(s hlo.Shape, opts [][]int, i, def int, t cost.Target) []floa
 	}
 }
 
-// meanInto writes the mean of the feature rows of the instructions of ns that belong to
-// the computation (those in pos) into dst (zero when none does).
-func meanInto(dst, x []float32, ns []*hlo.Instruction, pos map[*hlo.Instruction]int) {
-	const F = rlNodeFeatures
-	k := 0
-	for _, u := range ns {
-		i, ok := pos[u]
-		if !ok {
-			continue
-		}
-		for j := range F {
-			dst[j] += x[i*F+j]
-		}
-		k++
-	}
-	if k > 1 {
-		for j := range F {
-			dst[j] /= float32(k)
-		}
-	}
-}
-
 // nodeFeatures writes in's features into dst (rlNodeFeatures long).
 func nodeFeatures(in *hlo.Instruction, fanOut int, dst []float32) {
 	dst[int(in.Opcode.Category())] = 1
@@ -478,11 +459,6 @@ type policyGraph struct {
 	vm     G.VM
 }
 
-func pmat(g *G.ExprGraph, name string, data []float32, r, c int) *G.Node {
-	v := tensor.New(tensor.WithShape(r, c), tensor.WithBacking(data))
-	return G.NewMatrix(g, G.Float32, G.WithShape(r, c), G.WithName(name), G.WithValue(v))
-}
-
 // coefs are the REINFORCE coefficients of K sampled actions with advantages A_k (see
 // reinforceCoef): per fusion decision Σ_k A_k a_ke / K, per layout option row Σ_k A_k
 // [a_kv = o] / K, and scale = Σ_k A_k / K.
@@ -503,110 +479,50 @@ type coefs struct {
 // gradient -(coef_r - scale softmax_r) in each logit z_r; the graph computes it as the
 // gradient of Σ_r gz_r z_r with gz_r that constant, computed outside the graph from the
 // current softmax (numerically stable, unlike an exp inside float32 arithmetic).
-func (p *Policy) build(d *decisions, c *coefs, gz []float32) (*policyGraph, error) {
-	E, R, F3 := d.nFusion(), d.rows(), 3*rlNodeFeatures
+func (p *Policy) build(d *decisions, c *coefs, gz []float32) (pg *policyGraph, err error) {
+	defer func() {
+		// Gorgonia's builders panic through Must on shape errors; report them as errors.
+		if r := recover(); r != nil {
+			pg, err = nil, fmt.Errorf("policy graph: %v", r)
+		}
+	}()
+	E, R := d.nFusion(), d.rows()
+	N := len(d.x) / rlNodeFeatures
 	g := G.NewGraph()
-	pg := &policyGraph{g: g}
+	pg = &policyGraph{g: g}
 	ps := map[string]*G.Node{}
 	for _, pp := range p.params {
-		// The graph computes on a copy: parameters change only in step.
-		n := pmat(g, pp.name, append([]float32(nil), pp.data...), pp.shape[0], pp.shape[1])
-		ps[pp.name] = n
+		// Bound to the parameters themselves: they change only in step, between graphs.
+		n := nn.ParamNode(g, pp, G.Float32)
+		ps[pp.Name] = n
 		pg.params = append(pg.params, n)
-		if (E > 0 || !fusionParams[pp.name]) && (R > 0 || !layoutParams[pp.name]) {
+		if (E > 0 || !fusionParams[pp.Name]) && (R > 0 || !layoutParams[pp.Name]) {
 			pg.used = append(pg.used, n)
 		}
 	}
-	var err error
-	layer := func(in, w, b *G.Node) *G.Node {
-		if err != nil {
-			return nil
-		}
-		var h *G.Node
-		if h, err = G.Mul(in, w); err != nil {
-			return nil
-		}
-		if h, err = G.BroadcastAdd(h, b, nil, []byte{0}); err != nil {
-			return nil
-		}
-		h, err = G.Rectify(h)
-		return h
+	layer := func(in *G.Node, w, b string) *G.Node {
+		return nn.ReLU(nn.Bias(G.Must(G.Mul(in, ps[w])), ps[b]))
 	}
 	// scaled returns a (n x 1) column times the 1x1 parameter w.
-	scaled := func(col, w *G.Node) *G.Node {
-		if err != nil {
-			return nil
-		}
-		var out *G.Node
-		out, err = G.BroadcastHadamardProd(col, w, nil, []byte{0})
-		return out
+	scaled := func(col *G.Node, w string) *G.Node {
+		return G.Must(G.BroadcastHadamardProd(col, ps[w], nil, []byte{0}))
 	}
+	// The encoder: node embeddings h [N, H] of the whole module.
+	sage := []nn.SAGELayer{{WSelf: ps["sage1.w_self"], WIn: ps["sage1.w_in"], WOut: ps["sage1.w_out"], B: ps["sage1.b"]}}
+	h := nn.SAGE(nn.Const(g, "x", d.x, N, rlNodeFeatures), d.nb.Const(g), sage, 0)
+	rows := func(name string, idx []int) *G.Node { return nn.Gather(h, nn.IntConst(g, name, idx), nn.ReduceSum, 1) }
 	if E > 0 {
-		xp := pmat(g, "xp", d.xp, E, F3)
-		xx := pmat(g, "xx", d.xx, E, F3)
-		ef := pmat(g, "ef", d.ef, E, rlEdgeFeatures)
-		prior := pmat(g, "prior_sign", d.prior, E, 1)
-		hp := layer(xp, ps["w1"], ps["b1"])
-		hx := layer(xx, ps["w1"], ps["b1"])
-		if err != nil {
-			return nil, err
-		}
-		cat, err := G.Concat(1, hp, hx, ef)
-		if err != nil {
-			return nil, err
-		}
-		ge := layer(cat, ps["w2"], ps["b2"])
-		if err != nil {
-			return nil, err
-		}
-		z, err := G.Mul(ge, ps["w3"])
-		if err != nil {
-			return nil, err
-		}
-		if z, err = G.BroadcastAdd(z, ps["b3"], nil, []byte{0}); err != nil {
-			return nil, err
-		}
-		pr := scaled(prior, ps["prior"])
-		if err != nil {
-			return nil, err
-		}
-		if z, err = G.Add(z, pr); err != nil {
-			return nil, err
-		}
-		pg.fusion = z
+		cat := G.Must(G.Concat(1, rows("producer", d.prod), rows("consumer", d.cons), nn.Const(g, "ef", d.ef, E, rlEdgeFeatures)))
+		ge := layer(cat, "w2", "b2")
+		z := nn.Bias(G.Must(G.Mul(ge, ps["w3"])), ps["b3"])
+		pg.fusion = G.Must(G.Add(z, scaled(nn.Const(g, "prior_sign", d.prior, E, 1), "prior")))
 	}
 	if R > 0 {
-		xo := pmat(g, "xo", d.xo, R, F3)
-		of := pmat(g, "of", d.of, R, rlOptionFeatures)
-		lp := pmat(g, "lprior_ind", d.lprior, R, 1)
-		loff := pmat(g, "lprior_off", d.loff, R, 1)
-		ho := layer(xo, ps["w1"], ps["b1"])
-		if err != nil {
-			return nil, err
-		}
-		cat, err := G.Concat(1, ho, of)
-		if err != nil {
-			return nil, err
-		}
-		gv := layer(cat, ps["w4"], ps["b4"])
-		if err != nil {
-			return nil, err
-		}
-		z, err := G.Mul(gv, ps["w5"])
-		if err != nil {
-			return nil, err
-		}
-		pr := scaled(lp, ps["lprior"])
-		if err != nil {
-			return nil, err
-		}
-		if z, err = G.Add(z, pr); err != nil {
-			return nil, err
-		}
-		if z, err = G.Add(z, loff); err != nil {
-			return nil, err
-		}
-		pg.layout = z
+		cat := G.Must(G.Concat(1, rows("option_node", d.onode), nn.Const(g, "of", d.of, R, rlOptionFeatures)))
+		gv := layer(cat, "w4", "b4")
+		z := G.Must(G.Mul(gv, ps["w5"]))
+		z = G.Must(G.Add(z, scaled(nn.Const(g, "lprior_ind", d.lprior, R, 1), "lprior")))
+		pg.layout = G.Must(G.Add(z, nn.Const(g, "lprior_off", d.loff, R, 1)))
 	}
 	if c == nil {
 		pg.vm = G.NewTapeMachine(g)
@@ -615,7 +531,7 @@ func (p *Policy) build(d *decisions, c *coefs, gz []float32) (*policyGraph, erro
 	var terms []*G.Node
 	if E > 0 {
 		z := pg.fusion
-		cf := pmat(g, "coef", c.fuse, E, 1)
+		cf := nn.Const(g, "coef", c.fuse, E, 1)
 		lin, err := G.HadamardProd(z, cf)
 		if err != nil {
 			return nil, err
@@ -640,7 +556,7 @@ func (p *Policy) build(d *decisions, c *coefs, gz []float32) (*policyGraph, erro
 		terms = append(terms, pg.fcost)
 	}
 	if R > 0 {
-		gzn := pmat(g, "gz", gz, R, 1)
+		gzn := nn.Const(g, "gz", gz, R, 1)
 		lin, err := G.HadamardProd(pg.layout, gzn)
 		if err != nil {
 			return nil, err
@@ -765,65 +681,32 @@ func (p *Policy) grads(d *decisions, c *coefs) (float64, [][]float32, error) {
 	out := make([][]float32, len(pg.params))
 	for i, n := range pg.params {
 		if !used[n] {
-			out[i] = make([]float32, len(p.params[i].data))
+			out[i] = make([]float32, len(p.params[i].Data))
 			continue
 		}
-		gv, err := n.Grad()
+		g, err := nn.Grad32(n)
 		if err != nil {
-			return 0, nil, fmt.Errorf("policy gradient of %s: %w", n.Name(), err)
+			return 0, nil, fmt.Errorf("policy: %w", err)
 		}
-		out[i] = append([]float32(nil), gv.Data().([]float32)...)
+		out[i] = append([]float32(nil), g...)
 	}
 	return loss, out, nil
 }
 
-// adamState holds Adam's moments.
-type adamState struct {
-	m, v [][]float32
-	t    int
-}
+// gradClip is the global gradient-norm clip of policy training: REINFORCE gradients are
+// heavy-tailed.
+const gradClip = 5.0
 
-// Adam hyperparameters of policy training.
-const (
-	adamB1  = 0.9
-	adamB2  = 0.999
-	adamEps = 1e-8
-	gradClp = 5.0 // global gradient-norm clip: REINFORCE gradients are heavy-tailed
-)
-
-// step applies one Adam update with learning rate lr to gradients gs (summed over the
-// batch by the caller).
+// step applies one Adam update (nn.Adam, the gradients' norm clipped at gradClip) with
+// learning rate lr to gradients gs (summed over the batch by the caller; zero for a head
+// without decisions, whose parameters still follow their momentum).
 func (p *Policy) step(gs [][]float32, lr float64) {
 	if p.adam == nil {
-		p.adam = &adamState{}
-		for _, pp := range p.params {
-			p.adam.m = append(p.adam.m, make([]float32, len(pp.data)))
-			p.adam.v = append(p.adam.v, make([]float32, len(pp.data)))
-		}
+		p.adam = nn.NewAdam(p.params, lr)
+		p.adam.ClipNorm = gradClip
 	}
-	norm := 0.0
-	for _, g := range gs {
-		for _, v := range g {
-			norm += float64(v) * float64(v)
-		}
-	}
-	clip := 1.0
-	if norm = math.Sqrt(norm); norm > gradClp {
-		clip = gradClp / norm
-	}
-	a := p.adam
-	a.t++
-	c1 := 1 - math.Pow(adamB1, float64(a.t))
-	c2 := 1 - math.Pow(adamB2, float64(a.t))
-	for i, pp := range p.params {
-		for j := range pp.data {
-			g := float64(gs[i][j]) * clip
-			m := adamB1*float64(a.m[i][j]) + (1-adamB1)*g
-			v := adamB2*float64(a.v[i][j]) + (1-adamB2)*g*g
-			a.m[i][j], a.v[i][j] = float32(m), float32(v)
-			pp.data[j] -= float32(lr * (m / c1) / (math.Sqrt(v/c2) + adamEps))
-		}
-	}
+	p.adam.LR = lr
+	p.adam.Update(p.params, gs)
 }
 
 // sampleAction draws one action from pr: a Bernoulli per fusion edge, a categorical per

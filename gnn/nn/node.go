@@ -61,3 +61,17 @@ func To64(xs []float32) []float64 {
 	}
 	return out
 }
+
+// Const returns a float32 tensor node of g holding data (not copied: the graph must not
+// outlive changes to it) with the given shape.
+func Const(g *G.ExprGraph, name string, data []float32, shape ...int) *G.Node {
+	v := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+	return G.NewTensor(g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(v))
+}
+
+// IntConst returns an int vector node of g holding idx (an index input of Gather or
+// SAGE).
+func IntConst(g *G.ExprGraph, name string, idx []int) *G.Node {
+	v := tensor.New(tensor.WithShape(len(idx)), tensor.WithBacking(idx))
+	return G.NewVector(g, tensor.Int, G.WithShape(len(idx)), G.WithName(name), G.WithValue(v))
+}

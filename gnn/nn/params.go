@@ -88,6 +88,26 @@ func (ps Params) Bytes() []byte {
 	return b
 }
 
+// SetBytes sets every parameter from b, the form Bytes returns (little-endian float32,
+// parameters in order); b must have exactly Count values, all finite.
+func (ps Params) SetBytes(b []byte) error {
+	if len(b) != 4*ps.Count() {
+		return fmt.Errorf("%d bytes of weights, want %d", len(b), 4*ps.Count())
+	}
+	off := 0
+	for _, p := range ps {
+		for j := range p.Data {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(b[off:]))
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("parameter %s has a non-finite value", p.Name)
+			}
+			p.Data[j] = x
+			off += 4
+		}
+	}
+	return nil
+}
+
 // The tensor file format (weights and optimizer state): the magic "TPCGNN\x00\x01", a
 // uint64 step, a uint32 tensor count, then per tensor a uint16 name length, the name, a
 // uint8 rank, uint32 dimensions and the float32 values, all little-endian.
