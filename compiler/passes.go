@@ -26,11 +26,12 @@ const (
 	// ProductKernels is State.Kernels with Fusion, Computation and Root set: every
 	// fusion instruction of the flow computations, in order.
 	ProductKernels Product = "kernels"
-	// ProductTiles is every KernelSite's Key and Info, and the chosen tile of every key
-	// (State.Effective.Tile, State.Space.Tile).
+	// ProductTiles is every KernelSite's Key, Info and Choice (its chosen tile, planned;
+	// its flags provisional), and the chosen tile of every key (State.Effective.Tile,
+	// State.Space.Tile).
 	ProductTiles Product = "tiles"
-	// ProductFlags is the chosen flags of every kernel key (State.Effective.Flags,
-	// State.Space.Flags).
+	// ProductFlags is every KernelSite's complete Choice (tile and flags, planned) and the
+	// chosen flags of every kernel key (State.Effective.Flags, State.Space.Flags).
 	ProductFlags Product = "flags"
 )
 
@@ -214,13 +215,15 @@ type Trip struct {
 
 // KernelSite is one entry of the kernel table: a fusion instruction of a flow
 // computation. The fusion pass fills Fusion, Computation and Root (ProductKernels); the
-// tiling pass fills Key and Info (ProductTiles).
+// tiling pass fills Key, Info and Choice with the chosen tile (ProductTiles); the flags
+// pass completes Choice with the chosen flags (ProductFlags).
 type KernelSite struct {
 	Fusion      *hlo.Instruction
 	Computation *hlo.Computation // the flow computation it runs in
 	Root        string           // the name of the original instruction it computes
 	Key         string           // KernelKey of Fusion.Calls
 	Info        *cost.KernelInfo // shared by kernels with the same key; read-only
+	Choice      cost.Planned     // the kernel's planned tile and flags
 }
 
 // newState returns the State for compiling m (already prepared and cloned) with cfg.

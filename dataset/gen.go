@@ -573,46 +573,56 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	return compiler.Compile(m, cfg, opts)
 }
 
-// configsFor lists the (tile, flags) pairs to measure for kernel k of program p.
-func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Tile, []cost.Flags) {
+// configsFor lists the kernel choices to measure for kernel k of program p, planned: the
+// tile options come with the plans the compiler made when it listed them.
+func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Planned, error) {
 	o := g.opts
 	if !o.Task.Relative() {
-		return []cost.Tile{k.Tile}, []cost.Flags{k.Flags}
+		return []cost.Planned{k.Choice}, nil
 	}
-	var tiles []cost.Tile
-	for _, tc := range p.Space.Tile {
-		if tc.Key == k.Key {
-			tiles = tc.Options
+	var opts []cost.Planned
+	for i := range p.Space.Tile {
+		if tc := &p.Space.Tile[i]; tc.Key == k.Key {
+			opts = tc.Planned()
 		}
+	}
+	tiles := make([]cost.Tile, len(opts))
+	for i, opt := range opts {
+		tiles[i] = opt.Config.Tile
 	}
 	r := g.rng("configs", string(o.Task), k.Key)
 	switch o.Task {
 	case TaskTile:
-		idx := sampleIndices(r, len(tiles), o.Configs, indexOf(tiles, k.Tile))
-		ts := make([]cost.Tile, len(idx))
-		fs := make([]cost.Flags, len(idx))
+		idx := sampleIndices(r, len(tiles), o.Configs, indexOf(tiles, k.Choice.Config.Tile))
+		out := make([]cost.Planned, len(idx))
 		for i, j := range idx {
-			ts[i], fs[i] = tiles[j], k.Flags
+			c, err := opts[j].WithFlags(k.Choice.Config.Flags)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
 		}
-		return ts, fs
+		return out, nil
 	default: // flags: every valid flag combination on the default tile and a few others
-		tileIdx := sampleIndices(r, len(tiles), 4, indexOf(tiles, k.Tile))
-		var ts []cost.Tile
-		var fs []cost.Flags
+		tileIdx := sampleIndices(r, len(tiles), 4, indexOf(tiles, k.Choice.Config.Tile))
+		var cs []cost.Planned
 		for _, j := range tileIdx {
-			for _, f := range compiler.FlagOptions(k.Info, tiles[j], o.Chip.Target) {
-				ts = append(ts, tiles[j])
-				fs = append(fs, f)
+			for _, f := range opts[j].FlagOptions() {
+				c, err := opts[j].WithFlags(f)
+				if err != nil {
+					return nil, err
+				}
+				cs = append(cs, c)
 			}
 		}
 		// The compiler's choice (default tile, default flags) comes first.
-		def := max(slices.IndexFunc(fs, func(f cost.Flags) bool { return f == k.Flags }), 0)
-		keep := sampleIndices(r, len(ts), o.Configs, def)
-		ots, ofs := make([]cost.Tile, len(keep)), make([]cost.Flags, len(keep))
+		def := max(slices.IndexFunc(cs, func(c cost.Planned) bool { return c.Config.Flags == k.Choice.Config.Flags }), 0)
+		keep := sampleIndices(r, len(cs), o.Configs, def)
+		out := make([]cost.Planned, len(keep))
 		for i, j := range keep {
-			ots[i], ofs[i] = ts[j], fs[j]
+			out[i] = cs[j]
 		}
-		return ots, ofs
+		return out, nil
 	}
 }
 
@@ -644,36 +654,32 @@ func sampleIndices(r *rand.Rand, n, k, must int) []int {
 	return append([]int{must}, chosen...)
 }
 
-// row measures and featurizes one kernel.
+// row measures and featurizes one kernel: each of its choices, planned once (by the
+// compiler), is timed, estimated, named and featurized from that one value.
 func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (Row, float64, float64, error) {
 	t := g.opts.Chip.Target
-	tiles, flags := g.configsFor(p, k)
+	choices, err := g.configsFor(p, k)
+	if err != nil {
+		return Row{}, 0, 0, err
+	}
 	row := Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
-		Configs: make([]string, len(tiles)), ConfigFeats: make([][]float32, len(tiles)),
-		RuntimesNs: make([]float64, len(tiles)), AnalyticalNs: make([]float64, len(tiles))}
+		Configs: make([]string, len(choices)), ConfigFeats: make([][]float32, len(choices)),
+		RuntimesNs: make([]float64, len(choices)), AnalyticalNs: make([]float64, len(choices))}
 	t0 := time.Now()
-	for i := range tiles {
-		m, err := g.sim.MeasureConfig(k.Info, k.Key, tiles[i], flags[i], 0)
+	for i, c := range choices {
+		m, err := g.sim.MeasureChoice(c, 0)
 		if err != nil {
 			return Row{}, 0, 0, err
 		}
 		row.RuntimesNs[i] = m.Ns
-		an, err := k.Info.Analytical(tiles[i], t)
-		if err != nil {
-			return Row{}, 0, 0, err
-		}
-		row.AnalyticalNs[i] = an
-		row.Configs[i] = cost.KernelConfig{Tile: tiles[i], Flags: flags[i]}.String()
+		row.AnalyticalNs[i] = c.Analytical()
+		row.Configs[i] = c.Config.String()
 	}
 	simS := time.Since(t0).Seconds()
 	t1 := time.Now()
 	row.Graph = features.OfKernel(k, t)
-	for i := range tiles {
-		f, err := features.Config(k.Info, tiles[i], flags[i], t)
-		if err != nil {
-			return Row{}, 0, 0, err
-		}
-		row.ConfigFeats[i] = f
+	for i, c := range choices {
+		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil
 }

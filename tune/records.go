@@ -45,10 +45,10 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 	known := make([]bool, len(fin.Kernels))
 	seen := map[string]bool{}
 	for i, k := range fin.Kernels {
-		times[i], known[i] = r.kernTime[kernelCandKey(k.Key, k.Tile, k.Flags)]
+		times[i], known[i] = r.kernTime[k.Choice.ID()]
 		if known[i] && !seen[k.Key] {
 			seen[k.Key] = true
-			out = append(out, Record{Kind: RecordKernel, Key: k.Key, Tile: k.Tile, Flags: k.Flags, Ns: times[i], Program: fin.Name})
+			out = append(out, Record{Kind: RecordKernel, Key: k.Key, Tile: k.Choice.Config.Tile, Flags: k.Choice.Config.Flags, Ns: times[i], Program: fin.Name})
 		}
 	}
 	origin := originKernels(fin)

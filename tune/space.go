@@ -63,12 +63,12 @@ func (cc *compilerCtx) compileWith(cfg *compiler.Config, o compiler.Options) (*c
 }
 
 // fingerprint hashes what a measurement of p depends on: the simulator version, the chip
-// and every kernel's key, tile and flags in program order. Two configs with the same
-// fingerprint compile to programs that time identically.
+// and every kernel's choice (cost.Planned.Hash: key, tile and flags) in program order.
+// Two configs with the same fingerprint compile to programs that time identically.
 func (cc *compilerCtx) fingerprint(p *compiler.Program) string {
 	h := stablehash.New().Strs(cc.sim, cc.chip)
 	for _, k := range p.Kernels {
-		h.Strs(k.Key, k.Tile.String(), k.Flags.String())
+		k.Choice.Hash(h)
 	}
 	return h.Hex()
 }
