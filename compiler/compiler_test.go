@@ -355,12 +355,9 @@ func TestCandidateRepair(t *testing.T) {
 // tileStore is a Store that knows tiles only, by kernel key.
 type tileStore map[string]cost.Tile
 
-func (tileStore) Layout(string) ([]int, bool)     { return nil, false }
-func (tileStore) Fusion(string) (bool, bool)      { return false, false }
-func (tileStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
-func (s tileStore) Tile(key string) (cost.Tile, bool) {
+func (s tileStore) Lookup(k Kind, key string) (Entry, bool) {
 	t, ok := s[key]
-	return t, ok
+	return Entry{Tile: t}, ok && k == KindTile
 }
 
 func TestKernelKeysAreStructural(t *testing.T) {

@@ -261,11 +261,8 @@ func fuseComputation(e *hlo.Computation, s *State) ([]*hlo.Computation, bool) {
 					key := EdgeKey(p, x, j)
 					def := defaultFuse(p, x, g, defDup)
 					fuse = def
-					if v, ok := s.Config.Fusion[name]; ok {
-						s.used[KindFusion][name] = true
-						fuse = v
-					} else if v, ok := s.Options.Store.Fusion(key); ok {
-						fuse = v
+					if want, _, ok := s.want(KindFusion, name, key); ok {
+						fuse = want.Fusion
 					}
 					if !seenEdge[name] {
 						seenEdge[name] = true

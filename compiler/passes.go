@@ -264,6 +264,20 @@ func (s *State) sync(m *hlo.Module) error {
 	return nil
 }
 
+// want returns the entry candidate repair starts from for a node of kind k whose config
+// entry is named name and whose structural key is key: the config's entry (recorded as
+// used, for Strict), else the store's; fromConfig says which. A pass checks it against the
+// node's options and falls back to its default when it is not one of them (the store's
+// entry silently; the config's entry is an error under Strict, and for layouts always).
+func (s *State) want(k Kind, name, key string) (e Entry, fromConfig, ok bool) {
+	if e, ok := s.Config.Get(k, name); ok {
+		s.used[k][name] = true
+		return e, true, true
+	}
+	e, ok = s.Options.Store.Lookup(k, key)
+	return e, false, ok
+}
+
 // qualName is the config name of instruction name in flow computation c: the name itself
 // in the entry, "computation/name" elsewhere (names are scoped per computation).
 func (s *State) qualName(c *hlo.Computation, name string) string {

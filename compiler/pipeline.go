@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -135,10 +134,7 @@ type Space struct {
 // nilStore makes a nil Store usable.
 type nilStore struct{}
 
-func (nilStore) Layout(string) ([]int, bool)     { return nil, false }
-func (nilStore) Fusion(string) (bool, bool)      { return false, false }
-func (nilStore) Tile(string) (cost.Tile, bool)   { return nil, false }
-func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
+func (nilStore) Lookup(Kind, string) (Entry, bool) { return Entry{}, false }
 
 // Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
 // program: call inlining, unfusing, custom-call rewriting and the simplification passes
@@ -205,30 +201,17 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 // checkUnused reports config entries that named no node of the program.
 func (s *State) checkUnused() error {
 	var errs []error
-	report := func(kind Kind, keys []string, used map[string]bool) {
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !used[k] {
+	for _, kind := range Kinds() {
+		for _, k := range s.Config.Names(kind) {
+			if !s.used[kind][k] {
 				errs = append(errs, fmt.Errorf("config %s entry %q names no configurable node of this program", kind, k))
 			}
 		}
 	}
-	report(KindLayout, mapKeys(s.Config.Layout), s.used[KindLayout])
-	report(KindFusion, mapKeys(s.Config.Fusion), s.used[KindFusion])
-	report(KindTile, mapKeys(s.Config.Tile), s.used[KindTile])
-	report(KindFlags, mapKeys(s.Config.Flags), s.used[KindFlags])
 	if len(errs) > 5 {
 		errs = append(errs[:5], fmt.Errorf("and %d more", len(errs)-5))
 	}
 	return errors.Join(errs...)
-}
-
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // program builds the Program from the state the passes left (programRequires): a Kernel

@@ -139,20 +139,14 @@ func runTiling(m *hlo.Module, s *State) (bool, error) {
 			s.Space.Tile[idx].Kernels = append(s.Space.Tile[idx].Kernels, in.Name)
 		} else {
 			choice := kc.defTile
-			if want, ok := s.Config.Tile[key]; ok {
-				s.used[KindTile][key] = true
-				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) })
-				if idx < 0 {
-					if s.Options.Strict {
-						return false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
-							in.Name, key, want, len(kc.tiles), kc.tiles[kc.defTile])
-					}
-				} else {
+			if want, fromConfig, ok := s.want(KindTile, key, key); ok {
+				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want.Tile) })
+				switch {
+				case idx >= 0:
 					choice = idx
-				}
-			} else if want, ok := s.Options.Store.Tile(key); ok {
-				if idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) }); idx >= 0 {
-					choice = idx
+				case fromConfig && s.Options.Strict:
+					return false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
+						in.Name, key, want.Tile, len(kc.tiles), kc.tiles[kc.defTile])
 				}
 			}
 			tileIdx[key] = len(s.Space.Tile)
@@ -208,16 +202,13 @@ func runFlags(m *hlo.Module, s *State) (bool, error) {
 			}
 			def := max(slices.Index(opts, DefaultFlagsFor(site.Choice)), 0)
 			choice := def
-			if want, ok := s.Config.Flags[key]; ok {
-				s.used[KindFlags][key] = true
-				if idx := slices.Index(opts, want); idx >= 0 {
+			if want, fromConfig, ok := s.want(KindFlags, key, key); ok {
+				idx := slices.Index(opts, want.Flags)
+				switch {
+				case idx >= 0:
 					choice = idx
-				} else if s.Options.Strict {
-					return false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want, tile)
-				}
-			} else if want, ok := s.Options.Store.Flags(key); ok {
-				if idx := slices.Index(opts, want); idx >= 0 {
-					choice = idx
+				case fromConfig && s.Options.Strict:
+					return false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want.Flags, tile)
 				}
 			}
 			flagsIdx[key] = len(s.Space.Flags)

@@ -48,7 +48,7 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 		times[i], known[i] = r.kernTime[k.Choice.ID()]
 		if known[i] && !seen[k.Key] {
 			seen[k.Key] = true
-			out = append(out, Record{Kind: RecordKernel, Key: k.Key, Tile: k.Choice.Config.Tile, Flags: k.Choice.Config.Flags, Ns: times[i], Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindTile, Key: k.Key, Entry: compiler.Entry{Tile: k.Choice.Config.Tile, Flags: k.Choice.Config.Flags}, Ns: times[i], Program: fin.Name})
 		}
 	}
 	origin := originKernels(fin)
@@ -95,7 +95,7 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 	}
 	for _, c := range fin.Space.Layout {
 		if ns, ok := local(append([]string{c.Name}, users[c.Name]...), c.Name); ok {
-			out = append(out, Record{Kind: RecordLayout, Key: c.Key, Layout: c.Options[c.Chosen], Ns: ns, Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindLayout, Key: c.Key, Entry: compiler.Entry{Layout: c.Options[c.Chosen]}, Ns: ns, Program: fin.Name})
 		}
 	}
 	for _, c := range fin.Space.Fusion {
@@ -104,7 +104,7 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 			continue
 		}
 		if ns, ok := local([]string{prod, cons}, ""); ok {
-			out = append(out, Record{Kind: RecordFusion, Key: c.Key, Fusion: c.Chosen, Ns: ns, Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindFusion, Key: c.Key, Entry: compiler.Entry{Fusion: c.Chosen}, Ns: ns, Program: fin.Name})
 		}
 	}
 	return dedupeRecords(out)
