@@ -439,23 +439,23 @@ type generator struct {
 	sim     *tpusim.Simulator
 	written *keySet
 
-	// spaces caches each model's default-compile config space, from which variants are
-	// perturbed (compiling the default once per model instead of once per variant).
+	// spaces caches each model's default compile: variant 0 is that program and the other
+	// variants perturb its config space (the default is compiled once per model).
 	mu     sync.Mutex
 	spaces map[string]*spaceOnce
 	// kernels shares kernel analyses and tile plans across every compile of the run.
 	kernels compiler.KernelCache
 }
 
-// spaceOnce holds a model's module (built once: compiling never modifies it) and the
-// config space of its default compile (computed once, on first need).
+// spaceOnce holds a model's module (built once: compiling never modifies it) and its
+// default compile (computed once, on first need; read-only).
 type spaceOnce struct {
 	build    sync.Once
 	module   *hlo.Module
 	buildErr error
 	compile  sync.Once
-	space    *compiler.Space
-	spaceErr error
+	def      *compiler.Program
+	defErr   error
 }
 
 func (g *generator) entry(model string) *spaceOnce {
@@ -479,17 +479,13 @@ func (g *generator) module(model string) (*hlo.Module, error) {
 	return so.module, so.buildErr
 }
 
-// defaultSpace returns the config space of the default compile of model m.
-func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
+// defaultProgram returns the default compile of model m, compiled once per run.
+func (g *generator) defaultProgram(m *hlo.Module, model string) (*compiler.Program, error) {
 	so := g.entry(model)
 	so.compile.Do(func() {
-		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
-		if err == nil {
-			so.space = p.Space
-		}
-		so.spaceErr = err
+		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
 	})
-	return so.space, so.spaceErr
+	return so.def, so.defErr
 }
 
 // seedFor derives a deterministic PCG source from the run seed and some labels.
@@ -548,14 +544,11 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 // compileVariant compiles variant v of a model: 0 is the default compile; others perturb
 // layouts and fusion (tile, flags) or the task's pass (fusion, layout) at random.
 func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compiler.Program, error) {
-	opts := compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels}
-	if v == 0 {
-		return compiler.Compile(m, nil, opts)
+	def, err := g.defaultProgram(m, model)
+	if v == 0 || err != nil {
+		return def, err
 	}
-	space, err := g.defaultSpace(m, model)
-	if err != nil {
-		return nil, err
-	}
+	space := def.Space
 	r := g.rng("variant", model, fmt.Sprint(v))
 	var kinds []compiler.Kind
 	switch g.opts.Task {
@@ -570,64 +563,61 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	// default to nearly uniform configs.
 	p := 0.05 + 0.6*r.Float64()
 	cfg := space.Perturb(nil, kinds, p, r)
-	return compiler.Compile(m, cfg, opts)
+	return compiler.Compile(m, cfg, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
 }
 
-// configsFor lists the kernel choices to measure for kernel k of program p, planned: the
-// tile options come with the plans the compiler made when it listed them.
-func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Planned, error) {
+// pick is one configuration to measure: a tile option (or the kernel's own choice, -1)
+// with flags.
+type pick struct {
+	opt   int
+	flags cost.Flags
+}
+
+// configsFor lists the configurations to measure for kernel k of program p, as picks
+// among the kernel's tile options (opts: planned when the compiler listed them, so a
+// pick's choice is opts[i].WithFlags(flags), never planned again).
+func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) (opts []cost.Planned, picks []pick) {
 	o := g.opts
 	if !o.Task.Relative() {
-		return []cost.Planned{k.Choice}, nil
+		return nil, []pick{{opt: -1}}
 	}
-	var opts []cost.Planned
 	for i := range p.Space.Tile {
 		if tc := &p.Space.Tile[i]; tc.Key == k.Key {
 			opts = tc.Planned()
 		}
 	}
-	tiles := make([]cost.Tile, len(opts))
-	for i, opt := range opts {
-		tiles[i] = opt.Config.Tile
+	own := 0
+	for i := range opts {
+		if opts[i].Config.Tile.Equal(k.Choice.Config.Tile) {
+			own = i
+			break
+		}
 	}
 	r := g.rng("configs", string(o.Task), k.Key)
 	switch o.Task {
 	case TaskTile:
-		idx := sampleIndices(r, len(tiles), o.Configs, indexOf(tiles, k.Choice.Config.Tile))
-		out := make([]cost.Planned, len(idx))
+		idx := sampleIndices(r, len(opts), o.Configs, own)
+		picks = make([]pick, len(idx))
 		for i, j := range idx {
-			c, err := opts[j].WithFlags(k.Choice.Config.Flags)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
+			picks[i] = pick{j, k.Choice.Config.Flags}
 		}
-		return out, nil
+		return opts, picks
 	default: // flags: every valid flag combination on the default tile and a few others
-		tileIdx := sampleIndices(r, len(tiles), 4, indexOf(tiles, k.Choice.Config.Tile))
-		var cs []cost.Planned
-		for _, j := range tileIdx {
+		var all []pick
+		for _, j := range sampleIndices(r, len(opts), 4, own) {
 			for _, f := range opts[j].FlagOptions() {
-				c, err := opts[j].WithFlags(f)
-				if err != nil {
-					return nil, err
-				}
-				cs = append(cs, c)
+				all = append(all, pick{j, f})
 			}
 		}
 		// The compiler's choice (default tile, default flags) comes first.
-		def := max(slices.IndexFunc(cs, func(c cost.Planned) bool { return c.Config.Flags == k.Choice.Config.Flags }), 0)
-		keep := sampleIndices(r, len(cs), o.Configs, def)
-		out := make([]cost.Planned, len(keep))
+		def := max(slices.IndexFunc(all, func(c pick) bool { return c.flags == k.Choice.Config.Flags }), 0)
+		keep := sampleIndices(r, len(all), o.Configs, def)
+		picks = make([]pick, len(keep))
 		for i, j := range keep {
-			out[i] = cs[j]
+			picks[i] = all[j]
 		}
-		return out, nil
+		return opts, picks
 	}
-}
-
-func indexOf(tiles []cost.Tile, t cost.Tile) int {
-	return max(slices.IndexFunc(tiles, func(x cost.Tile) bool { return x.Equal(t) }), 0)
 }
 
 // sampleIndices picks min(k, n) distinct indices of [0, n): must first, then the others
@@ -654,19 +644,27 @@ func sampleIndices(r *rand.Rand, n, k, must int) []int {
 	return append([]int{must}, chosen...)
 }
 
-// row measures and featurizes one kernel: each of its choices, planned once (by the
-// compiler), is timed, estimated, named and featurized from that one value.
+// row measures and featurizes one kernel: each configuration is the kernel's planned
+// choice or one of its tile options (planned once, by the compiler) with other flags, and
+// is timed, estimated, named and featurized from that one value.
 func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (Row, float64, float64, error) {
 	t := g.opts.Chip.Target
-	choices, err := g.configsFor(p, k)
-	if err != nil {
-		return Row{}, 0, 0, err
+	opts, picks := g.configsFor(p, k)
+	choice := func(pk pick) (cost.Planned, error) {
+		if pk.opt < 0 {
+			return k.Choice, nil
+		}
+		return opts[pk.opt].WithFlags(pk.flags)
 	}
 	row := Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
-		Configs: make([]string, len(choices)), ConfigFeats: make([][]float32, len(choices)),
-		RuntimesNs: make([]float64, len(choices)), AnalyticalNs: make([]float64, len(choices))}
+		Configs: make([]string, len(picks)), ConfigFeats: make([][]float32, len(picks)),
+		RuntimesNs: make([]float64, len(picks)), AnalyticalNs: make([]float64, len(picks))}
 	t0 := time.Now()
-	for i, c := range choices {
+	for i, pk := range picks {
+		c, err := choice(pk)
+		if err != nil {
+			return Row{}, 0, 0, err
+		}
 		m, err := g.sim.MeasureChoice(c, 0)
 		if err != nil {
 			return Row{}, 0, 0, err
@@ -678,7 +676,8 @@ func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u
 	simS := time.Since(t0).Seconds()
 	t1 := time.Now()
 	row.Graph = features.OfKernel(k, t)
-	for i, c := range choices {
+	for i, pk := range picks {
+		c, _ := choice(pk) // valid: checked above
 		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil
