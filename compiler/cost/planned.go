@@ -69,11 +69,14 @@ func (p Planned) For(t Target) (Planned, error) {
 // FlagOptions lists the flag combinations valid with the choice's tile (those whose
 // buffers fit VMEM), in AllFlags order: the default first when valid.
 func (p Planned) FlagOptions() []Flags {
-	var out []Flags
-	for _, f := range AllFlags() {
+	out := make([]Flags, 0, len(allFlags))
+	for _, f := range allFlags {
 		if p.Plan.Footprint(f) <= float64(p.Target.VMEMBytes) {
 			out = append(out, f)
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

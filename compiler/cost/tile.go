@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Tile is a tile shape: one size per IterDim of a kernel (empty for untiled kernels).
@@ -111,8 +112,12 @@ func (f Flags) Validate() error {
 }
 
 // AllFlags lists every flag combination in a fixed order, the default first.
-func AllFlags() []Flags {
-	out := []Flags{DefaultFlags()}
+func AllFlags() []Flags { return slices.Clone(allFlags[:]) }
+
+// allFlags is AllFlags' list.
+var allFlags = func() (out [9]Flags) {
+	out[0] = DefaultFlags()
+	n := 1
 	for _, db := range []bool{true, false} {
 		depths := []int{2, 3}
 		if !db {
@@ -122,13 +127,17 @@ func AllFlags() []Flags {
 			for _, u := range []int{1, 2, 4} {
 				f := Flags{DoubleBuffer: db, Unroll: u, PipelineDepth: d}
 				if f != out[0] {
-					out = append(out, f)
+					out[n] = f
+					n++
 				}
 			}
 		}
 	}
+	if n != len(out) {
+		panic("cost: allFlags has the wrong length")
+	}
 	return out
-}
+}()
 
 // ErrTileInvalid is wrapped by errors about tiles that do not fit the kernel or VMEM.
 var ErrTileInvalid = errors.New("invalid tile")
@@ -639,9 +648,14 @@ func (k *KernelInfo) Options(key string, t Target, f Flags) []Planned {
 	for i, d := range k.Dims {
 		cands[i] = dimCandidates(d)
 	}
-	var out []Planned
-	idx := make([]int, len(cands))
-	tile := make(Tile, len(cands)) // scratch: cloned when it is kept
+	// The tiles that fit and their plans go to scratch buffers first (pointer-free), then
+	// into one exactly sized slice of options whose tiles share one backing array.
+	sc := optionScratch.Get().(*optionBufs)
+	defer optionScratch.Put(sc)
+	sc.plans, sc.dims = sc.plans[:0], sc.dims[:0]
+	n := len(cands)
+	idx := make([]int, n)
+	tile := make(Tile, n)
 	vmem := float64(t.VMEMBytes)
 	for {
 		for i, c := range cands {
@@ -649,10 +663,11 @@ func (k *KernelInfo) Options(key string, t Target, f Flags) []Planned {
 		}
 		if k.validTile(tile) == nil {
 			if p := k.plan(tile, t); p.Footprint(f) <= vmem {
-				out = append(out, Planned{Info: k, Key: key, Config: KernelConfig{Tile: slices.Clone(tile), Flags: f}, Target: t, Plan: p})
+				sc.plans = append(sc.plans, p)
+				sc.dims = append(sc.dims, tile...)
 			}
 		}
-		i := len(idx) - 1
+		i := n - 1
 		for i >= 0 {
 			idx[i]++
 			if idx[i] < len(cands[i]) {
@@ -665,8 +680,21 @@ func (k *KernelInfo) Options(key string, t Target, f Flags) []Planned {
 			break
 		}
 	}
+	out := make([]Planned, len(sc.plans))
+	dims := slices.Clone(sc.dims)
+	for j := range out {
+		out[j] = Planned{Info: k, Key: key, Config: KernelConfig{Tile: dims[j*n : (j+1)*n : (j+1)*n], Flags: f}, Target: t, Plan: sc.plans[j]}
+	}
 	return out
 }
+
+// optionBufs are Options' scratch buffers, reused across calls.
+type optionBufs struct {
+	plans []Plan
+	dims  []int
+}
+
+var optionScratch = sync.Pool{New: func() any { return new(optionBufs) }}
 
 // CheckTile reports whether tile is valid for k with flags f: right arity, aligned, and
 // fitting in VMEM. Errors wrap ErrTileInvalid.
