@@ -1,9 +1,9 @@
 package compiler
 
 import (
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -360,7 +360,7 @@ func (s *State) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruc
 		if p, ok := params[op]; ok {
 			return p
 		}
-		p := &hlo.Instruction{Name: s.uniqueName(fmt.Sprintf("%s.param_%d", fc.Name, len(operands))),
+		p := &hlo.Instruction{Name: s.uniqueName(fc.Name + ".param_" + strconv.Itoa(len(operands))),
 			Opcode: hlo.OpParameter, ParamNum: len(operands), Shape: op.Shape.Clone()}
 		params[op] = p
 		src := op

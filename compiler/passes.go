@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -292,7 +293,7 @@ func (s *State) qualName(c *hlo.Computation, name string) string {
 func (s *State) uniqueName(base string) string {
 	name := base
 	for i := 1; s.names[name]; i++ {
-		name = fmt.Sprintf("%s.%d", base, i)
+		name = base + "." + strconv.Itoa(i)
 	}
 	s.names[name] = true
 	return name
