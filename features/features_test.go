@@ -166,3 +166,17 @@ ENTRY e {
 		t.Errorf("a static shape has dynamic_dims_fraction %v", static[col])
 	}
 }
+
+// lg's table gives exactly what the formula gives.
+func TestLgTable(t *testing.T) {
+	for i := 0; i < lgTableSize+10; i++ {
+		x := float64(i)
+		want := float32(0)
+		if x > 0 {
+			want = float32(math.Log2(1 + x))
+		}
+		if got := lg(x); got != want {
+			t.Fatalf("lg(%d) = %v, want %v", i, got, want)
+		}
+	}
+}

@@ -43,13 +43,28 @@ func (g *Graph) Validate() error {
 	return nil
 }
 
-// lg is the log2(1+x) scaling used for counts and sizes.
+// lg is the log2(1+x) scaling used for counts and sizes. Small integers (most counts,
+// dimensions and tile sizes) read it from a table of the same values.
 func lg(x float64) float32 {
 	if x <= 0 {
 		return 0
 	}
+	if x < lgTableSize {
+		if i := int(x); float64(i) == x {
+			return lgTable[i]
+		}
+	}
 	return float32(math.Log2(1 + x))
 }
+
+const lgTableSize = 1 << 12
+
+var lgTable = func() (t [lgTableSize]float32) {
+	for i := range t {
+		t[i] = float32(math.Log2(1 + float64(i)))
+	}
+	return t
+}()
 
 func b2f(b bool) float32 {
 	if b {
