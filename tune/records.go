@@ -77,8 +77,14 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 		if len(set) == 0 {
 			return 0, false
 		}
-		sum := 0.0
+		// Summed in kernel order: a float sum in map order would differ between runs.
+		idx := make([]int, 0, len(set))
 		for i := range set {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		sum := 0.0
+		for _, i := range idx {
 			if !known[i] {
 				return 0, false
 			}
