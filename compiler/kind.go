@@ -64,7 +64,7 @@ func (e entries[V]) get(c *Config, name string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return e.toEntry(e.clone(v)), true
+	return e.toEntry(v), true
 }
 
 func (e entries[V]) set(c *Config, name string, x Entry) {
@@ -169,15 +169,21 @@ var kinds = []kindOps{
 
 // ops returns kind k's operations; it panics on a kind that is not one of Kinds.
 func ops(k Kind) kindOps {
-	for _, o := range kinds {
-		if o.kind() == k {
-			return o
-		}
+	switch k {
+	case KindLayout:
+		return kinds[0]
+	case KindFusion:
+		return kinds[1]
+	case KindTile:
+		return kinds[2]
+	case KindFlags:
+		return kinds[3]
 	}
 	panic("compiler: unknown config kind " + string(k))
 }
 
-// Get returns the entry of kind k named name (a copy), if c has one.
+// Get returns the entry of kind k named name, if c has one. Its slices are the config's:
+// do not modify them (Set stores a copy).
 func (c *Config) Get(k Kind, name string) (Entry, bool) {
 	if c == nil {
 		return Entry{}, false
