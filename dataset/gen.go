@@ -278,7 +278,10 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	res := &GenResult{Units: int64(len(units)) + resumed, Resumed: resumed}
 	start := time.Now()
 
-	g := &generator{opts: o, written: newKeySet(seen)}
+	g := &generator{opts: o, written: newKeySet(seen), left: map[string]int{}}
+	for _, u := range units {
+		g.left[o.Models[u/perModel]]++
+	}
 	sim, err := tpusim.New(o.Chip, o.Noise)
 	if err != nil {
 		return nil, err
@@ -445,6 +448,9 @@ type generator struct {
 	spaces map[string]*spaceOnce
 	// kernels shares kernel analyses and tile plans across every compile of the run.
 	kernels compiler.KernelCache
+	// left counts each model's units not yet done; its module and default program are
+	// dropped (with what kernels memoized about the module) after its last one.
+	left map[string]int
 }
 
 // spaceOnce holds a model's module (built once: compiling never modifies it) and its
@@ -479,6 +485,21 @@ func (g *generator) module(model string) (*hlo.Module, error) {
 	return so.module, so.buildErr
 }
 
+// done records that a unit of model finished, and drops the model's module and default
+// program after its last unit.
+func (g *generator) done(model string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.left[model]--
+	if g.left[model] > 0 {
+		return
+	}
+	if so := g.spaces[model]; so != nil {
+		g.kernels.Release(so.module)
+		delete(g.spaces, model)
+	}
+}
+
 // defaultProgram returns the default compile of model m, compiled once per run.
 func (g *generator) defaultProgram(m *hlo.Module, model string) (*compiler.Program, error) {
 	so := g.entry(model)
@@ -503,6 +524,7 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 	model := o.Models[u/perModel]
 	variant := int32(u % perModel)
 	res := unitResult{unit: u}
+	defer g.done(model)
 	t0 := time.Now()
 	m, err := g.module(model)
 	if err != nil {
