@@ -1,11 +1,12 @@
 package tpugraphs
 
 import (
-	"github.com/tpucost/tpucost/internal/pbwire"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
 // The expected numbers below were computed independently of this decoder: with a
