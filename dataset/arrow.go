@@ -3,6 +3,7 @@ package dataset
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // Column names of a rows file, in schema order.
@@ -32,8 +34,12 @@ const (
 	ColRuntimeNs      = "runtime_ns"
 	ColAnalyticalNs   = "analytical_ns"
 	// ColConfigNodes is present only in datasets with per-node configs
-	// (Provenance.PerNodeConfigs), as the last column.
+	// (Provenance.PerNodeConfigs), after the columns above.
 	ColConfigNodes = "config_nodes"
+	// ColRuntimeNormalizers is present only in datasets whose runtimes come with
+	// per-configuration normalizers (Provenance.RuntimeNormalizers: TpuGraphs' tile
+	// collection), as the last column.
+	ColRuntimeNormalizers = "runtime_normalizers"
 )
 
 // Column names of an occurrences file, in schema order.
@@ -169,8 +175,8 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 	if !ok {
 		return m, fmt.Errorf("no %s metadata: not a tpucost dataset file", MetaProvenance)
 	}
-	if err := json.Unmarshal([]byte(pj), &m.Prov); err != nil {
-		return m, fmt.Errorf("bad %s metadata: %w", MetaProvenance, err)
+	if err := jsonerr.Unmarshal(MetaProvenance+" metadata", []byte(pj), &m.Prov); err != nil {
+		return m, err
 	}
 	m.Content, _ = get(MetaContent)
 	var err error
@@ -227,12 +233,40 @@ func parseFileMeta(get func(key string) (string, bool)) (fileMeta, error) {
 	return m, nil
 }
 
-// rowsFields are the columns of a rows file (with ColConfigNodes last when perNode). Every
-// column and list item is non-nullable.
-func rowsFields(perNode bool) []arrow.Field {
+// rowColumns says which optional columns a rows file has.
+type rowColumns struct {
+	perNode     bool // ColConfigNodes
+	normalizers bool // ColRuntimeNormalizers
+}
+
+// columnsOf is the optional columns of a dataset with provenance p.
+func columnsOf(p Provenance) rowColumns {
+	return rowColumns{perNode: p.PerNodeConfigs, normalizers: p.RuntimeNormalizers}
+}
+
+// columnsIn is the optional columns a schema holds (by name, after the base columns).
+func columnsIn(s *arrow.Schema) rowColumns {
+	var c rowColumns
+	for i := len(baseRowsFields()); i < s.NumFields(); i++ {
+		switch s.Field(i).Name {
+		case ColConfigNodes:
+			c.perNode = true
+		case ColRuntimeNormalizers:
+			c.normalizers = true
+		}
+	}
+	return c
+}
+
+// rowsFields are the columns of a rows file: the base columns, then ColConfigNodes and
+// ColRuntimeNormalizers when c has them. Every column and list item is non-nullable.
+func rowsFields(c rowColumns) []arrow.Field {
 	f := baseRowsFields()
-	if perNode {
+	if c.perNode {
 		f = append(f, arrow.Field{Name: ColConfigNodes, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32)})
+	}
+	if c.normalizers {
+		f = append(f, arrow.Field{Name: ColRuntimeNormalizers, Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float64)})
 	}
 	return f
 }
@@ -274,7 +308,7 @@ func occFields() []arrow.Field {
 
 // RowsSchema returns the Arrow schema of a rows file without metadata (for documentation
 // and tools; files carry the metadata described by the Meta constants).
-func RowsSchema() *arrow.Schema { return arrow.NewSchema(rowsFields(false), nil) }
+func RowsSchema() *arrow.Schema { return arrow.NewSchema(rowsFields(rowColumns{}), nil) }
 
 // OccurrencesSchema returns the Arrow schema of an occurrences file without metadata.
 func OccurrencesSchema() *arrow.Schema { return arrow.NewSchema(occFields(), nil) }
@@ -334,6 +368,16 @@ func checkRow(r *Row, node, kernel, config int) error {
 		}
 		config *= len(r.ConfigNodes)
 	}
+	if len(r.Normalizers) > 0 {
+		if len(r.Normalizers) != len(r.Configs) {
+			return fmt.Errorf("%d runtime normalizers for %d configs", len(r.Normalizers), len(r.Configs))
+		}
+		for i, v := range r.Normalizers {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("config %d has runtime normalizer %v, want a positive finite number", i, v)
+			}
+		}
+	}
 	for j := range g.EdgeSrc {
 		if s, d := g.EdgeSrc[j], g.EdgeDst[j]; s < 0 || int(s) >= n || d < 0 || int(d) >= n {
 			return fmt.Errorf("edge %d (%d->%d) out of range for %d nodes", j, s, d, n)
@@ -357,6 +401,9 @@ func rowBytes(r *Row) int {
 	}
 	if len(r.ConfigNodes) > 0 {
 		b += 4*len(r.ConfigNodes) + 4
+	}
+	if len(r.Normalizers) > 0 {
+		b += 8*len(r.Normalizers) + 4
 	}
 	return b
 }
@@ -385,6 +432,7 @@ func (r *Row) Clone() Row {
 	c.RuntimesNs = cloneSlice(r.RuntimesNs)
 	c.AnalyticalNs = cloneSlice(r.AnalyticalNs)
 	c.ConfigNodes = cloneSlice(r.ConfigNodes)
+	c.Normalizers = cloneSlice(r.Normalizers)
 	return c
 }
 
@@ -397,7 +445,8 @@ func cloneSlice[T any](s []T) []T {
 }
 
 // buildRows converts rows into one record batch of schema (which must have rowsFields;
-// with ColConfigNodes, the rows' ConfigNodes fill it).
+// with ColConfigNodes, the rows' ConfigNodes fill it, with ColRuntimeNormalizers their
+// Normalizers).
 // The caller releases the result.
 func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, schema)
@@ -422,9 +471,15 @@ func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.Rec
 		l.ValueBuilder().(*array.Float64Builder).AppendValues(v, nil)
 	}
 	cfgFeatInner := configFeats.ValueBuilder().(*array.ListBuilder)
-	var perNode *array.ListBuilder
-	if schema.NumFields() > len(baseRowsFields()) {
-		perNode = list(len(baseRowsFields()))
+	var perNode, normalizers *array.ListBuilder
+	opt := columnsIn(schema)
+	next := len(baseRowsFields())
+	if opt.perNode {
+		perNode = list(next)
+		next++
+	}
+	if opt.normalizers {
+		normalizers = list(next)
 	}
 	// Reserve every value buffer once: growing them append by append dominated the cost
 	// of writing a part.
@@ -477,6 +532,9 @@ func buildRows(mem memory.Allocator, schema *arrow.Schema, rows []Row) arrow.Rec
 		if perNode != nil {
 			i32(perNode, r.ConfigNodes)
 		}
+		if normalizers != nil {
+			f64(normalizers, r.Normalizers)
+		}
 	}
 	return b.NewRecordBatch()
 }
@@ -512,13 +570,14 @@ type rowsBatch struct {
 	cfgFeatInner                                *array.List
 	cfgStrings                                  *array.String
 	configNodes                                 *array.List // nil without ColConfigNodes
+	normalizers                                 *array.List // nil without ColRuntimeNormalizers
 }
 
-// newRowsBatch wraps rec, a batch that passed checkBatch (with or without
-// ColConfigNodes; openBatchFile checked which one against the provenance).
+// newRowsBatch wraps rec, a batch that passed checkBatch (with or without the optional
+// columns; openBatchFile checked which against the provenance).
 func newRowsBatch(rec arrow.RecordBatch) (*rowsBatch, error) {
-	perNode := rec.Schema().NumFields() > len(baseRowsFields())
-	if err := checkFields(rec.Schema(), rowsFields(perNode)); err != nil {
+	opt := columnsIn(rec.Schema())
+	if err := checkFields(rec.Schema(), rowsFields(opt)); err != nil {
 		return nil, err
 	}
 	col := func(i int) arrow.Array { return rec.Column(i) }
@@ -532,8 +591,13 @@ func newRowsBatch(rec arrow.RecordBatch) (*rowsBatch, error) {
 	}
 	b.cfgFeatInner = b.configFeats.ListValues().(*array.List)
 	b.cfgStrings = b.configs.ListValues().(*array.String)
-	if perNode {
-		b.configNodes = col(len(baseRowsFields())).(*array.List)
+	next := len(baseRowsFields())
+	if opt.perNode {
+		b.configNodes = col(next).(*array.List)
+		next++
+	}
+	if opt.normalizers {
+		b.normalizers = col(next).(*array.List)
 	}
 	return b, nil
 }
@@ -615,6 +679,11 @@ func (b *rowsBatch) fill(i int, r *Row, buf *rowBuf, in interner) {
 		r.ConfigNodes = int32sAt(b.configNodes, i, r.ConfigNodes)
 	} else {
 		r.ConfigNodes = r.ConfigNodes[:0]
+	}
+	if b.normalizers != nil {
+		r.Normalizers = float64sAt(b.normalizers, i, r.Normalizers)
+	} else {
+		r.Normalizers = r.Normalizers[:0]
 	}
 }
 

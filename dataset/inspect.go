@@ -88,7 +88,7 @@ func Inspect(d *Dataset) (*Summary, error) {
 	}
 	s.VerifiedFiles = len(sums)
 	s.NodeFeatureWidth, s.KernelFeatureWidth, s.ConfigFeatureWidth = d.Provenance.Widths()
-	for _, f := range rowsFields(d.Provenance.PerNodeConfigs) {
+	for _, f := range rowsFields(columnsOf(d.Provenance)) {
 		s.Schema = append(s.Schema, Column{Name: f.Name, Type: f.Type.String()})
 	}
 	idx, err := d.keys(nil)

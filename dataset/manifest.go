@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,12 +12,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+
+	"github.com/tpucost/tpucost/internal/jsonerr"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 // ManifestVersion is the version of the manifest format and of the directory contract it
-// carries: every part file is listed, with its size and SHA-256, in its shard's manifest.
-// Directories written before manifests existed hold part files and no manifest; they are
-// refused (regenerate them).
+// carries: every part file is listed, with its size and SHA-256, in its shard's manifest,
+// and the manifest carries a SHA-256 of itself (Manifest.Checksum). Directories written
+// before manifests existed hold part files and no manifest, and manifests written before
+// manifest checksums have none; both are refused (regenerate them).
 const ManifestVersion = 1
 
 // manifestSuffix ends the name of a shard's manifest: "<task>-<i>of<n>.manifest.json".
@@ -61,23 +64,30 @@ type Manifest struct {
 	ShardIndex      int            `json:"shard_index"`
 	ShardCount      int            `json:"shard_count"`
 	Parts           []ManifestPart `json:"parts"`
+	// Checksum is the SHA-256 (lowercase hex) of the manifest file with this field's
+	// value empty, so that an edit of any field (a row count, a unit range) is detected
+	// like damage to a part file. It is written last; readers verify it.
+	Checksum string `json:"checksum"`
 }
 
 // maxManifestBytes bounds the size of a manifest file read (about 400 bytes per part).
 const maxManifestBytes = 64 << 20
 
 // encode returns the manifest's file content: indented JSON, fields in a fixed order, so
-// that the same parts give the same bytes.
+// that the same parts give the same bytes, sealed with its checksum.
 func (m *Manifest) encode() ([]byte, error) {
-	b, err := json.MarshalIndent(m, "", "  ")
+	c := *m
+	c.Checksum = ""
+	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	return sealed.Seal(append(b, '\n'))
 }
 
 // readManifest reads and checks the manifest at path, the manifest of (task, shard,
-// count) by its name. Errors are FileErrors naming path.
+// count) by its name, and its checksum. Errors name path: FileErrors, or *jsonerr.Error
+// for a file that is not well-formed JSON of the manifest's fields.
 func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	ferr := func(format string, a ...any) error { return &FileError{File: path, Err: fmt.Errorf(format, a...)} }
 	f, err := os.Open(path)
@@ -92,14 +102,12 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if len(b) > maxManifestBytes {
 		return nil, ferr("manifest larger than %d bytes", maxManifestBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, ferr("not a readable manifest: %v", err)
-	}
-	if dec.More() {
-		return nil, ferr("not a readable manifest: data after the JSON object")
+	if err := jsonerr.UnmarshalStrict(path, b, &m); err != nil {
+		if je, ok := err.(*jsonerr.Error); ok && je.Field == "" {
+			je.Msg = "not a readable manifest: " + je.Msg
+		}
+		return nil, err // names path, and a position or field, never Go types
 	}
 	if m.ManifestVersion != ManifestVersion {
 		return nil, ferr("manifest_version is %d, this tpucost reads %d", m.ManifestVersion, ManifestVersion)
@@ -107,6 +115,12 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if m.SchemaVersion != SchemaVersion {
 		return nil, ferr("schema_version is %d, this tpucost reads %d", m.SchemaVersion, SchemaVersion)
 	}
+	if err := sealed.Verify(b); errors.Is(err, sealed.ErrNoChecksum) {
+		return nil, ferr("no checksum: written by a tpucost older than manifest checksums, or damaged; regenerate the dataset")
+	} else if err != nil {
+		return nil, ferr("%v", err)
+	}
+	m.Checksum = ""
 	if m.Task != task || m.ShardIndex != shard || m.ShardCount != count {
 		return nil, ferr("manifest of task %s, shard %dof%d disagrees with its file name", m.Task, m.ShardIndex, m.ShardCount)
 	}

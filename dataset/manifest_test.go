@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,6 +162,31 @@ func TestManifestErrors(t *testing.T) {
 		{"part renamed", func(dir string) error {
 			return os.Rename(filepath.Join(dir, rows0), filepath.Join(dir, rows9))
 		}, rows9, "not listed in " + manifest},
+		// The manifest's own fields are checked by its checksum: a row count edited (the
+		// reported case, "rows": 61 → 62, was accepted), or a unit range.
+		{"row count edited", func(dir string) error {
+			return editManifest(dir, manifest, regexp.MustCompile(`"rows": ([0-9]+)`), func(n int) string { return fmt.Sprintf(`"rows": %d`, n+1) })
+		}, manifest, "changed after it was written, or damaged"},
+		{"unit range edited", func(dir string) error {
+			return editManifest(dir, manifest, regexp.MustCompile(`"unit_last": ([0-9]+)`), func(n int) string { return fmt.Sprintf(`"unit_last": %d`, n+1) })
+		}, manifest, "checksum"},
+		{"checksum removed", func(dir string) error {
+			b, err := os.ReadFile(filepath.Join(dir, manifest))
+			if err != nil {
+				return err
+			}
+			b = regexp.MustCompile(`,\n  "checksum": "[0-9a-f]*"`).ReplaceAll(b, nil)
+			return os.WriteFile(filepath.Join(dir, manifest), b, 0o644)
+		}, manifest, "no checksum"},
+		// A value of the wrong kind is reported by its JSON field path, not Go types
+		// (it was "json: cannot unmarshal string into Go struct field
+		// ManifestFile.parts.rows_file.rows of type int64").
+		{"row count not a number", func(dir string) error {
+			return editManifest(dir, manifest, regexp.MustCompile(`"rows": ([0-9]+)`), func(int) string { return `"rows": "x"` })
+		}, manifest, "field parts.rows_file.rows: want an integer, got a string"},
+		{"manifest not JSON", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, manifest), []byte("{\n  \"manifest_version\": 1,\n  }"), 0o644)
+		}, manifest, manifest + ":3:3: not a readable manifest: malformed JSON"},
 	} {
 		dir := copyDir()
 		if err := tc.change(dir); err != nil {
@@ -167,10 +194,33 @@ func TestManifestErrors(t *testing.T) {
 		}
 		_, err := Open(dir)
 		checkOneLineNaming(t, tc.what, err, filepath.Join(dir, tc.file), tc.want)
+		if err != nil && (strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "int64")) {
+			t.Errorf("%s: %v names Go types", tc.what, err)
+		}
 		if os.Getenv("SHOW_ERRORS") != "" {
 			t.Log(err)
 		}
 	}
+}
+
+// editManifest replaces the first match of re in dir's manifest by repl of the match's
+// integer, leaving the rest (and the checksum field) as it is.
+func editManifest(dir, manifest string, re *regexp.Regexp, repl func(n int) string) error {
+	path := filepath.Join(dir, manifest)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	loc := re.FindSubmatchIndex(b)
+	if loc == nil {
+		return fmt.Errorf("%s: no match of %s", manifest, re)
+	}
+	n, err := strconv.Atoi(string(b[loc[2]:loc[3]]))
+	if err != nil {
+		return err
+	}
+	b = slices.Concat(b[:loc[0]], []byte(repl(n)), b[loc[1]:])
+	return os.WriteFile(path, b, 0o644)
 }
 
 func contains(list []string, s string) bool {

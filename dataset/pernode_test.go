@@ -78,3 +78,53 @@ func TestConfigNodesNeedPerNodeDataset(t *testing.T) {
 		t.Error("a row with configurable nodes was written to a dataset without per-node configs")
 	}
 }
+
+// TestRuntimeNormalizersRoundTrip: a dataset recording runtime normalizers (TpuGraphs'
+// tile collection) keeps them per config in both formats, a row must carry them exactly
+// when the dataset records them, and they must be positive; TargetTimes divides by them.
+func TestRuntimeNormalizersRoundTrip(t *testing.T) {
+	for _, format := range []Format{FormatArrow, FormatParquet} {
+		p := foreignProv()
+		p.Task, p.PerNodeConfigs, p.RuntimeNormalizers, p.Collection = TaskTile, false, true, "tile/xla"
+		p.FeatureSchema.Config = p.FeatureSchema.Config[:2]
+		dir := t.TempDir()
+		w, err := NewWriter(WriterOptions{Dir: dir, Format: format, Provenance: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := Row{Program: "p", Task: TaskTile, KernelKey: "k", KernelName: "p.npz",
+			Graph:   features.Graph{Opcodes: []int32{1}, NodeFeats: make([]float32, 3), KernelFeats: []float32{}},
+			Configs: []string{"a", "b"}, ConfigFeats: [][]float32{{1, 2}, {3, 4}},
+			RuntimesNs: []float64{10, 30}, AnalyticalNs: []float64{math.NaN(), math.NaN()}, Normalizers: []float64{10, 20}}
+		for _, c := range []struct {
+			norms []float64
+			want  string
+		}{{nil, "runtime normalizers"}, {[]float64{10}, "1 runtime normalizers for 2 configs"}, {[]float64{10, 0}, "runtime normalizer 0"}} {
+			bad := row.Clone()
+			bad.Normalizers = c.norms
+			if err := w.WritePart(0, 0, []Row{bad}, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: normalizers %v: %v, want %q", format, c.norms, err, c.want)
+			}
+		}
+		if err := w.WritePart(0, 0, []Row{row}, []Occurrence{{Unit: 0, Program: "p", KernelKey: "k", Count: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		d, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Row
+		if err := d.Rows(ReadOptions{}, func(r *Row) error { got = append(got, r.Clone()); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !reflect.DeepEqual(got[0].Normalizers, row.Normalizers) || !reflect.DeepEqual(got[0].TargetTimes(), []float64{1, 1.5}) {
+			t.Errorf("%s: read back %+v", format, got)
+		}
+	}
+	// Without normalizers, the target times are the runtimes.
+	r := Row{RuntimesNs: []float64{5, 6}}
+	if !reflect.DeepEqual(r.TargetTimes(), r.RuntimesNs) {
+		t.Errorf("target times %v", r.TargetTimes())
+	}
+}

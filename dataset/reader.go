@@ -184,7 +184,7 @@ func openBatchFile(path string, format Format, mem memory.Allocator, batchRows i
 	if bf.meta, err = parseFileMeta(get); err != nil {
 		return nil, ferr(err)
 	}
-	want := rowsFields(bf.meta.Prov.PerNodeConfigs)
+	want := rowsFields(columnsOf(bf.meta.Prov))
 	switch bf.meta.Content {
 	case contentRows:
 	case contentOccurrences:

@@ -58,7 +58,40 @@ type Row struct {
 	// Graph, in order. Each ConfigFeats vector then holds len(ConfigNodes) blocks of the
 	// config width, one per node in this order. Empty in every other dataset.
 	ConfigNodes []int32
+	// Normalizers, when the dataset records them (Provenance.RuntimeNormalizers), hold one
+	// positive divisor per config: configs of a row are compared by RuntimesNs[i] /
+	// Normalizers[i] (TpuGraphs' tile collection: each config's runtime over the default
+	// tile's runtime measured beside it, which cancels differences between the machines
+	// that measured them). Empty in every other dataset.
+	Normalizers []float64
 }
+
+// TargetTimes are the times a model learns and evaluation compares for the row's
+// configs: RuntimesNs[i] / Normalizers[i] when the row has normalizers (TpuGraphs' tile
+// convention, as its baselines train and score), else RuntimesNs itself (not a copy).
+func (r *Row) TargetTimes() []float64 {
+	if len(r.Normalizers) == 0 || len(r.Normalizers) != len(r.RuntimesNs) {
+		return r.RuntimesNs
+	}
+	out := make([]float64, len(r.RuntimesNs))
+	for i, t := range r.RuntimesNs {
+		out[i] = t / r.Normalizers[i]
+	}
+	return out
+}
+
+// Ranked reports whether the dataset's rows hold several configurations of one kernel
+// or program measured to be compared with each other (a model ranks them): the relative
+// tasks (tile, flags) and datasets with per-node configurations (TpuGraphs' layout
+// collection: each row is a whole program under many layouts). tpucost's own fusion and
+// layout datasets are absolute: a row is a kernel measured once.
+func (p Provenance) Ranked() bool { return p.Task.Relative() || p.PerNodeConfigs }
+
+// Measured reports whether the runtimes were measured on hardware by another source
+// (Source set, e.g. TpuGraphs, and no simulator version: a tpucost export imported back
+// keeps its simulator's) rather than simulated by tpucost; Chip then only says what
+// tpucost's own features (of .pb modules) were computed for.
+func (p Provenance) Measured() bool { return p.Source != "" && p.SimulatorVersion == "" }
 
 // Samples is the number of measured configurations of the row.
 func (r *Row) Samples() int { return len(r.RuntimesNs) }
@@ -112,6 +145,8 @@ type Provenance struct {
 	// SourceFiles is the number of files imported; each row's Program and KernelName
 	// name its file.
 	SourceFiles int `json:"source_files,omitempty"`
+	// RuntimeNormalizers says that rows carry Normalizers (Row.TargetTimes).
+	RuntimeNormalizers bool `json:"runtime_normalizers,omitempty"`
 
 	// widths are the feature widths a file's flat metadata gave when its feature schema
 	// lists no names (older or minimal files); see Widths.

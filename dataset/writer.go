@@ -430,6 +430,9 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 		if len(r.ConfigNodes) > 0 && !w.prov.PerNodeConfigs {
 			return fmt.Errorf("dataset: row %d (kernel %s) has configurable nodes, the dataset has no per-node configs", i, r.KernelKey)
 		}
+		if (len(r.Normalizers) > 0) != w.prov.RuntimeNormalizers && len(r.Configs) > 0 {
+			return fmt.Errorf("dataset: row %d (kernel %s) has %d runtime normalizers; the dataset records them: %v", i, r.KernelKey, len(r.Normalizers), w.prov.RuntimeNormalizers)
+		}
 	}
 	for i, o := range occ {
 		if o.Unit < firstUnit || o.Unit > lastUnit {
@@ -458,7 +461,7 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	if md, err = m.metadata(); err != nil {
 		return err
 	}
-	rowsSchema := arrow.NewSchema(rowsFields(w.prov.PerNodeConfigs), &md)
+	rowsSchema := arrow.NewSchema(rowsFields(columnsOf(w.prov)), &md)
 	chunks := batchBounds(rows)
 	rowsFile, err := w.writeFile(rowsName, int64(len(rows)), func(out io.Writer) error {
 		return writeBatches(out, w.format, rowsSchema, w.mem, len(chunks)-1, func(i int) arrow.RecordBatch {

@@ -141,9 +141,13 @@ func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]
 			fp := got.Fingerprint
 			got.Fingerprint = ""
 			if reflect.DeepEqual(got, want) {
+				// The fingerprint covers the part files; Open also verifies the manifests
+				// (their checksums: one from an older tpucost, or edited, is redone).
 				if now, err := dataset.Fingerprint(o.Out); err == nil && now == fp {
-					fmt.Fprintf(progress, "demo: reusing %s (complete, fingerprint %s)\n", o.Out, fp[:12])
-					return []string{o.Out}, nil
+					if _, err := dataset.Open(o.Out); err == nil {
+						fmt.Fprintf(progress, "demo: reusing %s (complete, fingerprint %s)\n", o.Out, fp[:12])
+						return []string{o.Out}, nil
+					}
 				}
 			}
 		}

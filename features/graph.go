@@ -24,13 +24,17 @@ type Graph struct {
 func (g *Graph) Nodes() int { return len(g.Opcodes) }
 
 // Validate checks the tensor sizes and edge indices.
-func (g *Graph) Validate() error {
+func (g *Graph) Validate() error { return g.ValidateWidths(NodeWidth, KernelWidth) }
+
+// ValidateWidths is Validate for a feature schema of node and kernel widths other than
+// this package's (an imported dataset's).
+func (g *Graph) ValidateWidths(node, kernel int) error {
 	n := len(g.Opcodes)
-	if len(g.NodeFeats) != n*NodeWidth {
-		return fmt.Errorf("graph has %d node features, want %d x %d", len(g.NodeFeats), n, NodeWidth)
+	if len(g.NodeFeats) != n*node {
+		return fmt.Errorf("graph has %d node features, want %d x %d", len(g.NodeFeats), n, node)
 	}
-	if len(g.KernelFeats) != KernelWidth {
-		return fmt.Errorf("graph has %d kernel features, want %d", len(g.KernelFeats), KernelWidth)
+	if len(g.KernelFeats) != kernel {
+		return fmt.Errorf("graph has %d kernel features, want %d", len(g.KernelFeats), kernel)
 	}
 	if len(g.EdgeSrc) != len(g.EdgeDst) {
 		return fmt.Errorf("graph has %d edge sources and %d destinations", len(g.EdgeSrc), len(g.EdgeDst))

@@ -28,6 +28,9 @@ func (c ColumnStats) Width() int { return len(c.Mean) }
 // programming error, not a data error).
 func (c ColumnStats) Apply(dst, src []float32) {
 	w := len(c.Mean)
+	if len(src) == 0 && len(dst) == 0 {
+		return // nothing to normalize (a feature kind of width 0)
+	}
 	if len(dst) != len(src) || w == 0 || len(src)%w != 0 {
 		panic(fmt.Sprintf("features: normalizing %d values into %d with %d columns", len(src), len(dst), w))
 	}
@@ -65,15 +68,26 @@ type Stats struct {
 	Config        ColumnStats `json:"config"`
 }
 
+// Widths are the widths of the three kinds of feature vectors of a feature schema. For
+// data with per-node configurations, Config is the width per configurable node.
+type Widths struct{ Node, Kernel, Config int }
+
+// CurrentWidths are this package's widths (CurrentSchema).
+func CurrentWidths() Widths { return Widths{Node: NodeWidth, Kernel: KernelWidth, Config: ConfigWidth} }
+
 // Validate checks that s was fitted for this package's schema and is well-formed.
-func (s Stats) Validate() error {
-	if s.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("normalization statistics are for feature schema version %d, this build uses version %d", s.SchemaVersion, SchemaVersion)
+func (s Stats) Validate() error { return s.ValidateFor(SchemaVersion, CurrentWidths()) }
+
+// ValidateFor checks that s was fitted for schema version version with widths w (another
+// feature schema than this package's, e.g. an imported dataset's) and is well-formed.
+func (s Stats) ValidateFor(version int, w Widths) error {
+	if s.SchemaVersion != version {
+		return fmt.Errorf("normalization statistics are for feature schema version %d, the model's schema is version %d", s.SchemaVersion, version)
 	}
 	return errors.Join(
-		s.Node.validate("node", NodeWidth),
-		s.Kernel.validate("kernel", KernelWidth),
-		s.Config.validate("config", ConfigWidth))
+		s.Node.validate("node", w.Node),
+		s.Kernel.validate("kernel", w.Kernel),
+		s.Config.validate("config", w.Config))
 }
 
 // ApplyGraph returns a copy of g with normalized node and kernel features (opcodes and
@@ -132,32 +146,38 @@ func (w *welford) stats() ColumnStats {
 // configurations. The zero value is not ready: use NewFitter. A Fitter is not safe for
 // concurrent use.
 type Fitter struct {
+	version              int
+	w                    Widths
 	node, kernel, config welford
 	err                  error
 }
 
-// NewFitter returns an empty Fitter.
-func NewFitter() *Fitter {
-	return &Fitter{node: newWelford(NodeWidth), kernel: newWelford(KernelWidth), config: newWelford(ConfigWidth)}
+// NewFitter returns an empty Fitter for this package's schema.
+func NewFitter() *Fitter { return NewFitterFor(SchemaVersion, CurrentWidths()) }
+
+// NewFitterFor returns an empty Fitter for feature vectors of widths w of schema version
+// version (the statistics record it).
+func NewFitterFor(version int, w Widths) *Fitter {
+	return &Fitter{version: version, w: w, node: newWelford(w.Node), kernel: newWelford(w.Kernel), config: newWelford(w.Config)}
 }
 
 // AddGraph adds the node features of every node of g and its kernel features. A graph
 // of the wrong widths is recorded as an error that Stats returns.
 func (f *Fitter) AddGraph(g *Graph) {
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateWidths(f.w.Node, f.w.Kernel); err != nil {
 		f.err = errors.Join(f.err, err)
 		return
 	}
 	for i := 0; i < g.Nodes(); i++ {
-		f.node.add(g.NodeFeats[i*NodeWidth : (i+1)*NodeWidth])
+		f.node.add(g.NodeFeats[i*f.w.Node : (i+1)*f.w.Node])
 	}
 	f.kernel.add(g.KernelFeats)
 }
 
 // AddConfig adds one config feature vector.
 func (f *Fitter) AddConfig(c []float32) {
-	if len(c) != ConfigWidth {
-		f.err = errors.Join(f.err, fmt.Errorf("config feature vector has %d values, want %d", len(c), ConfigWidth))
+	if len(c) != f.w.Config {
+		f.err = errors.Join(f.err, fmt.Errorf("config feature vector has %d values, want %d", len(c), f.w.Config))
 		return
 	}
 	f.config.add(c)
@@ -169,7 +189,7 @@ func (f *Fitter) Stats() (Stats, error) {
 	if f.err != nil {
 		return Stats{}, fmt.Errorf("fitting normalization: %w", f.err)
 	}
-	return Stats{SchemaVersion: SchemaVersion, Node: f.node.stats(), Kernel: f.kernel.stats(), Config: f.config.stats()}, nil
+	return Stats{SchemaVersion: f.version, Node: f.node.stats(), Kernel: f.kernel.stats(), Config: f.config.stats()}, nil
 }
 
 // Fit fits statistics on a stream: stream calls add once per kernel with its graph and its

@@ -29,10 +29,10 @@ type kernel struct {
 	ncf      [][]float32
 }
 
-// NodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
+// nodeConfigs are a kernel's per-node configurations, the form of the TpuGraphs layout
 // collection (node_config_ids, node_config_feat): configuration c gives node Nodes[i]
 // the features Feats[c][i·Width:(i+1)·Width]; nodes not listed get zeros.
-type NodeConfigs struct {
+type nodeConfigs struct {
 	Nodes []int32     // configurable node indices of the kernel graph, distinct
 	Width int         // features per configurable node
 	Feats [][]float32 // one per configuration, len(Nodes)·Width each
@@ -40,7 +40,7 @@ type NodeConfigs struct {
 
 // Validate checks nc against a graph of the given number of nodes and a model reading
 // width features per node.
-func (nc *NodeConfigs) Validate(nodes, width int) error {
+func (nc *nodeConfigs) Validate(nodes, width int) error {
 	if nc.Width != width {
 		return fmt.Errorf("per-node configurations have %d features per node, the model reads %d", nc.Width, width)
 	}
@@ -72,7 +72,7 @@ func (nc *NodeConfigs) Validate(nodes, width int) error {
 
 // attachNodeConfigs sets k's per-node configurations (one per configuration of k),
 // copied.
-func (k *kernel) attachNodeConfigs(nc *NodeConfigs, width int) error {
+func (k *kernel) attachNodeConfigs(nc *nodeConfigs, width int) error {
 	if err := nc.Validate(k.nodes(), width); err != nil {
 		return err
 	}
@@ -98,28 +98,36 @@ func (k *kernel) maxDegrees() (in, out int) {
 	return in, out
 }
 
-// prepareKernel normalizes a kernel's graph and config features with st, keeps the first
-// configWidth config features (the model's feature set; sets are prefixes of the stored
-// vectors) and builds its capped neighbour lists. The result shares nothing with the
-// inputs.
-func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, maxDegree, configWidth int) (*kernel, error) {
-	if err := g.Validate(); err != nil {
+// prepareKernel normalizes a kernel's graph and config features with st for a model of
+// architecture c, keeps the first c.ConfigWidth config features (the model's feature
+// set; sets are prefixes of the stored vectors, each stored wide) and builds its capped
+// neighbour lists. A per-node model passes one empty vector per configuration (stored 0):
+// its configurations are attached by attachNodeConfigs. Opcode ids must be inside the
+// model's vocabulary. The result shares nothing with the inputs.
+func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c Config, stored int) (*kernel, error) {
+	w := c.dataWidths()
+	if err := g.ValidateWidths(w.Node, w.Kernel); err != nil {
 		return nil, err
 	}
 	n := g.Nodes()
 	if n == 0 {
 		return nil, fmt.Errorf("kernel graph has no nodes")
 	}
+	for v, op := range g.Opcodes {
+		if op < 0 || int(op) >= c.Vocab {
+			return nil, fmt.Errorf("node %d has opcode id %d, outside the model's vocabulary of %d", v, op, c.Vocab)
+		}
+	}
 	k := &kernel{opcodes: append([]int32(nil), g.Opcodes...), x: make([]float32, len(g.NodeFeats)), kf: make([]float32, len(g.KernelFeats))}
 	st.Node.Apply(k.x, g.NodeFeats)
 	st.Kernel.Apply(k.kf, g.KernelFeats)
-	for i, c := range configs {
-		if len(c) != features.ConfigWidth {
-			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(c), features.ConfigWidth)
+	for i, cf := range configs {
+		if len(cf) != stored {
+			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(cf), stored)
 		}
-		nc := make([]float32, len(c))
-		st.Config.Apply(nc, c)
-		k.cf = append(k.cf, nc[:configWidth:configWidth])
+		nc := make([]float32, len(cf))
+		st.Config.Apply(nc, cf)
+		k.cf = append(k.cf, nc[:c.ConfigWidth:c.ConfigWidth])
 	}
 	ins := make([][]int32, n)
 	outs := make([][]int32, n)
@@ -128,8 +136,8 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, m
 		ins[d] = append(ins[d], s)
 		outs[s] = append(outs[s], d)
 	}
-	k.inPtr, k.inIdx = csr(ins, maxDegree)
-	k.outPtr, k.outIdx = csr(outs, maxDegree)
+	k.inPtr, k.inIdx = csr(ins, c.MaxDegree)
+	k.outPtr, k.outIdx = csr(outs, c.MaxDegree)
 	return k, nil
 }
 
@@ -485,7 +493,7 @@ func (b *batch) lossOf(out []float64) float64 {
 				tgt = append(tgt, b.target.standardize(it.k.runtimes[cfg]))
 			}
 		}
-		return MSELoss(pred, tgt)
+		return mseLoss(pred, tgt)
 	}
 	var sum float64
 	k2 := 0
@@ -498,7 +506,7 @@ func (b *batch) lossOf(out []float64) float64 {
 		for i, cfg := range it.cfgs {
 			rt[i] = it.k.runtimes[cfg]
 		}
-		sum += RankLoss(b.loss, out[b.starts[bi]:b.starts[bi+1]], rt)
+		sum += kernelRankLoss(b.loss, out[b.starts[bi]:b.starts[bi+1]], rt)
 	}
 	if k2 == 0 {
 		return 0

@@ -17,7 +17,7 @@ func TestCheckpointFilesAreVerified(t *testing.T) {
 	train, val := trainRows(t)
 	o := smallOptions(filepath.Join(t.TempDir(), "m"))
 	o.Epochs = 1
-	if _, err := Train(context.Background(), train, val, o); err != nil {
+	if _, err := trainSources(context.Background(), train, val, o); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(o.OutDir)
@@ -49,7 +49,7 @@ func TestCheckpointFilesAreVerified(t *testing.T) {
 			}
 			ro := smallOptions(dir)
 			ro.Resume = true
-			if _, err := Train(context.Background(), train, val, ro); err == nil || !strings.Contains(err.Error(), e.Name()) {
+			if _, err := trainSources(context.Background(), train, val, ro); err == nil || !strings.Contains(err.Error(), e.Name()) {
 				t.Errorf("resume with a flipped byte in %s: %v", e.Name(), err)
 			}
 		})

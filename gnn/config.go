@@ -36,18 +36,23 @@
 // μ, σ fitted on the training split, and report exp(σŷ + μ) ns. Relative models
 // (rank-hinge, rank-logistic, listmle) output a score where lower is better (a faster
 // configuration), comparable only among the configurations of one kernel. The formulas
-// are in loss.go and on RankLoss.
+// are in loss.go and on kernelRankLoss.
 //
 // # Everything else
 //
-// Train trains on streamed rows (a RowSource, or a dataset directory through
-// TrainDataset) with Adam, batches that keep a kernel's sampled configurations together,
+// TrainDataset trains on a dataset directory's streamed rows with Adam, batches that keep a kernel's sampled configurations together,
 // validation every epoch, early stopping and atomic, resumable checkpoints (Load reads
 // one). Predictor scores many (kernel, config) pairs per call for the tuner and the
 // predict command. Inputs are normalized with features.Stats fitted on the training
 // split and saved with the model. Gorgonia graphs have fixed shapes: batches are padded
 // to a ladder of bucket shapes whose graphs are cached (or, without bucketing, a graph
-// is built per batch). Built with the blas tag, matrix products use OpenBLAS (blas.go).
+// is built per batch).
+//
+// The graph-building machinery (parameters and their file format, Adam, the custom
+// Gorgonia ops, the GraphSAGE layer stack and the BLAS hook) is package gnn/nn, shared
+// with the tuner's and the gym's policies; this package holds what is the cost model's:
+// the architecture (Config, its parameters), the net, losses, batching, training,
+// checkpoints, prediction and reports.
 package gnn
 
 import (
@@ -58,6 +63,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Loss is a training loss.
@@ -74,7 +80,7 @@ const (
 	LossRankLogistic Loss = "rank-logistic"
 	// LossListMLE is the listwise ListMLE loss (Xia et al. 2008; the TpuGraphs layout
 	// baseline's): the negative log-likelihood of the true order, fastest first, under the
-	// Plackett–Luce model of the scores −ŷ (see ListMLELoss).
+	// Plackett–Luce model of the scores −ŷ (see listMLELoss).
 	LossListMLE Loss = "listmle"
 )
 
@@ -113,16 +119,6 @@ func (c Config) headPrefix(task string) string {
 // PerNode reports whether c is a per-node configuration model (NodeConfigWidth > 0).
 func (c Config) PerNode() bool { return c.NodeConfigWidth > 0 }
 
-// Reduction is a per-kernel reduction of node embeddings.
-type Reduction string
-
-// The reductions.
-const (
-	ReduceSum  Reduction = "sum"
-	ReduceMean Reduction = "mean"
-	ReduceMax  Reduction = "max"
-)
-
 // Config is a model's architecture. The zero value is not valid: start from
 // DefaultConfig. Widths of the inputs come from the feature schema.
 type Config struct {
@@ -133,7 +129,7 @@ type Config struct {
 	// Layers is K, the number of GraphSAGE layers after the input layer.
 	Layers int `json:"layers"`
 	// Reduce lists the per-kernel reductions, concatenated in this order.
-	Reduce []Reduction `json:"reduce"`
+	Reduce []nn.Reduction `json:"reduce"`
 	// Head lists the widths of the feed-forward head's hidden layers (at least one).
 	Head []int `json:"head"`
 	// L2Norm normalizes every GraphSAGE layer's output to unit L2 norm per node.
@@ -141,13 +137,22 @@ type Config struct {
 	// MaxDegree caps the neighbours aggregated per node and direction.
 	MaxDegree int `json:"max_degree"`
 
-	// Features is the configuration feature set the model reads (features.ConfigPaper or
-	// ConfigPlan); checkpoints from before the field read every feature ("plan").
+	// FeatureSet names the feature schema of the model's inputs: "" for tpucost's own
+	// (features.CurrentSchema; the model can then also score kernels tpucost compiles), or
+	// the named set of the data it was trained on (dataset.Provenance.FeatureSet, e.g.
+	// TpuGraphs' "tpugraphs-v1"; such a model scores rows of that set only). ForData sets
+	// it and the input widths from a dataset.
+	FeatureSet string `json:"feature_set,omitempty"`
+
+	// Features is the configuration feature set the model reads among tpucost's own
+	// (features.ConfigPaper or ConfigPlan); checkpoints from before the field read every
+	// feature ("plan"). Empty for a model of another FeatureSet, which reads its data's
+	// whole config vector.
 	Features features.ConfigSet `json:"features,omitempty"`
 
 	// NodeConfigWidth > 0 makes a per-node configuration model (the TpuGraphs layout
 	// baseline's): a configuration is one feature vector of this width per configurable
-	// node (NodeConfigs), added to those nodes' input layer (other nodes get zeros), so
+	// node (nodeConfigs), added to those nodes' input layer (other nodes get zeros), so
 	// the node embeddings, and the graph embedding, are computed once per configuration.
 	// 0 (the default): configurations enter only the head.
 	NodeConfigWidth int `json:"node_config_width,omitempty"`
@@ -176,7 +181,7 @@ type Config struct {
 func DefaultConfig() Config {
 	s := features.CurrentSchema()
 	return Config{
-		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []Reduction{ReduceMean, ReduceMax}, Head: []int{64, 64},
+		EmbedDim: 32, Hidden: 64, Layers: 3, Reduce: []nn.Reduction{nn.ReduceMean, nn.ReduceMax}, Head: []int{64, 64},
 		L2Norm: true, MaxDegree: 8, Features: features.ConfigPaper,
 		Vocab: len(s.Vocab), NodeWidth: features.NodeWidth, KernelWidth: features.KernelWidth, ConfigWidth: features.PaperConfigWidth,
 	}
@@ -188,23 +193,98 @@ func (c Config) WithFeatures(f features.ConfigSet) Config {
 	return c
 }
 
-// FeatureSet is the configuration feature set the model reads ("plan" for checkpoints
-// from before feature sets).
-func (c Config) FeatureSet() features.ConfigSet {
+// ConfigSet is the configuration feature set the model reads among tpucost's own ("plan"
+// for checkpoints from before feature sets; "" for a model of another FeatureSet).
+func (c Config) ConfigSet() features.ConfigSet {
+	if c.FeatureSet != "" {
+		return ""
+	}
 	if c.Features == "" {
 		return features.ConfigPlan
 	}
 	return c.Features
 }
 
+// dataWidths are the widths of the feature vectors of the model's data: tpucost's own
+// schema (whose stored config vector holds every config feature; the model reads a
+// prefix), or its feature set's, the config width per configurable node for a per-node
+// model.
+func (c Config) dataWidths() features.Widths {
+	if c.FeatureSet == "" {
+		return features.CurrentWidths()
+	}
+	w := features.Widths{Node: c.NodeWidth, Kernel: c.KernelWidth, Config: c.ConfigWidth}
+	if c.PerNode() { // ConfigWidth is 0 (ForData)
+		w.Config = c.NodeConfigWidth
+	}
+	return w
+}
+
+// storedConfigWidth is the width of each global config vector prepareKernel is given:
+// tpucost's whole stored vector, none for a per-node model of another feature set (its
+// rows' config vectors are the per-node blocks), else the feature set's config width.
+func (c Config) storedConfigWidth() int {
+	switch {
+	case c.FeatureSet == "":
+		return features.ConfigWidth
+	case c.PerNode():
+		return 0
+	}
+	return c.ConfigWidth
+}
+
+// foreignVocab is the opcode vocabulary of a model whose feature set names no opcode
+// vocabulary (TpuGraphs' npz files number opcodes by XLA's HloOpcode enum and store
+// them as uint8): opcode ids must be below it.
+const foreignVocab = 256
+
+// ForData returns c set up for data of provenance p: for tpucost's own features (an
+// empty p.FeatureSet) c itself, which must not name another set; for a named set, the
+// set and the input widths of its schema (node, kernel and config features; the opcode
+// vocabulary, or foreignVocab when the schema lists none), with per-node configurations
+// (NodeConfigWidth = the config width, no global config features) when p has them.
+// Choosing tpucost's config features (c.Features other than the default paper set) for
+// another feature set is an error: the data's config vector is read as it is.
+func (c Config) ForData(p dataset.Provenance) (Config, error) {
+	if p.FeatureSet == "" {
+		if c.FeatureSet != "" {
+			return c, fmt.Errorf("the model reads feature set %s, the data has tpucost's own features", c.FeatureSet)
+		}
+		if p.FeatureSchema.Version != features.SchemaVersion {
+			return c, fmt.Errorf("%w: the data has feature schema version %d, this tpucost computes version %d: regenerate it",
+				ErrFeatureSchema, p.FeatureSchema.Version, features.SchemaVersion)
+		}
+		if p.PerNodeConfigs {
+			return c, fmt.Errorf("the data has per-node configurations but tpucost's own features: not supported")
+		}
+		return c, nil
+	}
+	if c.FeatureSet != "" && c.FeatureSet != p.FeatureSet {
+		return c, fmt.Errorf("the model reads feature set %s, the data has feature set %s", c.FeatureSet, p.FeatureSet)
+	}
+	if c.Features == features.ConfigPlan {
+		return c, fmt.Errorf("configuration features %s are tpucost's own; the data has feature set %s, whose config features are read as they are", c.Features, p.FeatureSet)
+	}
+	node, kernel, config := p.Widths()
+	c.FeatureSet, c.Features = p.FeatureSet, ""
+	c.NodeWidth, c.KernelWidth, c.ConfigWidth = node, kernel, config
+	c.Vocab = len(p.FeatureSchema.Vocab)
+	if c.Vocab == 0 {
+		c.Vocab = foreignVocab
+	}
+	c.NodeConfigWidth = 0
+	if p.PerNodeConfigs {
+		c.NodeConfigWidth, c.ConfigWidth = config, 0
+	}
+	return c, nil
+}
+
 // ParseReductions parses a comma-separated list such as "mean,max".
-func ParseReductions(s string) ([]Reduction, error) {
-	var out []Reduction
+func ParseReductions(s string) ([]nn.Reduction, error) {
+	var out []nn.Reduction
 	for _, f := range strings.Split(s, ",") {
-		r := Reduction(strings.TrimSpace(f))
-		switch r {
-		case ReduceSum, ReduceMean, ReduceMax:
-		default:
+		r := nn.Reduction(strings.TrimSpace(f))
+		if !r.Valid() {
 			return nil, fmt.Errorf("unknown reduction %q (want sum, mean or max)", r)
 		}
 		if slices.Contains(out, r) {
@@ -221,12 +301,12 @@ func (c Config) Validate() error {
 	if c.EmbedDim <= 0 {
 		errs = append(errs, fmt.Errorf("embedding width must be positive, got %d", c.EmbedDim))
 	}
-	errs = append(errs, intField("hidden", c.Hidden, 1, MaxHidden), intField("layers", c.Layers, 0, MaxLayers))
+	errs = append(errs, intField("hidden", c.Hidden, 1, maxHidden), intField("layers", c.Layers, 0, maxLayers))
 	if len(c.Reduce) == 0 {
 		errs = append(errs, errors.New("at least one reduction is needed"))
 	}
 	for i, r := range c.Reduce {
-		if r != ReduceSum && r != ReduceMean && r != ReduceMax {
+		if !r.Valid() {
 			errs = append(errs, fmt.Errorf("unknown reduction %q", r))
 		}
 		if slices.Contains(c.Reduce[:i], r) {
@@ -237,12 +317,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("the head needs at least one hidden layer"))
 	}
 	for _, w := range c.Head {
-		if w <= 0 || w > MaxHidden {
-			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", MaxHidden, c.Head))
+		if w <= 0 || w > maxHidden {
+			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", maxHidden, c.Head))
 			break
 		}
 	}
-	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, MaxNodeConfigWidth))
+	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, maxNodeConfigWidth))
 	if len(c.Tasks) == 1 {
 		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %v", c.Tasks))
 	}
@@ -260,8 +340,11 @@ func (c Config) Validate() error {
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))
 	}
-	if c.Vocab <= 0 || c.NodeWidth <= 0 || c.KernelWidth <= 0 || c.ConfigWidth <= 0 {
-		errs = append(errs, fmt.Errorf("input widths must be positive (vocab %d, node %d, kernel %d, config %d)", c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth))
+	if c.Vocab <= 0 || c.NodeWidth <= 0 || c.KernelWidth < 0 || c.ConfigWidth < 0 {
+		errs = append(errs, fmt.Errorf("input widths must be positive (vocab %d, node %d; kernel %d and config %d may be 0)", c.Vocab, c.NodeWidth, c.KernelWidth, c.ConfigWidth))
+	}
+	if c.ConfigWidth == 0 && !c.PerNode() {
+		errs = append(errs, errors.New("the model reads no configuration features (config width 0 without per-node configurations): it could not tell configurations apart"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("model config: %w", err)
@@ -269,10 +352,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// matchesSchema checks that c's input widths are those of the current feature schema.
+// matchesSchema checks that c's input widths are those of the current feature schema (a
+// model of another FeatureSet has the widths of its data's schema, which the checkpoint
+// records and OpenData and evaluation compare with the data's).
 func (c Config) matchesSchema() error {
+	if c.FeatureSet != "" {
+		return nil
+	}
 	s := features.CurrentSchema()
-	set := c.FeatureSet()
+	set := c.ConfigSet()
 	if set.Width() == 0 {
 		return fmt.Errorf("model reads unknown configuration feature set %q (want paper or plan)", set)
 	}

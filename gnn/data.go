@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -45,15 +45,15 @@ func (o *DataOptions) defaults() error {
 	return o.Validate()
 }
 
-// DatasetSource streams one part of a split dataset.
-type DatasetSource struct {
+// datasetSource streams one part of a split dataset.
+type datasetSource struct {
 	Data  *dataset.Dataset
 	Split *dataset.Split
 	Part  dataset.SplitPart
 }
 
 // Rows implements RowSource.
-func (s DatasetSource) Rows(fn func(*dataset.Row) error) error {
+func (s datasetSource) Rows(fn func(*dataset.Row) error) error {
 	return s.Data.Rows(dataset.ReadOptions{Split: s.Split, Part: s.Part}, fn)
 }
 
@@ -69,7 +69,7 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 	if err := opts.defaults(); err != nil {
 		return nil, nil, Meta{}, err
 	}
-	var trains, vals ConcatSource
+	var trains, vals concatSource
 	var first *dataset.Provenance
 	for _, dir := range strings.Split(opts.Dir, ",") {
 		dir = strings.TrimSpace(dir)
@@ -87,24 +87,19 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 			}
 			return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
 		}
-		if p.FeatureSchema.Version != features.SchemaVersion {
-			return nil, nil, Meta{}, fmt.Errorf("%w: dataset %s has feature schema version %d, this tpucost computes version %d: regenerate it",
-				ErrFeatureSchema, dir, p.FeatureSchema.Version, features.SchemaVersion)
-		}
 		if first == nil {
 			first = &p
-		} else if p.Chip != first.Chip || p.VMEMBytes != first.VMEMBytes || p.SimulatorVersion != first.SimulatorVersion {
-			return nil, nil, Meta{}, fmt.Errorf("dataset %s was simulated on %s/%s, the first on %s/%s: train on data of one chip and simulator",
-				dir, p.Chip, p.SimulatorVersion, first.Chip, first.SimulatorVersion)
+		} else if err := sameInputs(dir, p, *first); err != nil {
+			return nil, nil, Meta{}, err
 		}
 		split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
 		if err != nil {
 			return nil, nil, Meta{}, err
 		}
-		trainPart := DatasetSource{Data: d, Split: split, Part: dataset.Train}
+		trainPart := datasetSource{Data: d, Split: split, Part: dataset.Train}
 		isVal := valHoldout(opts, split.Programs(dataset.Train))
-		trains = append(trains, FilterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }})
-		vals = append(vals, FilterSource{Source: trainPart, Keep: isVal})
+		trains = append(trains, filterSource{Source: trainPart, Keep: func(r *dataset.Row) bool { return !isVal(r) }})
+		vals = append(vals, filterSource{Source: trainPart, Keep: isVal})
 	}
 	if first == nil {
 		return nil, nil, Meta{}, fmt.Errorf("no dataset directory given")
@@ -117,11 +112,40 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 	return trains, vals, meta, nil
 }
 
-// ConcatSource streams its sources one after another.
-type ConcatSource []RowSource
+// sameInputs refuses a dataset (dir, provenance p) that cannot train one model with the
+// first dataset's (first): other features, or another chip or simulator.
+func sameInputs(dir string, p, first dataset.Provenance) error {
+	switch {
+	case p.FeatureSet != first.FeatureSet || p.PerNodeConfigs != first.PerNodeConfigs || p.FeatureSchema.Version != first.FeatureSchema.Version ||
+		(p.FeatureSet != "" && !reflect.DeepEqual(p.FeatureSchema, first.FeatureSchema)):
+		return fmt.Errorf("%w: dataset %s has feature set %q (schema version %d, per-node configs %v), the first %q (%d, %v): train on data of one feature schema",
+			ErrFeatureSchema, dir, p.FeatureSet, p.FeatureSchema.Version, p.PerNodeConfigs, first.FeatureSet, first.FeatureSchema.Version, first.PerNodeConfigs)
+	case p.Chip != first.Chip || p.VMEMBytes != first.VMEMBytes || p.SimulatorVersion != first.SimulatorVersion:
+		return fmt.Errorf("dataset %s was simulated on %s/%s, the first on %s/%s: train on data of one chip and simulator",
+			dir, p.Chip, p.SimulatorVersion, first.Chip, first.SimulatorVersion)
+	}
+	return nil
+}
+
+// DataProvenance returns the provenance of the first dataset of a comma-separated list of
+// directories (OpenData checks that the others agree on their features and target).
+func DataProvenance(dirs string) (dataset.Provenance, error) {
+	list := dataDirs(dirs)
+	if len(list) == 0 {
+		return dataset.Provenance{}, fmt.Errorf("no dataset directory given")
+	}
+	d, err := dataset.Open(list[0])
+	if err != nil {
+		return dataset.Provenance{}, err
+	}
+	return d.Provenance, nil
+}
+
+// concatSource streams its sources one after another.
+type concatSource []RowSource
 
 // Rows implements RowSource.
-func (c ConcatSource) Rows(fn func(*dataset.Row) error) error {
+func (c concatSource) Rows(fn func(*dataset.Row) error) error {
 	for _, s := range c {
 		if err := s.Rows(fn); err != nil {
 			return err
@@ -191,9 +215,39 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 			heads = c.Config.Tasks
 		}
 	}
+	if opts.OutDir != "" {
+		out, _ := filepath.Abs(opts.OutDir)
+		for _, dir := range dataDirs(data.Dir) {
+			if d, _ := filepath.Abs(dir); d == out {
+				return nil, fmt.Errorf("train: the output directory %s is the dataset directory %s: write the model elsewhere", opts.OutDir, dir)
+			}
+		}
+	}
 	train, val, meta, err := OpenData(data, opts.Task, heads...)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
+	}
+	prov, err := DataProvenance(data.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if opts.Resume && reflect.DeepEqual(opts.Model, Config{}) {
+		if c, err := ReadCheckpoint(opts.OutDir); err == nil {
+			if err := c.CheckData(strings.Split(data.Dir, ",")[0], prov); err != nil {
+				return nil, fmt.Errorf("train: resuming %s: %w", opts.OutDir, err)
+			}
+		}
+	} else {
+		model := opts.Model
+		if reflect.DeepEqual(model, Config{}) {
+			model = DefaultConfig()
+		}
+		if opts.Model, err = model.ForData(prov); err != nil {
+			return nil, fmt.Errorf("train: dataset %s: %w", strings.Split(data.Dir, ",")[0], err)
+		}
+	}
+	if prov.FeatureSet != "" {
+		opts.Schema = prov.FeatureSchema
 	}
 	if opts.Meta == (Meta{}) {
 		opts.Meta = meta
@@ -201,5 +255,5 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 	if opts.Datasets, err = Fingerprints(data.Dir); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	return Train(ctx, train, val, opts)
+	return trainSources(ctx, train, val, opts)
 }

@@ -3,6 +3,7 @@ package gnn
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -107,4 +108,30 @@ func TestOpenDataSplits(t *testing.T) {
 	if r, err := TrainDataset(context.Background(), DataOptions{Dir: dir}, o); err != nil || r.Checkpoint.Meta.Data != dir {
 		t.Errorf("training from %s: %v", dir, err)
 	}
+	// The dataset directory is no place for a checkpoint.
+	o.OutDir = dir + "/."
+	if _, err := TrainDataset(context.Background(), DataOptions{Dir: dir}, o); err == nil || !strings.Contains(err.Error(), "is the dataset directory") {
+		t.Errorf("training into the dataset directory: %v", err)
+	}
+	// Interrupted after a checkpoint: the error says how to go on.
+	o.OutDir, o.Epochs, o.Patience = t.TempDir(), 3, -1
+	ctx, cancel = context.WithCancel(context.Background())
+	o.Progress = cancelAfter{"epoch 1/3: train loss", cancel}
+	_, err = TrainDataset(ctx, DataOptions{Dir: dir}, o)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "holds the checkpoint of epoch 1; run the same command with --resume") {
+		t.Errorf("interrupted training: %v", err)
+	}
+}
+
+// cancelAfter cancels when a progress line contains marker.
+type cancelAfter struct {
+	marker string
+	cancel func()
+}
+
+func (c cancelAfter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.marker) {
+		c.cancel()
+	}
+	return len(p), nil
 }

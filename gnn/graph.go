@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn/nn"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -47,7 +48,7 @@ const l2Eps = 1e-6
 
 // newNet builds the graph of cfg for batches of shape s. train adds the loss (which
 // needs the targets) and the gradients.
-func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dtype) (n *net, err error) {
+func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.Dtype) (n *net, err error) {
 	defer func() {
 		// Gorgonia's builders panic through Must on shape errors; report them as errors.
 		if r := recover(); r != nil {
@@ -75,13 +76,7 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 		if cfg.MultiTask() && strings.Contains(p.Name, "/") && !strings.HasPrefix(p.Name, prefix) {
 			continue
 		}
-		var v tensor.Tensor
-		if dt == tensor.Float32 {
-			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(p.Data))
-		} else {
-			v = tensor.New(tensor.WithShape(p.Shape...), tensor.WithBacking(to64(p.Data)))
-		}
-		node := G.NewTensor(g, dt, len(p.Shape), G.WithShape(p.Shape...), G.WithName(specs[i].name), G.WithValue(v))
+		node := nn.ParamNode(g, p, dt)
 		n.params = append(n.params, node)
 		n.paramIdx = append(n.paramIdx, i)
 		byName[p.Name] = node
@@ -103,51 +98,65 @@ func newNet(cfg Config, loss Loss, ps Params, s shape, train bool, dt tensor.Dty
 	n.inIdx = ints("in_idx", s.N*s.Din)
 	n.outIdx = ints("out_idx", s.N*s.Dout)
 	n.poolIdx = ints("pool_idx", s.B*s.M)
-	n.kf = floats("kf", s.B, cfg.KernelWidth)
-	n.cf = floats("cf", s.S, cfg.ConfigWidth)
+	if cfg.KernelWidth > 0 {
+		n.kf = floats("kf", s.B, cfg.KernelWidth)
+	}
+	if cfg.ConfigWidth > 0 {
+		n.cf = floats("cf", s.S, cfg.ConfigWidth)
+	}
 	n.sk = ints("sample_kernel", s.S)
 
 	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
 	add := func(a, b *G.Node) *G.Node { return G.Must(G.Add(a, b)) }
-	bias := func(x *G.Node, b string) *G.Node { return G.Must(G.ApplyOp(newBiasOp(), x, P(b))) }
+	bias := func(x *G.Node, b string) *G.Node { return nn.Bias(x, P(b)) }
 	hmul := func(x *G.Node, w string) *G.Node { return mul(x, prefix+w) }
 	hbias := func(x *G.Node, b string) *G.Node { return bias(x, prefix+b) }
 
 	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
-	emb := gather(P("embed"), n.opcodes, ReduceSum, 1)
+	emb := nn.Gather(P("embed"), n.opcodes, nn.ReduceSum, 1)
 	h0 := add(mul(emb, "input.w_op"), mul(n.x, "input.w_x"))
 	if cfg.PerNode() {
 		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
 		h0 = add(h0, mul(n.ncf, "input.w_nc"))
 	}
-	h := reluNode(bias(h0, "input.b"))
+	h := nn.ReLU(bias(h0, "input.b"))
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
-	for l := 1; l <= cfg.Layers; l++ {
-		ain := gather(h, n.inIdx, ReduceMean, s.Din)
-		aout := gather(h, n.outIdx, ReduceMean, s.Dout)
-		w := fmt.Sprintf("sage%d.", l)
-		z := add(add(mul(h, w+"w_self"), mul(ain, w+"w_in")), mul(aout, w+"w_out"))
-		h = reluNode(bias(z, w+"b"))
-		if cfg.L2Norm {
-			h = G.Must(G.ApplyOp(newL2Op(l2Eps), h))
-		}
+	layers := make([]nn.SAGELayer, cfg.Layers)
+	for l := range layers {
+		w := fmt.Sprintf("sage%d.", l+1)
+		layers[l] = nn.SAGELayer{WSelf: P(w + "w_self"), WIn: P(w + "w_in"), WOut: P(w + "w_out"), B: P(w + "b")}
 	}
+	eps := 0.0
+	if cfg.L2Norm {
+		eps = l2Eps
+	}
+	h = nn.SAGE(h, nn.Adjacency{In: n.inIdx, Out: n.outIdx, DIn: s.Din, DOut: s.Dout}, layers, eps)
 
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
-	zk := hmul(n.kf, "head0.w_kernel")
+	var zk *G.Node
+	if cfg.KernelWidth > 0 {
+		zk = hmul(n.kf, "head0.w_kernel")
+	}
 	for _, r := range cfg.Reduce {
-		pooled := func() *G.Node { return gather(h, n.poolIdx, r, s.M) }
+		pooled := func() *G.Node { return nn.Gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		zk = add(zk, hmul(pooled(), "head0.w_"+string(r)))
+		if zr := hmul(pooled(), "head0.w_"+string(r)); zk == nil {
+			zk = zr
+		} else {
+			zk = add(zk, zr)
+		}
 	}
-	zc := hmul(n.cf, "head0.w_config") // [S, h0]
-	z := reluNode(hbias(add(gather(zk, n.sk, ReduceSum, 1), zc), "head0.b"))
+	z0 := nn.Gather(zk, n.sk, nn.ReduceSum, 1) // [S, h0]
+	if cfg.ConfigWidth > 0 {
+		z0 = add(z0, hmul(n.cf, "head0.w_config"))
+	}
+	z := nn.ReLU(hbias(z0, "head0.b"))
 	for i := 1; i < len(cfg.Head); i++ {
-		z = reluNode(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
+		z = nn.ReLU(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
 	}
 	n.out = G.Must(G.Reshape(hbias(hmul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
 
@@ -190,7 +199,7 @@ func (n *net) floatTensor(data []float32, shp ...int) tensor.Tensor {
 		// A copy: Gorgonia may compute in place in an input's register.
 		return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(append([]float32(nil), data...)))
 	}
-	return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(to64(data)))
+	return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(nn.To64(data)))
 }
 
 func intTensor(data []int) tensor.Tensor {
@@ -215,9 +224,13 @@ func (n *net) bind(b *batch) error {
 		{n.inIdx, intTensor(b.inIdx)},
 		{n.outIdx, intTensor(b.outIdx)},
 		{n.poolIdx, intTensor(b.poolIdx)},
-		{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)},
-		{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)},
 		{n.sk, intTensor(b.sk)},
+	}
+	if n.kf != nil {
+		lets = append(lets, let{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)})
+	}
+	if n.cf != nil {
+		lets = append(lets, let{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)})
 	}
 	if n.ncf != nil {
 		if b.ncf == nil {
@@ -261,30 +274,20 @@ func (n *net) run(b *batch) (out []float64, loss float64, err error) {
 		return nil, 0, fmt.Errorf("running the model graph (%v): %w", n.shape, err)
 	}
 	if !n.train {
-		out = values(n.out.Value())
+		out = nn.Values(n.out.Value())
 		if n.segSum != nil {
-			n.lastSum, n.lastMax = values(n.segSum.Value()), values(n.segMax.Value())
+			n.lastSum, n.lastMax = nn.Values(n.segSum.Value()), nn.Values(n.segMax.Value())
 		}
 	}
 	if n.train {
-		loss = values(n.cost.Value())[0]
+		loss = nn.Values(n.cost.Value())[0]
 	}
 	return out, loss, nil
 }
 
 // grads returns the gradient of parameter i from the last run (float32 mode: the
 // slice aliases Gorgonia's buffer; it is valid until zeroGrads or the next run).
-func (n *net) grad32(i int) ([]float32, error) {
-	gv, err := n.params[i].Grad()
-	if err != nil {
-		return nil, fmt.Errorf("gradient of %s: %w", n.params[i].Name(), err)
-	}
-	d, ok := gv.Data().([]float32)
-	if !ok {
-		return nil, fmt.Errorf("gradient of %s is %T, want []float32", n.params[i].Name(), gv.Data())
-	}
-	return d, nil
-}
+func (n *net) grad32(i int) ([]float32, error) { return nn.Grad32(n.params[i]) }
 
 // zeroGrads clears the accumulated gradients (Gorgonia adds each run's gradient to the
 // dual values' derivatives).
@@ -303,31 +306,4 @@ func (n *net) close() {
 	if n.vm != nil {
 		n.vm.Close()
 	}
-}
-
-// values converts a Gorgonia value (float32 or float64 tensor or scalar) to float64s.
-func values(v G.Value) []float64 {
-	switch d := v.Data().(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []float64:
-		return append([]float64(nil), d...)
-	case float32:
-		return []float64{float64(d)}
-	case float64:
-		return []float64{d}
-	}
-	panic(fmt.Sprintf("gnn: unexpected value type %T", v.Data()))
-}
-
-func to64(xs []float32) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = float64(x)
-	}
-	return out
 }

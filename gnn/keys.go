@@ -9,12 +9,14 @@ import (
 	"strconv"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/sealed"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // KernelID is the 64-bit identity of a kernel key: the key's value when it is the
 // 16-hex-digit structural hash compiler.KernelKey makes, else the FNV-1a hash of the
-// string's bytes (stablehash.Sum64Of: the values seen-keys files already store). Distinct keys collide with negligible probability (and a collision only makes
+// string's bytes (stablehash.Sum64Of: the values seen-keys files already store).
+// Distinct keys collide with negligible probability (and a collision only makes
 // evaluation exclude a row it could have scored).
 func KernelID(key string) uint64 {
 	if len(key) == 16 {
@@ -56,7 +58,7 @@ func writeKeysFile(dir string, s KeySet) (FileRef, error) {
 	for _, k := range s {
 		buf = binary.LittleEndian.AppendUint64(buf, k)
 	}
-	sum := checksumOf(buf)
+	sum := sealed.Sum(buf)
 	name := "seen-keys-" + sum[:16] + ".bin"
 	if err := atomicfile.WriteFile(filepath.Join(dir, name), buf); err != nil {
 		return FileRef{}, fmt.Errorf("saving checkpoint: %w", err)

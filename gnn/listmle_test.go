@@ -6,9 +6,10 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
-// listMLETol: ListMLELoss and the naive definition below differ only by float64 rounding
+// listMLETol: listMLELoss and the naive definition below differ only by float64 rounding
 // of sums of a few terms of order 1 (ε₆₄·n·|L| ≈ 1e-14); 1e-12 leaves room.
 const listMLETol = 1e-12
 
@@ -46,19 +47,19 @@ func TestListMLELossMatchesDefinition(t *testing.T) {
 		{"order", []float64{-2, -1, 0, 1, 2}, []float64{1, 2, 3, 4, 5}},
 		{"reversed", []float64{2, 1, 0, -1, -2}, []float64{1, 2, 3, 4, 5}},
 	} {
-		got, want := ListMLELoss(c.pred, c.runtime), naiveListMLE(c.pred, c.runtime)
+		got, want := listMLELoss(c.pred, c.runtime), naiveListMLE(c.pred, c.runtime)
 		if math.Abs(got-want) > listMLETol*math.Max(1, math.Abs(want)) {
-			t.Errorf("%s: ListMLELoss %.15g, definition %.15g", c.name, got, want)
+			t.Errorf("%s: listMLELoss %.15g, definition %.15g", c.name, got, want)
 		}
-		if rl := RankLoss(LossListMLE, c.pred, c.runtime); rl != got {
-			t.Errorf("%s: RankLoss(listmle) %g, ListMLELoss %g", c.name, rl, got)
+		if rl := kernelRankLoss(LossListMLE, c.pred, c.runtime); rl != got {
+			t.Errorf("%s: kernelRankLoss(listmle) %g, listMLELoss %g", c.name, rl, got)
 		}
 	}
 	// A perfectly ordered list scores lower than its reverse.
-	if a, b := ListMLELoss([]float64{-2, -1, 0, 1, 2}, []float64{1, 2, 3, 4, 5}), ListMLELoss([]float64{2, 1, 0, -1, -2}, []float64{1, 2, 3, 4, 5}); a >= b {
+	if a, b := listMLELoss([]float64{-2, -1, 0, 1, 2}, []float64{1, 2, 3, 4, 5}), listMLELoss([]float64{2, 1, 0, -1, -2}, []float64{1, 2, 3, 4, 5}); a >= b {
 		t.Errorf("ordered list loss %g >= reversed %g", a, b)
 	}
-	if l := ListMLELoss([]float64{1}, []float64{1}); l != 0 {
+	if l := listMLELoss([]float64{1}, []float64{1}); l != 0 {
 		t.Errorf("one config: loss %g, want 0", l)
 	}
 }
@@ -69,11 +70,11 @@ func TestListMLELossMatchesDefinition(t *testing.T) {
 // loss is ≈ Σ of the margins.
 func TestListMLEStable(t *testing.T) {
 	runtimes := []float64{1, 2, 3}
-	if l := ListMLELoss([]float64{-1e4, 0, 1e4}, runtimes); math.IsNaN(l) || l > 1e-9 {
+	if l := listMLELoss([]float64{-1e4, 0, 1e4}, runtimes); math.IsNaN(l) || l > 1e-9 {
 		t.Errorf("well-ordered huge scores: loss %g, want ≈ 0", l)
 	}
 	// Reversed: ŷ = (1e4, 0, −1e4): L = (1e4 + 1e4) + (0 + 1e4) + 0 = 3e4.
-	if l := ListMLELoss([]float64{1e4, 0, -1e4}, runtimes); math.Abs(l-3e4) > 1e-6 {
+	if l := listMLELoss([]float64{1e4, 0, -1e4}, runtimes); math.Abs(l-3e4) > 1e-6 {
 		t.Errorf("reversed huge scores: loss %g, want 3e4", l)
 	}
 	out := []float32{1e4, 0, -1e4}
@@ -127,7 +128,7 @@ func TestListMLERanks(t *testing.T) {
 	m := testModel(t, DefaultConfig(), dataset.TaskTile, LossListMLE, rows, 1)
 	eng := newEngine(m, true, true, 2)
 	defer eng.close()
-	tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: newAdam(m.Params, overfitLR), eng: eng}
+	tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: nn.NewAdam(m.Params, overfitLR), eng: eng}
 	items := itemsOf(t, m, rows)
 	tau := func() float64 {
 		pe := newEngine(m, false, true, 2)

@@ -42,10 +42,10 @@ func phi(l Loss, z float64) float64 {
 	panic(fmt.Sprintf("gnn: phi of non-rank loss %q", l))
 }
 
-// RankLoss is L_k above for one kernel: pred are the model's outputs and runtimes the true
+// kernelRankLoss is L_k above for one kernel: pred are the model's outputs and runtimes the true
 // runtimes of its configurations, in the same order. It is 0 for fewer than two
-// configurations. For LossListMLE it is ListMLELoss.
-func RankLoss(l Loss, pred, runtimes []float64) float64 {
+// configurations. For LossListMLE it is listMLELoss.
+func kernelRankLoss(l Loss, pred, runtimes []float64) float64 {
 	n := len(pred)
 	if n != len(runtimes) {
 		panic(fmt.Sprintf("gnn: %d predictions for %d runtimes", n, len(runtimes)))
@@ -54,7 +54,7 @@ func RankLoss(l Loss, pred, runtimes []float64) float64 {
 		return 0
 	}
 	if l == LossListMLE {
-		return ListMLELoss(pred, runtimes)
+		return listMLELoss(pred, runtimes)
 	}
 	var sum float64
 	for i := range n {
@@ -67,7 +67,7 @@ func RankLoss(l Loss, pred, runtimes []float64) float64 {
 	return sum / (float64(n) * float64(n-1) / 2)
 }
 
-// ListMLELoss is the ListMLE loss (Xia et al., "Listwise approach to learning to rank",
+// listMLELoss is the ListMLE loss (Xia et al., "Listwise approach to learning to rank",
 // ICML 2008) of one kernel's configurations: with π the configurations sorted by true
 // runtime, fastest first (ties in their listed order), and scores s = −ŷ (lower outputs
 // are faster configurations, as for the pairwise losses),
@@ -80,7 +80,7 @@ func RankLoss(l Loss, pred, runtimes []float64) float64 {
 // exponential overflows. It is 0 for fewer than two configurations. A batch's loss is the
 // mean of L_k over its kernels with n ≥ 2 (not divided by n, as in the paper and
 // TF-Ranking).
-func ListMLELoss(pred, runtimes []float64) float64 {
+func listMLELoss(pred, runtimes []float64) float64 {
 	n := len(pred)
 	if n != len(runtimes) {
 		panic(fmt.Sprintf("gnn: %d predictions for %d runtimes", n, len(runtimes)))
@@ -111,7 +111,7 @@ func listOrder[T float32 | float64](rank []T, lo, hi int) []int {
 	return idx
 }
 
-// listMLE evaluates Σ_k w_k L_k (ListMLELoss) for outputs out, per-sample ranks (the
+// listMLE evaluates Σ_k w_k L_k (listMLELoss) for outputs out, per-sample ranks (the
 // number of faster configurations of the kernel), kernel weights w and sample spans
 // span (kernel k: span[k]..span[k+1]−1) and, with grad, its gradient with respect to the
 // outputs, in float64 internally:
@@ -168,9 +168,9 @@ func logAddExp(a, b float64) float64 {
 	return a + math.Log1p(math.Exp(b-a))
 }
 
-// MSELoss is the mean squared error between predictions and targets (both standardized
+// mseLoss is the mean squared error between predictions and targets (both standardized
 // log runtimes for the model's loss). It is 0 for no samples.
-func MSELoss(pred, target []float64) float64 {
+func mseLoss(pred, target []float64) float64 {
 	if len(pred) != len(target) {
 		panic(fmt.Sprintf("gnn: %d predictions for %d targets", len(pred), len(target)))
 	}

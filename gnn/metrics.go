@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn/metric"
 )
 
 // Validation metrics (in-training; the eval package computes the full set). All are
 // computed over the validation kernels as one pool, lower is better:
 //
-//   - slowdown@1_pct (relative tasks, the early-stopping metric for tile and flags): per
+//   - slowdown@1_pct (ranked models, the early-stopping metric for tile, flags and per-node
+//     layout models; see Model.Ranked): per
 //     kernel with at least two configurations, 100·(t(ĉ) − min_c t(c)) / min_c t(c)
 //     where ĉ is the configuration the model ranks first; averaged over kernels.
 //   - ape_pct (relative tasks): the tile APE of the pool of validation kernels taken as
@@ -28,9 +28,10 @@ const (
 	MetricMAPE     = "mape_pct"
 )
 
-// MetricFor is the early-stopping metric of a task.
-func MetricFor(task dataset.Task) string {
-	if task.Relative() {
+// Metric is the model's early-stopping metric: slowdown@1 for a model whose rows rank
+// configurations (Ranked: tile, flags, per-node layout), else MAPE.
+func (m *Model) Metric() string {
+	if m.Ranked() {
 		return MetricSlowdown
 	}
 	return MetricMAPE
@@ -39,7 +40,7 @@ func MetricFor(task dataset.Task) string {
 // ValResult is one validation pass.
 type ValResult struct {
 	Loss    float64            `json:"loss"`
-	Metric  float64            `json:"metric"` // Metrics[MetricFor(task)]
+	Metric  float64            `json:"metric"` // Metrics[Model.Metric()]
 	Metrics map[string]float64 `json:"metrics"`
 	Kernels int                `json:"kernels"`
 	Samples int                `json:"samples"`
@@ -52,7 +53,7 @@ type valAccum struct {
 
 	lossSum float64
 	lossN   int
-	ranked  []metric.Kernel // relative tasks: kernels with at least two configurations
+	ranked  []metric.Kernel // ranked models: kernels with at least two configurations
 	truth   []float64       // mse: every sample's true runtime ...
 	pred    []float64       // ... and the runtime the model predicts for it
 	kernels int
@@ -66,7 +67,7 @@ func (a *valAccum) add(k *kernel, out []float64) {
 	rt := k.runtimes
 	if a.m.Loss.Rank() {
 		if len(out) >= 2 {
-			a.lossSum += RankLoss(a.m.Loss, out, rt)
+			a.lossSum += kernelRankLoss(a.m.Loss, out, rt)
 			a.lossN++
 		}
 	} else {
@@ -78,7 +79,7 @@ func (a *valAccum) add(k *kernel, out []float64) {
 			a.pred = append(a.pred, a.m.Target.runtime(y))
 		}
 	}
-	if a.m.Task.Relative() && len(out) >= 2 {
+	if a.m.Ranked() && len(out) >= 2 {
 		a.ranked = append(a.ranked, metric.Kernel{True: rt, Pred: slices.Clone(out)})
 	}
 }
@@ -111,6 +112,6 @@ func (a *valAccum) result() (ValResult, error) {
 		}
 		r.Metrics[MetricMAPE] = m.All
 	}
-	r.Metric = r.Metrics[MetricFor(a.m.Task)]
+	r.Metric = r.Metrics[a.m.Metric()]
 	return r, nil
 }

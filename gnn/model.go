@@ -9,6 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Model is a cost model: its architecture, its parameters, and what it needs to read
@@ -20,7 +21,7 @@ type Model struct {
 	Loss   Loss
 	Norm   features.Stats
 	Target TargetStats
-	Params Params
+	Params nn.Params
 }
 
 // NewModel returns a model with parameters initialized from seed (He-uniform weights,
@@ -47,7 +48,7 @@ func (m *Model) validate() error {
 	if !slices.Contains(Losses(), m.Loss) {
 		return fmt.Errorf("unknown loss %q", m.Loss)
 	}
-	if m.Loss.Rank() && !m.Task.Relative() {
+	if m.Loss.Rank() && !m.Ranked() {
 		return fmt.Errorf("the %s loss ranks the configurations of one kernel; task %s has one runtime per kernel: use mse", m.Loss, m.Task)
 	}
 	if m.Config.MultiTask() {
@@ -60,15 +61,23 @@ func (m *Model) validate() error {
 			}
 		}
 	}
-	if err := m.Norm.Validate(); err != nil {
-		return err
+	if m.Config.FeatureSet == "" {
+		return m.Norm.Validate()
 	}
-	return nil
+	// Another feature set: its statistics carry its schema version (the checkpoint's
+	// feature_schema_version, checked on load).
+	return m.Norm.ValidateFor(m.Norm.SchemaVersion, m.Config.dataWidths())
 }
 
 // Relative reports whether the model's outputs are scores comparable only among the
 // configurations of one kernel (rank losses) rather than runtimes in ns.
 func (m *Model) Relative() bool { return m.Loss.Rank() }
+
+// Ranked reports whether the model's rows hold several configurations measured to be
+// compared (dataset.Provenance.Ranked): a relative task, or a per-node configuration
+// model (TpuGraphs' layout collection: one program under many layouts per row). Its
+// validation and evaluation rank each row's configurations.
+func (m *Model) Ranked() bool { return m.Task.Relative() || m.Config.PerNode() }
 
 // FlopsPerKernel and FlopsPerConfig are the forward-pass FLOPs (2 per multiply-add of the
 // matrix products, which dominate; element-wise work, gathers and padding are not
@@ -267,7 +276,14 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 	if len(r.ConfigFeats) != len(r.RuntimesNs) && len(r.RuntimesNs) != 0 {
 		return nil, fmt.Errorf("row %s/%s has %d config vectors and %d runtimes", r.Program, r.KernelName, len(r.ConfigFeats), len(r.RuntimesNs))
 	}
-	k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree, m.Config.ConfigWidth)
+	configs := r.ConfigFeats
+	if m.Config.PerNode() {
+		if m.Config.FeatureSet == "" {
+			return nil, fmt.Errorf("row %s/%s: tpucost's own rows carry no per-node configurations, which a per-node configuration model (node_config_width %d) reads", r.Program, r.KernelName, m.Config.NodeConfigWidth)
+		}
+		configs = make([][]float32, len(r.ConfigFeats)) // the configurations are per node (below)
+	}
+	k, err := prepareKernel(&r.Graph, configs, &m.Norm, m.Config, m.Config.storedConfigWidth())
 	if err != nil {
 		return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 	}
@@ -279,19 +295,16 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 		k.head = string(r.Task)
 	}
 	if m.Config.PerNode() {
-		nc, err := rowNodeConfigs(r)
+		nc, err := rowNodeConfigs(r, m.Config.NodeConfigWidth, &m.Norm.Config)
 		if err != nil {
 			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
-		}
-		if nc == nil {
-			return nil, fmt.Errorf("row %s/%s has no per-node configurations, which a per-node configuration model (node_config_width %d) reads", r.Program, r.KernelName, m.Config.NodeConfigWidth)
 		}
 		if err := k.attachNodeConfigs(nc, m.Config.NodeConfigWidth); err != nil {
 			return nil, fmt.Errorf("row %s/%s: %w", r.Program, r.KernelName, err)
 		}
 	}
 	if len(r.RuntimesNs) > 0 {
-		k.runtimes = slices.Clone(r.RuntimesNs)
+		k.runtimes = slices.Clone(r.TargetTimes())
 	}
 	if len(r.AnalyticalNs) == len(r.ConfigFeats) {
 		k.analytical = slices.Clone(r.AnalyticalNs)
@@ -314,7 +327,21 @@ func (m *Model) report(out []float64) []float64 {
 
 var errNoRows = errors.New("no rows")
 
-// rowNodeConfigs returns a row's per-node configurations, nil when it has none. Rows of
-// this dataset version carry none; the TpuGraphs layout importer's rows (configurable node
-// ids and per-config per-node features) map onto NodeConfigs here.
-func rowNodeConfigs(r *dataset.Row) (*NodeConfigs, error) { return nil, nil }
+// rowNodeConfigs returns a row's per-node configurations (dataset.Row.ConfigNodes, each
+// config vector holding one block of width features per configurable node, in that
+// order: the TpuGraphs layout collection's node_config_ids and node_config_feat),
+// normalized with st (fitted per node block, fitStatsFor).
+func rowNodeConfigs(r *dataset.Row, width int, st *features.ColumnStats) (*nodeConfigs, error) {
+	if len(r.ConfigNodes) == 0 {
+		return nil, fmt.Errorf("the row has no per-node configurations, which a per-node configuration model (node_config_width %d) reads", width)
+	}
+	nc := &nodeConfigs{Nodes: r.ConfigNodes, Width: width, Feats: make([][]float32, len(r.ConfigFeats))}
+	for i, c := range r.ConfigFeats {
+		if len(c) != len(r.ConfigNodes)*width {
+			return nil, fmt.Errorf("config %d has %d features for %d configurable nodes, want %d each", i, len(c), len(r.ConfigNodes), width)
+		}
+		nc.Feats[i] = make([]float32, len(c))
+		st.Apply(nc.Feats[i], c)
+	}
+	return nc, nil
+}

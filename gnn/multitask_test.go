@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // multiRows are tile and flags rows of one model (the same kernels under both passes).
@@ -61,7 +62,7 @@ func TestMultiTaskParams(t *testing.T) {
 		t.Error("two heads of one task were accepted")
 	}
 	rows := multiRows(t)
-	st, ts, err := FitStats(SliceSource(rows))
+	st, ts, err := fitStats(sliceSource(rows))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestMultiTaskStepTouchesOneHead(t *testing.T) {
 	before := m.Params.Clone()
 	eng := newEngine(m, true, true, 2)
 	defer eng.close()
-	tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: newAdam(m.Params, 1e-2), eng: eng}
+	tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: nn.NewAdam(m.Params, 1e-2), eng: eng}
 	if _, err := tr.step(items); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestMultiTaskTrains(t *testing.T) {
 	run := func() *TrainResult {
 		o := smallOptions("")
 		o.Model, o.Epochs = multiConfig(), 2
-		r, err := Train(context.Background(), SliceSource(rows), SliceSource(rows[:4]), o)
+		r, err := trainSources(context.Background(), sliceSource(rows), sliceSource(rows[:4]), o)
 		if err != nil {
 			t.Fatal(err)
 		}

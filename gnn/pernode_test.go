@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"gorgonia.org/tensor"
-
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // perNodeWidth is the per-node configuration width of the synthetic fixtures.
@@ -27,7 +26,7 @@ func perNodeItems(tb testing.TB, m *Model, rows []dataset.Row, nconf int, rng *r
 		r := rows[ri]
 		n := r.Graph.Nodes()
 		nodes := rng.Perm(n)[:min(4, n)]
-		nc := &NodeConfigs{Width: perNodeWidth}
+		nc := &nodeConfigs{Width: perNodeWidth}
 		for _, v := range nodes {
 			nc.Nodes = append(nc.Nodes, int32(v))
 		}
@@ -46,7 +45,7 @@ func perNodeItems(tb testing.TB, m *Model, rows []dataset.Row, nconf int, rng *r
 			nc.Feats = append(nc.Feats, f)
 			r.RuntimesNs[c] = 1000*t + float64(c)
 		}
-		k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config.MaxDegree, m.Config.ConfigWidth)
+		k, err := prepareKernel(&r.Graph, r.ConfigFeats, &m.Norm, m.Config, m.Config.storedConfigWidth())
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -72,14 +71,7 @@ func TestPerNodeGradientsMatchFiniteDifferences(t *testing.T) {
 			cfg := tinyConfig()
 			cfg.NodeConfigWidth = perNodeWidth
 			m := testModel(t, cfg, dataset.TaskTile, loss, rows, 7)
-			jitter(m.Params, rand.New(rand.NewPCG(5, 6)), 0.1)
-			for _, p := range m.Params {
-				if strings.HasSuffix(p.Name, ".b") {
-					for i := range p.Data {
-						p.Data[i] += liveBias
-					}
-				}
-			}
+			wakeUp(m)
 			items := perNodeItems(t, m, rows, 4, rand.New(rand.NewPCG(9, 9)))
 			b, err := newBatch(m.Config, items, true, 4, loss, m.Target, true)
 			if err != nil {
@@ -93,73 +85,9 @@ func TestPerNodeGradientsMatchFiniteDifferences(t *testing.T) {
 			if b.real.N != want {
 				t.Fatalf("batch holds %d nodes, want %d (one copy per configuration)", b.real.N, want)
 			}
-			n, err := newNet(m.Config, loss, m.Params, b.shape, true, tensor.Float64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer n.close()
-			_, l0, err := n.run(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pn, err := newNet(m.Config, loss, m.Params, b.shape, false, tensor.Float64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, _, err := pn.run(b)
-			pn.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if host := b.lossOf(out); math.Abs(host-l0) > hostTol*math.Max(1, math.Abs(l0)) {
-				t.Fatalf("graph loss %.15g, host loss %.15g", l0, host)
-			}
-			// The gradients of the first run, before the finite differences' runs add to them.
-			grads := make([][]float64, len(n.params))
-			for i, p := range n.params {
-				gv, err := p.Grad()
-				if err != nil {
-					t.Fatal(err)
-				}
-				grads[i] = slices.Clone(gv.Data().([]float64))
-			}
-			rng := rand.New(rand.NewPCG(3, 4))
-			checked, nonzero := 0, 0
-			for i, p := range n.params {
-				analytic := grads[i]
-				if m.Params[i].Name == "embed" {
-					continue // rows of unused opcodes are 0; covered by the main check
-				}
-				data := p.Value().Data().([]float64)
-				for range min(8, len(data)) {
-					j := rng.IntN(len(data))
-					orig := data[j]
-					data[j] = orig + fdStep
-					_, lp, err := n.run(b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					data[j] = orig - fdStep
-					_, lm, err := n.run(b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					data[j] = orig
-					fd := (lp - lm) / (2 * fdStep)
-					if a := analytic[j]; math.Abs(a-fd) > fdAbsTol+fdRelTol*math.Max(math.Abs(a), math.Abs(fd)) {
-						t.Errorf("%s[%d]: analytic %.10g, finite difference %.10g", m.Params[i].Name, j, a, fd)
-					}
-					checked++
-					if analytic[j] != 0 {
-						nonzero++
-					}
-				}
-				if m.Params[i].Name == "input.w_nc" && slices.Max(analytic) == 0 && slices.Min(analytic) == 0 {
-					t.Errorf("input.w_nc has a zero gradient: the per-node features do not reach the loss")
-				}
-			}
-			if nonzero < checked/2 {
-				t.Errorf("only %d of %d checked gradients are nonzero: the check is weak", nonzero, checked)
+			grads := checkGradients(t, m, items, loss)
+			if g := grads["input.w_nc"]; slices.Max(g) == 0 && slices.Min(g) == 0 {
+				t.Errorf("input.w_nc has a zero gradient: the per-node features do not reach the loss")
 			}
 		})
 	}
@@ -182,7 +110,7 @@ func TestPerNodeModelRanks(t *testing.T) {
 			m := testModel(t, cfg, dataset.TaskTile, loss, rows, 1)
 			items := perNodeItems(t, m, rows, 8, rand.New(rand.NewPCG(1, 1)))
 			eng := newEngine(m, true, true, 2)
-			tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: newAdam(m.Params, overfitLR), eng: eng}
+			tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: nn.NewAdam(m.Params, overfitLR), eng: eng}
 			for range overfitSteps {
 				if _, err := tr.step(items); err != nil {
 					t.Fatal(err)
@@ -219,21 +147,21 @@ func TestPerNodeModelRanks(t *testing.T) {
 }
 
 func TestNodeConfigsValidate(t *testing.T) {
-	good := NodeConfigs{Nodes: []int32{0, 2}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}
+	good := nodeConfigs{Nodes: []int32{0, 2}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}
 	if err := good.Validate(3, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
-		nc   NodeConfigs
+		nc   nodeConfigs
 		want string
 	}{
-		{"width", NodeConfigs{Nodes: []int32{0}, Width: 3, Feats: [][]float32{{1, 2, 3}}}, "model reads 2"},
-		{"outside", NodeConfigs{Nodes: []int32{3}, Width: 2, Feats: [][]float32{{1, 2}}}, "outside"},
-		{"twice", NodeConfigs{Nodes: []int32{1, 1}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}, "twice"},
-		{"short", NodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1}}}, "want 1 nodes"},
-		{"nan", NodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1, float32(math.NaN())}}}, "non-finite"},
-		{"none", NodeConfigs{Width: 2}, "no configurable"},
+		{"width", nodeConfigs{Nodes: []int32{0}, Width: 3, Feats: [][]float32{{1, 2, 3}}}, "model reads 2"},
+		{"outside", nodeConfigs{Nodes: []int32{3}, Width: 2, Feats: [][]float32{{1, 2}}}, "outside"},
+		{"twice", nodeConfigs{Nodes: []int32{1, 1}, Width: 2, Feats: [][]float32{{1, 2, 3, 4}}}, "twice"},
+		{"short", nodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1}}}, "want 1 nodes"},
+		{"nan", nodeConfigs{Nodes: []int32{1}, Width: 2, Feats: [][]float32{{1, float32(math.NaN())}}}, "non-finite"},
+		{"none", nodeConfigs{Width: 2}, "no configurable"},
 	} {
 		if err := c.nc.Validate(3, 2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)

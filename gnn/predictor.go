@@ -38,6 +38,9 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
+	if set := m.Config.FeatureSet; set != "" {
+		return nil, fmt.Errorf("the model reads feature set %s (it was trained on imported data): it scores rows of that set (tpucost eval, tpucost predict --data), not kernels tpucost compiles", set)
+	}
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,6 +48,56 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 		opts.BatchKernels = 64
 	}
 	return &Predictor{m: m, target: t, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+}
+
+// NewRowPredictor returns a predictor of dataset rows (PredictRows, PredictSource), which
+// carry their features; it has no target, so it cannot score compiled kernels (ScoreKernel).
+// Models of another feature set than tpucost's (Config.FeatureSet) score rows only.
+func NewRowPredictor(m *Model, opts PredictorOptions) (*Predictor, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if opts.BatchKernels <= 0 {
+		opts.BatchKernels = 64
+	}
+	return &Predictor{m: m, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+}
+
+// Target is what a predictor scores kernels for: the chip (preset name), its VMEM size,
+// the simulator version the model's data should come from (empty: not compared) and the
+// cost target kernels are featurized for.
+type Target struct {
+	Chip      string
+	VMEMBytes int64
+	Simulator string
+	Cost      cost.Target
+}
+
+// LoadFor loads the model of the checkpoint in dir to score kernels compiled for the
+// target that target returns (given the checkpoint's Meta, e.g. to default to the chip
+// the model was trained for). A model trained on data simulated for another chip, VMEM
+// size or simulator is refused, naming the field and both values, unless allowMismatch:
+// then it is returned with that description in mismatch (empty when the targets agree),
+// for the caller to warn about. A model of another feature set than tpucost's is refused
+// (NewPredictor).
+func LoadFor(dir string, target func(Meta) (Target, error), allowMismatch bool) (p *Predictor, ck *Checkpoint, t Target, mismatch string, err error) {
+	m, ck, err := Load(dir)
+	if err != nil {
+		return nil, nil, t, "", err
+	}
+	if t, err = target(ck.Meta); err != nil {
+		return nil, nil, t, "", err
+	}
+	if field, mv, cv := ck.Meta.TargetMismatch(t.Chip, t.VMEMBytes, t.Simulator); field != "" {
+		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", dir, field, mv, cv)
+		if !allowMismatch {
+			return nil, nil, t, "", fmt.Errorf("%s: use it for its target (or pass --allow-mismatch)", mismatch)
+		}
+	}
+	if p, err = NewPredictor(m, t.Cost, PredictorOptions{}); err != nil {
+		return nil, nil, t, "", err
+	}
+	return p, ck, t, mismatch, nil
 }
 
 // LoadPredictor loads the model of the checkpoint in dir (see Load) for target t.
@@ -70,9 +123,9 @@ func (p *Predictor) Close() {
 	p.eng.close()
 }
 
-// Request asks for the scores of one kernel under planned choices (cost.Planned: the
-// compiler's, or options it listed).
-type Request struct {
+// scoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
+// the compiler's, or options it listed).
+type scoreRequest struct {
 	Kernel  *compiler.Kernel
 	Choices []cost.Planned
 }
@@ -82,16 +135,19 @@ type Request struct {
 // featurized from its plan; one planned for another target than the predictor's is
 // planned for it, and scores +Inf (ranks last) when it is not valid there.
 func (p *Predictor) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
-	out, err := p.Score([]Request{{Kernel: k, Choices: choices}})
+	out, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
 	if err != nil {
 		return nil, err
 	}
 	return out[0], nil
 }
 
-// Score is ScoreKernel for many kernels at once: their graphs and configurations share
+// scoreRequests is ScoreKernel for many kernels at once: their graphs and configurations share
 // batches, which is much faster than one call per kernel.
-func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
+func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
+	if p.target == (cost.Target{}) {
+		return nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
+	}
 	out := make([][]float64, len(reqs))
 	var ks []*kernel
 	var valid [][]int // per prepared kernel, the request's indices it scores
@@ -116,7 +172,7 @@ func (p *Predictor) Score(reqs []Request) ([][]float64, error) {
 			continue
 		}
 		g := features.OfKernel(r.Kernel, p.target)
-		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config.MaxDegree, p.m.Config.ConfigWidth)
+		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config, features.ConfigWidth)
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
 		}
@@ -215,7 +271,7 @@ func (p *Predictor) PredictSource(src RowSource, fn func(r *dataset.Row, pred []
 		return nil
 	}
 	err := src.Rows(func(r *dataset.Row) error {
-		rows = append(rows, cloneRow(r))
+		rows = append(rows, r.Clone())
 		if len(rows) == 4*p.batchKernels {
 			return flush()
 		}
@@ -225,24 +281,4 @@ func (p *Predictor) PredictSource(src RowSource, fn func(r *dataset.Row, pred []
 		err = flush()
 	}
 	return err
-}
-
-// cloneRow deep-copies what the model reads of a row.
-func cloneRow(r *dataset.Row) dataset.Row {
-	c := *r
-	c.Graph = features.Graph{
-		Opcodes:     append([]int32(nil), r.Graph.Opcodes...),
-		NodeFeats:   append([]float32(nil), r.Graph.NodeFeats...),
-		EdgeSrc:     append([]int32(nil), r.Graph.EdgeSrc...),
-		EdgeDst:     append([]int32(nil), r.Graph.EdgeDst...),
-		KernelFeats: append([]float32(nil), r.Graph.KernelFeats...),
-	}
-	c.Configs = append([]string(nil), r.Configs...)
-	c.ConfigFeats = make([][]float32, len(r.ConfigFeats))
-	for i, f := range r.ConfigFeats {
-		c.ConfigFeats[i] = append([]float32(nil), f...)
-	}
-	c.RuntimesNs = append([]float64(nil), r.RuntimesNs...)
-	c.AnalyticalNs = append([]float64(nil), r.AnalyticalNs...)
-	return c
 }

@@ -38,15 +38,15 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 			}
 			prog := compileZoo(t, "resnet18_b1")
 			target := testChip(t).Target
-			var reqs []Request
+			var reqs []scoreRequest
 			for _, k := range prog.Kernels[:20] {
 				choices := k.Info.Options(k.Key, target, k.Choice.Config.Flags)
 				// A choice not planned for the predictor's target is planned for it; an
 				// invalid tile scores +Inf.
 				bad := cost.Planned{Info: k.Info, Key: k.Key, Config: cost.KernelConfig{Tile: cost.Tile{3, 5, 7}, Flags: k.Choice.Config.Flags}}
-				reqs = append(reqs, Request{Kernel: k, Choices: append(choices, bad)})
+				reqs = append(reqs, scoreRequest{Kernel: k, Choices: append(choices, bad)})
 			}
-			all, err := p.Score(reqs)
+			all, err := p.scoreRequests(reqs)
 			if err != nil {
 				t.Fatal(err)
 			}

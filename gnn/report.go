@@ -89,12 +89,12 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		byKey[k.Key] = kd
 		order = append(order, k.Key)
 	}
-	reqs := make([]Request, len(order))
+	reqs := make([]scoreRequest, len(order))
 	for i, key := range order {
 		kd := byKey[key]
-		reqs[i] = Request{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
+		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
 	}
-	scores, err := p.Score(reqs)
+	scores, err := p.scoreRequests(reqs)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
+
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // Segment training (after the TpuGraphs baseline's graph segment training, Cao et al.
@@ -91,32 +93,34 @@ func (b *batch) poolGroup(c Config, g int, it item, i int) {
 // inv [B] (1/node count): sum: p + o; mean: (p + o)·inv; max: max(p, o). The gradient
 // with respect to p is g, g·inv, or g·[p ≥ o] (the other segments are constants).
 type combineOp struct {
-	opBase
-	red Reduction
+	nn.OpBase
+	red nn.Reduction
 }
 
-func newCombineOp(red Reduction) combineOp {
-	return combineOp{opBase{"gnn.combine{" + string(red) + "}"}, red}
+func newCombineOp(red nn.Reduction) combineOp {
+	return combineOp{nn.OpBase{ID: "gnn.combine{" + string(red) + "}"}, red}
 }
 
-func (op combineOp) Arity() int    { return 3 }
-func (op combineOp) Type() hm.Type { return hm.NewFnType(tt(2), tt(2), tt(1), tt(2)) }
+func (op combineOp) Arity() int { return 3 }
+func (op combineOp) Type() hm.Type {
+	return hm.NewFnType(nn.TensorType(2), nn.TensorType(2), nn.TensorType(1), nn.TensorType(2))
+}
 func (op combineOp) Do(vals ...G.Value) (G.Value, error) {
 	return combineVals(op.red, vals, nil)
 }
 
 // combineVals computes the op (g nil) or its gradient with respect to p (g the output's
 // gradient), in the inputs' precision.
-func combineVals(red Reduction, vals []G.Value, g G.Value) (G.Value, error) {
-	p32, p64, err := floats(vals[0])
+func combineVals(red nn.Reduction, vals []G.Value, g G.Value) (G.Value, error) {
+	p32, p64, err := nn.Floats(vals[0])
 	if err != nil {
 		return nil, err
 	}
-	o32, o64, err := floats(vals[1])
+	o32, o64, err := nn.Floats(vals[1])
 	if err != nil {
 		return nil, err
 	}
-	i32, i64, err := floats(vals[2])
+	i32, i64, err := nn.Floats(vals[2])
 	if err != nil {
 		return nil, err
 	}
@@ -124,39 +128,39 @@ func combineVals(red Reduction, vals []G.Value, g G.Value) (G.Value, error) {
 	if p32 != nil {
 		var g32 []float32
 		if g != nil {
-			if g32, _, err = floats(g); err != nil {
+			if g32, _, err = nn.Floats(g); err != nil {
 				return nil, err
 			}
 		}
-		return dense32(combine(red, p32, o32, i32, g32, shp[1]), shp...), nil
+		return nn.Dense(combine(red, p32, o32, i32, g32, shp[1]), shp...), nil
 	}
 	var g64 []float64
 	if g != nil {
-		if _, g64, err = floats(g); err != nil {
+		if _, g64, err = nn.Floats(g); err != nil {
 			return nil, err
 		}
 	}
-	return dense64(combine(red, p64, o64, i64, g64, shp[1]), shp...), nil
+	return nn.Dense(combine(red, p64, o64, i64, g64, shp[1]), shp...), nil
 }
 
-func combine[T float32 | float64](red Reduction, p, o, inv, g []T, width int) []T {
+func combine[T float32 | float64](red nn.Reduction, p, o, inv, g []T, width int) []T {
 	out := make([]T, len(p))
 	for i := range p {
 		r := i / width
 		switch red {
-		case ReduceSum:
+		case nn.ReduceSum:
 			if g == nil {
 				out[i] = p[i] + o[i]
 			} else {
 				out[i] = g[i]
 			}
-		case ReduceMean:
+		case nn.ReduceMean:
 			if g == nil {
 				out[i] = (p[i] + o[i]) * inv[r]
 			} else {
 				out[i] = g[i] * inv[r]
 			}
-		case ReduceMax:
+		case nn.ReduceMax:
 			if g == nil {
 				out[i] = max(p[i], o[i])
 			} else if p[i] >= o[i] {
@@ -169,7 +173,7 @@ func combine[T float32 | float64](red Reduction, p, o, inv, g []T, width int) []
 
 func (op combineOp) DiffWRT(int) []bool { return []bool{true, false, false} }
 func (op combineOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	d, err := G.ApplyOp(combineDiffOp{opBase{"gnn.combineDiff{" + string(op.red) + "}"}, op.red}, inputs[0], inputs[1], inputs[2], grad)
+	d, err := G.ApplyOp(combineDiffOp{nn.OpBase{ID: "gnn.combineDiff{" + string(op.red) + "}"}, op.red}, inputs[0], inputs[1], inputs[2], grad)
 	if err != nil {
 		return nil, err
 	}
@@ -177,29 +181,31 @@ func (op combineOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, erro
 }
 
 type combineDiffOp struct {
-	opBase
-	red Reduction
+	nn.OpBase
+	red nn.Reduction
 }
 
-func (op combineDiffOp) Arity() int    { return 4 }
-func (op combineDiffOp) Type() hm.Type { return hm.NewFnType(tt(2), tt(2), tt(1), tt(2), tt(2)) }
+func (op combineDiffOp) Arity() int { return 4 }
+func (op combineDiffOp) Type() hm.Type {
+	return hm.NewFnType(nn.TensorType(2), nn.TensorType(2), nn.TensorType(1), nn.TensorType(2), nn.TensorType(2))
+}
 func (op combineDiffOp) Do(vals ...G.Value) (G.Value, error) {
 	return combineVals(op.red, vals[:3], vals[3])
 }
 
 // segmentNodes adds a segmented model's inputs to n and returns the pooled reduction
 // r of the final node embeddings h combined with the other segments.
-func (n *net) segmentPool(h *G.Node, r Reduction) *G.Node {
+func (n *net) segmentPool(h *G.Node, r nn.Reduction) *G.Node {
 	if n.otherSum == nil {
 		s, H := n.shape, n.cfg.Hidden
 		n.otherSum = G.NewMatrix(n.g, n.dt, G.WithShape(s.B, H), G.WithName("other_sum"))
 		n.otherMax = G.NewMatrix(n.g, n.dt, G.WithShape(s.B, H), G.WithName("other_max"))
 		n.invNodes = G.NewVector(n.g, n.dt, G.WithShape(s.B), G.WithName("inv_nodes"))
-		n.segSum = gather(h, n.poolIdx, ReduceSum, s.M)
-		n.segMax = gather(h, n.poolIdx, ReduceMax, s.M)
+		n.segSum = nn.Gather(h, n.poolIdx, nn.ReduceSum, s.M)
+		n.segMax = nn.Gather(h, n.poolIdx, nn.ReduceMax, s.M)
 	}
 	switch r {
-	case ReduceMax:
+	case nn.ReduceMax:
 		return G.Must(G.ApplyOp(newCombineOp(r), n.segMax, n.otherMax, n.invNodes))
 	default:
 		return G.Must(G.ApplyOp(newCombineOp(r), n.segSum, n.otherSum, n.invNodes))

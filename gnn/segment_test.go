@@ -15,6 +15,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
 // segTol: the segmented and unsegmented forward passes add the same float32 numbers in
@@ -230,7 +231,7 @@ func TestSegmentTrainingDeterministicAndRecorded(t *testing.T) {
 	run := func(dir string) ([]byte, *TrainResult) {
 		o := smallOptions(dir)
 		o.Epochs, o.MaxSegmentNodes, o.Loss = 2, segTestNodes, LossListMLE
-		r, err := Train(context.Background(), SliceSource(rows), nil, o)
+		r, err := trainSources(context.Background(), sliceSource(rows), nil, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestSegmentTrainingBoundsLargeGraphs(t *testing.T) {
 	m := testModel(t, cfg, dataset.TaskTile, LossListMLE, rows, 1)
 	eng := newEngine(m, true, true, defaultNetCache)
 	defer eng.close()
-	tr := &trainer{opts: TrainOptions{BatchKernels: batchKernels, MaxConfigs: 8}, m: m, adam: newAdam(m.Params, 1e-3), eng: eng}
+	tr := &trainer{opts: TrainOptions{BatchKernels: batchKernels, MaxConfigs: 8}, m: m, adam: nn.NewAdam(m.Params, 1e-3), eng: eng}
 	rng := rand.New(rand.NewPCG(1, 1))
 	for range 3 {
 		var items []item

@@ -16,11 +16,11 @@ type RowSource interface {
 	Rows(fn func(*dataset.Row) error) error
 }
 
-// SliceSource is an in-memory RowSource.
-type SliceSource []dataset.Row
+// sliceSource is an in-memory RowSource.
+type sliceSource []dataset.Row
 
 // Rows implements RowSource.
-func (s SliceSource) Rows(fn func(*dataset.Row) error) error {
+func (s sliceSource) Rows(fn func(*dataset.Row) error) error {
 	for i := range s {
 		if err := fn(&s[i]); err != nil {
 			return err
@@ -29,14 +29,14 @@ func (s SliceSource) Rows(fn func(*dataset.Row) error) error {
 	return nil
 }
 
-// FilterSource passes on the rows of Source for which Keep returns true.
-type FilterSource struct {
+// filterSource passes on the rows of Source for which Keep returns true.
+type filterSource struct {
 	Source RowSource
 	Keep   func(*dataset.Row) bool
 }
 
 // Rows implements RowSource.
-func (f FilterSource) Rows(fn func(*dataset.Row) error) error {
+func (f filterSource) Rows(fn func(*dataset.Row) error) error {
 	return f.Source.Rows(func(r *dataset.Row) error {
 		if !f.Keep(r) {
 			return nil
@@ -45,11 +45,19 @@ func (f FilterSource) Rows(fn func(*dataset.Row) error) error {
 	})
 }
 
-// FitStats fits the normalization statistics of features and of the log runtimes on one
-// pass over src. Rows without configurations are skipped. It fails when src has no
-// usable row or a runtime is not positive and finite.
-func FitStats(src RowSource) (features.Stats, TargetStats, error) {
-	f := features.NewFitter()
+// fitStats fits the normalization statistics of features and of the log runtimes on one
+// pass over src, rows in tpucost's own feature schema. Rows without configurations are
+// skipped. It fails when src has no usable row or a runtime is not positive and finite.
+func fitStats(src RowSource) (features.Stats, TargetStats, error) {
+	return fitStatsFor(src, features.SchemaVersion, features.CurrentWidths())
+}
+
+// fitStatsFor is fitStats for rows of feature schema version version with widths w (an
+// imported dataset's). A row with per-node configurations (ConfigNodes) contributes each
+// configurable node's block of w.Config features as one config vector. The log runtimes
+// are those of the row's TargetTimes (runtime over normalizer where the data has them).
+func fitStatsFor(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, error) {
+	f := features.NewFitterFor(version, w)
 	var n int64
 	var mean, m2 float64
 	rows := 0
@@ -62,9 +70,19 @@ func FitStats(src RowSource) (features.Stats, TargetStats, error) {
 		}
 		rows++
 		f.AddGraph(&r.Graph)
+		times := r.TargetTimes()
 		for i, c := range r.ConfigFeats {
-			f.AddConfig(c)
-			t := r.RuntimesNs[i]
+			if nc := len(r.ConfigNodes); nc > 0 {
+				if len(c) != nc*w.Config {
+					return fmt.Errorf("row %s/%s: config %d has %d features for %d configurable nodes, want %d each", r.Program, r.KernelName, i, len(c), nc, w.Config)
+				}
+				for j := range nc {
+					f.AddConfig(c[j*w.Config : (j+1)*w.Config])
+				}
+			} else {
+				f.AddConfig(c)
+			}
+			t := times[i]
 			if !(t > 0) || math.IsInf(t, 0) {
 				return fmt.Errorf("row %s/%s: config %d has runtime %g ns", r.Program, r.KernelName, i, t)
 			}

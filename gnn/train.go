@@ -15,9 +15,10 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
 )
 
-// TrainOptions configure Train. Zero values take the defaults named on each field.
+// TrainOptions configure TrainDataset. Zero values take the defaults named on each field.
 type TrainOptions struct {
 	Task dataset.Task // required
 	// Loss defaults to rank-hinge for relative tasks (tile, flags) and mse otherwise.
@@ -69,20 +70,37 @@ type TrainOptions struct {
 	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
 	// OutDir. TrainDataset fills them.
 	Datasets []DatasetRef
+	// Schema is the feature schema of the rows when Model.FeatureSet names another set
+	// than tpucost's (TrainDataset fills it from the data's provenance); it is recorded
+	// in the checkpoint and gives the normalization statistics their version. Ignored for
+	// tpucost's own features (features.CurrentSchema).
+	Schema features.Schema
+}
+
+// schema is the feature schema the trained model reads.
+func (o *TrainOptions) schema() features.Schema {
+	if o.Model.FeatureSet == "" {
+		return features.CurrentSchema()
+	}
+	return o.Schema
 }
 
 func (o *TrainOptions) defaults() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("unknown task %q", o.Task)
 	}
-	if o.Loss == "" {
-		o.Loss = LossMSE
-		if o.Task.Relative() {
-			o.Loss = LossRankHinge
-		}
-	}
 	if reflect.DeepEqual(o.Model, Config{}) {
 		o.Model = DefaultConfig()
+	}
+	if o.Loss == "" {
+		switch {
+		case o.Model.PerNode():
+			o.Loss = LossListMLE // the TpuGraphs layout baseline's
+		case o.Task.Relative():
+			o.Loss = LossRankHinge // the paper's
+		default:
+			o.Loss = LossMSE
+		}
 	}
 	if o.Epochs == 0 {
 		o.Epochs = 20
@@ -119,7 +137,7 @@ func (o *TrainOptions) settings() Settings {
 		Patience: o.Patience, ShuffleBuffer: o.ShuffleBuffer, Bucketing: !o.NoBucketing}
 }
 
-// TrainResult is the outcome of Train.
+// TrainResult is the outcome of TrainDataset.
 type TrainResult struct {
 	Model      *Model // the best epoch's model: lowest validation metric, ties by validation loss (without validation rows: training loss)
 	History    []Epoch
@@ -128,14 +146,14 @@ type TrainResult struct {
 	Checkpoint *Checkpoint
 }
 
-// Train trains a model on train, validating on val after every epoch, and returns the
+// trainSources trains a model on train, validating on val after every epoch, and returns the
 // best epoch's model. Rows are streamed: each epoch is one pass of train.Rows through a
 // shuffle buffer, so memory is bounded by the buffer, not the dataset. Normalization
 // statistics are fitted on train first (one extra pass). With OutDir set, a checkpoint
 // is saved atomically after every epoch, and Resume continues one: the resumed run gives
 // the same weights as an uninterrupted one. Cancelling ctx stops at the next batch
 // (the last checkpoint stays).
-func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*TrainResult, error) {
+func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) (*TrainResult, error) {
 	given := opts
 	lossGiven := opts.Loss != ""
 	if err := opts.defaults(); err != nil {
@@ -161,7 +179,10 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 		}
 	} else {
 		t.progressf("fitting normalization on the training rows")
-		norm, target, err := FitStats(train)
+		if opts.Model.FeatureSet != "" && opts.Schema.Version == 0 {
+			return nil, fmt.Errorf("train: a model of feature set %s needs its data's feature schema (TrainOptions.Schema)", opts.Model.FeatureSet)
+		}
+		norm, target, err := fitStatsFor(train, opts.schema().Version, opts.Model.dataWidths())
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
@@ -169,7 +190,7 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		t.best = t.m.Params.Clone()
-		t.adam = newAdam(t.m.Params, opts.LR)
+		t.adam = nn.NewAdam(t.m.Params, opts.LR)
 	}
 	t.eng = newEngine(t.m, true, !t.opts.NoBucketing, defaultNetCache)
 	t.val = newEngine(t.m, false, !t.opts.NoBucketing, defaultNetCache)
@@ -192,19 +213,19 @@ func Train(ctx context.Context, train, val RowSource, opts TrainOptions) (*Train
 	best := &Model{Config: t.m.Config, Task: t.m.Task, Loss: t.m.Loss, Norm: t.m.Norm, Target: t.m.Target, Params: t.best.Clone()}
 	c := t.checkpoint()
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
 			return nil, err
 		}
 	}
 	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, Checkpoint: c}, nil
 }
 
-// trainer is the state of one Train call.
+// trainer is the state of one trainSources call.
 type trainer struct {
 	opts  TrainOptions
-	m     *Model // current parameters
-	best  Params // best epoch's parameters
-	adam  *adam
+	m     *Model    // current parameters
+	best  nn.Params // best epoch's parameters
+	adam  *nn.Adam
 	eng   *engine // training nets
 	val   *engine // inference nets (validation), sharing m's parameters
 	start time.Time
@@ -324,6 +345,10 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if t.opts.OutDir != "" && len(t.history) > 0 {
+				return fmt.Errorf("train: interrupted in epoch %d (%w): %s holds the checkpoint of epoch %d; run the same command with --resume to continue",
+					e, ctx.Err(), t.opts.OutDir, len(t.history))
+			}
 			return fmt.Errorf("train: interrupted in epoch %d: %w", e, ctx.Err())
 		}
 		return fmt.Errorf("train: epoch %d: %w", e, err)
@@ -354,13 +379,13 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	t.history = append(t.history, ep)
 	if ep.Val != nil {
 		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, ep.Val.Loss, MetricFor(t.m.Task), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
 	} else {
 		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
 			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
 	}
 	if t.opts.OutDir != "" {
-		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.step, newKeySet(t.seen)); err != nil {
+		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
 			return err
 		}
 	}
@@ -461,7 +486,7 @@ func (t *trainer) step(items []item) (float64, error) {
 			return 0, err
 		}
 	}
-	t.adam.update(t.m.Params, grads)
+	t.adam.Update(t.m.Params, grads)
 	return loss, nil
 }
 
@@ -511,12 +536,12 @@ func (t *trainer) validate(val RowSource) (*ValResult, error) {
 }
 
 // state is the training state saved for resuming: current parameters and Adam moments.
-func (t *trainer) state() Params {
-	var s Params
+func (t *trainer) state() nn.Params {
+	var s nn.Params
 	for _, p := range t.m.Params {
-		s = append(s, &Param{Name: "param/" + p.Name, Shape: p.Shape, Data: p.Data})
+		s = append(s, &nn.Param{Name: "param/" + p.Name, Shape: p.Shape, Data: p.Data})
 	}
-	return append(s, t.adam.state()...)
+	return append(s, t.adam.State()...)
 }
 
 func (t *trainer) checkpoint() *Checkpoint {
@@ -534,8 +559,8 @@ func (t *trainer) checkpoint() *Checkpoint {
 	return &Checkpoint{
 		TrainedOn: on,
 		Task:      t.m.Task, Loss: t.m.Loss, Config: t.m.Config,
-		FeatureSchemaVersion: features.SchemaVersion, FeatureSchema: features.CurrentSchema(),
-		Normalization: t.m.Norm, Target: t.m.Target, Metric: MetricFor(t.m.Task),
+		FeatureSchemaVersion: t.opts.schema().Version, FeatureSchema: t.opts.schema(),
+		Normalization: t.m.Norm, Target: t.m.Target, Metric: t.m.Metric(),
 		Settings: t.opts.settings(), Meta: t.opts.Meta,
 		Epochs: len(t.history), BestEpoch: t.bestEpoch, Stopped: t.stopped, History: slices.Clone(t.history),
 	}
@@ -573,7 +598,7 @@ func (t *trainer) resume(given TrainOptions) error {
 	if err != nil {
 		return fmt.Errorf("train: resuming: %w", err)
 	}
-	byName := map[string]*Param{}
+	byName := map[string]*nn.Param{}
 	for _, p := range state {
 		byName[p.Name] = p
 	}
@@ -607,12 +632,15 @@ func (t *trainer) resume(given TrainOptions) error {
 	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
 	t.opts.Model = c.Config
+	if c.Config.FeatureSet != "" {
+		t.opts.Schema = c.FeatureSchema
+	}
 	if t.opts.Meta == (Meta{}) {
 		t.opts.Meta = c.Meta
 	}
 	t.m = m
-	t.adam = newAdam(m.Params, t.opts.LR)
-	if err := t.adam.restore(step, state); err != nil {
+	t.adam = nn.NewAdam(m.Params, t.opts.LR)
+	if err := t.adam.Restore(step, state); err != nil {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
 	if c.TrainedOn != nil {
@@ -641,8 +669,8 @@ func (t *trainer) resume(given TrainOptions) error {
 	return nil
 }
 
-// CheckResume reports whether Train could resume the checkpoint in dir with opts (as
-// Train would be given them, Resume aside): it verifies every checkpoint file and
+// CheckResume reports whether TrainDataset could resume the checkpoint in dir with opts (as
+// it would be given them, Resume aside): it verifies every checkpoint file and
 // compares the task, loss and the options opts sets with the checkpoint's (see
 // TrainOptions.Resume). It returns the checkpoint; an error wrapping fs.ErrNotExist
 // when dir holds none.

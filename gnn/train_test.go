@@ -15,6 +15,8 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 func TestRankLossHandComputed(t *testing.T) {
@@ -24,25 +26,25 @@ func TestRankLossHandComputed(t *testing.T) {
 	// Logistic: log(1+e^−0.5) + log(1+e^1.5) + log(1+e^−2) = 0.474077 + 1.701413 + 0.126928.
 	pred := []float64{0.5, 0, 2}
 	rt := []float64{30, 10, 20}
-	if got := RankLoss(LossRankHinge, pred, rt); math.Abs(got-1) > 1e-12 {
+	if got := kernelRankLoss(LossRankHinge, pred, rt); math.Abs(got-1) > 1e-12 {
 		t.Errorf("hinge: %g, want 1", got)
 	}
 	want := (math.Log1p(math.Exp(-0.5)) + math.Log1p(math.Exp(1.5)) + math.Log1p(math.Exp(-2))) / 3
-	if got := RankLoss(LossRankLogistic, pred, rt); math.Abs(got-want) > 1e-12 || math.Abs(want-0.7674727) > 1e-6 {
+	if got := kernelRankLoss(LossRankLogistic, pred, rt); math.Abs(got-want) > 1e-12 || math.Abs(want-0.7674727) > 1e-6 {
 		t.Errorf("logistic: %g, want %g", got, want)
 	}
 	// Ties contribute nothing but count in the denominator.
-	if got := RankLoss(LossRankHinge, []float64{0, 0}, []float64{5, 5}); got != 0 {
+	if got := kernelRankLoss(LossRankHinge, []float64{0, 0}, []float64{5, 5}); got != 0 {
 		t.Errorf("tied runtimes: %g", got)
 	}
-	if got := RankLoss(LossRankHinge, []float64{7}, []float64{5}); got != 0 {
+	if got := kernelRankLoss(LossRankHinge, []float64{7}, []float64{5}); got != 0 {
 		t.Errorf("one configuration: %g", got)
 	}
 	// Large margins do not overflow the logistic loss.
-	if got := RankLoss(LossRankLogistic, []float64{-800, 800}, []float64{2, 1}); math.IsInf(got, 0) || math.Abs(got-1600) > 1e-9 {
+	if got := kernelRankLoss(LossRankLogistic, []float64{-800, 800}, []float64{2, 1}); math.IsInf(got, 0) || math.Abs(got-1600) > 1e-9 {
 		t.Errorf("logistic at z=−1600: %g", got)
 	}
-	if got := MSELoss([]float64{1, 2}, []float64{0, 4}); got != 2.5 {
+	if got := mseLoss([]float64{1, 2}, []float64{0, 4}); got != 2.5 {
 		t.Errorf("mse: %g, want 2.5", got)
 	}
 }
@@ -69,7 +71,7 @@ func TestOverfitSmallBatch(t *testing.T) {
 				m := testModel(t, DefaultConfig().WithFeatures(set), dataset.TaskTile, loss, rows, 1)
 				eng := newEngine(m, true, true, 2)
 				defer eng.close()
-				tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: newAdam(m.Params, overfitLR), eng: eng}
+				tr := &trainer{opts: TrainOptions{BatchKernels: 8}, m: m, adam: nn.NewAdam(m.Params, overfitLR), eng: eng}
 				items := itemsOf(t, m, rows)
 				first, last := 0.0, 0.0
 				for i := range overfitSteps {
@@ -109,11 +111,11 @@ func TestOverfitSmallBatch(t *testing.T) {
 }
 
 // trainRows are the rows of the trainer tests: two small models, tile task.
-func trainRows(t *testing.T) (train, val SliceSource) {
+func trainRows(t *testing.T) (train, val sliceSource) {
 	t.Helper()
 	a := cachedRows(t, "resnet18_b1", dataset.TaskTile, 12)
 	b := cachedRows(t, "unet_d3_c32_r128_b8", dataset.TaskTile, 12)
-	return SliceSource(a), SliceSource(b[:12])
+	return sliceSource(a), sliceSource(b[:12])
 }
 
 func smallOptions(dir string) TrainOptions {
@@ -128,7 +130,7 @@ func TestTrainIsDeterministic(t *testing.T) {
 	run := func(seed int64) []byte {
 		o := smallOptions("")
 		o.Seed = seed
-		r, err := Train(context.Background(), train, val, o)
+		r, err := trainSources(context.Background(), train, val, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +151,7 @@ func TestTrainCheckpointResumeAndLoad(t *testing.T) {
 	// Uninterrupted: 3 epochs.
 	full := smallOptions(filepath.Join(t.TempDir(), "full"))
 	full.Progress = &progress
-	r, err := Train(context.Background(), train, val, full)
+	r, err := trainSources(context.Background(), train, val, full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +165,15 @@ func TestTrainCheckpointResumeAndLoad(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "resumed")
 	part := smallOptions(dir)
 	part.Epochs = 1
-	if _, err := Train(context.Background(), train, val, part); err != nil {
+	if _, err := trainSources(context.Background(), train, val, part); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Train(context.Background(), train, val, part); err == nil {
+	if _, err := trainSources(context.Background(), train, val, part); err == nil {
 		t.Error("training into an existing checkpoint without resuming was accepted")
 	}
 	res := smallOptions(dir)
 	res.Resume = true
-	r2, err := Train(context.Background(), train, val, res)
+	r2, err := trainSources(context.Background(), train, val, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestLoadRefusesOtherFeatureSchema(t *testing.T) {
 	raw["feature_schema_version"] = 99
 	raw["checksum"] = ""
 	data, _ = json.MarshalIndent(raw, "", "  ")
-	data, err = sealJSON(data) // a consistent file, as an older or newer tpucost would write
+	data, err = sealed.Seal(data) // a consistent file, as an older or newer tpucost would write
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestPaperModelReadsNoPlanFeature(t *testing.T) {
 	}
 	legacy := tinyConfig()
 	legacy.Features, legacy.ConfigWidth = "", features.ConfigWidth
-	if legacy.FeatureSet() != features.ConfigPlan || legacy.matchesSchema() != nil {
+	if legacy.ConfigSet() != features.ConfigPlan || legacy.matchesSchema() != nil {
 		t.Errorf("a checkpoint without a feature set must read the plan set: %v", legacy.matchesSchema())
 	}
 	bad := tinyConfig()

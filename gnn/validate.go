@@ -29,18 +29,18 @@ func (e *FieldError) Error() string {
 
 // Ranges of the options (beyond them training is meaningless or cannot run).
 const (
-	// MaxLayers bounds Config.Layers: deeper GraphSAGE stacks oversmooth and the
+	// maxLayers bounds Config.Layers: deeper GraphSAGE stacks oversmooth and the
 	// zoo's kernels have a mean of 23 nodes.
-	MaxLayers = 32
-	// MaxHidden bounds Config.Hidden (and head widths): wider is far beyond what a
+	maxLayers = 32
+	// maxHidden bounds Config.Hidden (and head widths): wider is far beyond what a
 	// 2-core machine trains and what the paper uses (64).
-	MaxHidden = 4096
-	// MaxLR bounds the learning rate: Adam's steps are about lr in size, and
+	maxHidden = 4096
+	// maxLR bounds the learning rate: Adam's steps are about lr in size, and
 	// standardized outputs make steps above 1 diverge.
-	MaxLR = 1.0
-	// MaxNodeConfigWidth bounds Config.NodeConfigWidth (TpuGraphs' layout configs have
+	maxLR = 1.0
+	// maxNodeConfigWidth bounds Config.NodeConfigWidth (TpuGraphs' layout configs have
 	// 18 features per node).
-	MaxNodeConfigWidth = 4096
+	maxNodeConfigWidth = 4096
 	// MinSegmentNodes and MaxSegmentNodes bound Config.MaxSegmentNodes when set (0 is
 	// off): a segment of fewer nodes than a GraphSAGE layer's reach cuts most of the
 	// graph's edges, and a segment of more than 2^20 nodes bounds nothing on this machine.
@@ -67,7 +67,7 @@ func openUnit(field string, v float64) error {
 	return nil
 }
 
-// Validate checks the options as Train uses them: Train fills zero fields with their
+// Validate checks the options as training uses them: it fills zero fields with their
 // defaults, then calls Validate. A caller that must not substitute defaults (the CLI,
 // where a zero came from the user) calls Validate on the options as given: then zero
 // Epochs, BatchKernels, MaxConfigs or LR are errors. Errors are FieldErrors (joined).
@@ -80,8 +80,8 @@ func (o TrainOptions) Validate() error {
 		minConfigs = 2 // a rank loss compares configurations of one kernel
 	}
 	errs = append(errs, intField("max_configs", o.MaxConfigs, minConfigs, math.MaxInt))
-	if !(o.LR > 0 && o.LR <= MaxLR) {
-		errs = append(errs, &FieldError{Field: "lr", Value: fmt.Sprint(o.LR), Range: fmt.Sprintf("a number in (0, %g]", MaxLR)})
+	if !(o.LR > 0 && o.LR <= maxLR) {
+		errs = append(errs, &FieldError{Field: "lr", Value: fmt.Sprint(o.LR), Range: fmt.Sprintf("a number in (0, %g]", maxLR)})
 	}
 	errs = append(errs, intField("shuffle_buffer", o.ShuffleBuffer, 0, math.MaxInt))
 	if o.MaxSegmentNodes != 0 {

@@ -30,9 +30,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"lr", func(o *TrainOptions) { o.LR = -1e-3 }},
 		{"shuffle_buffer", func(o *TrainOptions) { o.ShuffleBuffer = -1 }},
 		{"layers", func(o *TrainOptions) { o.Model.Layers = -1 }},
-		{"layers", func(o *TrainOptions) { o.Model.Layers = MaxLayers + 1 }},
+		{"layers", func(o *TrainOptions) { o.Model.Layers = maxLayers + 1 }},
 		{"hidden", func(o *TrainOptions) { o.Model.Hidden = 0 }},
-		{"hidden", func(o *TrainOptions) { o.Model.Hidden = MaxHidden + 1 }},
+		{"hidden", func(o *TrainOptions) { o.Model.Hidden = maxHidden + 1 }},
 	} {
 		o := valid
 		o.Model.Head = []int{16}
@@ -85,7 +85,7 @@ func TestTrainChecksOutputBeforeTraining(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	passes := 0
 	o := smallOptions(filepath.Join(file, "model")) // a directory under a regular file
-	_, err := Train(context.Background(), countingSource{train, &passes}, val, o)
+	_, err := trainSources(context.Background(), countingSource{train, &passes}, val, o)
 	if err == nil || !strings.Contains(err.Error(), "not writable") || passes != 0 {
 		t.Errorf("unwritable output: %v after %d passes over the data", err, passes)
 	}
@@ -100,7 +100,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 	o := smallOptions(dir)
 	o.Epochs = 1
 	o.Datasets = []DatasetRef{{Path: "d", Fingerprint: "aaaa"}}
-	if _, err := Train(context.Background(), train, val, o); err != nil {
+	if _, err := trainSources(context.Background(), train, val, o); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -120,12 +120,12 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		r.Resume, r.Epochs = true, 2
 		r.Datasets = []DatasetRef{{Path: "d", Fingerprint: "aaaa"}}
 		tc.edit(&r)
-		if _, err := Train(context.Background(), train, val, r); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := trainSources(context.Background(), train, val, r); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("resume: %v, want %q", err, tc.want)
 		}
 	}
 	// Nothing given but Resume and Epochs: the checkpoint's settings.
-	res, err := Train(context.Background(), train, val, TrainOptions{Task: dataset.TaskTile, OutDir: dir, Resume: true, Epochs: 2})
+	res, err := trainSources(context.Background(), train, val, TrainOptions{Task: dataset.TaskTile, OutDir: dir, Resume: true, Epochs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -149,8 +150,9 @@ func TestAgentCheckpoint(t *testing.T) {
 }
 
 // TestEvaluate: the report's numbers are what the baselines give (the default pipeline's
-// op count is opt.Default's; the same-steps default runs as many passes as the agent),
-// means are over programs, and a program the agent trained on is refused.
+// op count is opt.Default's, the default once is one run of opt.DefaultPasses; the
+// same-steps default runs as many passes as the agent), means are over programs, and a
+// program of a model variant the agent trained on is refused.
 func TestEvaluate(t *testing.T) {
 	a, err := Train(context.Background(), TrainOptions{Programs: []string{"bench:graphsage_tf"}, Seed: 2, Iterations: 2, Samples: 2, MaxSteps: 5})
 	if err != nil {
@@ -176,6 +178,18 @@ func TestEvaluate(t *testing.T) {
 		if p.DefaultOps != opt.OpCount(m) || p.DefaultSteps%len(opt.All()) != 0 {
 			t.Errorf("%s: default %d ops in %d steps, opt.Default leaves %d", p.Program, p.DefaultOps, p.DefaultSteps, opt.OpCount(m))
 		}
+		once, err := Load(p.Program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := opt.Run(once, opt.DefaultPasses()...); err != nil {
+			t.Fatal(err)
+		}
+		if p.DefaultOnceOps != opt.OpCount(once) || p.DefaultOnceSteps != len(opt.DefaultPasses()) || p.DefaultOnceOps < p.DefaultOps ||
+			p.DefaultOnceReduction != reduction(p.InitialOps, p.DefaultOnceOps) {
+			t.Errorf("%s: default once %d ops in %d steps, one run of the default passes leaves %d (fixed point %d)",
+				p.Program, p.DefaultOnceOps, p.DefaultOnceSteps, opt.OpCount(once), p.DefaultOps)
+		}
 		if p.AgentSteps > 5 || len(p.AgentSequence) < p.AgentSteps || p.AgentReduction != reduction(p.InitialOps, p.AgentOps) {
 			t.Errorf("%s: agent %+v", p.Program, p)
 		}
@@ -186,6 +200,14 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"bench:graphsage_tf"}}); err == nil {
 		t.Fatal("evaluation on a training program accepted")
+	}
+	// Held out by model variant: an agent trained on a zoo training step refuses its
+	// inference graph and its other batch sizes, and accepts another size.
+	a.Meta.Programs = []string{"mlp_96x2_b1_train"}
+	for _, p := range []string{"mlp_96x2_b1", "mlp_96x2_b1_train", "mlp_96x2_b64"} {
+		if _, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"mlp_768x3_b8_train", p}}); err == nil || !strings.Contains(err.Error(), "mlp_96x2_b1_train") {
+			t.Errorf("evaluation on %s of an agent trained on mlp_96x2_b1_train: %v, want an error naming it", p, err)
+		}
 	}
 }
 

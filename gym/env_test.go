@@ -5,10 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
+	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
 // rewardTol is the tolerance of a sum of rewards against the total reduction: the rewards
@@ -294,7 +297,7 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
-	if len(BundledHLO()) != 4 {
+	if len(BundledHLO()) != 5 {
 		t.Fatalf("bundled: %v", BundledHLO())
 	}
 	if _, err := Load("bench:nope"); err == nil {
@@ -312,20 +315,57 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestBenchmarkSets: every benchmark program loads and verifies, and no program is both
-// trained on and held out.
+// TestBenchmarkSets: every benchmark program loads and verifies, and the sets split the
+// programs by model variant (Variant): no variant is both trained on and held out (not
+// even as another batch size or the inference graph of a training step); every zoo
+// program of the held-out set is another size variant of a family that trains, except
+// ViT, held out whole; and the real dumps are in the sets.
 func TestBenchmarkSets(t *testing.T) {
 	all, err := Programs("all")
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := map[string]bool{}
-	for _, p := range heldOutSet {
-		held[p] = true
-	}
+	trainVariant := map[string]string{}
+	trainFamily := map[string]bool{}
 	for _, p := range trainSet {
-		if held[p] {
-			t.Errorf("%s is in both the training and the held-out set", p)
+		if q, ok := trainVariant[zoo.Variant(p)]; ok {
+			t.Errorf("training programs %s and %s are one variant", p, q)
+		}
+		trainVariant[zoo.Variant(p)] = p
+		if !strings.HasPrefix(p, BenchPrefix) {
+			m, err := zoo.Lookup(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trainFamily[m.Family] = true
+		}
+	}
+	heldWhole := map[string]bool{"vit": true}
+	for _, p := range heldOutSet {
+		if q, ok := zoo.SeenVariant(trainSet, p); ok {
+			t.Errorf("held-out %s is the model variant %s of training program %s", p, zoo.Variant(p), q)
+		}
+		if strings.HasPrefix(p, BenchPrefix) {
+			continue
+		}
+		m, err := zoo.Lookup(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if trainFamily[m.Family] == heldWhole[m.Family] {
+			t.Errorf("held-out %s: family %s trains %v, held out whole %v", p, m.Family, trainFamily[m.Family], heldWhole[m.Family])
+		}
+	}
+	for _, p := range []string{"bench:graphsage_tf", "bench:resnet50_keras_jax_f32", "bench:bench_scan_N2000_M3"} {
+		if !slices.Contains(all, p) {
+			t.Errorf("real dump %s is in no benchmark set", p)
+		}
+	}
+	// The split is by variant even where names differ only in suffixes.
+	for _, c := range [][2]string{{"mlp_96x2_b1_train", "mlp_96x2"}, {"mlp_96x2_b1", "mlp_96x2"}, {"resnet18_b32", "resnet18"},
+		{"bench:graphsage_tf", "bench:graphsage_tf"}, {"bench:bench_scan_N2000_M3", "bench:bench_scan_N2000_M3"}, {"x_b", "x_b"}, {"_b1", "_b1"}} {
+		if v := zoo.Variant(c[0]); v != c[1] {
+			t.Errorf("zoo.Variant(%q) = %q, want %q", c[0], v, c[1])
 		}
 	}
 	if testing.Short() {

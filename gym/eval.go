@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/tpucost/tpucost/compiler/opt"
+	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // EvalOptions configure Evaluate.
 type EvalOptions struct {
-	Programs []string // required; none may be one the agent trained on
+	Programs []string // required; none may be a variant the agent trained on (Variant)
 	// MaxSteps is the agent's episode limit (default: the one it trained with).
 	MaxSteps int
 	// RandomSeeds is the number of random sequences per program (default 5).
@@ -42,6 +42,11 @@ type ProgramEval struct {
 	DefaultOps       int     `json:"default_ops"`
 	DefaultSteps     int     `json:"default_steps"`
 	DefaultReduction float64 `json:"default_reduction"`
+	// One iteration of the default pipeline: every pass once, in order (XLA runs a
+	// pipeline once; only some of its passes are fixed-point loops).
+	DefaultOnceOps       int     `json:"default_once_ops"`
+	DefaultOnceSteps     int     `json:"default_once_steps"`
+	DefaultOnceReduction float64 `json:"default_once_reduction"`
 	// The default order cut to the agent's number of passes.
 	DefaultSameStepsOps       int     `json:"default_same_steps_ops"`
 	DefaultSameStepsReduction float64 `json:"default_same_steps_reduction"`
@@ -57,28 +62,36 @@ type EvalReport struct {
 	// Means over programs of the reductions.
 	AgentReduction            float64 `json:"mean_agent_reduction"`
 	DefaultReduction          float64 `json:"mean_default_reduction"`
+	DefaultOnceReduction      float64 `json:"mean_default_once_reduction"`
 	DefaultSameStepsReduction float64 `json:"mean_default_same_steps_reduction"`
 	RandomReduction           float64 `json:"mean_random_reduction"`
 	// AgentVsDefaultPct is 100 · (agent − default) / default of the mean reductions: the
 	// paper's "better op-count reduction than the default ordering" (negative: worse).
 	AgentVsDefaultPct float64 `json:"agent_vs_default_pct"`
-	MeanAgentSteps    float64 `json:"mean_agent_steps"`
-	MeanDefaultSteps  float64 `json:"mean_default_steps"`
-	RandomSeeds       int     `json:"random_seeds"`
-	MaxSteps          int     `json:"max_steps"`
+	// AgentVsDefaultOncePct is the same against one iteration of the default pipeline.
+	AgentVsDefaultOncePct float64 `json:"agent_vs_default_once_pct"`
+	MeanAgentSteps        float64 `json:"mean_agent_steps"`
+	MeanDefaultSteps      float64 `json:"mean_default_steps"`
+	RandomSeeds           int     `json:"random_seeds"`
+	MaxSteps              int     `json:"max_steps"`
 }
 
 // Evaluate compares, on every program, the op-count reduction of a's greedy pass
-// sequence with the default pipeline's, with the default order cut to the same number
-// of passes, and with random sequences of the same length. A program the agent trained
-// on is an error: evaluation is on programs never trained on.
+// sequence with the default pipeline's (iterated to a fixed point, and run once), with
+// the default order cut to the same number of passes, and with random sequences of the
+// same length. A program of a model variant the agent trained on (Variant: the same
+// model as inference graph or training step, at any batch size) is an error: evaluation
+// is on programs never trained on.
 func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error) {
 	if len(o.Programs) == 0 {
 		return nil, fmt.Errorf("evaluating a gym agent: no programs")
 	}
 	for _, p := range o.Programs {
-		if slices.Contains(a.Meta.Programs, p) {
-			return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s (evaluate on programs it never saw)", p)
+		if t, ok := zoo.SeenVariant(a.Meta.Programs, p); ok {
+			if t == p {
+				return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s (evaluate on programs it never saw)", p)
+			}
+			return nil, fmt.Errorf("evaluating a gym agent: the agent trained on %s, the same model variant (%s) as %s (evaluate on variants it never saw)", t, zoo.Variant(p), p)
 		}
 	}
 	if o.MaxSteps == 0 {
@@ -115,6 +128,7 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	for _, p := range rep.Programs {
 		rep.AgentReduction += p.AgentReduction / n
 		rep.DefaultReduction += p.DefaultReduction / n
+		rep.DefaultOnceReduction += p.DefaultOnceReduction / n
 		rep.DefaultSameStepsReduction += p.DefaultSameStepsReduction / n
 		rep.RandomReduction += p.RandomReduction / n
 		rep.MeanAgentSteps += float64(p.AgentSteps) / n
@@ -122,6 +136,9 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	}
 	if rep.DefaultReduction > 0 {
 		rep.AgentVsDefaultPct = 100 * (rep.AgentReduction - rep.DefaultReduction) / rep.DefaultReduction
+	}
+	if rep.DefaultOnceReduction > 0 {
+		rep.AgentVsDefaultOncePct = 100 * (rep.AgentReduction - rep.DefaultOnceReduction) / rep.DefaultOnceReduction
 	}
 	return rep, nil
 }
@@ -166,6 +183,14 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions) (ProgramEval, e
 	pe.DefaultOps = opt.OpCount(m)
 	pe.DefaultSteps = iters * len(opt.DefaultPasses())
 	pe.DefaultReduction = reduction(pe.InitialOps, pe.DefaultOps)
+
+	m = base.Clone()
+	if _, err := opt.Run(m, opt.DefaultPasses()...); err != nil {
+		return pe, fmt.Errorf("default pipeline once: %w", err)
+	}
+	pe.DefaultOnceOps = opt.OpCount(m)
+	pe.DefaultOnceSteps = len(opt.DefaultPasses())
+	pe.DefaultOnceReduction = reduction(pe.InitialOps, pe.DefaultOnceOps)
 
 	all := opt.All()
 	run := func(seq func(i int) opt.Pass) (int, error) {

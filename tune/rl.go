@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/tpucost/tpucost/compiler"
 )
@@ -17,38 +18,34 @@ var ErrNoPolicy = errors.New("strategy rl needs a trained policy (--policy DIR; 
 // the training default, since a search has a few dozen samples of a single program.
 const rlFineTuneLR = 0.001
 
-// rl searches fusion with the policy (Options.Policy): it measures the start, then the
-// policy's most likely config, then batches of configs sampled from the policy, every
-// decision at once, each probability kept at least (1 + stall) / E from 0 and 1 (E
-// decisions, stall the batches in a row without a new program) so that a converged
-// policy still explores. After each batch it fine-tunes a copy of the policy by REINFORCE
-// on the batch's rewards log(start_ns / ns) with a moving-average baseline (ignoring the
-// exploration floor in the gradient: a small off-policy bias), so later samples
-// concentrate where this program's measurements were good. Measurements count against the
-// budget like every strategy's; the search ends when the budget is spent or stallBatches
+// rl searches layout and fusion (the kinds of Options.Kinds, one or both) with the
+// policy (Options.Policy): it measures the start, then the policy's most likely config,
+// then batches of configs sampled from the policy, every decision at once. Each decision
+// is kept at least (1 + stall) / D from certainty (D decisions, stall the batches in a
+// row without a new program; see decisions.explore) so that a converged policy still
+// explores. After each batch it fine-tunes a copy of the policy by REINFORCE on the
+// batch's rewards log(start_ns / ns) with a moving-average baseline (ignoring the
+// exploration in the gradient: a small off-policy bias), so later samples concentrate
+// where this program's measurements were good. Measurements count against the budget
+// like every strategy's; the search ends when the budget is spent or stallBatches
 // batches in a row sample only programs measured before.
 func (s *search) rl(ctx context.Context) error {
 	if s.r.opts.Policy == nil {
 		return ErrNoPolicy
 	}
-	for k := range s.kinds {
-		if k != compiler.KindFusion && s.kinds[k] {
-			return fmt.Errorf("strategy rl decides fusion only; its kinds must be [fusion], got %v", s.r.opts.Kinds)
-		}
-	}
-	if !s.kinds[compiler.KindFusion] {
-		return fmt.Errorf("strategy rl decides fusion only; its kinds must be [fusion], got %v", s.r.opts.Kinds)
+	if err := checkRLKinds(s.r.opts.Kinds); err != nil {
+		return err
 	}
 	got, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	base := s.start[0]
-	e, err := fusionGraph(s.r.cc, base.cfg)
+	g, err := programGraph(s.r.cc, base.cfg)
 	if err != nil {
 		return err
 	}
-	d, err := newDecisions(e, base.space)
+	d, err := newDecisions(g, base.space, s.kinds, s.r.cc.opts.Target)
 	if err != nil {
 		return err
 	}
@@ -60,28 +57,24 @@ func (s *search) rl(ctx context.Context) error {
 	baseline, haveBase := 0.0, false
 	first := true
 	for !s.done() {
-		probs, err := pol.probs(d)
+		pr, err := pol.probs(d)
 		if err != nil {
 			return err
 		}
-		// Exploration: every probability is kept at least (1 + stall) / E away from 0
-		// and 1, so a sample flips about 1 + stall decisions the policy is sure of
-		// (like the neighbours of sa), more when batches stop finding new programs.
-		floor := math.Min(0.5, float64(1+s.stall)/float64(d.n()))
-		for i, q := range probs {
-			probs[i] = math.Min(math.Max(q, floor), 1-floor)
-		}
+		// Exploration: a sample leaves about 1 + stall of the options the policy is
+		// sure of (like the neighbours of sa), more when batches stop finding new
+		// programs.
+		pr = d.explore(pr, math.Min(0.5, float64(1+s.stall)/float64(d.n())))
 		n := s.next()
-		acts := make([][]bool, n)
+		acts := make([]action, n)
 		greedy := first
 		cands, err := s.propose(ctx, n, func(i int, rng *rand.Rand) (*candidate, error) {
-			var cfg *compiler.Config
 			if greedy && i == 0 {
-				cfg, acts[i] = greedyFusion(base.cfg, d, probs)
+				acts[i] = greedyAction(d, pr)
 			} else {
-				cfg, acts[i] = sampleFusion(rng, base.cfg, d, probs)
+				acts[i] = sampleAction(rng, d, pr)
 			}
-			return s.r.cc.compile(cfg)
+			return s.r.cc.compile(d.apply(base.cfg, acts[i]))
 		})
 		if err != nil {
 			return err
@@ -92,7 +85,7 @@ func (s *search) rl(ctx context.Context) error {
 		}
 		// Fine-tune on this batch's evaluated samples (cached ones included: they are
 		// valid rewards of the actions just drawn).
-		var sa [][]bool
+		var sa []action
 		var rs []float64
 		for i, c := range cands {
 			if c.evaluated && c.value > 0 {
@@ -115,12 +108,28 @@ func (s *search) rl(ctx context.Context) error {
 			adv[k] = r - baseline
 		}
 		baseline = 0.8*baseline + 0.2*mean
-		coef, scale := reinforceCoef(sa, adv)
-		_, gs, err := pol.grads(d, coef, scale)
+		_, gs, err := pol.grads(d, reinforceCoef(d, sa, adv))
 		if err != nil {
 			return err
 		}
 		pol.step(gs, rlFineTuneLR)
+	}
+	return nil
+}
+
+// RLKinds are the config kinds the rl strategy's policy decides, its default --kinds:
+// layout and fusion, jointly.
+func RLKinds() []compiler.Kind { return []compiler.Kind{compiler.KindLayout, compiler.KindFusion} }
+
+// checkRLKinds accepts a non-empty subset of RLKinds.
+func checkRLKinds(kinds []compiler.Kind) error {
+	if len(kinds) == 0 {
+		return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got none")
+	}
+	for _, k := range kinds {
+		if !slices.Contains(RLKinds(), k) {
+			return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got %v", kinds)
+		}
 	}
 	return nil
 }

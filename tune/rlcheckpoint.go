@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
 )
@@ -23,8 +25,12 @@ import (
 // written atomically (a crash leaves the previous or the new checkpoint), and a
 // checkpoint whose checksum, format or dimensions do not match this build is refused.
 
-// PolicyFormat identifies the policy checkpoint format.
-const PolicyFormat = "tpucost-rl-policy/1"
+// PolicyFormat identifies the policy checkpoint format. Format 2 added the layout head
+// (layout and fusion decisions); a format-1 checkpoint (fusion only) is refused.
+const PolicyFormat = "tpucost-rl-policy/2"
+
+// policyFormatPrefix is what every policy checkpoint's format starts with.
+const policyFormatPrefix = "tpucost-rl-policy/"
 
 // PolicyFile is the name of a policy checkpoint's file in its directory.
 const PolicyFile = "policy.json"
@@ -45,6 +51,7 @@ type policyFile struct {
 	Format       string           `json:"format"`
 	NodeFeatures int              `json:"node_features"`
 	EdgeFeatures int              `json:"edge_features"`
+	OptFeatures  int              `json:"option_features"`
 	Hidden       int              `json:"hidden"`
 	Schema       string           `json:"feature_schema"`
 	Params       []policyParamRef `json:"params"`
@@ -66,7 +73,8 @@ func (f *policyFile) checksum() (string, error) {
 
 // SavePolicy writes p to directory dir (created if needed) atomically.
 func SavePolicy(dir string, p *Policy) error {
-	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, Hidden: rlHidden, Schema: rlFeatureSchema(), Meta: p.Meta}
+	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
+		Hidden: rlHidden, Schema: rlFeatureSchema(), Meta: p.Meta}
 	var w bytes.Buffer
 	for _, pp := range p.params {
 		f.Params = append(f.Params, policyParamRef{Name: pp.name, Shape: slices.Clone(pp.shape)})
@@ -102,14 +110,25 @@ func LoadPolicy(dir string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading policy: %w", err)
 	}
+	// The format first, whatever the other fields: an older checkpoint has other ones.
+	var hdr struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &hdr); err != nil {
+		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
+	}
+	if hdr.Format != PolicyFormat {
+		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, policyFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, policyFormatPrefix) && v < 2 {
+			return nil, fmt.Errorf("loading policy %s: %w: format %q is an older policy (format 1 decided fusion only; this build's policy decides layout and fusion, %q): retrain it with `tpucost tune train-policy`",
+				path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
+		}
+		return nil, fmt.Errorf("loading policy %s: %w: format %q, want %q", path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
+	}
 	var f policyFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
-	}
-	if f.Format != PolicyFormat {
-		return nil, fmt.Errorf("loading policy %s: %w: format %q, want %q", path, ErrPolicyMismatch, f.Format, PolicyFormat)
 	}
 	sum, err := f.checksum()
 	if err != nil {
@@ -118,9 +137,9 @@ func LoadPolicy(dir string) (*Policy, error) {
 	if sum != f.SHA256 {
 		return nil, fmt.Errorf("loading policy %s: %w: sha256 %s, recorded %s", path, ErrPolicyCorrupt, sum, f.SHA256)
 	}
-	if f.NodeFeatures != rlNodeFeatures || f.EdgeFeatures != rlEdgeFeatures || f.Hidden != rlHidden {
-		return nil, fmt.Errorf("loading policy %s: %w: node/edge features and hidden width %d/%d/%d, this build has %d/%d/%d",
-			path, ErrPolicyMismatch, f.NodeFeatures, f.EdgeFeatures, f.Hidden, rlNodeFeatures, rlEdgeFeatures, rlHidden)
+	if f.NodeFeatures != rlNodeFeatures || f.EdgeFeatures != rlEdgeFeatures || f.OptFeatures != rlOptionFeatures || f.Hidden != rlHidden {
+		return nil, fmt.Errorf("loading policy %s: %w: node/edge/option features and hidden width %d/%d/%d/%d, this build has %d/%d/%d/%d",
+			path, ErrPolicyMismatch, f.NodeFeatures, f.EdgeFeatures, f.OptFeatures, f.Hidden, rlNodeFeatures, rlEdgeFeatures, rlOptionFeatures, rlHidden)
 	}
 	if f.Schema != rlFeatureSchema() {
 		return nil, fmt.Errorf("loading policy %s: %w: feature schema %q, this build has %q", path, ErrPolicyMismatch, f.Schema, rlFeatureSchema())

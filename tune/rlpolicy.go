@@ -5,39 +5,61 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// The fusion policy of the rl strategy (after Zhou et al., "Transferable graph optimizers
-// for ML compilers", NeurIPS 2020): a graph-neural network reads the program graph as the
-// fusion pass sees it (after layout assignment) and outputs, for every configurable
-// producer -> consumer edge at once (non-autoregressively), the probability of fusing it.
+// The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for
+// ML compilers", NeurIPS 2020): a graph-neural network reads the program graph as the
+// fusion pass sees it (after layout assignment of the base config) and outputs, for
+// every decision at once (non-autoregressively), a distribution over its options: for
+// every layout-configurable node (the layout pass's choices with more than one
+// minor-to-major order) a categorical over its orders, and for every configurable
+// producer -> consumer edge the probability of fusing it.
 //
 // Architecture (float32):
 //
 //	x_v      node features (rlNodeFeatures): opcode category and a few opcodes one-hot,
 //	         log element count, log bytes, rank, log fan-in, log fan-out
 //	a_v      [x_v, mean_{u->v} x_u, mean_{v->w} x_w]   (mean aggregation over operands, users)
-//	h_v      relu(a_v W1 + b1)                           (a GraphSAGE-mean layer)
-//	g_e      relu([h_p, h_x, f_e] W2 + b2)               (message passing along the edge p->x)
+//	h_v      relu(a_v W1 + b1)                           (a GraphSAGE-mean layer, shared)
+//	fusion edge p->x:
+//	g_e      relu([h_p, h_x, f_e] W2 + b2)               (message passing along the edge)
 //	logit_e  g_e w3 + b3 + prior * (2 default_e - 1)
+//	layout node v, option o:
+//	g_vo     relu([h_v, f_vo] W4 + b4)
+//	logit_vo g_vo w5 + [o is v's default] (lprior + log(K_v - 1))   (softmax over v's K_v options)
 //
 // f_e are edge features (rlEdgeFeatures): the compiler's default decision, whether fusing
-// duplicates the producer, the operand index and the log size ratio. The learned prior
-// scalar starts the policy near XLA's default fusion decisions, which it learns to revise.
+// duplicates the producer, the operand index and the log size ratio. f_vo are option
+// features (rlOptionFeatures): whether o is the default or row-major, its padded size
+// against row-major's and the default's on the target, and its two minor dimensions. The
+// learned priors start the policy near XLA's default decisions, which it learns to revise;
+// the layout prior's log(K_v - 1) offset makes it the log-odds of the default against the
+// other options together, whatever their number (p(default) = sigmoid(lprior) when the
+// other logits are equal), so that nodes of 24 orders stay as close to the default as
+// nodes of 2.
+//
+// Layout and fusion are decided together from the base program's graph: a sampled layout
+// that inserts or removes copies creates or removes fusion edges, which then take their
+// default (or store) decision through candidate repair, like every strategy's
+// candidates.
 
 // Policy dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
-	rlNodeFeatures = rlNumCategories + len(rlMovers) + 5
-	rlEdgeFeatures = 5
-	rlHidden       = 32
-	rlPriorInit    = 3.0 // initial prior: p(default) = sigmoid(3) ≈ 0.95
+	rlNodeFeatures    = rlNumCategories + len(rlMovers) + 5
+	rlEdgeFeatures    = 5
+	rlOptionFeatures  = 8
+	rlHidden          = 32
+	rlPriorInit       = 3.0 // initial fusion prior: p(default) = sigmoid(3) ≈ 0.95
+	rlLayoutPriorInit = 3.0 // initial layout prior: p(default) ≈ sigmoid(3) ≈ 0.95 (see build)
 )
 
 // rlMovers are the data-movement opcodes with their own feature column (fusing them is
@@ -47,11 +69,11 @@ var rlMovers = [...]hlo.Opcode{hlo.OpBroadcast, hlo.OpReshape, hlo.OpTranspose, 
 // rlNumCategories is the number of opcode categories (hlo.CatSource..hlo.CatOther).
 const rlNumCategories = int(hlo.CatOther) + 1
 
-// rlFeatureSchema names the node feature columns: a checkpoint made with other columns
-// (categories or opcodes renamed, added or reordered) is refused.
+// rlFeatureSchema names the node, edge and option feature columns: a checkpoint made
+// with other columns (categories or opcodes renamed, added or reordered) is refused.
 func rlFeatureSchema() string {
 	var b strings.Builder
-	b.WriteString("v1;categories:")
+	b.WriteString("v2;categories:")
 	for c := range rlNumCategories {
 		b.WriteString(hlo.Category(c).String() + ",")
 	}
@@ -60,6 +82,7 @@ func rlFeatureSchema() string {
 		b.WriteString(op.String() + ",")
 	}
 	b.WriteString(";log_elements,log_bytes,rank,log_fan_in,log_fan_out;edge:default,dup,operand,log_size_ratio,log_producer_bytes")
+	b.WriteString(";option:default,row_major,log_padded_vs_row_major,log_padded_vs_default,log_minor,log_second_minor,minor_is_row_major_minor,minor_is_default_minor")
 	return b.String()
 }
 
@@ -70,10 +93,10 @@ type policyParam struct {
 	data  []float32
 }
 
-// Policy is the rl strategy's fusion policy: its parameters and its training record.
-// It is not safe for concurrent use.
+// Policy is the rl strategy's layout and fusion policy: its parameters and its training
+// record. It is not safe for concurrent use.
 type Policy struct {
-	params []*policyParam // W1 b1 W2 b2 w3 b3 prior, in this order
+	params []*policyParam // as paramShapes lists them
 	// Meta describes how the policy was trained (saved with it).
 	Meta PolicyMeta
 	adam *adamState
@@ -82,6 +105,7 @@ type Policy struct {
 // PolicyMeta is the training record a policy checkpoint carries.
 type PolicyMeta struct {
 	Programs []string        `json:"programs"`
+	Kinds    []compiler.Kind `json:"kinds"` // the decisions it trained on (layout, fusion)
 	Seed     int64           `json:"seed"`
 	Episodes int             `json:"episodes"`
 	Samples  int             `json:"samples_per_episode"`
@@ -92,6 +116,7 @@ type PolicyMeta struct {
 func paramShapes() []policyParam {
 	in1 := 3 * rlNodeFeatures
 	in2 := 2*rlHidden + rlEdgeFeatures
+	in4 := rlHidden + rlOptionFeatures
 	return []policyParam{
 		{name: "w1", shape: []int{in1, rlHidden}},
 		{name: "b1", shape: []int{1, rlHidden}},
@@ -100,46 +125,108 @@ func paramShapes() []policyParam {
 		{name: "w3", shape: []int{rlHidden, 1}},
 		{name: "b3", shape: []int{1, 1}},
 		{name: "prior", shape: []int{1, 1}},
+		{name: "w4", shape: []int{in4, rlHidden}},
+		{name: "b4", shape: []int{1, rlHidden}},
+		{name: "w5", shape: []int{rlHidden, 1}},
+		{name: "lprior", shape: []int{1, 1}},
 	}
 }
 
+// layoutParams are the parameters only the layout head uses.
+var layoutParams = map[string]bool{"w4": true, "b4": true, "w5": true, "lprior": true}
+
+// fusionParams are the parameters only the fusion head uses.
+var fusionParams = map[string]bool{"w2": true, "b2": true, "w3": true, "b3": true, "prior": true}
+
 // NewPolicy returns a policy with Glorot-uniform weights drawn from seed, zero biases and
-// the prior at its initial value.
+// the priors at their initial values.
 func NewPolicy(seed int64) *Policy {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x706f6c696379)) // "policy"
 	p := &Policy{}
 	for _, s := range paramShapes() {
 		pp := &policyParam{name: s.name, shape: s.shape, data: make([]float32, s.shape[0]*s.shape[1])}
-		switch s.name[0] {
-		case 'w':
+		switch {
+		case s.name[0] == 'w':
 			lim := math.Sqrt(6 / float64(s.shape[0]+s.shape[1]))
 			for i := range pp.data {
 				pp.data[i] = float32((2*rng.Float64() - 1) * lim)
 			}
-		case 'p':
+		case s.name == "prior":
 			pp.data[0] = rlPriorInit
+		case s.name == "lprior":
+			pp.data[0] = rlLayoutPriorInit
 		}
 		p.params = append(p.params, pp)
 	}
 	return p
 }
 
-// decisions is a program's fusion decisions as the policy sees them: for each
-// configurable edge of the base space, the aggregated features of its two nodes and its
-// own features. Built once per program; read-only afterwards.
+// param returns the parameter called name.
+func (p *Policy) param(name string) *policyParam {
+	for _, pp := range p.params {
+		if pp.name == name {
+			return pp
+		}
+	}
+	panic("tune: no policy parameter " + name)
+}
+
+// decisions is a program's layout and fusion decisions as the policy sees them. Built
+// once per program; read-only afterwards.
 type decisions struct {
+	// Fusion: one Bernoulli per configurable edge of the base space.
 	names    []string  // compiler.FusionChoice.Name per decision
 	defaults []bool    // the compiler's default per decision
 	xp, xx   []float32 // E x 3F aggregated features of producer and consumer
 	ef       []float32 // E x rlEdgeFeatures
 	prior    []float32 // E: +1 where the default fuses, -1 elsewhere
+
+	// Layout: one categorical per layout choice of the base space with more than one
+	// option; its options are rows lstart[v] .. lstart[v+1]-1.
+	lnames []string  // compiler.LayoutChoice.Name per node
+	lopts  [][][]int // the options (minor-to-major orders) per node
+	ldef   []int     // the default option per node
+	lstart []int     // N+1 row offsets
+	xo     []float32 // R x 3F: aggregated features of the row's node
+	of     []float32 // R x rlOptionFeatures
+	lprior []float32 // R: 1 for the node's default option, 0 elsewhere
+	loff   []float32 // R: log(K_v - 1) for the node's default option, 0 elsewhere
 }
 
-func (d *decisions) n() int { return len(d.names) }
+// nFusion is the number of fusion decisions.
+func (d *decisions) nFusion() int { return len(d.names) }
 
-// fusionGraph compiles cfg up to the fusion pass and returns the entry computation the
-// fusion pass reads (after layout assignment), parsed back from the pass dump.
-func fusionGraph(cc *compilerCtx, cfg *compiler.Config) (*hlo.Computation, error) {
+// nLayout is the number of layout decisions.
+func (d *decisions) nLayout() int { return len(d.lnames) }
+
+// rows is the number of layout options of all layout decisions.
+func (d *decisions) rows() int {
+	if len(d.lstart) == 0 {
+		return 0
+	}
+	return d.lstart[len(d.lstart)-1]
+}
+
+// n is the number of decisions.
+func (d *decisions) n() int { return d.nFusion() + d.nLayout() }
+
+// action is one sampled config of a program's decisions: whether to fuse each edge, and
+// each layout node's option.
+type action struct {
+	fuse   []bool
+	layout []int
+}
+
+// dist is the policy's distribution over a program's decisions: the probability of
+// fusing each edge, and of each layout option row.
+type dist struct {
+	fuse   []float64
+	layout []float64
+}
+
+// programGraph compiles cfg up to the fusion pass and returns the module the fusion pass
+// reads (after layout assignment), parsed back from the pass dump.
+func programGraph(cc *compilerCtx, cfg *compiler.Config) (*hlo.Module, error) {
 	var buf bytes.Buffer
 	o := cc.opts
 	o.DumpAfter, o.Dump = "layout-assignment", &buf
@@ -150,79 +237,194 @@ func fusionGraph(cc *compilerCtx, cfg *compiler.Config) (*hlo.Computation, error
 	if err != nil {
 		return nil, fmt.Errorf("reading the module after layout assignment: %w", err)
 	}
-	return m.Entry, nil
+	return m, nil
 }
 
-// newDecisions derives the policy inputs of space's fusion choices on graph e (the entry
-// computation the fusion pass read). An edge naming an instruction e lacks is an error:
-// the space and the graph must come from the same compile.
-func newDecisions(e *hlo.Computation, space *compiler.Space) (*decisions, error) {
-	users := e.Users()
-	n := len(e.Instructions)
-	byName := make(map[string]*hlo.Instruction, n)
-	x := make([]float32, n*rlNodeFeatures)
-	for i, in := range e.Instructions {
-		byName[in.Name] = in
-		nodeFeatures(in, len(users[i]), x[i*rlNodeFeatures:(i+1)*rlNodeFeatures])
-	}
-	pos := make(map[*hlo.Instruction]int, n)
-	for i, in := range e.Instructions {
-		pos[in] = i
-	}
-	agg := make([]float32, n*3*rlNodeFeatures) // [x, mean over operands, mean over users]
+// graphIndex holds the node features of every computation of a module and resolves the
+// config names of its instructions: "name" in the entry, "computation/name" elsewhere.
+type graphIndex struct {
+	m     *hlo.Module
+	comps map[string]*hlo.Computation // by name
+	byIn  map[*hlo.Instruction][]float32
+	users map[*hlo.Instruction]int // number of users
+}
+
+func newGraphIndex(m *hlo.Module) *graphIndex {
+	gi := &graphIndex{m: m, comps: map[string]*hlo.Computation{}, byIn: map[*hlo.Instruction][]float32{}, users: map[*hlo.Instruction]int{}}
 	const F = rlNodeFeatures
-	for i, in := range e.Instructions {
-		row := agg[i*3*F : (i+1)*3*F]
-		copy(row[:F], x[i*F:(i+1)*F])
-		meanInto(row[F:2*F], x, in.Operands, pos)
-		meanInto(row[2*F:], x, users[i], pos)
-	}
-	d := &decisions{}
-	for _, c := range space.Fusion {
-		pn, xn, ok := splitEdge(c.Name, byName)
-		if !ok {
-			return nil, fmt.Errorf("fusion edge %q: no such producer and consumer in %s", c.Name, e.Name)
+	for _, c := range m.Computations {
+		gi.comps[c.Name] = c
+		users := c.Users()
+		n := len(c.Instructions)
+		x := make([]float32, n*F)
+		pos := make(map[*hlo.Instruction]int, n)
+		for i, in := range c.Instructions {
+			nodeFeatures(in, len(users[i]), x[i*F:(i+1)*F])
+			pos[in] = i
+			gi.users[in] = len(users[i])
 		}
-		p, xi := byName[pn], byName[xn]
-		pi, xii := pos[p], pos[xi]
-		d.names = append(d.names, c.Name)
-		d.defaults = append(d.defaults, c.Default)
-		d.xp = append(d.xp, agg[pi*3*F:(pi+1)*3*F]...)
-		d.xx = append(d.xx, agg[xii*3*F:(xii+1)*3*F]...)
-		opIdx := 0
-		for j, op := range xi.Operands {
-			if op == p {
-				opIdx = j
-				break
+		for i, in := range c.Instructions {
+			row := make([]float32, 3*F) // [x, mean over operands, mean over users]
+			copy(row[:F], x[i*F:(i+1)*F])
+			meanInto(row[F:2*F], x, in.Operands, pos)
+			meanInto(row[2*F:], x, users[i], pos)
+			gi.byIn[in] = row
+		}
+	}
+	return gi
+}
+
+// scope splits a config name into its computation and the name within it: the entry and
+// name itself when f accepts that, else "computation/rest" for the first such split
+// whose computation exists and f accepts rest in it.
+func (gi *graphIndex) scope(name string, f func(c *hlo.Computation, rest string) bool) bool {
+	if gi.m.Entry != nil && f(gi.m.Entry, name) {
+		return true
+	}
+	for i := range len(name) {
+		if name[i] != '/' {
+			continue
+		}
+		if c := gi.comps[name[:i]]; c != nil && c != gi.m.Entry && f(c, name[i+1:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// instruction resolves a layout choice's name.
+func (gi *graphIndex) instruction(name string) *hlo.Instruction {
+	var out *hlo.Instruction
+	gi.scope(name, func(c *hlo.Computation, rest string) bool {
+		out = c.Lookup(rest)
+		return out != nil
+	})
+	return out
+}
+
+// edge resolves a fusion edge's name "p->x" (names may contain "->" in principle: the
+// split is the one whose two sides both name instructions).
+func (gi *graphIndex) edge(name string) (p, x *hlo.Instruction) {
+	gi.scope(name, func(c *hlo.Computation, rest string) bool {
+		for i := 0; i+2 <= len(rest); i++ {
+			if rest[i:i+2] == "->" {
+				if a, b := c.Lookup(rest[:i]), c.Lookup(rest[i+2:]); a != nil && b != nil {
+					p, x = a, b
+					return true
+				}
 			}
 		}
-		def, sign := float32(0), float32(-1)
-		if c.Default {
-			def, sign = 1, 1
+		return false
+	})
+	return p, x
+}
+
+// newDecisions derives the policy inputs of space's choices of the given kinds (layout,
+// fusion) on graph m (the module the fusion pass read, see programGraph), for target t.
+// A choice naming an instruction m lacks is an error: the space and the graph must come
+// from the same compile.
+func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Target) (*decisions, error) {
+	gi := newGraphIndex(m)
+	d := &decisions{}
+	if kinds[compiler.KindFusion] {
+		for _, c := range space.Fusion {
+			p, xi := gi.edge(c.Name)
+			if p == nil {
+				return nil, fmt.Errorf("fusion edge %q: no such producer and consumer in %s", c.Name, m.Name)
+			}
+			d.names = append(d.names, c.Name)
+			d.defaults = append(d.defaults, c.Default)
+			d.xp = append(d.xp, gi.byIn[p]...)
+			d.xx = append(d.xx, gi.byIn[xi]...)
+			opIdx := 0
+			for j, op := range xi.Operands {
+				if op == p {
+					opIdx = j
+					break
+				}
+			}
+			def, sign := float32(0), float32(-1)
+			if c.Default {
+				def, sign = 1, 1
+			}
+			dup := float32(0)
+			if gi.users[p] > 1 {
+				dup = 1
+			}
+			ratio := float32(math.Log2(float64(max(1, xi.Shape.Elements()))/float64(max(1, p.Shape.Elements()))) / 16)
+			d.ef = append(d.ef, def, dup, float32(min(opIdx, 4))/4, ratio, float32(math.Log2(float64(p.Shape.Bytes())+1)/40))
+			d.prior = append(d.prior, sign)
 		}
-		dup := float32(0)
-		if len(users[pi]) > 1 {
-			dup = 1
+	}
+	if kinds[compiler.KindLayout] {
+		d.lstart = []int{0}
+		for _, c := range space.Layout {
+			if len(c.Options) < 2 {
+				continue
+			}
+			in := gi.instruction(c.Name)
+			if in == nil {
+				return nil, fmt.Errorf("layout node %q: no such instruction in %s", c.Name, m.Name)
+			}
+			if !in.Shape.IsArray() || in.Shape.Rank() < 2 {
+				return nil, fmt.Errorf("layout node %q: shape %s has no layout choice", c.Name, in.Shape)
+			}
+			d.lnames = append(d.lnames, c.Name)
+			d.lopts = append(d.lopts, c.Options)
+			d.ldef = append(d.ldef, c.Default)
+			for i := range c.Options {
+				d.xo = append(d.xo, gi.byIn[in]...)
+				d.of = append(d.of, optionFeatures(in.Shape, c.Options, i, c.Default, t)...)
+				pr, off := float32(0), float32(0)
+				if i == c.Default {
+					pr, off = 1, float32(math.Log(float64(len(c.Options)-1)))
+				}
+				d.lprior = append(d.lprior, pr)
+				d.loff = append(d.loff, off)
+			}
+			d.lstart = append(d.lstart, d.lstart[len(d.lstart)-1]+len(c.Options))
 		}
-		ratio := float32(math.Log2(float64(max(1, xi.Shape.Elements()))/float64(max(1, p.Shape.Elements()))) / 16)
-		d.ef = append(d.ef, def, dup, float32(min(opIdx, 4))/4, ratio, float32(math.Log2(float64(p.Shape.Bytes())+1)/40))
-		d.prior = append(d.prior, sign)
 	}
 	return d, nil
 }
 
-// splitEdge splits an edge name "p->x" at the arrow whose two sides both name
-// instructions (names may contain "->" in principle).
-func splitEdge(name string, byName map[string]*hlo.Instruction) (string, string, bool) {
-	for i := 0; i+2 <= len(name); i++ {
-		if name[i:i+2] == "->" {
-			p, x := name[:i], name[i+2:]
-			if byName[p] != nil && byName[x] != nil {
-				return p, x, true
+// optionFeatures are the features of option i of a layout node of shape s (see
+// rlFeatureSchema).
+func optionFeatures(s hlo.Shape, opts [][]int, i, def int, t cost.Target) []float32 {
+	padded := func(o []int) float64 {
+		return max(1, cost.PaddedBytes(s.WithLayout(&hlo.Layout{MinorToMajor: o}), t))
+	}
+	// physical minor dimensions (size-1 dimensions take no room)
+	minors := func(o []int) []int {
+		var out []int
+		for _, d := range o {
+			if s.Dims[d] != 1 {
+				out = append(out, d)
 			}
 		}
+		return append(out, -1, -1)
 	}
-	return "", "", false
+	b := func(v bool) float32 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	logDim := func(d int) float32 {
+		if d < 0 {
+			return 0
+		}
+		return float32(math.Log2(float64(s.Dims[d])+1) / 16)
+	}
+	o := opts[i]
+	mo, mr, md := minors(o), minors(opts[0]), minors(opts[def])
+	po := padded(o)
+	return []float32{
+		b(i == def), b(i == 0),
+		float32(math.Log2(po/padded(opts[0])) / 4), float32(math.Log2(po/padded(opts[def])) / 4),
+		logDim(mo[0]), logDim(mo[1]),
+		b(mo[0] == mr[0]), b(mo[0] == md[0]),
+	}
 }
 
 // meanInto writes the mean of the feature rows of the instructions of ns that belong to
@@ -266,8 +468,12 @@ func nodeFeatures(in *hlo.Instruction, fanOut int, dst []float32) {
 // policyGraph is one Gorgonia graph of the policy over one program's decisions.
 type policyGraph struct {
 	g      *G.ExprGraph
-	params G.Nodes
-	logits *G.Node
+	params G.Nodes // every parameter, in order
+	used   G.Nodes // those the graph reads (the heads of decisions the program has)
+	fusion *G.Node // E x 1 fusion logits, nil without fusion decisions
+	layout *G.Node // R x 1 layout option logits, nil without layout decisions
+	fcost  *G.Node // the fusion part of the surrogate loss
+	lcost  *G.Node // the layout part of the surrogate (not the loss: see grads)
 	cost   *G.Node
 	vm     G.VM
 }
@@ -277,16 +483,28 @@ func pmat(g *G.ExprGraph, name string, data []float32, r, c int) *G.Node {
 	return G.NewMatrix(g, G.Float32, G.WithShape(r, c), G.WithName(name), G.WithValue(v))
 }
 
-// build builds the policy over d. With coef (E) and scale, it also builds the
-// REINFORCE surrogate loss
+// coefs are the REINFORCE coefficients of K sampled actions with advantages A_k (see
+// reinforceCoef): per fusion decision Σ_k A_k a_ke / K, per layout option row Σ_k A_k
+// [a_kv = o] / K, and scale = Σ_k A_k / K.
+type coefs struct {
+	fuse   []float32
+	layout []float32
+	scale  float32
+}
+
+// build builds the policy over d. With c, it also builds the REINFORCE surrogate loss
+// and its gradients. The fusion part is
 //
-//	L = -(Σ_e coef_e z_e - scale Σ_e softplus(z_e))
+//	L_f = -(Σ_e coef_e z_e - scale Σ_e softplus(z_e))
 //
-// which, with coef_e = Σ_k A_k a_ke / K and scale = Σ_k A_k / K, is the negated mean over
-// K samples of advantage A_k times the log-probability of the sampled actions a_k
-// (log π(a) = a z - softplus(z) for a Bernoulli with logit z), and its gradients.
-func (p *Policy) build(d *decisions, coef []float32, scale float32) (*policyGraph, error) {
-	E, F3 := d.n(), 3*rlNodeFeatures
+// the negated mean over K samples of advantage A_k times the log-probability of the
+// sampled fusion actions (log π(a) = a z - softplus(z) for a Bernoulli with logit z).
+// The layout part, L_l = -(Σ_r coef_r z_r - scale Σ_v logsumexp_{r of v} z_r), has the
+// gradient -(coef_r - scale softmax_r) in each logit z_r; the graph computes it as the
+// gradient of Σ_r gz_r z_r with gz_r that constant, computed outside the graph from the
+// current softmax (numerically stable, unlike an exp inside float32 arithmetic).
+func (p *Policy) build(d *decisions, c *coefs, gz []float32) (*policyGraph, error) {
+	E, R, F3 := d.nFusion(), d.rows(), 3*rlNodeFeatures
 	g := G.NewGraph()
 	pg := &policyGraph{g: g}
 	ps := map[string]*G.Node{}
@@ -295,11 +513,10 @@ func (p *Policy) build(d *decisions, coef []float32, scale float32) (*policyGrap
 		n := pmat(g, pp.name, append([]float32(nil), pp.data...), pp.shape[0], pp.shape[1])
 		ps[pp.name] = n
 		pg.params = append(pg.params, n)
+		if (E > 0 || !fusionParams[pp.name]) && (R > 0 || !layoutParams[pp.name]) {
+			pg.used = append(pg.used, n)
+		}
 	}
-	xp := pmat(g, "xp", d.xp, E, F3)
-	xx := pmat(g, "xx", d.xx, E, F3)
-	ef := pmat(g, "ef", d.ef, E, rlEdgeFeatures)
-	prior := pmat(g, "prior_sign", d.prior, E, 1)
 	var err error
 	layer := func(in, w, b *G.Node) *G.Node {
 		if err != nil {
@@ -315,75 +532,145 @@ func (p *Policy) build(d *decisions, coef []float32, scale float32) (*policyGrap
 		h, err = G.Rectify(h)
 		return h
 	}
-	hp := layer(xp, ps["w1"], ps["b1"])
-	hx := layer(xx, ps["w1"], ps["b1"])
-	if err != nil {
-		return nil, err
+	// scaled returns a (n x 1) column times the 1x1 parameter w.
+	scaled := func(col, w *G.Node) *G.Node {
+		if err != nil {
+			return nil
+		}
+		var out *G.Node
+		out, err = G.BroadcastHadamardProd(col, w, nil, []byte{0})
+		return out
 	}
-	cat, err := G.Concat(1, hp, hx, ef)
-	if err != nil {
-		return nil, err
+	if E > 0 {
+		xp := pmat(g, "xp", d.xp, E, F3)
+		xx := pmat(g, "xx", d.xx, E, F3)
+		ef := pmat(g, "ef", d.ef, E, rlEdgeFeatures)
+		prior := pmat(g, "prior_sign", d.prior, E, 1)
+		hp := layer(xp, ps["w1"], ps["b1"])
+		hx := layer(xx, ps["w1"], ps["b1"])
+		if err != nil {
+			return nil, err
+		}
+		cat, err := G.Concat(1, hp, hx, ef)
+		if err != nil {
+			return nil, err
+		}
+		ge := layer(cat, ps["w2"], ps["b2"])
+		if err != nil {
+			return nil, err
+		}
+		z, err := G.Mul(ge, ps["w3"])
+		if err != nil {
+			return nil, err
+		}
+		if z, err = G.BroadcastAdd(z, ps["b3"], nil, []byte{0}); err != nil {
+			return nil, err
+		}
+		pr := scaled(prior, ps["prior"])
+		if err != nil {
+			return nil, err
+		}
+		if z, err = G.Add(z, pr); err != nil {
+			return nil, err
+		}
+		pg.fusion = z
 	}
-	ge := layer(cat, ps["w2"], ps["b2"])
-	if err != nil {
-		return nil, err
+	if R > 0 {
+		xo := pmat(g, "xo", d.xo, R, F3)
+		of := pmat(g, "of", d.of, R, rlOptionFeatures)
+		lp := pmat(g, "lprior_ind", d.lprior, R, 1)
+		loff := pmat(g, "lprior_off", d.loff, R, 1)
+		ho := layer(xo, ps["w1"], ps["b1"])
+		if err != nil {
+			return nil, err
+		}
+		cat, err := G.Concat(1, ho, of)
+		if err != nil {
+			return nil, err
+		}
+		gv := layer(cat, ps["w4"], ps["b4"])
+		if err != nil {
+			return nil, err
+		}
+		z, err := G.Mul(gv, ps["w5"])
+		if err != nil {
+			return nil, err
+		}
+		pr := scaled(lp, ps["lprior"])
+		if err != nil {
+			return nil, err
+		}
+		if z, err = G.Add(z, pr); err != nil {
+			return nil, err
+		}
+		if z, err = G.Add(z, loff); err != nil {
+			return nil, err
+		}
+		pg.layout = z
 	}
-	z, err := G.Mul(ge, ps["w3"])
-	if err != nil {
-		return nil, err
-	}
-	if z, err = G.BroadcastAdd(z, ps["b3"], nil, []byte{0}); err != nil {
-		return nil, err
-	}
-	pr, err := G.BroadcastHadamardProd(prior, ps["prior"], nil, []byte{0})
-	if err != nil {
-		return nil, err
-	}
-	if z, err = G.Add(z, pr); err != nil {
-		return nil, err
-	}
-	pg.logits = z
-	if coef == nil {
+	if c == nil {
 		pg.vm = G.NewTapeMachine(g)
 		return pg, nil
 	}
-	c := pmat(g, "coef", coef, E, 1)
-	lin, err := G.HadamardProd(z, c)
-	if err != nil {
-		return nil, err
+	var terms []*G.Node
+	if E > 0 {
+		z := pg.fusion
+		cf := pmat(g, "coef", c.fuse, E, 1)
+		lin, err := G.HadamardProd(z, cf)
+		if err != nil {
+			return nil, err
+		}
+		if lin, err = G.Sum(lin); err != nil {
+			return nil, err
+		}
+		sp, err := G.Softplus(z)
+		if err != nil {
+			return nil, err
+		}
+		if sp, err = G.Sum(sp); err != nil {
+			return nil, err
+		}
+		sc := G.NewScalar(g, G.Float32, G.WithName("scale"), G.WithValue(c.scale))
+		if sp, err = G.HadamardProd(sp, sc); err != nil {
+			return nil, err
+		}
+		if pg.fcost, err = G.Sub(sp, lin); err != nil {
+			return nil, err
+		}
+		terms = append(terms, pg.fcost)
 	}
-	if lin, err = G.Sum(lin); err != nil {
-		return nil, err
+	if R > 0 {
+		gzn := pmat(g, "gz", gz, R, 1)
+		lin, err := G.HadamardProd(pg.layout, gzn)
+		if err != nil {
+			return nil, err
+		}
+		if pg.lcost, err = G.Sum(lin); err != nil {
+			return nil, err
+		}
+		terms = append(terms, pg.lcost)
 	}
-	sp, err := G.Softplus(z)
-	if err != nil {
-		return nil, err
+	pg.cost = terms[0]
+	if len(terms) == 2 {
+		if pg.cost, err = G.Add(terms[0], terms[1]); err != nil {
+			return nil, err
+		}
 	}
-	if sp, err = G.Sum(sp); err != nil {
-		return nil, err
-	}
-	sc := G.NewScalar(g, G.Float32, G.WithName("scale"), G.WithValue(scale))
-	if sp, err = G.HadamardProd(sp, sc); err != nil {
-		return nil, err
-	}
-	cost, err := G.Sub(sp, lin)
-	if err != nil {
-		return nil, err
-	}
-	pg.cost = cost
-	if _, err := G.Grad(cost, pg.params...); err != nil {
+	if _, err := G.Grad(pg.cost, pg.used...); err != nil {
 		return nil, fmt.Errorf("policy gradient: %w", err)
 	}
-	pg.vm = G.NewTapeMachine(g, G.BindDualValues(pg.params...))
+	pg.vm = G.NewTapeMachine(g, G.BindDualValues(pg.used...))
 	return pg, nil
 }
 
-// probs returns the policy's fusion probability for every decision of d.
-func (p *Policy) probs(d *decisions) ([]float64, error) {
+// probs returns the policy's distribution over d's decisions: the fusion probability
+// of every edge, and the probability of every layout option (a softmax per node).
+func (p *Policy) probs(d *decisions) (*dist, error) {
+	out := &dist{}
 	if d.n() == 0 {
-		return nil, nil
+		return out, nil
 	}
-	pg, err := p.build(d, nil, 0)
+	pg, err := p.build(d, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -391,18 +678,75 @@ func (p *Policy) probs(d *decisions) ([]float64, error) {
 	if err := pg.vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("policy forward: %w", err)
 	}
-	z := pg.logits.Value().Data().([]float32)
-	out := make([]float64, len(z))
-	for i, v := range z {
-		out[i] = 1 / (1 + math.Exp(-float64(v)))
+	if pg.fusion != nil {
+		for _, v := range pg.fusion.Value().Data().([]float32) {
+			out.fuse = append(out.fuse, 1/(1+math.Exp(-float64(v))))
+		}
+	}
+	if pg.layout != nil {
+		out.layout = d.softmax(pg.layout.Value().Data().([]float32))
 	}
 	return out, nil
 }
 
+// softmax is the per-node softmax of layout option logits z.
+func (d *decisions) softmax(z []float32) []float64 {
+	out := make([]float64, len(z))
+	for v := range d.nLayout() {
+		lo, hi := d.lstart[v], d.lstart[v+1]
+		m := math.Inf(-1)
+		for r := lo; r < hi; r++ {
+			m = math.Max(m, float64(z[r]))
+		}
+		s := 0.0
+		for r := lo; r < hi; r++ {
+			out[r] = math.Exp(float64(z[r]) - m)
+			s += out[r]
+		}
+		for r := lo; r < hi; r++ {
+			out[r] /= s
+		}
+	}
+	return out
+}
+
 // grads returns the REINFORCE surrogate loss over d (see build) and its gradient per
-// parameter.
-func (p *Policy) grads(d *decisions, coef []float32, scale float32) (float64, [][]float32, error) {
-	pg, err := p.build(d, coef, scale)
+// parameter (zero for the parameters of a head d has no decisions for).
+func (p *Policy) grads(d *decisions, c *coefs) (float64, [][]float32, error) {
+	var gz []float32
+	layoutLoss := 0.0
+	if d.rows() > 0 {
+		// The layout part needs the current softmax: one forward pass first.
+		pf, err := p.build(d, nil, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		err = pf.vm.RunAll()
+		pf.vm.Close()
+		if err != nil {
+			return 0, nil, fmt.Errorf("policy forward: %w", err)
+		}
+		z := pf.layout.Value().Data().([]float32)
+		sm := d.softmax(z)
+		gz = make([]float32, len(z))
+		for r := range z {
+			gz[r] = float32(float64(c.scale)*sm[r]) - c.layout[r]
+			layoutLoss -= float64(c.layout[r]) * float64(z[r])
+		}
+		for v := range d.nLayout() {
+			lo, hi := d.lstart[v], d.lstart[v+1]
+			m := math.Inf(-1)
+			for r := lo; r < hi; r++ {
+				m = math.Max(m, float64(z[r]))
+			}
+			s := 0.0
+			for r := lo; r < hi; r++ {
+				s += math.Exp(float64(z[r]) - m)
+			}
+			layoutLoss += float64(c.scale) * (m + math.Log(s))
+		}
+	}
+	pg, err := p.build(d, c, gz)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -410,9 +754,20 @@ func (p *Policy) grads(d *decisions, coef []float32, scale float32) (float64, []
 	if err := pg.vm.RunAll(); err != nil {
 		return 0, nil, fmt.Errorf("policy gradient: %w", err)
 	}
-	loss := float64(pg.cost.Value().Data().(float32))
+	loss := layoutLoss
+	if pg.fcost != nil {
+		loss += float64(pg.fcost.Value().Data().(float32))
+	}
+	used := map[*G.Node]bool{}
+	for _, n := range pg.used {
+		used[n] = true
+	}
 	out := make([][]float32, len(pg.params))
 	for i, n := range pg.params {
+		if !used[n] {
+			out[i] = make([]float32, len(p.params[i].data))
+			continue
+		}
 		gv, err := n.Grad()
 		if err != nil {
 			return 0, nil, fmt.Errorf("policy gradient of %s: %w", n.Name(), err)
@@ -471,46 +826,105 @@ func (p *Policy) step(gs [][]float32, lr float64) {
 	}
 }
 
-// sampleFusion draws one config: base's config with each decision of d set by a
-// Bernoulli draw from probs. It returns the config and the actions (1 = fuse).
-func sampleFusion(rng *rand.Rand, base *compiler.Config, d *decisions, probs []float64) (*compiler.Config, []bool) {
-	cfg := base.Clone()
-	acts := make([]bool, d.n())
-	for i, name := range d.names {
-		acts[i] = rng.Float64() < probs[i]
-		cfg.Fusion[name] = acts[i]
+// sampleAction draws one action from pr: a Bernoulli per fusion edge, a categorical per
+// layout node.
+func sampleAction(rng *rand.Rand, d *decisions, pr *dist) action {
+	a := action{fuse: make([]bool, d.nFusion()), layout: make([]int, d.nLayout())}
+	for i := range a.fuse {
+		a.fuse[i] = rng.Float64() < pr.fuse[i]
 	}
-	return cfg, acts
+	for v := range a.layout {
+		lo, hi := d.lstart[v], d.lstart[v+1]
+		u := rng.Float64()
+		o := hi - lo - 1 // rounding: the last option takes what is left
+		for r := lo; r < hi; r++ {
+			if u -= pr.layout[r]; u < 0 {
+				o = r - lo
+				break
+			}
+		}
+		a.layout[v] = o
+	}
+	return a
 }
 
-// greedyFusion is base's config with every decision set to the policy's most likely
-// option.
-func greedyFusion(base *compiler.Config, d *decisions, probs []float64) (*compiler.Config, []bool) {
-	cfg := base.Clone()
-	acts := make([]bool, d.n())
-	for i, name := range d.names {
-		acts[i] = probs[i] >= 0.5
-		cfg.Fusion[name] = acts[i]
+// greedyAction is every decision's most likely option (the first on a tie).
+func greedyAction(d *decisions, pr *dist) action {
+	a := action{fuse: make([]bool, d.nFusion()), layout: make([]int, d.nLayout())}
+	for i := range a.fuse {
+		a.fuse[i] = pr.fuse[i] >= 0.5
 	}
-	return cfg, acts
+	for v := range a.layout {
+		lo, hi := d.lstart[v], d.lstart[v+1]
+		best := lo
+		for r := lo + 1; r < hi; r++ {
+			if pr.layout[r] > pr.layout[best] {
+				best = r
+			}
+		}
+		a.layout[v] = best - lo
+	}
+	return a
+}
+
+// apply returns base's config with a's decisions written into it.
+func (d *decisions) apply(base *compiler.Config, a action) *compiler.Config {
+	cfg := base.Clone()
+	for i, name := range d.names {
+		cfg.Fusion[name] = a.fuse[i]
+	}
+	for v, name := range d.lnames {
+		cfg.Layout[name] = slices.Clone(d.lopts[v][a.layout[v]])
+	}
+	return cfg
+}
+
+// explore returns pr with every decision kept at least floor away from certainty: a
+// fusion probability is clamped to [floor, 1-floor]; a layout node's distribution is
+// mixed with the uniform one so that the probability of leaving its most likely option
+// is at least floor (at most 1: then the node is uniform).
+func (d *decisions) explore(pr *dist, floor float64) *dist {
+	out := &dist{fuse: make([]float64, len(pr.fuse)), layout: make([]float64, len(pr.layout))}
+	for i, q := range pr.fuse {
+		out.fuse[i] = math.Min(math.Max(q, floor), 1-floor)
+	}
+	for v := range d.nLayout() {
+		lo, hi := d.lstart[v], d.lstart[v+1]
+		k := float64(hi - lo)
+		top := 0.0
+		for r := lo; r < hi; r++ {
+			top = math.Max(top, pr.layout[r])
+		}
+		// leaving the top option: (1-λ)(1-top) + λ(k-1)/k >= floor
+		lam := 0.0
+		if need := floor - (1 - top); need > 0 {
+			lam = math.Min(1, need/((k-1)/k-(1-top)))
+		}
+		for r := lo; r < hi; r++ {
+			out.layout[r] = (1-lam)*pr.layout[r] + lam/k
+		}
+	}
+	return out
 }
 
 // reinforceCoef turns K samples (actions and advantages) into the coefficients of the
 // surrogate loss (see build).
-func reinforceCoef(acts [][]bool, adv []float64) ([]float32, float32) {
-	if len(acts) == 0 {
-		return nil, 0
-	}
-	coef := make([]float32, len(acts[0]))
-	s := 0.0
+func reinforceCoef(d *decisions, acts []action, adv []float64) *coefs {
+	c := &coefs{fuse: make([]float32, d.nFusion()), layout: make([]float32, d.rows())}
 	k := float64(len(acts))
+	s := 0.0
 	for i, a := range acts {
-		s += adv[i] / k
-		for e, f := range a {
+		w := adv[i] / k
+		s += w
+		for e, f := range a.fuse {
 			if f {
-				coef[e] += float32(adv[i] / k)
+				c.fuse[e] += float32(w)
 			}
 		}
+		for v, o := range a.layout {
+			c.layout[d.lstart[v]+o] += float32(w)
+		}
 	}
-	return coef, float32(s)
+	c.scale = float32(s)
+	return c
 }

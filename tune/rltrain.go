@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -19,6 +20,9 @@ type TrainPolicyOptions struct {
 	Chip     tpusim.Chip // the target and the simulator; required
 	Seed     int64       // initial weights and action sampling
 	Episodes int         // required > 0; one episode samples every program once
+	// Kinds are the decisions the policy trains on: layout, fusion or both (default
+	// both, RLKinds).
+	Kinds []compiler.Kind
 	// Samples is the number of configs sampled per program per episode (default 8).
 	Samples int
 	// LR is Adam's learning rate (default 0.01).
@@ -39,7 +43,7 @@ type EpisodeReport struct {
 	Loss        float64 `json:"loss"`    // REINFORCE surrogate loss, summed over programs
 	MeanReward  float64 `json:"mean_reward"`
 	GreedyMean  float64 `json:"greedy_reward"`     // reward of the policy's most likely config, mean over programs
-	MeanEntropy float64 `json:"mean_entropy_nats"` // per decision
+	MeanEntropy float64 `json:"mean_entropy_nats"` // per decision (layout and fusion)
 }
 
 func (o TrainPolicyOptions) withDefaults() (TrainPolicyOptions, error) {
@@ -48,6 +52,12 @@ func (o TrainPolicyOptions) withDefaults() (TrainPolicyOptions, error) {
 	}
 	if o.Episodes <= 0 {
 		return o, fmt.Errorf("episodes must be positive, got %d", o.Episodes)
+	}
+	if o.Kinds == nil {
+		o.Kinds = RLKinds()
+	}
+	if err := checkRLKinds(o.Kinds); err != nil {
+		return o, err
 	}
 	if o.Samples == 0 {
 		o.Samples = 8
@@ -73,11 +83,11 @@ func (o TrainPolicyOptions) withDefaults() (TrainPolicyOptions, error) {
 	return o, nil
 }
 
-// rlEnv is one training problem: a program's fusion decisions and a reward for sampled
-// actions (K at a time, evaluated in parallel by the environment).
+// rlEnv is one training problem: a program's decisions and a reward for sampled actions
+// (K at a time, evaluated in parallel by the environment).
 type rlEnv interface {
 	decisions() *decisions
-	rewards(ctx context.Context, acts [][]bool) ([]float64, error)
+	rewards(ctx context.Context, acts []action) ([]float64, error)
 }
 
 // simEnv is a zoo program on the simulator: reward log(default_ns / ns), ns the
@@ -93,17 +103,17 @@ type simEnv struct {
 	cache   map[string]float64 // program fingerprint -> ns
 }
 
-func newSimEnv(m *hlo.Module, chip tpusim.Chip, workers int) (*simEnv, error) {
+func newSimEnv(m *hlo.Module, chip tpusim.Chip, kinds []compiler.Kind, workers int) (*simEnv, error) {
 	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target, Kernels: &compiler.KernelCache{}}, sim: tpusim.Version, chip: chip.Name}
 	base, err := cc.compile(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: default compile: %w", m.Name, err)
 	}
-	e, err := fusionGraph(cc, base.cfg)
+	g, err := programGraph(cc, base.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
-	d, err := newDecisions(e, base.space)
+	d, err := newDecisions(g, base.space, newKindSet(kinds), chip.Target)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
@@ -116,15 +126,11 @@ func newSimEnv(m *hlo.Module, chip tpusim.Chip, workers int) (*simEnv, error) {
 
 func (e *simEnv) decisions() *decisions { return e.d }
 
-func (e *simEnv) rewards(ctx context.Context, acts [][]bool) ([]float64, error) {
+func (e *simEnv) rewards(ctx context.Context, acts []action) ([]float64, error) {
 	cands := make([]*candidate, len(acts))
 	ns := make([]float64, len(acts))
 	err := parallel(ctx, e.workers, len(acts), func(i int) error {
-		cfg := e.base.cfg.Clone()
-		for j, name := range e.d.names {
-			cfg.Fusion[name] = acts[i][j]
-		}
-		c, err := e.cc.compile(cfg)
+		c, err := e.cc.compile(e.d.apply(e.base.cfg, acts[i]))
 		if err != nil {
 			return err
 		}
@@ -162,9 +168,9 @@ func (e *simEnv) rewards(ctx context.Context, acts [][]bool) ([]float64, error) 
 	return out, nil
 }
 
-// TrainPolicy trains a fusion policy by REINFORCE with a per-program moving-average
-// baseline on programs mods: each episode samples Samples fusion configs per program from
-// the policy, simulates them (reward log(default_ns / ns)), and takes one Adam step on
+// TrainPolicy trains a layout and fusion policy by REINFORCE with a per-program
+// moving-average baseline on programs mods: each episode samples Samples configs (the
+// decisions of o.Kinds) per program from the policy, simulates them (reward log(default_ns / ns)), and takes one Adam step on
 // the surrogate loss summed over the programs. The result depends only on the inputs
 // and the options, not on Workers.
 func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) (*Policy, error) {
@@ -178,7 +184,7 @@ func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) 
 	envs := make([]rlEnv, len(mods))
 	var names []string
 	for i, m := range mods {
-		env, err := newSimEnv(m, o.Chip, o.Workers)
+		env, err := newSimEnv(m, o.Chip, o.Kinds, o.Workers)
 		if err != nil {
 			return nil, fmt.Errorf("training a policy: %w", err)
 		}
@@ -186,7 +192,7 @@ func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) 
 		names = append(names, m.Name)
 	}
 	p := NewPolicy(o.Seed)
-	p.Meta = PolicyMeta{Programs: names, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, Chip: o.Chip.Name}
+	p.Meta = PolicyMeta{Programs: names, Kinds: slices.Clone(o.Kinds), Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, Chip: o.Chip.Name}
 	hist, err := trainPolicy(ctx, p, envs, o)
 	if err != nil {
 		return nil, fmt.Errorf("training a policy: %w", err)
@@ -212,16 +218,16 @@ func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOpti
 			if d.n() == 0 {
 				continue
 			}
-			probs, err := p.probs(d)
+			pr, err := p.probs(d)
 			if err != nil {
 				return nil, err
 			}
 			rng := rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("rl-train").Uint64(uint64(ep)).Uint64(uint64(i)).Sum64(), 1))
-			acts := make([][]bool, o.Samples+1)
+			acts := make([]action, o.Samples+1)
 			for k := range o.Samples {
-				_, acts[k] = sampleFusion(rng, &compiler.Config{Fusion: map[string]bool{}}, d, probs)
+				acts[k] = sampleAction(rng, d, pr)
 			}
-			_, acts[o.Samples] = greedyFusion(&compiler.Config{Fusion: map[string]bool{}}, d, probs)
+			acts[o.Samples] = greedyAction(d, pr)
 			rs, err := env.rewards(ctx, acts)
 			if err != nil {
 				return nil, err
@@ -240,8 +246,7 @@ func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOpti
 				adv[k] = r - baseline[i]
 			}
 			baseline[i] = o.Baseline*baseline[i] + (1-o.Baseline)*mean
-			coef, scale := reinforceCoef(acts, adv)
-			loss, gs, err := p.grads(d, coef, scale)
+			loss, gs, err := p.grads(d, reinforceCoef(d, acts, adv))
 			if err != nil {
 				return nil, err
 			}
@@ -257,9 +262,7 @@ func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOpti
 			rep.Loss += loss
 			rep.MeanReward += mean
 			rep.GreedyMean += greedy
-			for _, q := range probs {
-				rep.MeanEntropy += bernoulliEntropy(q)
-			}
+			rep.MeanEntropy += d.entropy(pr)
 			nDec += d.n()
 		}
 		if sum != nil {
@@ -278,9 +281,18 @@ func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOpti
 	return hist, nil
 }
 
-func bernoulliEntropy(q float64) float64 {
-	if q <= 0 || q >= 1 {
-		return 0
+// entropy is the summed entropy of pr's decisions, in nats.
+func (d *decisions) entropy(pr *dist) float64 {
+	h := 0.0
+	for _, q := range pr.fuse {
+		if q > 0 && q < 1 {
+			h -= q*math.Log(q) + (1-q)*math.Log(1-q)
+		}
 	}
-	return -q*math.Log(q) - (1-q)*math.Log(1-q)
+	for _, q := range pr.layout {
+		if q > 0 {
+			h -= q * math.Log(q)
+		}
+	}
+	return h
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // Record is one entry of the global config store: the best known choice of one kind
@@ -258,8 +259,8 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 			return nil, fmt.Errorf("config store %s: %w", s.path, err)
 		}
 		r.Kind = recordKind(kind)
-		if err := decodeValue(&r, value); err != nil {
-			return nil, fmt.Errorf("config store %s: %s %s: %w", s.path, kind, r.Key, err)
+		if err := decodeValue(&r, value, fmt.Sprintf("config store %s: %s %s", s.path, kind, r.Key)); err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -269,21 +270,23 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
-func decodeValue(r *Record, value string) error {
+// decodeValue decodes the JSON value of a record of r's kind into r; errors name where
+// ("config store FILE: KIND KEY") and say what is wrong without Go types (jsonerr).
+func decodeValue(r *Record, value, where string) error {
 	switch r.Kind {
 	case compiler.KindLayout:
-		return json.Unmarshal([]byte(value), &r.Layout)
+		return jsonerr.Unmarshal(where, []byte(value), &r.Layout)
 	case compiler.KindFusion:
-		return json.Unmarshal([]byte(value), &r.Fusion)
+		return jsonerr.Unmarshal(where, []byte(value), &r.Fusion)
 	case compiler.KindTile:
 		var kv kernelValue
-		if err := json.Unmarshal([]byte(value), &kv); err != nil {
+		if err := jsonerr.Unmarshal(where, []byte(value), &kv); err != nil {
 			return err
 		}
 		r.Tile, r.Flags = kv.Tile, kv.Flags
 		return nil
 	}
-	return fmt.Errorf("unknown kind %q", r.Kind)
+	return fmt.Errorf("%s: unknown kind %q", where, r.Kind)
 }
 
 // recordOf maps a compiler.Store lookup of kind k to the kind of record that answers it:
@@ -305,7 +308,7 @@ func (s *Store) lookup(kind compiler.Kind, key string) (Record, bool) {
 	r := Record{Kind: kind, Key: key}
 	err = s.db.QueryRow(`SELECT value, ns, program FROM configs WHERE chip = ? AND simulator = ? AND kind = ? AND key = ?`,
 		s.chip, s.simulator, col, key).Scan(&value, &r.Ns, &r.Program)
-	if err != nil || decodeValue(&r, value) != nil {
+	if err != nil || decodeValue(&r, value, "") != nil {
 		return Record{}, false
 	}
 	return r, true

@@ -97,6 +97,14 @@ func TestStoreRecordsAndLookups(t *testing.T) {
 	}
 	var _ compiler.Store = s
 	var _ ConfigStore = s
+	// A damaged value is reported by record, in JSON terms (not Go types).
+	if _, err := s.db.ExecContext(ctx, `UPDATE configs SET value = '"x"' WHERE kind = 'layout' AND key = 'n1'`); err != nil {
+		t.Fatal(err)
+	}
+	want := "config store " + path + ": layout n1: want a list of integers, got a string"
+	if _, err := s.Records(ctx); err == nil || err.Error() != want {
+		t.Errorf("damaged value: %v, want %s", err, want)
+	}
 }
 
 // TestStoreConcurrentWriters: many goroutines on two handles upsert overlapping keys; no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -312,7 +313,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"Runs", func(o *Options) { o.Runs = -2 }, true},
 		{"Runs", func(o *Options) { o.Runs = maxRuns + 1 }, true},
 		{"Workers", func(o *Options) { o.Workers = -1 }, true},
-		{"Workers", func(o *Options) { o.Workers = 0 }, false},
+		{"Workers", func(o *Options) { o.Workers = MaxWorkers + 1 }, true},
 		{"Batch", func(o *Options) { o.Batch = -1 }, true},
 		{"Noise", func(o *Options) { o.Noise = -0.01 }, true},
 		{"Noise", func(o *Options) { o.Noise = math.NaN() }, true},
@@ -335,6 +336,15 @@ func TestOptionsValidate(t *testing.T) {
 		if !tc.inRun && err != nil {
 			t.Errorf("%s: zero takes the default in Run, got %v", tc.field, err)
 		}
+	}
+	// Workers 0 means all cores (as for every --workers), in Validate as in Run.
+	o0 := good
+	o0.Workers = 0
+	if err := o0.Validate(); err != nil {
+		t.Errorf("Workers 0 (all cores): %v", err)
+	}
+	if r, err := o0.resolve(); err != nil || r.Workers != runtime.GOMAXPROCS(0) {
+		t.Errorf("Workers 0 resolves to %d workers (%v), want GOMAXPROCS", r.Workers, err)
 	}
 	// A valid but non-canonical strategy spelling is accepted and canonicalized.
 	o := good

@@ -29,9 +29,10 @@
 //
 // # Confirmation
 //
-// Before reporting, the search's best program and the starting program are re-measured
-// with more runs, and the best is kept only if it is faster beyond the noise (see
-// Confirmation): a run never hands back a program slower than where it started.
+// Before reporting, the search's best program, the starting program and (when a store
+// made the start differ from it) the default compile are re-measured with more runs, and
+// the best is kept only if it is faster beyond the noise (see Confirmation): a run never
+// hands back a program slower than the default compile, or than where it started.
 //
 // # The XTAT schedule
 //
@@ -73,7 +74,7 @@ type Options struct {
 	Strategy Strategy    // default XTAT
 	Budget   int         // simulator measurements (program and kernel); required > 0
 	Seed     int64       // seeds the search and the measurement noise
-	Workers  int         // measurement and compile goroutines; default GOMAXPROCS
+	Workers  int         // measurement and compile goroutines; 0 (valid): GOMAXPROCS
 
 	// Measurement noise of the simulated hardware (tpusim.Options): a run takes
 	// true * (1 + |N(0, Noise)|) and a measurement is the min of Runs runs (default 3).
@@ -101,7 +102,7 @@ type Options struct {
 	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
 	// (default 500).
 	TopKGraph, TopKKernel, ModelEvals int
-	// Policy is the fusion policy of the rl strategy (LoadPolicy); required by it.
+	// Policy is the layout and fusion policy of the rl strategy (LoadPolicy); required by it.
 	Policy *Policy
 
 	// Progress, if set, is called from the run's goroutine after each batch of
@@ -133,21 +134,29 @@ type PhaseReport struct {
 // Report is the result of tuning one program. DefaultNs and TunedNs are the simulator's
 // noiseless times of the default compile (no store) and of the tuned config: an
 // evaluation outside the budget, not measurements. The tuned config is the search's best
-// program only if the final confirmation found it faster than the starting program beyond
-// the measurement noise; otherwise it is the starting program's (see Confirmation).
+// program only if the final confirmation found it faster than the starting program (and
+// the default compile) beyond the measurement noise; otherwise it is the starting
+// program's, or the default compile's (see Confirmation).
 type Report struct {
-	Program          string        `json:"program"`
-	Chip             string        `json:"chip"`
-	Simulator        string        `json:"simulator"`
-	Strategy         string        `json:"strategy"`
-	ModelGuided      bool          `json:"model_guided"`
-	Seed             int64         `json:"seed"`
-	Budget           int           `json:"budget"`
-	Kernels          int           `json:"kernels"`
-	DefaultNs        float64       `json:"default_ns"`
-	StartNs          float64       `json:"start_ns"` // the store-repaired starting point
-	TunedNs          float64       `json:"tuned_ns"`
-	Speedup          float64       `json:"speedup"` // DefaultNs / TunedNs
+	Program     string  `json:"program"`
+	Chip        string  `json:"chip"`
+	Simulator   string  `json:"simulator"`
+	Strategy    string  `json:"strategy"`
+	ModelGuided bool    `json:"model_guided"`
+	Seed        int64   `json:"seed"`
+	Budget      int     `json:"budget"`
+	Kernels     int     `json:"kernels"`
+	DefaultNs   float64 `json:"default_ns"`
+	StartNs     float64 `json:"start_ns"` // the store-repaired starting point
+	TunedNs     float64 `json:"tuned_ns"`
+	Speedup     float64 `json:"speedup"` // DefaultNs / TunedNs; 1 when NothingToTune
+	// NothingToTune: the program compiles to no kernels, so no config changes it; nothing
+	// was measured and the result is the default compile (0 ns, speedup 1).
+	NothingToTune bool `json:"nothing_to_tune,omitempty"`
+	// PolicyTrainedOn names the program of the rl policy's training set that is the same
+	// model variant as this one (zoo.Variant), when there is one: the result then shows
+	// the policy on a program it trained on, not on an unseen one.
+	PolicyTrainedOn  string        `json:"policy_trained_on,omitempty"`
 	Measurements     int           `json:"measurements"`
 	ProgramMeasures  int           `json:"program_measurements"`
 	KernelMeasures   int           `json:"kernel_measurements"`
@@ -156,7 +165,8 @@ type Report struct {
 	WallS            float64       `json:"wall_s"`
 	StoreRecords     int           `json:"store_records"`
 	Phases           []PhaseReport `json:"phases"`
-	// Confirmation is the final check that the result is not slower than the start.
+	// Confirmation is the final check that the result is not slower than the start or
+	// the default compile.
 	Confirmation Confirmation `json:"confirmation"`
 	// Config is the tuned program's effective config: compiling with it (Strict, no
 	// store) reproduces the tuned program.
@@ -166,8 +176,9 @@ type Report struct {
 // Limits of the options (Validate). They bound what a run can be asked for, not what is
 // useful: a run takes Budget measurements of Runs runs each.
 const (
-	maxRuns    = 1000 // runs per measurement (the confirmation takes 10× that)
-	maxWorkers = 1 << 16
+	maxRuns = 1000 // runs per measurement (the confirmation takes 10× that)
+	// MaxWorkers bounds Workers (0, all cores, is valid too).
+	MaxWorkers = 1 << 16
 	maxBatch   = 4096
 	maxNoise   = 1.0 // σ of the multiplicative noise: runs up to ~4× their true time
 )
@@ -227,8 +238,9 @@ func (o Options) withDefaults() Options {
 
 // Validate checks every option as given, with no defaults applied: a zero where Run would
 // substitute a default is invalid here, so a caller that sets every field (a command line,
-// starting from Defaults) learns of a bad value instead of running with another. An
-// invalid numeric option or strategy is reported as an *OptionError.
+// starting from Defaults) learns of a bad value instead of running with another. The one
+// exception is Workers, where 0 means all cores (GOMAXPROCS), as for every command's
+// --workers. An invalid numeric option or strategy is reported as an *OptionError.
 func (o Options) Validate() error {
 	intAtLeast1 := func(field string, v, hi int) error {
 		if v >= 1 && v <= hi {
@@ -246,7 +258,6 @@ func (o Options) Validate() error {
 	}{
 		{"Budget", o.Budget, math.MaxInt},
 		{"Runs", o.Runs, maxRuns},
-		{"Workers", o.Workers, maxWorkers},
 		{"Batch", o.Batch, maxBatch},
 		{"TopKGraph", o.TopKGraph, math.MaxInt},
 		{"TopKKernel", o.TopKKernel, math.MaxInt},
@@ -255,6 +266,9 @@ func (o Options) Validate() error {
 		if err := intAtLeast1(c.field, c.v, c.hi); err != nil {
 			return err
 		}
+	}
+	if o.Workers < 0 || o.Workers > MaxWorkers { // 0 is valid: all cores, as for every --workers
+		return &OptionError{Field: "Workers", Value: fmt.Sprint(o.Workers), Want: fmt.Sprintf("an integer in [0, %d] (0: all cores)", MaxWorkers)}
 	}
 	if !(o.Noise >= 0 && o.Noise <= maxNoise) { // also rejects NaN
 		return &OptionError{Field: "Noise", Value: fmt.Sprint(o.Noise), Want: fmt.Sprintf("a number in [0, %g]", float64(maxNoise))}
@@ -325,6 +339,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s: default compile: %w", m.Name, err)
 	}
+	if len(def.prog.Kernels) == 0 {
+		return nothingToTune(m, o, def, t0)
+	}
 	start := []*candidate{def}
 	if snap != nil {
 		c, err := cc.compile(nil)
@@ -350,7 +367,7 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
 	}
-	if fin, rep.Confirmation, err = r.confirm(ctx, start[0], fin); err != nil {
+	if fin, rep.Confirmation, err = r.confirm(ctx, start[0], def, fin); err != nil {
 		return nil, fmt.Errorf("tuning %s (%s): %w", m.Name, o.Strategy, err)
 	}
 	truth := func(p *compiler.Program) (float64, error) {
@@ -369,6 +386,11 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	if rep.TunedNs, err = truth(fin.prog); err != nil {
 		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
 	}
+	for _, v := range []float64{rep.DefaultNs, rep.StartNs, rep.TunedNs} {
+		if !(v > 0 && v < math.Inf(1)) { // also NaN: a report never holds one
+			return nil, fmt.Errorf("tuning %s: the simulator timed a program of %d kernels at %g ns", m.Name, len(def.prog.Kernels), v)
+		}
+	}
 	rep.Speedup = rep.DefaultNs / rep.TunedNs
 	rep.Kernels = len(fin.prog.Kernels)
 	rep.Measurements, rep.ProgramMeasures, rep.KernelMeasures = r.measurements, r.progMeas, r.kernMeas
@@ -386,6 +408,21 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	}
 	rep.WallS = time.Since(t0).Seconds()
 	return rep, nil
+}
+
+// nothingToTune is the report of a program that compiles to no kernels (only parameters,
+// constants or tuples): no config changes it, so nothing is measured, the result is the
+// default compile, its time (0 ns) is both default_ns and tuned_ns and the speedup is 1.
+func nothingToTune(m *hlo.Module, o Options, def *candidate, t0 time.Time) (*Report, error) {
+	pt, err := tpusim.Simulate(def.prog, o.Chip)
+	if err != nil {
+		return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+	}
+	return &Report{Program: m.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
+		ModelGuided: o.GraphModel != nil || o.KernelModel != nil, Seed: o.Seed, Budget: o.Budget, NothingToTune: true,
+		DefaultNs: pt.TotalNs, StartNs: pt.TotalNs, TunedNs: pt.TotalNs, Speedup: 1, Phases: []PhaseReport{},
+		Confirmation: Confirmation{Outcome: NoChange, RunsEach: confirmRuns(o.Runs), Margin: confirmMargin(o.Noise, confirmRuns(o.Runs))},
+		Config:       def.cfg.Clone(), WallS: time.Since(t0).Seconds()}, nil
 }
 
 // beginPhase starts a phase report.
@@ -531,6 +568,9 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 		rep, err := Run(ctx, m, opts)
 		if err != nil {
 			return nil, err
+		}
+		if opts.Strategy == RL && opts.Policy != nil {
+			rep.PolicyTrainedOn, _ = zoo.SeenVariant(opts.Policy.Meta.Programs, src)
 		}
 		b.Reports = append(b.Reports, rep)
 		b.MeanSpeedup += rep.Speedup

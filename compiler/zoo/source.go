@@ -67,3 +67,56 @@ func ParseList(s string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Select returns the sources a command's --models/--all flags choose (gen and tune):
+// every zoo model with all, else the parsed list (ParseList). Exactly one must be given;
+// errors name the flags.
+func Select(models string, all bool) ([]string, error) {
+	switch {
+	case all && models != "":
+		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
+	case all:
+		return Names(), nil
+	case models == "":
+		return nil, fmt.Errorf("give --models a,b or --all")
+	}
+	names, err := ParseList(models)
+	if err != nil {
+		return nil, fmt.Errorf("--models: %w", err)
+	}
+	return names, nil
+}
+
+// Variant is the model variant of a program, what held-out evaluation holds out: a zoo
+// model's inference graph and training step ("mlp_96x2_b1", "mlp_96x2_b1_train") and its
+// batch sizes ("resnet18_b1", "resnet18_b32") are one variant, named by the model name
+// without the "_train" and "_bN" suffixes ("mlp_96x2", "resnet18"). Any other program (a
+// bundled dump, an HLO file) is its own variant, with the same suffixes stripped.
+func Variant(program string) string {
+	v := strings.TrimSuffix(program, "_train")
+	if i := strings.LastIndex(v, "_b"); i > 0 && i+2 < len(v) && allDigits(v[i+2:]) {
+		v = v[:i]
+	}
+	return v
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// SeenVariant returns the first of trained that is the same model variant as program
+// (Variant), if any: evaluating on it would not be held out.
+func SeenVariant(trained []string, program string) (string, bool) {
+	v := Variant(program)
+	for _, t := range trained {
+		if Variant(t) == v {
+			return t, true
+		}
+	}
+	return "", false
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // ExportManifestName is the sidecar Export writes beside its npz files: it names their
@@ -199,8 +200,8 @@ func readExportManifest(dir string) (*ExportManifest, error) {
 		return nil, fmt.Errorf("tpugraphs: %w", err)
 	}
 	var m ExportManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonerr.Unmarshal(path, b, &m); err != nil {
+		return nil, err
 	}
 	if m.Collection != CollectionTile && m.Collection != CollectionLayout {
 		return nil, fmt.Errorf("%s: collection %q, want tile or layout", path, m.Collection)

@@ -15,7 +15,7 @@ import (
 )
 
 // ToolVersion is recorded as the generator version of imported datasets.
-const ToolVersion = "tpugraphs-import-1"
+const ToolVersion = "tpugraphs-import-2"
 
 // ImportOptions configure Import.
 type ImportOptions struct {
@@ -221,6 +221,8 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 			prov.Task, prov.PerNodeConfigs = dataset.TaskLayout, true
 		}
 	}
+	// npz tile files carry config_runtime_normalizers: rows keep them (Row.Normalizers).
+	prov.RuntimeNormalizers = !g.pb && g.kind() == CollectionTile
 	set.FeatureSet, set.Task = prov.FeatureSet, prov.Task
 	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: o.Format, Provenance: prov})
 	if err != nil {

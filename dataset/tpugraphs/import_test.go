@@ -87,12 +87,20 @@ func TestImportNPZTree(t *testing.T) {
 	if r.Configs[1] != "config=1;normalizer=1000" || r.ConfigFeats[1][0] != float32(24%7) || !math.IsNaN(r.AnalyticalNs[0]) {
 		t.Errorf("configs %v feats %v", r.Configs, r.ConfigFeats[1][:3])
 	}
+	// config_runtime_normalizers are kept per config; rows are compared by runtime over
+	// normalizer, as TpuGraphs' baselines and metrics do.
+	if !p.RuntimeNormalizers || !reflect.DeepEqual(r.Normalizers, []float64{1000, 1000, 1000}) || !reflect.DeepEqual(r.TargetTimes(), []float64{1, 2.5, 1.75}) {
+		t.Errorf("normalizers %v (recorded %v), target times %v", r.Normalizers, p.RuntimeNormalizers, r.TargetTimes())
+	}
 	// Layout: per-node configs.
 	d, rows = readRows(t, filepath.Join(out, "layout-nlp-random-valid"))
 	if p := d.Provenance; !p.PerNodeConfigs || p.Task != dataset.TaskLayout || p.Collection != "layout/nlp/random" {
 		t.Errorf("layout provenance %+v", p)
 	}
 	r = rows[0]
+	if d.Provenance.RuntimeNormalizers || len(r.Normalizers) != 0 {
+		t.Errorf("layout rows have normalizers %v", r.Normalizers)
+	}
 	if !reflect.DeepEqual(r.ConfigNodes, []int32{1, 3}) || len(r.ConfigFeats[2]) != 36 || r.ConfigFeats[2][18+5] != 2 ||
 		!reflect.DeepEqual(r.RuntimesNs, []float64{300, 200, 100}) || r.Kind != "node_splits=0,5" {
 		t.Errorf("layout row nodes %v feats %v runtimes %v kind %q", r.ConfigNodes, r.ConfigFeats[2], r.RuntimesNs, r.Kind)

@@ -200,9 +200,14 @@ func RowFromNPZ(z NPZ, collection string, schema features.Schema) (dataset.Row, 
 			return r, fmt.Errorf("config_runtime_normalizers: %w", err)
 		}
 		feats := cf.Float32s()
+		r.Normalizers = make([]float64, c)
 		for i := 0; i < c; i++ {
+			if norms[i] <= 0 || norms[i] > maxExactInt {
+				return r, fmt.Errorf("config_runtime_normalizers[%d] is %d, want a runtime in [1, 2^53]", i, norms[i])
+			}
 			r.Configs[i] = fmt.Sprintf("config=%d;normalizer=%d", i, norms[i])
 			r.ConfigFeats[i] = feats[i*configW : (i+1)*configW : (i+1)*configW]
+			r.Normalizers[i] = float64(norms[i])
 		}
 	case CollectionLayout:
 		r.Task = dataset.TaskLayout
@@ -266,9 +271,9 @@ func requiredKeys(collection string) []string {
 // features, uint8 opcodes when they fit, int64 indices and runtimes). config_runtime
 // holds the runtimes rounded to whole ns; when one is fractional, config_runtime_ns holds
 // them exactly. kernel_feat is written for a schema with kernel features and
-// config_analytical_ns when an estimate is not NaN. A tile row's normalizers come from
-// its config strings ("normalizer=N") when they have them, else they are the first
-// config's rounded runtime (tpucost puts the compiler's default config first).
+// config_analytical_ns when an estimate is not NaN. A tile row's normalizers are its
+// Normalizers when it has them, else from its config strings ("normalizer=N"), else the
+// first config's rounded runtime (tpucost puts the compiler's default config first).
 func NPZFromRow(r *dataset.Row, collection string, schema features.Schema) (NPZ, error) {
 	nodeW, kernelW, configW := len(schema.Node), len(schema.Kernel), len(schema.Config)
 	g := &r.Graph
@@ -324,9 +329,13 @@ func NPZFromRow(r *dataset.Row, collection string, schema features.Schema) (NPZ,
 				return nil, fmt.Errorf("config %d has %d features, want %d", i, len(f), configW)
 			}
 			feats = append(feats, f...)
+			if len(r.Normalizers) == c {
+				norms[i] = int64(math.Round(r.Normalizers[i]))
+				continue
+			}
 			v, err := configField(r.Configs[i], "normalizer")
 			if errors.Is(err, errNoField) {
-				v, err = rt[0], nil
+				v, err = max(rt[0], 1), nil
 			}
 			if err != nil {
 				return nil, err

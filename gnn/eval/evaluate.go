@@ -41,31 +41,37 @@ type Metrics struct {
 
 // ProgramRow is one program's line of the per-program table.
 type ProgramRow struct {
-	Program    string  `json:"program"`
-	Kernels    int     `json:"kernels"`
-	Learned    float64 `json:"learned"`    // APE (relative tasks) or program-time APE (absolute tasks), %
-	Analytical float64 `json:"analytical"` // the same for the analytical model
-	TrueNs     float64 `json:"true_ns"`    // sum of the program's best (relative) or measured (absolute) kernel times
+	Program    string   `json:"program"`
+	Kernels    int      `json:"kernels"`
+	Learned    float64  `json:"learned"`              // APE (ranked data) or program-time APE (absolute data), %
+	Analytical *float64 `json:"analytical,omitempty"` // the same for the analytical model (absent when the data has no estimates)
+	TrueNs     float64  `json:"true_ns"`              // sum of the program's best (ranked) or measured (absolute) kernel times
 }
 
 // Report is the evaluation of a learned model against the analytical baseline on the
 // same rows.
 type Report struct {
-	Task  dataset.Task `json:"task"`
-	Split string       `json:"split"`
+	Task dataset.Task `json:"task"`
+	// Ranked says that each row's configurations were ranked (dataset.Provenance.Ranked:
+	// tile, flags and per-node layout data), so the metrics are APE, slowdown@K, τ per
+	// row and OPA; otherwise they are MAPE and τ over kernels (absolute data).
+	Ranked bool   `json:"-"`
+	Split  string `json:"split"`
 	// HeldOutFamilies are the test families of a family split.
 	HeldOutFamilies []string `json:"held_out_families,omitempty"`
 	Kernels         int      `json:"kernels"`
 	// ExcludedRows counts the rows of the evaluated part left out because the model
 	// trained or validated on their kernel.
-	ExcludedRows int          `json:"excluded_rows"`
-	Samples      int          `json:"samples"`
-	Programs     int          `json:"programs"`
-	Learned      Metrics      `json:"learned"`
-	Analytical   Metrics      `json:"analytical"`
-	PerProgram   []ProgramRow `json:"per_program"`
+	ExcludedRows int     `json:"excluded_rows"`
+	Samples      int     `json:"samples"`
+	Programs     int     `json:"programs"`
+	Learned      Metrics `json:"learned"`
+	// Analytical is the analytical model on the same rows; nil when the data has no
+	// analytical estimates (measurements imported from elsewhere, e.g. TpuGraphs).
+	Analytical *Metrics     `json:"analytical,omitempty"`
+	PerProgram []ProgramRow `json:"per_program"`
 
-	// Pairs for plots (absolute: one per kernel; relative: one per config), capped.
+	// Pairs for plots (absolute: one per kernel; ranked: one per config), capped.
 	Points []Point `json:"-"`
 }
 
@@ -90,7 +96,8 @@ type kernelData struct {
 // variant) all of whose kernels are evaluated.
 func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude func(*dataset.Row) bool) (*Report, error) {
 	task := d.Provenance.Task
-	rep := &Report{Task: task, Split: "all"}
+	ranked := d.Provenance.Ranked()
+	rep := &Report{Task: task, Ranked: ranked, Split: "all"}
 	part := dataset.All
 	if split != nil {
 		part = dataset.Test
@@ -112,7 +119,7 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 			if len(p) != len(r.RuntimesNs) {
 				return fmt.Errorf("kernel %s: %d predictions for %d configs", r.KernelKey, len(p), len(r.RuntimesNs))
 			}
-			kernels[r.KernelKey] = &kernelData{truth: r.RuntimesNs, learned: p, analytical: r.AnalyticalNs}
+			kernels[r.KernelKey] = &kernelData{truth: r.TargetTimes(), learned: p, analytical: r.AnalyticalNs}
 			rep.Samples += len(r.RuntimesNs)
 		}
 		buf = buf[:0]
@@ -141,6 +148,9 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 		if rep.ExcludedRows > 0 {
 			return nil, fmt.Errorf("%s: no rows to evaluate: all %d test rows (%s split) are kernels the model trained or validated on", d.Dir, rep.ExcludedRows, rep.Split)
 		}
+		if split != nil {
+			return nil, fmt.Errorf("%s: no rows to evaluate: the test part of its %s split is empty (a dataset of a few rows may hold none: evaluate on another dataset of the same feature set)", d.Dir, split.Kind)
+		}
 		return nil, fmt.Errorf("%s: no rows to evaluate", d.Dir)
 	}
 	occ, err := d.Occurrences()
@@ -152,89 +162,122 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	hasAnalytical := true
+	for _, kd := range kernels {
+		hasAnalytical = hasAnalytical && len(kd.analytical) == len(kd.truth) && !slices.ContainsFunc(kd.analytical, math.IsNaN)
+	}
 	for _, k := range keys {
 		kd := kernels[k]
 		l, a := kd.learned, kd.analytical
-		if task.Relative() {
+		if !hasAnalytical {
+			a = nil
+		}
+		if ranked {
 			// A rank model's outputs are scores, not times: plot each config against the
 			// true runtime at the rank the model gives it (both models alike), so that a
 			// perfect ranking lies on the diagonal.
-			l, a = rankImplied(kd.truth, l), rankImplied(kd.truth, a)
+			l = rankImplied(kd.truth, l)
+			if a != nil {
+				a = rankImplied(kd.truth, a)
+			}
 		}
 		for i := range kd.truth {
 			if len(rep.Points) < maxPoints {
-				rep.Points = append(rep.Points, Point{kd.truth[i], l[i], a[i]})
+				pa := math.NaN()
+				if a != nil {
+					pa = a[i]
+				}
+				rep.Points = append(rep.Points, Point{kd.truth[i], l[i], pa})
 			}
 		}
 	}
-	if task.Relative() {
-		err = evalRelative(rep, keys, kernels, occ)
-	} else {
-		err = evalAbsolute(rep, keys, kernels, occ)
+	score := absoluteMetrics
+	if ranked {
+		score = rankedMetrics
 	}
+	m, progs, err := score(keys, kernels, occ, learnedOf)
 	if err != nil {
 		return nil, err
+	}
+	rep.Learned, rep.Programs = m, len(progs)
+	for _, p := range progs {
+		rep.PerProgram = append(rep.PerProgram, ProgramRow{Program: p.program, Kernels: p.kernels, Learned: p.value, TrueNs: p.trueNs})
+	}
+	if hasAnalytical {
+		a, aprogs, err := score(keys, kernels, occ, analyticalOf)
+		if err != nil {
+			return nil, err
+		}
+		rep.Analytical = &a
+		for i, p := range aprogs {
+			rep.PerProgram[i].Analytical = ptr(p.value)
+		}
 	}
 	return rep, nil
 }
 
 func ptr(x float64) *float64 { return &x }
 
-func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, occ []dataset.Occurrence) error {
-	var tauL, tauA, opaL, opaA float64
+// predOf selects one model's predictions of an evaluated kernel.
+type predOf func(*kernelData) []float64
+
+func learnedOf(kd *kernelData) []float64    { return kd.learned }
+func analyticalOf(kd *kernelData) []float64 { return kd.analytical }
+
+// programScore is one model's value for one program of the per-program table (APE for
+// ranked data, the mean program-time APE over its variants for absolute data).
+type programScore struct {
+	program       string
+	kernels       int
+	value, trueNs float64
+}
+
+// rankedMetrics scores one model (pred) on ranked rows: per row (kernel) over its
+// configurations Kendall τ, OPA and slowdown@K, averaged over rows, and the tile APE of
+// every default-compile program (occurrences of variant 0), averaged over programs.
+func rankedMetrics(keys []string, kernels map[string]*kernelData, occ []dataset.Occurrence, pred predOf) (Metrics, []programScore, error) {
+	var m Metrics
+	var tau, opa float64
 	nTau, nOPA := 0, 0
-	slow := map[int][2]float64{1: {}, 5: {}, 10: {}}
+	slow := map[int]float64{1: 0, 5: 0, 10: 0}
 	for _, key := range keys {
 		kd := kernels[key]
-		if ol, err := metric.OPA(kd.learned, kd.truth); err == nil {
-			oa, _ := metric.OPA(kd.analytical, kd.truth)
-			opaL += ol
-			opaA += oa
+		p := pred(kd)
+		if o, err := metric.OPA(p, kd.truth); err == nil {
+			opa += o
 			nOPA++
 		}
 		if len(kd.truth) >= 2 {
-			tl, err := metric.KendallTau(kd.learned, kd.truth)
+			t, err := metric.KendallTau(p, kd.truth)
 			if err != nil {
-				return err
+				return m, nil, err
 			}
-			ta, err := metric.KendallTau(kd.analytical, kd.truth)
-			if err != nil {
-				return err
-			}
-			tauL += tl
-			tauA += ta
+			tau += t
 			nTau++
 		}
 		for K := range slow {
-			sl, err := metric.SlowdownAtK(metric.Kernel{True: kd.truth, Pred: kd.learned}, K)
+			sl, err := metric.SlowdownAtK(metric.Kernel{True: kd.truth, Pred: p}, K)
 			if err != nil {
-				return fmt.Errorf("kernel %s: %w", key, err)
+				return m, nil, fmt.Errorf("kernel %s: %w", key, err)
 			}
-			sa, err := metric.SlowdownAtK(metric.Kernel{True: kd.truth, Pred: kd.analytical}, K)
-			if err != nil {
-				return fmt.Errorf("kernel %s: %w", key, err)
-			}
-			s := slow[K]
-			slow[K] = [2]float64{s[0] + sl, s[1] + sa}
+			slow[K] += sl
 		}
 	}
 	n := float64(len(keys))
-	rep.Learned.SlowdownAt, rep.Analytical.SlowdownAt = map[string]float64{}, map[string]float64{}
+	m.SlowdownAt = map[string]float64{}
 	for K, s := range slow {
-		rep.Learned.SlowdownAt[fmt.Sprint(K)] = s[0] / n
-		rep.Analytical.SlowdownAt[fmt.Sprint(K)] = s[1] / n
+		m.SlowdownAt[fmt.Sprint(K)] = s / n
 	}
 	if nTau > 0 {
-		rep.Learned.KendallTau, rep.Analytical.KendallTau = tauL/float64(nTau), tauA/float64(nTau)
+		m.KendallTau = tau / float64(nTau)
 	}
 	if nOPA > 0 {
-		rep.Learned.OPA, rep.Analytical.OPA = ptr(opaL/float64(nOPA)), ptr(opaA/float64(nOPA))
+		m.OPA = ptr(opa / float64(nOPA))
 	}
-	rep.Learned.TileScore = ptr(1 - rep.Learned.SlowdownAt["5"])
-	rep.Analytical.TileScore = ptr(1 - rep.Analytical.SlowdownAt["5"])
+	m.TileScore = ptr(1 - m.SlowdownAt["5"])
 	// Per program: the default-compile units.
 	type prog struct {
-		kl, ka []metric.Kernel
+		ks     []metric.Kernel
 		counts []float64
 		trueNs float64
 	}
@@ -251,81 +294,69 @@ func evalRelative(rep *Report, keys []string, kernels map[string]*kernelData, oc
 			progs[o.Program] = p
 			names = append(names, o.Program)
 		}
-		p.kl = append(p.kl, metric.Kernel{True: kd.truth, Pred: kd.learned})
-		p.ka = append(p.ka, metric.Kernel{True: kd.truth, Pred: kd.analytical})
+		p.ks = append(p.ks, metric.Kernel{True: kd.truth, Pred: pred(kd)})
 		p.counts = append(p.counts, float64(o.Count))
 		p.trueNs += float64(o.Count) * metric.Kernel{True: kd.truth}.MinTrue()
 	}
 	sort.Strings(names)
-	var sumL, sumA float64
+	var out []programScore
+	var sum float64
 	for _, name := range names {
 		p := progs[name]
-		al, err := metric.ProgramAPE(p.kl, p.counts)
+		ape, err := metric.ProgramAPE(p.ks, p.counts)
 		if err != nil {
-			return fmt.Errorf("program %s: %w", name, err)
+			return m, nil, fmt.Errorf("program %s: %w", name, err)
 		}
-		aa, err := metric.ProgramAPE(p.ka, p.counts)
-		if err != nil {
-			return fmt.Errorf("program %s: %w", name, err)
-		}
-		sumL += al
-		sumA += aa
-		rep.PerProgram = append(rep.PerProgram, ProgramRow{Program: name, Kernels: len(p.kl), Learned: al, Analytical: aa, TrueNs: p.trueNs})
+		sum += ape
+		out = append(out, programScore{program: name, kernels: len(p.ks), value: ape, trueNs: p.trueNs})
 	}
-	rep.Programs = len(names)
 	if len(names) > 0 {
-		rep.Learned.APE, rep.Analytical.APE = ptr(sumL/float64(len(names))), ptr(sumA/float64(len(names)))
+		m.APE = ptr(sum / float64(len(names)))
 	}
-	return nil
+	return m, out, nil
 }
 
-func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, occ []dataset.Occurrence) error {
+// absoluteMetrics scores one model (pred) on absolute rows: MAPE (all, ≥ 5 µs, < 5 µs),
+// Kendall τ and OPA over kernels, and over program variants all of whose kernels are
+// evaluated the program-time MAPE and τ (Σ_k count·prediction vs the measured sum);
+// per program the mean over its variants of the program-time APE.
+func absoluteMetrics(keys []string, kernels map[string]*kernelData, occ []dataset.Occurrence, pred predOf) (Metrics, []programScore, error) {
+	var m Metrics
 	truth := make([]float64, 0, len(keys))
-	learned := make([]float64, 0, len(keys))
-	analytical := make([]float64, 0, len(keys))
+	preds := make([]float64, 0, len(keys))
 	for _, key := range keys {
 		kd := kernels[key]
 		// Absolute rows have one config; if a row has several, each is a sample.
 		truth = append(truth, kd.truth...)
-		learned = append(learned, kd.learned...)
-		analytical = append(analytical, kd.analytical...)
+		preds = append(preds, pred(kd)...)
 	}
-	set := func(m *Metrics, pred []float64) error {
-		mp, err := metric.ComputeMAPE(truth, pred)
+	mp, err := metric.ComputeMAPE(truth, preds)
+	if err != nil {
+		return m, nil, err
+	}
+	m.MAPE = ptr(mp.All)
+	if mp.NGE5us > 0 {
+		m.MAPEGE5us = ptr(mp.GE5us)
+	}
+	if mp.NLT5us > 0 {
+		m.MAPELT5us = ptr(mp.LT5us)
+	}
+	if len(truth) >= 2 {
+		tau, err := metric.KendallTau(preds, truth)
 		if err != nil {
-			return err
+			return m, nil, err
 		}
-		m.MAPE = ptr(mp.All)
-		if mp.NGE5us > 0 {
-			m.MAPEGE5us = ptr(mp.GE5us)
+		m.KendallTau = tau
+		if opa, err := metric.OPA(preds, truth); err == nil {
+			m.OPA = ptr(opa)
 		}
-		if mp.NLT5us > 0 {
-			m.MAPELT5us = ptr(mp.LT5us)
-		}
-		if len(truth) >= 2 {
-			tau, err := metric.KendallTau(pred, truth)
-			if err != nil {
-				return err
-			}
-			m.KendallTau = tau
-			if opa, err := metric.OPA(pred, truth); err == nil {
-				m.OPA = ptr(opa)
-			}
-		}
-		return nil
-	}
-	if err := set(&rep.Learned, learned); err != nil {
-		return err
-	}
-	if err := set(&rep.Analytical, analytical); err != nil {
-		return err
 	}
 	// Program level: units whose kernels are all evaluated.
 	type unit struct {
-		program              string
-		trueNs, learn, analy float64
-		complete             bool
-		kernels              int
+		program        string
+		trueNs, predNs float64
+		complete       bool
+		kernels        int
 	}
 	units := map[int64]*unit{}
 	var ids []int64
@@ -343,57 +374,48 @@ func evalAbsolute(rep *Report, keys []string, kernels map[string]*kernelData, oc
 		}
 		c := float64(o.Count)
 		u.trueNs += c * kd.truth[0]
-		u.learn += c * kd.learned[0]
-		u.analy += c * kd.analytical[0]
+		u.predNs += c * pred(kd)[0]
 		u.kernels++
 	}
 	slices.Sort(ids)
-	var pt, pl, pa []float64
-	perProgram := map[string]*ProgramRow{}
+	var pt, pp []float64
+	perProgram := map[string]*programScore{}
+	counts := map[string]int{}
 	var names []string
 	for _, id := range ids {
 		u := units[id]
 		if !u.complete || u.trueNs <= 0 {
 			continue
 		}
-		pt, pl, pa = append(pt, u.trueNs), append(pl, u.learn), append(pa, u.analy)
-		pr := perProgram[u.program]
-		if pr == nil {
-			pr = &ProgramRow{Program: u.program}
-			perProgram[u.program] = pr
+		pt, pp = append(pt, u.trueNs), append(pp, u.predNs)
+		ps := perProgram[u.program]
+		if ps == nil {
+			ps = &programScore{program: u.program}
+			perProgram[u.program] = ps
 			names = append(names, u.program)
 		}
-		// Per program: mean over its variants of the program-time APE.
-		pr.Kernels += u.kernels
-		pr.Learned += 100 * math.Abs(u.learn-u.trueNs) / u.trueNs
-		pr.Analytical += 100 * math.Abs(u.analy-u.trueNs) / u.trueNs
-		pr.TrueNs += u.trueNs
-	}
-	counts := map[string]int{}
-	for _, id := range ids {
-		if u := units[id]; u.complete && u.trueNs > 0 {
-			counts[u.program]++
-		}
+		ps.kernels += u.kernels
+		ps.value += 100 * math.Abs(u.predNs-u.trueNs) / u.trueNs
+		ps.trueNs += u.trueNs
+		counts[u.program]++
 	}
 	sort.Strings(names)
+	var out []programScore
 	for _, n := range names {
-		pr := perProgram[n]
+		ps := perProgram[n]
 		c := float64(counts[n])
-		pr.Learned, pr.Analytical, pr.TrueNs = pr.Learned/c, pr.Analytical/c, pr.TrueNs/c
-		rep.PerProgram = append(rep.PerProgram, *pr)
+		ps.value, ps.trueNs = ps.value/c, ps.trueNs/c
+		out = append(out, *ps)
 	}
-	rep.Programs = len(names)
 	if len(pt) > 0 {
-		ml, _ := metric.ComputeMAPE(pt, pl)
-		ma, _ := metric.ComputeMAPE(pt, pa)
-		rep.Learned.ProgramMAPE, rep.Analytical.ProgramMAPE = ptr(ml.All), ptr(ma.All)
+		ml, _ := metric.ComputeMAPE(pt, pp)
+		m.ProgramMAPE = ptr(ml.All)
 	}
 	if len(pt) >= 2 {
-		tl, _ := metric.KendallTau(pl, pt)
-		ta, _ := metric.KendallTau(pa, pt)
-		rep.Learned.ProgramTau, rep.Analytical.ProgramTau = ptr(tl), ptr(ta)
+		t, _ := metric.KendallTau(pp, pt)
+		m.ProgramTau = ptr(t)
 	}
-	return nil
+	return m, out, nil
 }
 
 // rankImplied maps each prediction to the true runtime found at its rank: the i-th

@@ -94,7 +94,7 @@ func scatterPlot(dir string, rep *Report) (string, error) {
 			lxy = append(lxy, plotter.XY{X: pt.True, Y: pt.Learned})
 		}
 	}
-	if rep.Task.Relative() {
+	if rep.Ranked {
 		p.Title.Text = fmt.Sprintf("%s: rank-implied vs true runtime (%s split)", rep.Task, rep.Split)
 		p.Y.Label.Text = "true runtime at the model's rank (ns)"
 	}
@@ -136,7 +136,7 @@ func programPlot(dir string, rep *Report) (string, error) {
 	}
 	p := plot.New()
 	metric := "APE (%)"
-	if !rep.Task.Relative() {
+	if !rep.Ranked {
 		metric = "program-time error (%)"
 	}
 	p.Title.Text = fmt.Sprintf("%s: per-program %s", rep.Task, metric)
@@ -145,7 +145,10 @@ func programPlot(dir string, rep *Report) (string, error) {
 	l, a := make(plotter.Values, n), make(plotter.Values, n)
 	names := make([]string, n)
 	for i, pr := range rep.PerProgram {
-		l[i], a[i], names[i] = pr.Learned, pr.Analytical, pr.Program
+		l[i], names[i] = pr.Learned, pr.Program
+		if pr.Analytical != nil {
+			a[i] = *pr.Analytical
+		}
 	}
 	w := vg.Points(math.Max(4, math.Min(14, 400/float64(n))))
 	bl, err := plotter.NewBarChart(l, w)
@@ -153,14 +156,17 @@ func programPlot(dir string, rep *Report) (string, error) {
 		return "", err
 	}
 	bl.Color, bl.LineStyle.Width, bl.Offset = learnedColor, 0, -w/2
-	ba, err := plotter.NewBarChart(a, w)
-	if err != nil {
-		return "", err
-	}
-	ba.Color, ba.LineStyle.Width, ba.Offset = analyticalColor, 0, w/2
-	p.Add(bl, ba)
+	p.Add(bl)
 	p.Legend.Add("learned", bl)
-	p.Legend.Add("analytical", ba)
+	if rep.Analytical != nil {
+		ba, err := plotter.NewBarChart(a, w)
+		if err != nil {
+			return "", err
+		}
+		ba.Color, ba.LineStyle.Width, ba.Offset = analyticalColor, 0, w/2
+		p.Add(ba)
+		p.Legend.Add("analytical", ba)
+	}
 	p.Legend.Top = true
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = math.Pi / 2.5

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
-	"github.com/tpucost/tpucost/tpusim"
 )
 
 // RunOptions select what `tpucost eval` evaluates.
@@ -47,6 +46,12 @@ type Result struct {
 	// ChipMismatch is set when the data was simulated for another target than the
 	// model's training data (only with AllowMismatch).
 	ChipMismatch bool `json:"chip_mismatch"`
+	// Source and Collection say where imported data comes from (dataset.Provenance:
+	// "tpugraphs", "tile/xla", "layout/nlp/random", ...); empty for tpucost's own data.
+	Source     string `json:"source,omitempty"`
+	Collection string `json:"collection,omitempty"`
+	// FeatureSet is the feature set of the model and the data ("" for tpucost's own).
+	FeatureSet string `json:"feature_set,omitempty"`
 }
 
 // Run loads a model checkpoint and evaluates it, and the analytical model, on the test
@@ -88,9 +93,8 @@ func Run(o RunOptions) (*Result, error) {
 	if t := d.Provenance.Task; t != ck.Task && !slices.Contains(ck.Config.Tasks, t) && (t.Relative() || ck.Task.Relative()) {
 		return nil, fmt.Errorf("model %s predicts %s, dataset %s holds %s rows", o.ModelDir, ck.Task, dir, d.Provenance.Task)
 	}
-	if v := d.Provenance.FeatureSchema.Version; v != ck.FeatureSchemaVersion {
-		return nil, fmt.Errorf("%w: model %s was trained on feature schema version %d, dataset %s has version %d: regenerate the data with this tpucost",
-			gnn.ErrFeatureSchema, o.ModelDir, ck.FeatureSchemaVersion, dir, v)
+	if err := ck.CheckData(dir, d.Provenance); err != nil {
+		return nil, fmt.Errorf("model %s: %w", o.ModelDir, err)
 	}
 	mismatch := false
 	if field, mv, dv := meta.TargetMismatch(d.Provenance.Chip, d.Provenance.VMEMBytes, d.Provenance.SimulatorVersion); field != "" {
@@ -116,12 +120,13 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	chip, err := tpusim.Preset(d.Provenance.Chip)
-	if err != nil {
-		return nil, err
+	if heldOutSplit(d.Provenance) && !trainedOn {
+		// A held-out split of an imported release (TpuGraphs' valid or test files) is
+		// unseen as a whole: every row is evaluated (seen kernels are still excluded).
+		split = nil
 	}
-	chip = chip.WithVMEM(d.Provenance.VMEMBytes)
-	pred, err := gnn.NewPredictor(m, chip.Target, gnn.PredictorOptions{})
+	// Rows carry their features: the predictor needs no target.
+	pred, err := gnn.NewRowPredictor(m, gnn.PredictorOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +135,11 @@ func Run(o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if split == nil {
+		rep.Split = "held-out " + d.Provenance.Split + " (all rows)"
+	}
 	res := &Result{Report: rep, Model: o.ModelDir, ModelTask: string(ck.Task), Data: dir, TestFrac: meta.TestFraction, SplitSeed: meta.SplitSeed, Metric: ck.Metric,
-		DataTrainedOn: trainedOn, ChipMismatch: mismatch}
+		DataTrainedOn: trainedOn, ChipMismatch: mismatch, Source: d.Provenance.Source, Collection: d.Provenance.Collection, FeatureSet: d.Provenance.FeatureSet}
 	if o.PlotsDir != "" {
 		var hist []EpochPoint
 		for _, e := range ck.History {
@@ -166,15 +174,22 @@ func (res *Result) WriteTable(w io.Writer) error {
 	if res.ChipMismatch {
 		fmt.Fprintf(w, "WARNING: the data was simulated for another target than the model's training data\n")
 	}
+	if res.Source != "" {
+		fmt.Fprintf(w, "data: %s %s, feature set %s", res.Source, res.Collection, orDash(res.FeatureSet))
+		if r.Analytical == nil {
+			fmt.Fprint(w, " (no analytical estimates in the data)")
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	metric := "APE %"
-	if !r.Task.Relative() {
+	if !r.Ranked {
 		metric = "PROGRAM ERR %"
 	}
 	fmt.Fprintf(tw, "PROGRAM\tKERNELS\tLEARNED %s\tANALYTICAL %s\n", metric, metric)
 	for _, p := range r.PerProgram {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\n", p.Program, p.Kernels, p.Learned, p.Analytical)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\n", p.Program, p.Kernels, p.Learned, fmtOpt(p.Analytical, "%.2f"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -190,8 +205,14 @@ func (res *Result) WriteSummary(w io.Writer) error {
 	rows := []struct {
 		name string
 		m    Metrics
-	}{{"learned", r.Learned}, {"analytical", r.Analytical}}
-	if r.Task.Relative() {
+	}{{"learned", r.Learned}}
+	if r.Analytical != nil {
+		rows = append(rows, struct {
+			name string
+			m    Metrics
+		}{"analytical", *r.Analytical})
+	}
+	if r.Ranked {
 		fmt.Fprintln(tw, "MODEL\tAPE %\tKENDALL TAU\tOPA\tSLOWDOWN@1\tSLOWDOWN@5\tSLOWDOWN@10\tTILE SCORE")
 		for _, m := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.4f\t%.4f\t%.4f\t%s\n", m.name, fmtOpt(m.m.APE, "%.2f"), m.m.KendallTau, fmtOpt(m.m.OPA, "%.3f"),
@@ -207,8 +228,38 @@ func (res *Result) WriteSummary(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if res.Source == "tpugraphs" {
+		res.writeTpuGraphs(w)
+	}
 	if len(res.PlotFiles) > 0 {
 		fmt.Fprintf(w, "\nplots: %s\n", strings.Join(res.PlotFiles, ", "))
 	}
 	return nil
+}
+
+// writeTpuGraphs prints the learned model's TpuGraphs metrics for the data's collection,
+// as the dataset's paper and leaderboard define them: for tile, the top-K error
+// (slowdown@K) for K = 1, 5, 10 and the score 1 − slowdown@5; for layout, Kendall's τ
+// over each program's configurations (averaged over programs) and OPA.
+func (res *Result) writeTpuGraphs(w io.Writer) {
+	m := res.Learned
+	if strings.HasPrefix(res.Collection, "layout") {
+		fmt.Fprintf(w, "\nTpuGraphs %s: Kendall tau %.4f (mean over %d programs), OPA %s\n", res.Collection, m.KendallTau, res.Kernels, fmtOpt(m.OPA, "%.4f"))
+		return
+	}
+	fmt.Fprintf(w, "\nTpuGraphs %s: top-1 error %.4f, top-5 error %.4f, top-10 error %.4f, score (1 - top-5 error) %s\n",
+		res.Collection, m.SlowdownAt["1"], m.SlowdownAt["5"], m.SlowdownAt["10"], fmtOpt(m.TileScore, "%.4f"))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// heldOutSplit reports whether p is a held-out split of imported data (TpuGraphs'
+// "valid" or "test" directories), which evaluation scores whole rather than re-splitting.
+func heldOutSplit(p dataset.Provenance) bool {
+	return p.Measured() && (p.Split == "valid" || p.Split == "test")
 }

@@ -59,7 +59,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "output directory")
 	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout)")
 	f.IntVar(&o.Variants, "variants", 1, "program variants per model for tile/flags (variant 0 = default compile, others perturb layout and fusion)")
-	f.IntVar(&o.Workers, "workers", 0, "parallel workers (default: all cores)")
+	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel workers, 0-%d (0: all cores, the default); the data does not depend on it", dataset.MaxWorkers))
 	f.Int64Var(&o.Seed, "seed", 1, "seed for config sampling, variants and noise")
 	f.StringVar(&o.Format, "format", "arrow", "arrow (IPC, zstd) or parquet (zstd)")
 	f.StringVar(&o.Shard, "shard", "0/1", "run shard i of n (i/n)")
@@ -67,24 +67,6 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.NoiseRuns, "runs", 3, "runs per measurement (the minimum is kept) when noise is on")
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
 	return cmd
-}
-
-// modelList returns the models of --models or --all (exactly one must be given).
-func modelList(models string, all bool) ([]string, error) {
-	if all && models != "" {
-		return nil, fmt.Errorf("--all and --models %q: give one of them", models)
-	}
-	if all {
-		return zoo.Names(), nil
-	}
-	if models == "" {
-		return nil, fmt.Errorf("give --models a,b or --all")
-	}
-	names, err := zoo.ParseList(models)
-	if err != nil {
-		return nil, fmt.Errorf("--models: %w", err)
-	}
-	return names, nil
 }
 
 func runGen(ctx context.Context, o *GenOptions) error {
@@ -98,7 +80,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	models, err := modelList(o.Models, o.All)
+	models, err := zoo.Select(o.Models, o.All)
 	if err != nil {
 		return err
 	}
@@ -106,17 +88,14 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	var rep *progress.Reporter
+	rep := progress.NewLazy(o.IO.Err, "gen "+o.Task)
 	opts := dataset.GenOptions{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
 		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version,
 		Progress: func(p dataset.Progress) {
-			if rep == nil {
-				rep = progress.New(o.IO.Err, "gen "+o.Task, p.UnitsTotal)
-			}
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
-			rep.Update(p.UnitsDone, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
+			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
 		},
 	}
 	// Every flag's value is checked as given: the library's defaults for zero values are
@@ -130,9 +109,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 		}
 	}
 	res, err := dataset.Generate(ctx, opts)
-	if rep != nil {
-		rep.Done()
-	}
+	rep.Done()
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func TestGymServePipe(t *testing.T) {
 }
 
 // TestGymTrainEval trains a tiny agent and evaluates it on another program with --json;
-// evaluating on a training program, a corrupt checkpoint and bad flags are one-line
+// evaluating on a training program or its inference variant, a corrupt checkpoint and bad flags are one-line
 // errors with a non-zero exit.
 func TestGymTrainEval(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "agent")
@@ -92,6 +92,8 @@ func TestGymTrainEval(t *testing.T) {
 		want string
 	}{
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "mlp_96x2_b1_train"}, "the agent trained on mlp_96x2_b1_train"},
+		// Held out by model variant: the inference graph of the training step is refused.
+		{[]string{"gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train,mlp_96x2_b1"}, "same model variant (mlp_96x2) as mlp_96x2_b1"},
 		{[]string{"gym", "train", "--agent", dir, "--samples", "1"}, "--samples"},
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "nope_model"}, "nope_model"},
 	} {

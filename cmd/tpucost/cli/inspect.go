@@ -49,6 +49,19 @@ func runInspect(o *InspectOptions) error {
 		tasks[i] = string(t)
 	}
 	w := table(o.IO.Out)
+	origin := [2]string{"simulator", fmt.Sprintf("%s on %s (VMEM %d MiB), noise sigma %g, min of %d runs", p.SimulatorVersion, p.Chip, p.VMEMBytes>>20, p.NoiseSigma, p.NoiseRuns)}
+	if p.Measured() {
+		// Imported measurements: the hardware is the source's; a chip only says what
+		// tpucost's own features (of .pb modules) were computed for.
+		src := fmt.Sprintf("%s %s, split %s, %d files: runtimes measured on hardware, feature set %s", p.Source, p.Collection, orDash(p.Split), p.SourceFiles, orDash(p.FeatureSet))
+		if p.Chip != "" {
+			src += fmt.Sprintf("; tpucost features computed for %s", p.Chip)
+		}
+		if p.RuntimeNormalizers {
+			src += "; runtime normalizers recorded"
+		}
+		origin = [2]string{"source", src}
+	}
 	for _, kv := range [][2]string{
 		{"dir", s.Dir},
 		{"format", string(s.Format)},
@@ -61,7 +74,7 @@ func runInspect(o *InspectOptions) error {
 		{"runtime_ns", fmt.Sprintf("min %.6g  median %.6g  max %.6g", s.RuntimeNs.Min, s.RuntimeNs.Median, s.RuntimeNs.Max)},
 		{"schema_version", fmt.Sprint(s.SchemaVersion)},
 		{"feature_version", fmt.Sprintf("%d (widths: node %d, kernel %d, config %d)", s.FeatureVersion, s.NodeFeatureWidth, s.KernelFeatureWidth, s.ConfigFeatureWidth)},
-		{"simulator", fmt.Sprintf("%s on %s (VMEM %d MiB), noise sigma %g, min of %d runs", p.SimulatorVersion, p.Chip, p.VMEMBytes>>20, p.NoiseSigma, p.NoiseRuns)},
+		origin,
 		{"generator", fmt.Sprintf("%s, seed %d, %d configs per kernel, tool %s", p.GeneratorVersion, p.Seed, p.ConfigsPerKernel, p.ToolVersion)},
 		{"models", fmt.Sprintf("%d: %s", len(p.Models), abbreviateList(p.Models, 8))},
 		{"bytes", fmt.Sprint(s.Bytes)},

@@ -19,6 +19,10 @@ type PredictOptions struct {
 	Model   string
 	Config  string
 	Top     int
+	// Data, instead of SRC, scores the rows of a dataset directory (gnn.PredictDataset):
+	// how a model trained on imported data (another feature set) is used.
+	Data    string
+	MaxRows int
 	// AllowMismatch predicts for another chip than the model's training data's, with a
 	// warning and chip_mismatch in --json.
 	AllowMismatch bool
@@ -30,20 +34,28 @@ type PredictOptions struct {
 func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 	o := &PredictOptions{IO: ios, Globals: g}
 	cmd := &cobra.Command{
-		Use:   "predict SRC --model DIR",
+		Use:   "predict SRC --model DIR | predict --data DIR --model DIR",
 		Short: "Predict a compiled program's kernel times with a trained model, beside the simulator",
 		Long: "Predict compiles SRC (a zoo model or an HLO file) with the given config (default: XLA-like defaults) and prints, per kernel, " +
 			"the model's predicted time next to the simulated and analytical times, and the predicted program total (models trained with " +
 			"the mse loss). For a tile or flags model it ranks each kernel's options (tiles with the kernel's flags, or flags with its tile) " +
 			"and lists the top --top with their simulated times, the simulated time of the model's pick and of the best option. " +
-			"The chip defaults to the one the model's training data was generated for.",
-		Args: cobra.ExactArgs(1),
+			"The chip defaults to the one the model's training data was generated for. " +
+			"With --data DIR instead of SRC it scores the rows of a dataset of the model's feature set (for example TpuGraphs data " +
+			"imported with `tpucost import tpugraphs`, which no tpucost compile produces): per row, the configuration the model picks, " +
+			"its measured time beside the row's best and the slowdown, or the predicted and measured runtime for absolute data; rows " +
+			"whose kernels the model trained on are marked.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Src = args[0]
+			if len(args) == 1 {
+				o.Src = args[0]
+			}
 			o.chipSet = cmd.Flags().Changed("chip")
 			return runPredict(o)
 		},
 	}
+	cmd.Flags().StringVar(&o.Data, "data", "", "score the rows of this dataset directory instead of compiling SRC")
+	cmd.Flags().IntVar(&o.MaxRows, "rows", 0, "with --data: report at most this many rows (0: all)")
 	o.Target.bind(cmd)
 	cmd.Flags().StringVar(&o.Model, "model", "", "checkpoint directory (from tpucost train)")
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
@@ -59,39 +71,46 @@ func runPredict(o *PredictOptions) error {
 	if o.Top < 0 {
 		return fmt.Errorf("--top: got %d, want an integer >= 0 (0: list no options)", o.Top)
 	}
-	m, ckpt, err := gnn.Load(o.Model)
-	if err != nil {
-		return err
+	if o.MaxRows < 0 {
+		return fmt.Errorf("--rows: got %d, want an integer >= 0 (0: all)", o.MaxRows)
 	}
-	if chip, vmem := ckpt.Meta.DefaultTarget(); !o.chipSet && chip != "" {
-		o.Target.Chip = chip
-		if o.Target.VMEMMiB == 0 {
-			o.Target.VMEMMiB = vmem
+	switch {
+	case o.Data != "" && o.Src != "":
+		return fmt.Errorf("give SRC or --data, not both")
+	case o.Data == "" && o.Src == "":
+		return fmt.Errorf("give SRC (a zoo model or an HLO file) or --data DIR")
+	case o.Data != "":
+		if o.chipSet || o.Config != "" {
+			return fmt.Errorf("--chip, --vmem and --config apply to SRC; --data rows carry their own features")
 		}
+		return runPredictData(o)
+	case o.MaxRows != 0:
+		return fmt.Errorf("--rows applies to --data")
 	}
-	c, err := o.Target.chip()
+	var c tpusim.Chip
+	pred, _, _, mismatch, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
+		// The chip defaults to the one the model's training data was generated for.
+		if chip, vmem := meta.DefaultTarget(); !o.chipSet && chip != "" {
+			o.Target.Chip = chip
+			if o.Target.VMEMMiB == 0 {
+				o.Target.VMEMMiB = vmem
+			}
+		}
+		var err error
+		c, err = o.Target.chip()
+		return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, err
+	}, o.AllowMismatch)
 	if err != nil {
 		return err
 	}
-	mismatch := ""
-	if field, mv, cv := ckpt.Meta.TargetMismatch(c.Name, c.VMEMBytes, ""); field != "" {
-		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", o.Model, field, mv, cv)
-	}
+	defer pred.Close()
 	if mismatch != "" {
-		if !o.AllowMismatch {
-			return fmt.Errorf("%s: predict for its target (or pass --allow-mismatch)", mismatch)
-		}
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
 	p, err := compileSource(o.Src, o.Config, c, "", nil)
 	if err != nil {
 		return err
 	}
-	pred, err := gnn.NewPredictor(m, c.Target, gnn.PredictorOptions{})
-	if err != nil {
-		return err
-	}
-	defer pred.Close()
 	timer := func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
@@ -139,4 +158,42 @@ func runPredict(o *PredictOptions) error {
 	}
 	fmt.Fprintln(o.IO.Out)
 	return nil
+}
+
+func runPredictData(o *PredictOptions) error {
+	r, err := gnn.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, r)
+	}
+	w := table(o.IO.Out)
+	if r.Ranked {
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_TIME\tBEST_TIME\tSLOWDOWN\tSEEN\t\n")
+		for _, p := range r.Rows {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, p.PickTime, p.BestTime, fmtPtr(p.Slowdown, "%.4f"), p.Seen)
+		}
+	} else {
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
+		for _, p := range r.Rows {
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%+.1f%%\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.TrueNs, 100*(p.PredictedNs-p.TrueNs)/p.TrueNs, p.Seen)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, r.TimeUnit, r.SeenRows)
+	if r.MeanSlowdown != nil {
+		fmt.Fprintf(o.IO.Out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
+	}
+	fmt.Fprintln(o.IO.Out)
+	return nil
+}
+
+func fmtPtr(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
 }

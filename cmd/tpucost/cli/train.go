@@ -178,6 +178,13 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
+	if changed("features") {
+		// --features chooses among tpucost's own config features; imported data (another
+		// feature set) is read as it is.
+		if p, err := gnn.DataProvenance(o.Data); err == nil && p.FeatureSet != "" {
+			return fmt.Errorf("--features %s: dataset %s has feature set %s, whose config features are read as they are (--features chooses among tpucost's own)", o.Features, o.Data, p.FeatureSet)
+		}
+	}
 	if o.Heads != "" {
 		for _, h := range strings.Split(o.Heads, ",") {
 			cfg.Tasks = append(cfg.Tasks, dataset.Task(strings.TrimSpace(h)))

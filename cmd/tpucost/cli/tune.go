@@ -42,9 +42,14 @@ type TuneOptions struct {
 	Store      string
 	Policy     string // rl: the policy checkpoint directory
 	Kinds      string // comma-separated config kinds the non-XTAT strategies search
+	// AllowMismatch tunes with a --model trained for another chip, VMEM size or simulator
+	// than the one tuned for, with a warning and chip_mismatch in --json.
+	AllowMismatch bool
 
-	// LoadModel loads a learned model checkpoint for --model; nil: gnn.LoadPredictor.
-	LoadModel func(dir string) (tune.Model, error)
+	// LoadModel loads a learned model checkpoint for --model: the model and, when it was
+	// trained for another target and --allow-mismatch allows it, what differs (tests
+	// replace it; nil: gnn.LoadFor).
+	LoadModel func(dir string) (m tune.Model, mismatch string, err error)
 }
 
 // NewCmdTune builds `tpucost tune [SRC]`.
@@ -56,8 +61,8 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		Long: "Tune searches the per-pass configs of SRC (a zoo model or an HLO file) for the fastest program on the simulator, " +
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
 			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
-			"the passes of --kinds (default all four) jointly; rl samples fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
-			"Before reporting, the search's best and the starting program are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the start. " +
+			"the passes of --kinds (default all four) jointly; rl samples layout and fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"Before reporting, the search's best, the starting program and the default compile are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the default compile (nor the start). " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
@@ -76,6 +81,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	d := tune.Defaults()
 	f.StringVar(&o.Strategy, "strategy", string(d.Strategy), "search strategy: "+strategyNames())
 	f.StringVar(&o.ModelDir, "model", "", "learned model checkpoints DIR[,DIR]: an absolute (fusion/layout) model guides layout and fusion, a relative (tile/flags) one ranks kernel options; only their top-k are measured")
+	f.BoolVar(&o.AllowMismatch, "allow-mismatch", false, "with --model: tune for another --chip/--vmem/simulator than a model was trained for (warns; chip_mismatch in --json)")
 	f.IntVar(&o.TopK, "topk", d.TopKGraph, "with --model: program-level candidates measured (>= 1)")
 	f.IntVar(&o.KernelTopK, "kernel-topk", d.TopKKernel, "with --model: options measured per kernel (>= 1)")
 	f.IntVar(&o.ModelEvals, "model-evals", d.ModelEvals, "with --model: programs the model scores per search (>= 1)")
@@ -83,36 +89,28 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the search and the measurement noise")
 	f.Float64Var(&o.Noise, "noise", 0.02, "measurement noise sigma in [0, 1] (a run takes true*(1+|N(0,sigma)|); 0: off)")
 	f.IntVar(&o.Runs, "runs", d.Runs, "runs per measurement, the minimum is reported (1-1000)")
-	f.IntVar(&o.Workers, "workers", d.Workers, "parallel measurements (default: all cores); results do not depend on it")
+	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel measurements, 0-%d (0: all cores, the default); results do not depend on it", tune.MaxWorkers))
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
-	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the fusion policy checkpoint DIR (`tpucost tune train-policy`)")
-	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; fusion for rl)")
+	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint DIR (`tpucost tune train-policy`)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; layout,fusion for rl)")
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }
 
+// sources returns the programs to tune and whether that is batch mode (--models/--all).
 func (o *TuneOptions) sources() ([]string, bool, error) {
-	n := 0
-	for _, set := range []bool{o.Src != "", o.Models != "", o.All} {
-		if set {
-			n++
+	if o.Src != "" {
+		if o.Models != "" || o.All {
+			return nil, false, errors.New("give exactly one of SRC, --models or --all")
 		}
+		return []string{o.Src}, false, nil
 	}
-	if n != 1 {
+	if o.Models == "" && !o.All {
 		return nil, false, errors.New("give exactly one of SRC, --models or --all")
 	}
-	switch {
-	case o.Src != "":
-		return []string{o.Src}, false, nil
-	case o.All:
-		return zoo.Names(), true, nil
-	}
-	srcs, err := zoo.ParseList(o.Models)
-	if err != nil {
-		return nil, false, fmt.Errorf("--models: %w", err)
-	}
-	return srcs, true, nil
+	srcs, err := zoo.Select(o.Models, o.All)
+	return srcs, true, err
 }
 
 func runTune(ctx context.Context, o *TuneOptions) error {
@@ -144,8 +142,9 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		opts.Kinds = kinds
 	}
 	opts.Policy = policy
+	mismatch := false
 	if o.ModelDir != "" {
-		if opts.GraphModel, opts.KernelModel, err = loadTuneModels(o.ModelDir, o.LoadModel, c); err != nil {
+		if opts.GraphModel, opts.KernelModel, mismatch, err = loadTuneModels(o, c); err != nil {
 			return err
 		}
 	}
@@ -173,7 +172,14 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 			bar.Done()
 			bar = nil
 		}
+		if r.NothingToTune {
+			fmt.Fprintf(o.IO.Err, "tune %s: nothing to tune (no kernels): %.0f ns (1.000x)\n", r.Program, r.TunedNs)
+			return
+		}
 		fmt.Fprintf(o.IO.Err, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
+		if r.PolicyTrainedOn != "" {
+			fmt.Fprintf(o.IO.Err, "WARNING: the rl policy trained on %s, the same model variant as %s: this is not a held-out result (policy_trained_on in --json)\n", r.PolicyTrainedOn, r.Program)
+		}
 	}
 	var writeErr error
 	finished := 0
@@ -207,10 +213,13 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		return writeErr
 	}
 	if !batch {
-		return printTuneReport(o, b.Reports[0])
+		return printTuneReport(o, b.Reports[0], mismatch)
 	}
 	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, b)
+		return writeJSON(o.IO.Out, struct {
+			*tune.BatchReport
+			ChipMismatch bool `json:"chip_mismatch"`
+		}{b, mismatch})
 	}
 	w := table(o.IO.Out)
 	fmt.Fprintln(w, "MODEL\tKERNELS\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tMEASUREMENTS\tHARDWARE_S\tWALL_S")
@@ -225,15 +234,30 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	return nil
 }
 
-func printTuneReport(o *TuneOptions, r *tune.Report) error {
+// printTuneReport prints the report of one program; mismatch says a --model was trained
+// for another target (--allow-mismatch).
+func printTuneReport(o *TuneOptions, r *tune.Report, mismatch bool) error {
 	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
+		return writeJSON(o.IO.Out, struct {
+			*tune.Report
+			ChipMismatch bool `json:"chip_mismatch"`
+		}{r, mismatch})
 	}
 	guided := ""
 	if r.ModelGuided {
 		guided = ", model-guided"
 	}
 	fmt.Fprintf(o.IO.Out, "%s on %s (%s), strategy %s%s, budget %d, seed %d\n", r.Program, r.Chip, r.Simulator, r.Strategy, guided, r.Budget, r.Seed)
+	if mismatch {
+		fmt.Fprintln(o.IO.Out, "WARNING: a --model was trained for another target: its guidance is not validated for this one")
+	}
+	if r.NothingToTune {
+		fmt.Fprintf(o.IO.Out, "nothing to tune: %s compiles to no kernels, so no config changes it; the result is the default compile (%.0f ns, speedup 1.000x), nothing was measured\n", r.Program, r.TunedNs)
+		if o.Out != "" {
+			fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
+		}
+		return nil
+	}
 	w := table(o.IO.Out)
 	fmt.Fprintln(w, "PHASE\tSTRATEGY\tMEASUREMENTS\tMODEL_EVALS\tBEST_NS")
 	for _, p := range r.Phases {
@@ -341,11 +365,22 @@ func strategyNames() string {
 func confirmationLine(c tune.Confirmation) string {
 	switch c.Outcome {
 	case tune.KeptWinner:
+		if c.DefaultNs > 0 {
+			return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the store-repaired start's %.0f ns and the default compile's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
+				c.WinnerNs, c.StartNs, c.DefaultNs, c.RunsEach, 100*c.Margin)
+		}
 		return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the start's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
 			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
 	case tune.KeptStart:
+		if c.DefaultNs > 0 {
+			return fmt.Sprintf("confirmation: kept the store-repaired starting program (%.0f ns): the search's best (%.0f ns) is not faster beyond the noise margin of %.2f%%, and the start is faster than the default compile (%.0f ns; min of %d runs each)",
+				c.StartNs, c.WinnerNs, 100*c.Margin, c.DefaultNs, c.RunsEach)
+		}
 		return fmt.Sprintf("confirmation: kept the starting program: the search's best (%.0f ns) is not faster than the start (%.0f ns; min of %d runs each) beyond the noise margin of %.2f%%",
 			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+	case tune.KeptDefault:
+		return fmt.Sprintf("confirmation: kept the default compile (%.0f ns): neither the search's best (%.0f ns) nor the store-repaired start (%.0f ns; min of %d runs each) is faster beyond the noise margin of %.2f%%",
+			c.DefaultNs, c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
 	default:
 		return "confirmation: the search's best is the starting program"
 	}
@@ -353,26 +388,37 @@ func confirmationLine(c tune.Confirmation) string {
 
 // loadTuneModels loads the comma-separated checkpoints of --model and gives each its role
 // by what it predicts: an absolute model (fusion, layout) scores whole programs, a
-// relative one (tile, flags) ranks a kernel's options.
-func loadTuneModels(dirs string, load func(string) (tune.Model, error), c tpusim.Chip) (graph, kernel tune.Model, err error) {
+// relative one (tile, flags) ranks a kernel's options. A model trained for another chip,
+// VMEM size or simulator than c and tpusim's is refused unless --allow-mismatch, which
+// warns and returns mismatch.
+func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mismatch bool, err error) {
+	load := o.LoadModel
 	if load == nil {
-		load = func(dir string) (tune.Model, error) { return gnn.LoadPredictor(dir, c.Target) }
+		load = func(dir string) (tune.Model, string, error) {
+			target := gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Simulator: tpusim.Version, Cost: c.Target}
+			p, _, _, mismatch, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
+			return p, mismatch, err
+		}
 	}
 	var models []tune.Model
 	var names []string
-	for _, dir := range strings.Split(dirs, ",") {
+	for _, dir := range strings.Split(o.ModelDir, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
 		}
-		m, err := load(dir)
+		m, msg, err := load(dir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--model %s: %w", dir, err)
+			return nil, nil, false, fmt.Errorf("--model %s: %w", dir, err)
+		}
+		if msg != "" {
+			fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", msg)
+			mismatch = true
 		}
 		models, names = append(models, m), append(names, dir)
 	}
 	graph, kernel, err = tune.AssignRoles(models, names)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--model: %w", err)
+		return nil, nil, false, fmt.Errorf("--model: %w", err)
 	}
-	return graph, kernel, nil
+	return graph, kernel, mismatch, nil
 }

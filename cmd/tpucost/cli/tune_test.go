@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +17,9 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -128,7 +134,7 @@ func TestTuneErrors(t *testing.T) {
 		{[]string{"mlp_96x2_b1", "--kernel-topk", "0"}, "--kernel-topk: got 0, want an integer >= 1"},
 		{[]string{"mlp_96x2_b1", "--model-evals", "0"}, "--model-evals: got 0, want"},
 		{[]string{"mlp_96x2_b1", "--runs", "0"}, "--runs: got 0, want an integer in [1, 1000]"},
-		{[]string{"mlp_96x2_b1", "--workers", "0"}, "--workers: got 0, want"},
+		{[]string{"mlp_96x2_b1", "--workers", "-1"}, "--workers: got -1, want an integer in [0, 65536] (0: all cores)"},
 		{[]string{"mlp_96x2_b1", "--noise", "-0.5"}, "--noise: got -0.5, want a number in [0, 1]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "0"}, "--vmem: got 0, want MiB in [1, 1048576]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "99999999999999"}, "--vmem: got 99999999999999"},
@@ -152,11 +158,13 @@ func TestTuneModelHook(t *testing.T) {
 	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
 		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}
 	o.Target.Chip = "v4"
-	o.LoadModel = func(string) (tune.Model, error) { return nil, errors.New("checkpoint is corrupt") }
+	o.LoadModel = func(string) (tune.Model, string, error) {
+		return nil, "", errors.New("checkpoint is corrupt")
+	}
 	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
 		t.Errorf("loader error: %v", err)
 	}
-	o.LoadModel = func(dir string) (tune.Model, error) { return simScorer{}, nil }
+	o.LoadModel = func(dir string) (tune.Model, string, error) { return simScorer{}, "", nil }
 	if err := runTune(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -238,5 +246,154 @@ func TestTuneInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(batchOut); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("batch --out created on interrupt: %v", err)
+	}
+}
+
+// saveTestModel saves an untrained fusion model (absolute: it guides layout and fusion)
+// whose training data was simulated for meta's target, with identity normalization.
+func saveTestModel(t *testing.T, meta gnn.Meta) string {
+	t.Helper()
+	id := func(w int) features.ColumnStats {
+		c := features.ColumnStats{Count: 1, Mean: make([]float64, w), Std: make([]float64, w)}
+		for i := range c.Std {
+			c.Std[i] = 1
+		}
+		return c
+	}
+	st := features.Stats{SchemaVersion: features.SchemaVersion, Node: id(features.NodeWidth), Kernel: id(features.KernelWidth), Config: id(features.ConfigWidth)}
+	cfg := gnn.DefaultConfig()
+	cfg.EmbedDim, cfg.Hidden, cfg.Layers, cfg.Head = 4, 8, 1, []int{8}
+	m, err := gnn.NewModel(cfg, dataset.TaskFusion, gnn.LossMSE, st, gnn.TargetStats{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir, meta); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTuneModelTargetMismatch: `tune --model M --chip v5e` with M trained on v4 data ran
+// with no warning. Like eval and predict, tune refuses a model trained for another chip,
+// VMEM size or simulator, unless --allow-mismatch, which warns and sets chip_mismatch in
+// --json.
+func TestTuneModelTargetMismatch(t *testing.T) {
+	v4, err := tpusim.Preset("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := saveTestModel(t, gnn.Meta{Chip: "v4", VMEMBytes: v4.VMEMBytes, Simulator: tpusim.Version})
+	base := []string{"mlp_96x2_b1", "--model", model, "--budget", "4", "--topk", "2", "--model-evals", "4", "--workers", "1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--chip", "v5e"}, "model " + model + " was trained on data for chip v4, not v5e: use it for its target (or pass --allow-mismatch)"},
+		{[]string{"--vmem", "64"}, "was trained on data for vmem_bytes"},
+		{[]string{"--models", "mlp_96x2_b1", "--chip", "v5e"}, "was trained on data for chip v4, not v5e"},
+	} {
+		args := append(append([]string{}, base...), tc.args...)
+		if tc.args[0] == "--models" {
+			args = append([]string{}, base[1:]...)
+			args = append(args, tc.args...)
+		}
+		out, errs, code := runTuneCmd(args...)
+		if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line with %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args     []string
+		mismatch bool
+	}{
+		{[]string{"--chip", "v5e", "--allow-mismatch"}, true},
+		{[]string{"--chip", "v4"}, false},
+	} {
+		out, errs, code := runTuneCmd(append(append(append([]string{}, base...), tc.args...), "--json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errs)
+		}
+		var r struct {
+			ChipMismatch *bool `json:"chip_mismatch"`
+			ModelGuided  bool  `json:"model_guided"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %v: %s", tc.args, err, out)
+		}
+		if r.ChipMismatch == nil || *r.ChipMismatch != tc.mismatch || !r.ModelGuided {
+			t.Errorf("%v: chip_mismatch %v, model_guided %v; want %v", tc.args, r.ChipMismatch, r.ModelGuided, tc.mismatch)
+		}
+		if warned := strings.Contains(errs, "WARNING: model "+model+" was trained on data for chip v4, not v5e"); warned != tc.mismatch {
+			t.Errorf("%v: warning %v, stderr %q", tc.args, warned, errs)
+		}
+	}
+}
+
+// TestTuneNothingToTune: a program with no kernels (only a parameter) exited 0 with
+// "speedup NaNx", and --json failed on the NaN. It is reported as nothing to tune: the
+// default compile, speedup 1, in the text and in --json.
+func TestTuneNothingToTune(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "t.hlo")
+	if err := os.WriteFile(src, []byte("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runTuneCmd(src, "--budget", "3")
+	if code != 0 || strings.Contains(out+errs, "NaN") || !strings.Contains(out, "nothing to tune") || !strings.Contains(out, "speedup 1.000x") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, errs, code = runTuneCmd(src, "--budget", "3", "--json")
+	var r tune.Report
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Speedup != 1 || !r.NothingToTune || r.DefaultNs != r.TunedNs {
+		t.Errorf("--json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, errs, code = runTuneCmd("--models", src+",mlp_96x2_b1", "--budget", "3", "--json")
+	var b tune.BatchReport
+	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || len(b.Reports) != 2 || !(b.GeomeanSpeedup >= 1) {
+		t.Errorf("batch --json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestWorkersFlagRule: every command with --workers follows one rule: an integer >= 0,
+// where 0 means all cores (the default); a negative count is an error naming the flag.
+// (gen accepted 0 while tune rejected it.)
+func TestWorkersFlagRule(t *testing.T) {
+	if out, errs, code := runTuneCmd("mlp_96x2_b1", "--budget", "3", "--workers", "0"); code != 0 || !strings.Contains(out, "speedup") {
+		t.Errorf("tune --workers 0: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, errs, code := runTuneCmd("mlp_96x2_b1", "--budget", "3", "--workers", "-1"); code == 0 || !strings.Contains(errs, "--workers") || !strings.Contains(errs, "(0: all cores)") {
+		t.Errorf("tune --workers -1: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := run("gen", "--models", "mlp_96x2_b1", "--out", t.TempDir(), "--workers", "-1"); code == 0 || !strings.Contains(errs, "--workers") || !strings.Contains(errs, "(0: all cores)") {
+		t.Errorf("gen --workers -1: exit %d, stderr %q", code, errs)
+	}
+	for _, cmd := range []*cobra.Command{NewCmdTune(IO{}, &Globals{}), NewCmdGen(IO{}, &Globals{})} {
+		f := cmd.Flags().Lookup("workers")
+		if f == nil || f.DefValue != "0" || !strings.Contains(f.Usage, "0: all cores") {
+			t.Errorf("%s --workers: %+v", cmd.Name(), f)
+		}
+	}
+}
+
+// TestTuneModelJSONErrors: a model.json whose value has the wrong kind (consistently
+// resealed, as another tpucost might write it) is reported by file and JSON field, not by
+// Go types ("cannot unmarshal string into Go struct field Config.config.hidden of type int").
+func TestTuneModelJSONErrors(t *testing.T) {
+	model := saveTestModel(t, gnn.Meta{Chip: "v4"})
+	path := filepath.Join(model, gnn.ModelFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = regexp.MustCompile(`"hidden": [0-9]+`).ReplaceAll(b, []byte(`"hidden": "x"`))
+	b = regexp.MustCompile(`"checksum": "[0-9a-f]*"`).ReplaceAll(b, []byte(`"checksum": ""`))
+	sum := sha256.Sum256(b)
+	b = bytes.Replace(b, []byte(`"checksum": ""`), []byte(`"checksum": "`+hex.EncodeToString(sum[:])+`"`), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := runTuneCmd("mlp_96x2_b1", "--model", model, "--budget", "3")
+	if code == 0 || !strings.Contains(errs, path+": field config.hidden: want an integer, got a string") || strings.Contains(errs, "Go ") {
+		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }

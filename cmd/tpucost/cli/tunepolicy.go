@@ -28,6 +28,7 @@ type TrainPolicyOptions struct {
 	Samples  int
 	LR       float64
 	Workers  int
+	Kinds    string
 }
 
 // NewCmdTrainPolicy builds `tpucost tune train-policy`.
@@ -35,11 +36,12 @@ func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
 	o := &TrainPolicyOptions{IO: ios, Globals: g}
 	cmd := &cobra.Command{
 		Use:   "train-policy --programs A,B,... --out DIR",
-		Short: "Train the fusion policy of `tune --strategy rl` by REINFORCE on simulator measurements",
-		Long: "Train-policy trains a graph-neural fusion policy (one fuse/no-fuse probability per producer->consumer edge, all at once) " +
-			"on the given programs: each episode samples --samples fusion configs per program, simulates them (reward log(default_ns/ns)) " +
-			"and takes one REINFORCE step with a moving-average baseline. The policy is written atomically, with a checksum, to --out; " +
-			"`tpucost tune --strategy rl --policy DIR` uses it on other programs.",
+		Short: "Train the layout and fusion policy of `tune --strategy rl` by REINFORCE on simulator measurements",
+		Long: "Train-policy trains a graph-neural policy that decides, all at once, every layout-configurable node's layout (a distribution over " +
+			"its minor-to-major orders) and every producer->consumer edge's fusion (a fuse probability) on the given programs: each episode samples " +
+			"--samples configs per program, simulates them (reward log(default_ns/ns)) and takes one REINFORCE step with a moving-average baseline. " +
+			"--kinds restricts it to layout or fusion. The policy is written atomically, with a checksum, to --out; " +
+			"`tpucost tune --strategy rl --policy DIR` uses it on other programs (not on model variants of the training programs).",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runTrainPolicy(context.Background(), o) },
 	}
@@ -52,6 +54,7 @@ func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Samples, "samples", 8, "configs sampled per program per episode")
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.IntVar(&o.Workers, "workers", 0, "parallel compiles and simulations (default: all cores); results do not depend on it")
+	f.StringVar(&o.Kinds, "kinds", "layout,fusion", "decisions to train on, comma-separated: layout, fusion or both")
 	return cmd
 }
 
@@ -59,26 +62,45 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if o.Out == "" {
 		return errors.New("--out: a policy directory is required")
 	}
+	// Every flag as given: an out-of-range value is an error naming it, never a default.
+	switch {
+	case o.Episodes < 1:
+		return fmt.Errorf("--episodes %d: want an integer >= 1", o.Episodes)
+	case o.Samples < 2:
+		return fmt.Errorf("--samples %d: want an integer >= 2 (REINFORCE compares samples)", o.Samples)
+	case !(o.LR > 0 && o.LR <= 1):
+		return fmt.Errorf("--lr %g: want a number in (0, 1]", o.LR)
+	case o.Workers < 0 || o.Workers > tune.MaxWorkers:
+		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, tune.MaxWorkers)
+	}
+	names, err := zoo.ParseList(o.Programs)
+	if err != nil {
+		return fmt.Errorf("--programs: %w", err)
+	}
 	var mods []*hlo.Module
-	for _, s := range strings.Split(o.Programs, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
+	for _, s := range names {
 		m, err := zoo.Resolve(s)
 		if err != nil {
 			return fmt.Errorf("--programs: %w", err)
 		}
 		mods = append(mods, m)
 	}
-	if len(mods) == 0 {
-		return errors.New("--programs: no program named")
+	kinds, err := parseKinds(o.Kinds)
+	if err != nil {
+		return err
+	}
+	if len(kinds) == 0 {
+		return errors.New("--kinds: no kind named (layout, fusion or both)")
+	}
+	if err := rlKindsOK(kinds); err != nil {
+		return err
 	}
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
 	}
 	p, err := tune.TrainPolicy(ctx, mods, tune.TrainPolicyOptions{
-		Chip: c, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, LR: o.LR, Workers: o.Workers,
+		Chip: c, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, LR: o.LR, Workers: o.Workers, Kinds: kinds,
 		Progress: func(r tune.EpisodeReport) {
 			fmt.Fprintf(o.IO.Err, "episode %d/%d: mean reward %.4f, greedy %.4f, entropy %.3f nats/decision\n", r.Episode, o.Episodes, r.MeanReward, r.GreedyMean, r.MeanEntropy)
 		},
@@ -94,25 +116,58 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	}
 	h := p.Meta.History
 	first, last := h[0], h[len(h)-1]
-	fmt.Fprintf(o.IO.Out, "policy trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
-		len(mods), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, o.Out)
+	fmt.Fprintf(o.IO.Out, "policy (%s) trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
+		kindList(kinds), len(mods), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, o.Out)
 	return nil
 }
 
-// tuneRLOptions resolves --kinds and --policy for strategy st: kinds default to all four,
-// or to fusion for rl; rl requires --policy, and --policy is an error with any other
-// strategy.
-func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Policy, error) {
+// parseKinds parses a comma-separated --kinds list.
+func parseKinds(list string) ([]compiler.Kind, error) {
 	var kinds []compiler.Kind
-	for _, s := range strings.Split(o.Kinds, ",") {
+	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
 		k := compiler.Kind(strings.ToLower(s))
 		if !slices.Contains(compiler.Kinds(), k) {
-			return nil, nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
+			return nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
 		}
-		kinds = append(kinds, k)
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds, nil
+}
+
+// rlKindsOK accepts kinds the rl policy decides (layout, fusion).
+func rlKindsOK(kinds []compiler.Kind) error {
+	for _, k := range kinds {
+		if !slices.Contains(tune.RLKinds(), k) {
+			return fmt.Errorf("--kinds %s: strategy rl decides layout and fusion (use --kinds layout,fusion, layout or fusion)", kindList(kinds))
+		}
+	}
+	return nil
+}
+
+func kindList(kinds []compiler.Kind) string {
+	var ss []string
+	for _, k := range kinds {
+		ss = append(ss, string(k))
+	}
+	return strings.Join(ss, ",")
+}
+
+// tuneRLOptions resolves --kinds and --policy for strategy st: kinds default to all four,
+// or to layout,fusion for rl; rl requires --policy, and --policy is an error with any
+// other strategy. With rl, the kinds must be ones the policy trained on, and a program
+// of a model variant the policy trained on (gym.Variant: the same zoo model as
+// inference graph or training step, at any batch size) is refused: rl is for programs
+// the policy never saw, and the strategy comparison must not measure it on its training
+// set.
+func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Policy, error) {
+	kinds, err := parseKinds(o.Kinds)
+	if err != nil {
+		return nil, nil, err
 	}
 	if st == tune.XTAT && len(kinds) > 0 {
 		return nil, nil, errors.New("--kinds is for the non-xtat strategies (xtat's schedule tunes every pass)")
@@ -127,14 +182,19 @@ func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Pol
 		return nil, nil, fmt.Errorf("--strategy rl: %w", tune.ErrNoPolicy)
 	}
 	if len(kinds) == 0 {
-		kinds = []compiler.Kind{compiler.KindFusion}
+		kinds = tune.RLKinds()
 	}
-	if !slices.Equal(kinds, []compiler.Kind{compiler.KindFusion}) {
-		return nil, nil, fmt.Errorf("--kinds %s: strategy rl decides fusion only (use --kinds fusion)", o.Kinds)
+	if err := rlKindsOK(kinds); err != nil {
+		return nil, nil, err
 	}
 	p, err := tune.LoadPolicy(o.Policy)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	for _, k := range kinds {
+		if !slices.Contains(p.Meta.Kinds, k) {
+			return nil, nil, fmt.Errorf("--kinds %s: the policy %s trained on %s decisions only", kindList(kinds), o.Policy, kindList(p.Meta.Kinds))
+		}
 	}
 	return kinds, p, nil
 }

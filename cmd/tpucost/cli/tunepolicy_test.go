@@ -8,7 +8,10 @@ import (
 )
 
 // TestTuneRLEndToEnd: train a policy, tune an unseen program with it within the budget
-// exactly; --strategy rl without --policy is one clear error, not a fallback.
+// exactly, deciding layout and fusion by default; a model variant of a training program
+// is tuned with a warning and policy_trained_on; --strategy rl without --policy, with
+// kinds it does not decide or did not train on, and train-policy flags out of range are
+// one clear error, not a fallback.
 func TestTuneRLEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "policy")
 	if _, errs, code := runTuneCmd("train-policy", "--programs", "mlp_96x2_b1", "--out", dir, "--episodes", "2", "--samples", "4"); code != 0 {
@@ -28,8 +31,42 @@ func TestTuneRLEndToEnd(t *testing.T) {
 	if r.Strategy != "rl" || r.Measurements != 13 {
 		t.Errorf("strategy %q, %d measurements; want rl, 13", r.Strategy, r.Measurements)
 	}
-	_, errs, code = runTuneCmd("mlp_lenet300_b32", "--strategy", "rl", "--budget", "13")
-	if code == 0 || !strings.Contains(errs, "needs a trained policy") || strings.Count(errs, "\n") != 1 {
-		t.Errorf("rl without --policy: exit %d, stderr %q", code, errs)
+	if _, errs, code := runTuneCmd("mlp_lenet300_b32", "--strategy", "rl", "--policy", dir, "--kinds", "layout", "--budget", "5"); code != 0 {
+		t.Errorf("tune rl --kinds layout: exit %d: %s", code, errs)
+	}
+	fusionDir := filepath.Join(t.TempDir(), "fusion")
+	if _, errs, code := runTuneCmd("train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--samples", "2", "--kinds", "fusion"); code != 0 {
+		t.Fatalf("train-policy --kinds fusion: exit %d: %s", code, errs)
+	}
+	// A program of a model variant the policy trained on (the training step of its
+	// training program) is tuned, with a warning and policy_trained_on in the report: the
+	// result is not a held-out one.
+	out, errs, code = runTuneCmd("mlp_96x2_b1_train", "--strategy", "rl", "--policy", dir, "--budget", "5", "--json")
+	var seen struct {
+		PolicyTrainedOn string `json:"policy_trained_on"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &seen) != nil || seen.PolicyTrainedOn != "mlp_96x2_b1" ||
+		!strings.Contains(errs, "WARNING: the rl policy trained on mlp_96x2_b1, the same model variant as") {
+		t.Errorf("rl on a trained variant: exit %d, policy_trained_on %q, stderr %q", code, seen.PolicyTrainedOn, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--budget", "13"}, "needs a trained policy"},
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", dir, "--kinds", "fusion,tile", "--budget", "5"}, "decides layout and fusion"},
+		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", fusionDir, "--budget", "5"}, "trained on fusion decisions only"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--kinds", "tile"}, "decides layout and fusion"},
+		// No quiet defaults: each flag out of range is an error naming it.
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "0"}, "--episodes 0: want an integer >= 1"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--samples", "0"}, "--samples 0: want an integer >= 2"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--lr", "0"}, "--lr 0: want a number in (0, 1]"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--workers", "-2"}, "--workers -2: want an integer in [0,"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1,", "--out", fusionDir}, "--programs"},
+	} {
+		_, errs, code := runTuneCmd(c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want one line containing %q", c.args, code, errs, c.want)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 //go:build !blas
 
-package gnn
+package nn
 
-// BLASBackend names the BLAS implementation the model's matrix products use: gonum's
+// BLASBackend names the BLAS implementation Gorgonia's matrix products use: gonum's
 // pure-Go GEMM unless built with the blas tag (see blas.go).
 const BLASBackend = "gonum"

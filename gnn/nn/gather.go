@@ -1,4 +1,4 @@
-package gnn
+package nn
 
 import (
 	"fmt"
@@ -11,12 +11,31 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// gatherOp is a Gorgonia op that gathers rows of a matrix by index and reduces each
-// group of `slots` consecutive indices: out[k] = reduce_{s<slots, idx[k·slots+s] ≥ 0}
-// h[idx[k·slots+s]]. Index −1 is padding and is skipped; a group with no valid index
-// gives a zero row. It serves the opcode embedding (sum, one slot), GraphSAGE's
-// neighbour mean (mean, MaxDegree slots) and the per-kernel reductions (sum, mean, max
-// over a kernel's node slots).
+// Reduction is a reduction over a group of gathered rows.
+type Reduction string
+
+// The reductions.
+const (
+	ReduceSum  Reduction = "sum"
+	ReduceMean Reduction = "mean"
+	ReduceMax  Reduction = "max"
+)
+
+// Valid reports whether r is one of the reductions.
+func (r Reduction) Valid() bool { return r == ReduceSum || r == ReduceMean || r == ReduceMax }
+
+// Gather gathers rows of h [R, W] by index and reduces each group of slots consecutive
+// indices: out[k] = red_{s<slots, idx[k·slots+s] ≥ 0} h[idx[k·slots+s]], out [len(idx)/slots, W].
+// Index −1 is padding and is skipped; a group with no valid index gives a zero row (the
+// mean of a group is over its valid indices). It serves embedding lookups (sum, one
+// slot), GraphSAGE's neighbour means (mean, a fixed number of slots per node) and pooling
+// over a graph's nodes (sum, mean, max). Its gradient with respect to h is analytic; idx
+// has none.
+func Gather(h, idx *G.Node, red Reduction, slots int) *G.Node {
+	return G.Must(G.ApplyOp(gatherOp{red: red, slots: slots}, h, idx))
+}
+
+// gatherOp is Gather's op.
 //
 // Gorgonia's own Max sends the gradient to every element equal to the maximum, which
 // double-counts exact ties (identical nodes are common in kernels); this op sends it to
@@ -125,7 +144,7 @@ func (op gatherOp) Hashcode() uint32 {
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op gatherOp) String() string { return fmt.Sprintf("gnn.gather{%s,%d}", op.red, op.slots) }
+func (op gatherOp) String() string { return fmt.Sprintf("nn.gather{%s,%d}", op.red, op.slots) }
 
 func (op gatherOp) DiffWRT(inputs int) []bool { return []bool{true, false} }
 
@@ -234,15 +253,10 @@ func gatherBackward[T float32 | float64](op gatherOp, h []T, idx []int, width in
 	}
 }
 
-func (op gatherDiffOp) String() string        { return fmt.Sprintf("gnn.gatherDiff{%s,%d}", op.red, op.slots) }
+func (op gatherDiffOp) String() string        { return fmt.Sprintf("nn.gatherDiff{%s,%d}", op.red, op.slots) }
 func (op gatherDiffOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op gatherDiffOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
-}
-
-// gather applies gatherOp.
-func gather(h, idx *G.Node, red Reduction, slots int) *G.Node {
-	return G.Must(G.ApplyOp(gatherOp{red: red, slots: slots}, h, idx))
 }

@@ -1,0 +1,123 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Adam is the Adam optimizer (Kingma & Ba, 2015) with bias correction:
+//
+//	m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g²;  θ ← θ − lr · m̂ / (√v̂ + ε)
+//
+// with m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ), computed in float64 per element with float32
+// moments. With ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖),
+// ‖g‖ the L2 norm over every parameter's gradient (global-norm clipping, for the
+// heavy-tailed gradients of policy-gradient training). Its moments and step are saved
+// by State and read back by Restore.
+type Adam struct {
+	// LR is the learning rate; it may be changed between updates.
+	LR float64
+	// Beta1, Beta2 and Eps are β₁, β₂ and ε (NewAdam: 0.9, 0.999, 1e-8).
+	Beta1, Beta2, Eps float64
+	// ClipNorm > 0 clips the gradients' global L2 norm to it; 0: no clipping.
+	ClipNorm float64
+
+	step int64
+	m, v Params
+}
+
+// NewAdam returns an optimizer for ps (zero moments, step 0) with learning rate lr.
+func NewAdam(ps Params, lr float64) *Adam {
+	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, m: ps.Clone(), v: ps.Clone()}
+	for i := range a.m {
+		clear(a.m[i].Data)
+		clear(a.v[i].Data)
+	}
+	return a
+}
+
+// Step is the number of updates applied (or restored).
+func (a *Adam) Step() int64 { return a.step }
+
+// GradNorm is the L2 norm over every gradient (nil ones skipped).
+func GradNorm(grads [][]float32) float64 {
+	var ss float64
+	for _, g := range grads {
+		for _, x := range g {
+			ss += float64(x) * float64(x)
+		}
+	}
+	return math.Sqrt(ss)
+}
+
+// Update applies one step with gradients grads (one per parameter of ps, in order; nil:
+// the parameter was not read, e.g. another task's head, and neither it nor its moments
+// change). ps must be the parameters NewAdam was given (or of their layout).
+func (a *Adam) Update(ps Params, grads [][]float32) {
+	scale := 1.0
+	if a.ClipNorm > 0 {
+		if norm := GradNorm(grads); norm > a.ClipNorm {
+			scale = a.ClipNorm / norm
+		}
+	}
+	a.step++
+	t := float64(a.step)
+	c1 := 1 - math.Pow(a.Beta1, t)
+	c2 := 1 - math.Pow(a.Beta2, t)
+	for i, p := range ps {
+		g := grads[i]
+		if g == nil {
+			continue // not read by this step's net (another task's head): unchanged
+		}
+		m, v := a.m[i].Data, a.v[i].Data
+		for j := range p.Data {
+			gj := float64(g[j]) * scale
+			mj := a.Beta1*float64(m[j]) + (1-a.Beta1)*gj
+			vj := a.Beta2*float64(v[j]) + (1-a.Beta2)*gj*gj
+			m[j], v[j] = float32(mj), float32(vj)
+			p.Data[j] -= float32(a.LR * (mj / c1) / (math.Sqrt(vj/c2) + a.Eps))
+		}
+	}
+}
+
+// State returns the moments as named tensors ("adam.m/NAME", "adam.v/NAME"), sharing
+// their storage.
+func (a *Adam) State() Params {
+	var out Params
+	for i := range a.m {
+		out = append(out, &Param{Name: "adam.m/" + a.m[i].Name, Shape: a.m[i].Shape, Data: a.m[i].Data})
+	}
+	for i := range a.v {
+		out = append(out, &Param{Name: "adam.v/" + a.v[i].Name, Shape: a.v[i].Shape, Data: a.v[i].Data})
+	}
+	return out
+}
+
+// Restore sets the step and the moments from tensors written by State (other tensors
+// in ts are ignored); every moment must be present with its size.
+func (a *Adam) Restore(step int64, ts Params) error {
+	byName := map[string]*Param{}
+	for _, t := range ts {
+		if strings.HasPrefix(t.Name, "adam.") {
+			byName[t.Name] = t
+		}
+	}
+	for _, set := range []struct {
+		prefix string
+		ps     Params
+	}{{"adam.m/", a.m}, {"adam.v/", a.v}} {
+		for _, p := range set.ps {
+			t, ok := byName[set.prefix+p.Name]
+			if !ok || len(t.Data) != len(p.Data) {
+				return fmt.Errorf("optimizer state lacks %s%s", set.prefix, p.Name)
+			}
+			copy(p.Data, t.Data)
+		}
+	}
+	if step < 0 {
+		return fmt.Errorf("optimizer step %d is negative", step)
+	}
+	a.step = step
+	return nil
+}

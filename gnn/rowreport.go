@@ -1,0 +1,149 @@
+package gnn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tpucost/tpucost/dataset"
+)
+
+// RowPrediction is a model's prediction for one dataset row (tpucost predict --data):
+// for ranked data (dataset.Provenance.Ranked) the configuration the model picks and how
+// far it is from the row's best; for absolute data the predicted and measured runtime.
+type RowPrediction struct {
+	Program   string `json:"program"`
+	Kernel    string `json:"kernel"`
+	KernelKey string `json:"kernel_key"`
+	Configs   int    `json:"configs"`
+	// Seen is set when the model trained or validated on this row's kernel: its
+	// prediction says nothing about unseen data.
+	Seen bool `json:"seen_in_training"`
+
+	// Ranked rows. Times are the row's target times (dataset.Row.TargetTimes): ns, or
+	// runtime over normalizer where the data has normalizers (RowReport.TimeUnit).
+	Pick     string   `json:"pick,omitempty"`      // the configuration the model ranks first
+	PickTime float64  `json:"pick_time,omitempty"` // its measured time
+	BestTime float64  `json:"best_time,omitempty"` // the row's fastest measured time
+	Slowdown *float64 `json:"slowdown,omitempty"`  // PickTime / BestTime − 1
+	Top      []string `json:"top,omitempty"`       // the model's first configurations, best first
+
+	// Absolute rows (one runtime each; a row with several lists its first).
+	PredictedNs float64 `json:"predicted_ns,omitempty"`
+	TrueNs      float64 `json:"true_ns,omitempty"`
+}
+
+// RowReport is PredictDataset's result.
+type RowReport struct {
+	Model  string `json:"model"`
+	Data   string `json:"data"`
+	Ranked bool   `json:"ranked"`
+	// TimeUnit is "ns", or "runtime/normalizer" for data with runtime normalizers.
+	TimeUnit string          `json:"time_unit"`
+	Rows     []RowPrediction `json:"rows"`
+	// SeenRows counts the rows whose kernels the model trained or validated on.
+	SeenRows int `json:"seen_rows"`
+	// MeanSlowdown is the mean Slowdown over the ranked rows the model has not seen (nil
+	// without any): the top-1 error of tpucost eval, over every unseen row of the data
+	// rather than a test split.
+	MeanSlowdown *float64 `json:"mean_slowdown_unseen,omitempty"`
+}
+
+// PredictDataset scores every row of the dataset in dir with the model of the checkpoint
+// in modelDir, whose feature set the data must have (Checkpoint.CheckData): the way to
+// use a model trained on imported data (e.g. TpuGraphs), whose rows carry features no
+// tpucost compile can produce. top is the number of configurations listed per ranked row.
+// At most maxRows rows are reported (0: all).
+func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) {
+	m, ck, err := Load(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ck.CheckData(dir, d.Provenance); err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	seen, err := SeenKeys(modelDir, ck)
+	if err != nil {
+		return nil, err
+	}
+	pred, err := NewRowPredictor(m, PredictorOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer pred.Close()
+	rep := &RowReport{Model: modelDir, Data: dir, Ranked: d.Provenance.Ranked(), TimeUnit: "ns", Rows: []RowPrediction{}}
+	if d.Provenance.RuntimeNormalizers {
+		rep.TimeUnit = "runtime/normalizer"
+	}
+	var slow float64
+	nSlow := 0
+	errStop := fmt.Errorf("enough rows")
+	src := sourceFunc(func(fn func(*dataset.Row) error) error { return d.Rows(dataset.ReadOptions{}, fn) })
+	err = pred.PredictSource(src, func(r *dataset.Row, out []float64) error {
+		if maxRows > 0 && len(rep.Rows) == maxRows {
+			return errStop
+		}
+		rp := RowPrediction{Program: r.Program, Kernel: r.KernelName, KernelKey: r.KernelKey, Configs: len(r.Configs), Seen: seen.Contains(KernelID(r.KernelKey))}
+		if rp.Seen {
+			rep.SeenRows++
+		}
+		if len(out) == 0 {
+			rep.Rows = append(rep.Rows, rp)
+			return nil
+		}
+		times := r.TargetTimes()
+		if rep.Ranked {
+			order := make([]int, len(out))
+			for i := range order {
+				order[i] = i
+			}
+			// Ties go to the first listed configuration, as in evaluation.
+			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(out[a], out[b]) })
+			rp.Pick, rp.PickTime = r.Configs[order[0]], times[order[0]]
+			rp.BestTime = slices.Min(times)
+			if rp.BestTime > 0 {
+				s := rp.PickTime/rp.BestTime - 1
+				rp.Slowdown = &s
+				if !rp.Seen {
+					slow += s
+					nSlow++
+				}
+			}
+			for _, i := range order[:min(top, len(order))] {
+				rp.Top = append(rp.Top, r.Configs[i])
+			}
+		} else {
+			rp.PredictedNs, rp.TrueNs = out[0], r.RuntimesNs[0]
+		}
+		rep.Rows = append(rep.Rows, rp)
+		return nil
+	})
+	if err != nil && err != errStop {
+		return nil, err
+	}
+	if nSlow > 0 {
+		s := slow / float64(nSlow)
+		rep.MeanSlowdown = &s
+	}
+	return rep, nil
+}
+
+// sourceFunc adapts a function to RowSource.
+type sourceFunc func(fn func(*dataset.Row) error) error
+
+// Rows implements RowSource.
+func (f sourceFunc) Rows(fn func(*dataset.Row) error) error { return f(fn) }
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b || (math.IsNaN(b) && !math.IsNaN(a)):
+		return -1
+	case a > b || (math.IsNaN(a) && !math.IsNaN(b)):
+		return 1
+	}
+	return 0
+}
