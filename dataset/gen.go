@@ -252,6 +252,14 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	if o.Workers == 0 {
 		o.Workers = runtime.NumCPU()
 	}
+	// Every model is built once, now: an unknown model or an unreadable HLO file fails
+	// before anything is written, and the units compile these modules.
+	g := &generator{opts: o, left: map[string]int{}}
+	for _, m := range o.Models {
+		if _, err := g.module(m); err != nil {
+			return nil, err
+		}
+	}
 	w, err := NewWriter(WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
 	if err != nil {
 		return nil, err
@@ -278,9 +286,15 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	res := &GenResult{Units: int64(len(units)) + resumed, Resumed: resumed}
 	start := time.Now()
 
-	g := &generator{opts: o, written: newKeySet(seen), left: map[string]int{}}
+	g.written = newKeySet(seen)
 	for _, u := range units {
 		g.left[o.Models[u/perModel]]++
+	}
+	for _, m := range o.Models {
+		if g.left[m] == 0 { // every unit was resumed (or is another shard's)
+			g.left[m] = 1
+			g.done(m)
+		}
 	}
 	sim, err := tpusim.New(o.Chip, o.Noise)
 	if err != nil {

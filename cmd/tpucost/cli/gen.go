@@ -103,12 +103,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	for _, m := range models {
-		if _, err := zoo.Resolve(m); err != nil {
-			return err
-		}
-	}
-	res, err := dataset.Generate(ctx, opts)
+	res, err := dataset.Generate(ctx, opts) // builds every model first: a bad one fails before any output
 	rep.Done()
 	if err != nil {
 		return err
