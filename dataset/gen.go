@@ -323,7 +323,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	}
 	go func() {
 		defer close(jobs)
-		for _, u := range units {
+		for _, u := range dispatchOrder(units, perModel) {
 			select {
 			case jobs <- u:
 			case <-ctx.Done():
@@ -421,6 +421,33 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 		res.SamplesPerSecond = float64(res.Samples) / s
 	}
 	return res, nil
+}
+
+// dispatchOrder is the order workers take units in: unit order, except that the first
+// unit of the next model goes before a model's other units. Those compile variants of
+// the model's default program, which its first unit compiles: taken right after it, they
+// would wait for that compile instead of compiling another model's. Results are written
+// in unit order whatever the order they are computed in.
+func dispatchOrder(units []int64, perModel int64) []int64 {
+	out := make([]int64, 0, len(units))
+	var held []int64 // the current model's later units
+	model := int64(-1)
+	for _, u := range units {
+		if m := u / perModel; m != model {
+			if model >= 0 {
+				out = append(out, u) // the next model's first unit first
+				out = append(out, held...)
+				held, model = held[:0], m
+				continue
+			}
+			model = m
+		} else if len(out) > 0 {
+			held = append(held, u)
+			continue
+		}
+		out = append(out, u)
+	}
+	return append(out, held...)
 }
 
 // keySet is a concurrent set of kernel keys already written, so that workers can skip
