@@ -9,10 +9,11 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// KernelCache shares kernel analyses (cost.KernelInfo, tile options and the default
-// tile) across compiles of programs for one target: a kernel key names a fused
-// computation structurally, so every compile that forms the same kernel gets the same,
-// read-only analysis and its memoized tile plans. Dataset generation and tuning, which
+// KernelCache shares kernel analyses (cost.KernelInfo and the tile options, each planned
+// once as a cost.Planned, with the default) across compiles of programs for one target: a
+// kernel key names a fused computation structurally, so every compile that forms the same
+// kernel gets the same, read-only analysis and planned options, and every choice of a
+// program (Kernel.Choice, TileChoice.Planned) is one of them. Dataset generation and tuning, which
 // compile one module under many configs, pass one cache to all their compiles. Safe for
 // concurrent use; the zero value is ready; a nil *KernelCache caches nothing.
 //
