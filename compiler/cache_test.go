@@ -27,7 +27,7 @@ func TestKernelCacheChangesNothing(t *testing.T) {
 	describe := func(p *Program) string {
 		s := p.Module.String()
 		for _, k := range p.Kernels {
-			s += fmt.Sprintf("%s %s %s %s %+v\n", k.Name, k.Key, k.Tile, k.Flags, k.Plan)
+			s += fmt.Sprintf("%s %s %s %s %+v\n", k.Name, k.Key, k.Choice.Config.Tile, k.Choice.Config.Flags, k.Choice.Plan)
 		}
 		return s
 	}

@@ -83,16 +83,16 @@ func TestDefaultCompile(t *testing.T) {
 	var kinds []string
 	for _, k := range p.Kernels {
 		kinds = append(kinds, k.Kind)
-		if len(k.Tile) != len(k.Info.Dims) {
-			t.Errorf("kernel %s: tile %s for %d dims", k.Name, k.Tile, len(k.Info.Dims))
+		if len(k.Choice.Config.Tile) != len(k.Info.Dims) {
+			t.Errorf("kernel %s: tile %s for %d dims", k.Name, k.Choice.Config.Tile, len(k.Info.Dims))
 		}
 		// Double buffering unless the kernel has a single step.
 		want := cost.DefaultFlags()
-		if k.Plan.Steps == 1 {
+		if k.Choice.Plan.Steps == 1 {
 			want = cost.Flags{Unroll: 1, PipelineDepth: 1}
 		}
-		if k.Flags != want {
-			t.Errorf("kernel %s (%d steps): flags %s, want %s", k.Name, k.Plan.Steps, k.Flags, want)
+		if k.Choice.Config.Flags != want {
+			t.Errorf("kernel %s (%d steps): flags %s, want %s", k.Name, k.Choice.Plan.Steps, k.Choice.Config.Flags, want)
 		}
 	}
 	// Output fusion: bias add and relu fuse into the first dot; the second dot's
@@ -320,8 +320,8 @@ func TestCandidateRepair(t *testing.T) {
 	newKeys := 0
 	for _, k := range p.Kernels {
 		if old, ok := cfg.Tile[k.Key]; ok {
-			if !k.Tile.Equal(old) {
-				t.Errorf("kernel %s kept its key but not its tile: %s vs %s", k.Name, k.Tile, old)
+			if !k.Choice.Config.Tile.Equal(old) {
+				t.Errorf("kernel %s kept its key but not its tile: %s vs %s", k.Name, k.Choice.Config.Tile, old)
 			}
 			continue
 		}
@@ -355,12 +355,9 @@ func TestCandidateRepair(t *testing.T) {
 // tileStore is a Store that knows tiles only, by kernel key.
 type tileStore map[string]cost.Tile
 
-func (tileStore) Layout(string) ([]int, bool)     { return nil, false }
-func (tileStore) Fusion(string) (bool, bool)      { return false, false }
-func (tileStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
-func (s tileStore) Tile(key string) (cost.Tile, bool) {
+func (s tileStore) Lookup(k Kind, key string) (Entry, bool) {
 	t, ok := s[key]
-	return t, ok
+	return Entry{Tile: t}, ok && k == KindTile
 }
 
 func TestKernelKeysAreStructural(t *testing.T) {
@@ -462,8 +459,8 @@ func TestDefaultFlagsForMatchesTheFlagsPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range p.Kernels {
-		if f := DefaultFlagsFor(k.Info, k.Tile, testTarget); f != k.Flags {
-			t.Errorf("kernel %s: DefaultFlagsFor %s, flags pass %s", k.Name, f, k.Flags)
+		if f := DefaultFlagsFor(k.Choice); f != k.Choice.Config.Flags {
+			t.Errorf("kernel %s: DefaultFlagsFor %s, flags pass %s", k.Name, f, k.Choice.Config.Flags)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -51,8 +50,11 @@ type Config struct {
 
 // NewConfig returns an empty config.
 func NewConfig() *Config {
-	return &Config{Version: ConfigVersion, Layout: map[string][]int{}, Fusion: map[string]bool{},
-		Tile: map[string]cost.Tile{}, Flags: map[string]cost.Flags{}}
+	c := &Config{Version: ConfigVersion}
+	for _, o := range kinds {
+		o.init(c)
+	}
+	return c
 }
 
 // Clone returns a deep copy (nil gives an empty config).
@@ -61,17 +63,11 @@ func (c *Config) Clone() *Config {
 	if c == nil {
 		return n
 	}
-	for k, v := range c.Layout {
-		n.Layout[k] = slices.Clone(v)
-	}
-	for k, v := range c.Fusion {
-		n.Fusion[k] = v
-	}
-	for k, v := range c.Tile {
-		n.Tile[k] = slices.Clone(v)
-	}
-	for k, v := range c.Flags {
-		n.Flags[k] = v
+	for _, o := range kinds {
+		for _, name := range o.names(c) {
+			e, _ := o.get(c, name)
+			o.set(n, name, e)
+		}
 	}
 	return n
 }
@@ -81,7 +77,11 @@ func (c *Config) Len() int {
 	if c == nil {
 		return 0
 	}
-	return len(c.Layout) + len(c.Fusion) + len(c.Tile) + len(c.Flags)
+	n := 0
+	for _, o := range kinds {
+		n += o.size(c)
+	}
+	return n
 }
 
 // MarshalIndent renders the config as stable, indented JSON (map keys sorted).
@@ -111,17 +111,8 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	if c.Version > ConfigVersion {
 		return nil, fmt.Errorf("%s: config version %d is newer than this tool's %d", name, c.Version, ConfigVersion)
 	}
-	if c.Layout == nil {
-		c.Layout = map[string][]int{}
-	}
-	if c.Fusion == nil {
-		c.Fusion = map[string]bool{}
-	}
-	if c.Tile == nil {
-		c.Tile = map[string]cost.Tile{}
-	}
-	if c.Flags == nil {
-		c.Flags = map[string]cost.Flags{}
+	for _, o := range kinds {
+		o.init(c) // a kind given as null
 	}
 	for k, f := range c.Flags {
 		if err := f.Validate(); err != nil {
@@ -162,13 +153,12 @@ func WriteConfig(path string, c *Config) error {
 }
 
 // Store is the global config store: the best known choice per node key, consulted by
-// candidate repair when a config has no entry for a node. Implementations must be safe
-// for concurrent use.
+// candidate repair when a config has no entry for a node. Lookup returns the entry of
+// kind k for the node whose structural key is key (NodeKey for layouts, EdgeKey for
+// fusion edges, KernelKey for tiles and flags). Implementations must be safe for
+// concurrent use.
 type Store interface {
-	Layout(key string) ([]int, bool)
-	Fusion(key string) (bool, bool)
-	Tile(key string) (cost.Tile, bool)
-	Flags(key string) (cost.Flags, bool)
+	Lookup(k Kind, key string) (Entry, bool)
 }
 
 // jsonKind describes a Go type as the JSON it decodes from ("an object whose values are

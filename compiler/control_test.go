@@ -161,7 +161,7 @@ func TestWhileBodyIsCompiled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := q.KernelByName(body.Name).Tile; !got.Equal(alt) {
+		if got := q.KernelByName(body.Name).Choice.Config.Tile; !got.Equal(alt) {
 			t.Errorf("body kernel tile = %s, want the configured %s", got, alt)
 		}
 	}

@@ -31,8 +31,23 @@
 //	ProductFlow     State.Flow, State.Trips   flow computations, loop trip counts (from the start)
 //	ProductLayouts  (the module's shapes)     a final layout on every array of the flow computations
 //	ProductKernels  State.Kernels             the kernel table: every fusion instruction, its computation and root
-//	ProductTiles    KernelSite.Key, .Info     each kernel's key and analysis; its tile in Effective/Space
-//	ProductFlags    Effective/Space .Flags    each kernel key's flags
+//	ProductTiles    KernelSite.Key, .Info,    each kernel's key, analysis and planned tile (cost.Planned);
+//	                .Choice                   its tile in Effective/Space
+//	ProductFlags    KernelSite.Choice,        each kernel's planned choice completed with its flags;
+//	                Effective/Space .Flags    each kernel key's flags
+//
+// A compiled Kernel carries its choice as Kernel.Choice, a cost.Planned: the tile option
+// planned once by the kernel's analysis (KernelCache), with the chosen flags. The
+// simulator, the analytical model, the features, the predictor, the tuner and the dataset
+// generator read that value; none plans again.
+//
+// # Configs, spaces and stores, one kind at a time
+//
+// Config, Space and Store handle the four kinds (layout, fusion, tile, flags) through one
+// table of kind operations: an entry of any kind is an Entry, a configurable node of any
+// kind a Node (Space.Nodes, Space.Option), and the store answers Lookup(kind, key).
+// Candidate repair looks an entry up in the config, else the store (State.want), for
+// every kind the same way; Perturb and the tuner's search space walk Nodes.
 //
 // The default list is layout-assignment (requires flow, provides layouts) → fusion
 // (flow, layouts → kernels) → tiling (kernels → tiles) → flags (kernels, tiles → flags);

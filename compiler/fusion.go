@@ -1,9 +1,9 @@
 package compiler
 
 import (
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -261,11 +261,8 @@ func fuseComputation(e *hlo.Computation, s *State) ([]*hlo.Computation, bool) {
 					key := EdgeKey(p, x, j)
 					def := defaultFuse(p, x, g, defDup)
 					fuse = def
-					if v, ok := s.Config.Fusion[name]; ok {
-						s.used[KindFusion][name] = true
-						fuse = v
-					} else if v, ok := s.Options.Store.Fusion(key); ok {
-						fuse = v
+					if want, _, ok := s.want(KindFusion, name, key); ok {
+						fuse = want.Fusion
 					}
 					if !seenEdge[name] {
 						seenEdge[name] = true
@@ -363,7 +360,7 @@ func (s *State) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruc
 		if p, ok := params[op]; ok {
 			return p
 		}
-		p := &hlo.Instruction{Name: s.uniqueName(fmt.Sprintf("%s.param_%d", fc.Name, len(operands))),
+		p := &hlo.Instruction{Name: s.uniqueName(fc.Name + ".param_" + strconv.Itoa(len(operands))),
 			Opcode: hlo.OpParameter, ParamNum: len(operands), Shape: op.Shape.Clone()}
 		params[op] = p
 		src := op

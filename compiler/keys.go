@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"hash/fnv"
 	"strconv"
+	"sync"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -15,7 +16,14 @@ type hasher struct {
 	buf []byte
 }
 
-func newHasher() *hasher { return &hasher{buf: make([]byte, 0, 256)} }
+// newHasher returns a hasher from a pool; sum returns it.
+func newHasher() *hasher {
+	h := hasherPool.Get().(*hasher)
+	h.buf = h.buf[:0]
+	return h
+}
+
+var hasherPool = sync.Pool{New: func() any { return &hasher{buf: make([]byte, 0, 256)} }}
 
 func (h *hasher) str(s string) {
 	h.int(len(s))
@@ -96,10 +104,14 @@ func (h *hasher) attrs(in *hlo.Instruction) {
 	}
 }
 
+// sum hashes what was written and returns the hasher to the pool (do not use it after).
 func (h *hasher) sum() string {
 	f := fnv.New64a()
 	f.Write(h.buf)
-	return hex.EncodeToString(f.Sum(nil))
+	var b [8]byte
+	s := hex.EncodeToString(f.Sum(b[:0]))
+	hasherPool.Put(h)
+	return s
 }
 
 // NodeKey is the stable structural hash of one instruction in context-free form: its

@@ -257,23 +257,18 @@ func runLayout(m *hlo.Module, s *State) (bool, error) {
 // chooseLayout picks a layout option index for node name: config, else store, else default.
 func (s *State) chooseLayout(name, key string, opts [][]int, def int) (int, error) {
 	choice := def
-	if want, ok := s.Config.Layout[name]; ok {
-		s.used[KindLayout][name] = true
+	if want, fromConfig, ok := s.want(KindLayout, name, key); ok {
 		idx := -1
 		for i, o := range opts {
-			if slices.Equal(o, want) {
+			if slices.Equal(o, want.Layout) {
 				idx = i
 			}
 		}
-		if idx < 0 {
-			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want, opts)
-		}
-		choice = idx
-	} else if want, ok := s.Options.Store.Layout(key); ok {
-		for i, o := range opts {
-			if slices.Equal(o, want) {
-				choice = i
-			}
+		switch {
+		case idx >= 0:
+			choice = idx
+		case fromConfig:
+			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want.Layout, opts)
 		}
 	}
 	s.Effective.Layout[name] = slices.Clone(opts[choice])

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -26,11 +27,12 @@ const (
 	// ProductKernels is State.Kernels with Fusion, Computation and Root set: every
 	// fusion instruction of the flow computations, in order.
 	ProductKernels Product = "kernels"
-	// ProductTiles is every KernelSite's Key and Info, and the chosen tile of every key
-	// (State.Effective.Tile, State.Space.Tile).
+	// ProductTiles is every KernelSite's Key, Info and Choice (its chosen tile, planned;
+	// its flags provisional), and the chosen tile of every key (State.Effective.Tile,
+	// State.Space.Tile).
 	ProductTiles Product = "tiles"
-	// ProductFlags is the chosen flags of every kernel key (State.Effective.Flags,
-	// State.Space.Flags).
+	// ProductFlags is every KernelSite's complete Choice (tile and flags, planned) and the
+	// chosen flags of every kernel key (State.Effective.Flags, State.Space.Flags).
 	ProductFlags Product = "flags"
 )
 
@@ -214,13 +216,15 @@ type Trip struct {
 
 // KernelSite is one entry of the kernel table: a fusion instruction of a flow
 // computation. The fusion pass fills Fusion, Computation and Root (ProductKernels); the
-// tiling pass fills Key and Info (ProductTiles).
+// tiling pass fills Key, Info and Choice with the chosen tile (ProductTiles); the flags
+// pass completes Choice with the chosen flags (ProductFlags).
 type KernelSite struct {
 	Fusion      *hlo.Instruction
 	Computation *hlo.Computation // the flow computation it runs in
 	Root        string           // the name of the original instruction it computes
 	Key         string           // KernelKey of Fusion.Calls
 	Info        *cost.KernelInfo // shared by kernels with the same key; read-only
+	Choice      cost.Planned     // the kernel's planned tile and flags
 }
 
 // newState returns the State for compiling m (already prepared and cloned) with cfg.
@@ -261,6 +265,20 @@ func (s *State) sync(m *hlo.Module) error {
 	return nil
 }
 
+// want returns the entry candidate repair starts from for a node of kind k whose config
+// entry is named name and whose structural key is key: the config's entry (recorded as
+// used, for Strict), else the store's; fromConfig says which. A pass checks it against the
+// node's options and falls back to its default when it is not one of them (the store's
+// entry silently; the config's entry is an error under Strict, and for layouts always).
+func (s *State) want(k Kind, name, key string) (e Entry, fromConfig, ok bool) {
+	if e, ok := s.Config.Get(k, name); ok {
+		s.used[k][name] = true
+		return e, true, true
+	}
+	e, ok = s.Options.Store.Lookup(k, key)
+	return e, false, ok
+}
+
 // qualName is the config name of instruction name in flow computation c: the name itself
 // in the entry, "computation/name" elsewhere (names are scoped per computation).
 func (s *State) qualName(c *hlo.Computation, name string) string {
@@ -275,7 +293,7 @@ func (s *State) qualName(c *hlo.Computation, name string) string {
 func (s *State) uniqueName(base string) string {
 	name := base
 	for i := 1; s.names[name]; i++ {
-		name = fmt.Sprintf("%s.%d", base, i)
+		name = base + "." + strconv.Itoa(i)
 	}
 	s.names[name] = true
 	return name

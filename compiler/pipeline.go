@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -34,15 +33,16 @@ type Options struct {
 
 // Kernel is one launched kernel of a compiled program.
 type Kernel struct {
-	Name   string           // the fusion instruction's name in the entry computation
-	Key    string           // structural hash of the fused computation (KernelKey)
-	Kind   string           // fusion kind: kLoop, kInput (reduce), kOutput (dot/conv)
-	Root   string           // the name of the original instruction the kernel computes
-	Comp   *hlo.Computation // the fused computation
-	Info   *cost.KernelInfo // shared by kernels with the same key; read-only
-	Tile   cost.Tile
-	Flags  cost.Flags
-	Plan   cost.Plan
+	Name string           // the fusion instruction's name in the entry computation
+	Key  string           // structural hash of the fused computation (KernelKey)
+	Kind string           // fusion kind: kLoop, kInput (reduce), kOutput (dot/conv)
+	Root string           // the name of the original instruction the kernel computes
+	Comp *hlo.Computation // the fused computation
+	Info *cost.KernelInfo // shared by kernels with the same key; read-only
+	// Choice is the kernel's tile and flags, planned once by the compiler (the plan of
+	// the tile option it was chosen from): what the simulator times, the analytical model
+	// estimates, the features describe and the tuner's caches key (Choice.ID()).
+	Choice cost.Planned
 	Inputs []string // names of the instructions of its computation it reads
 
 	// Computation is the flow computation the kernel runs in (the entry, a loop body or
@@ -102,7 +102,15 @@ type TileChoice struct {
 	Options []cost.Tile
 	Default int
 	Chosen  int
+
+	planned []cost.Planned // Options, planned (by the compiler's kernel analysis); read-only
 }
+
+// Planned returns the options, planned once when the kernel was analyzed (cost.Planned
+// values with the flags the options were listed with: the default flags, or single
+// buffers when no tile fits with them); WithFlags gives an option with other flags from
+// the same plan. The slice is shared: do not modify it.
+func (c *TileChoice) Planned() []cost.Planned { return c.planned }
 
 // FlagsChoice is the flags decision shared by all kernels with one key.
 type FlagsChoice struct {
@@ -126,10 +134,7 @@ type Space struct {
 // nilStore makes a nil Store usable.
 type nilStore struct{}
 
-func (nilStore) Layout(string) ([]int, bool)     { return nil, false }
-func (nilStore) Fusion(string) (bool, bool)      { return false, false }
-func (nilStore) Tile(string) (cost.Tile, bool)   { return nil, false }
-func (nilStore) Flags(string) (cost.Flags, bool) { return cost.Flags{}, false }
+func (nilStore) Lookup(Kind, string) (Entry, bool) { return Entry{}, false }
 
 // Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
 // program: call inlining, unfusing, custom-call rewriting and the simplification passes
@@ -196,34 +201,21 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 // checkUnused reports config entries that named no node of the program.
 func (s *State) checkUnused() error {
 	var errs []error
-	report := func(kind Kind, keys []string, used map[string]bool) {
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !used[k] {
+	for _, kind := range Kinds() {
+		for _, k := range s.Config.Names(kind) {
+			if !s.used[kind][k] {
 				errs = append(errs, fmt.Errorf("config %s entry %q names no configurable node of this program", kind, k))
 			}
 		}
 	}
-	report(KindLayout, mapKeys(s.Config.Layout), s.used[KindLayout])
-	report(KindFusion, mapKeys(s.Config.Fusion), s.used[KindFusion])
-	report(KindTile, mapKeys(s.Config.Tile), s.used[KindTile])
-	report(KindFlags, mapKeys(s.Config.Flags), s.used[KindFlags])
 	if len(errs) > 5 {
 		errs = append(errs[:5], fmt.Errorf("and %d more", len(errs)-5))
 	}
 	return errors.Join(errs...)
 }
 
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // program builds the Program from the state the passes left (programRequires): a Kernel
-// per entry of the kernel table, with its plan, and the schedule.
+// per entry of the kernel table, with its planned choice, and the schedule.
 func (s *State) program(name string, mod *hlo.Module) (*Program, error) {
 	p := &Program{Name: name, Module: mod, Config: s.Effective, Space: s.Space, Target: s.Options.Target, Chips: ModuleChips(mod)}
 	kernels := make(map[*hlo.Instruction]*Kernel, len(s.Kernels)) // for the schedule
@@ -233,13 +225,7 @@ func (s *State) program(name string, mod *hlo.Module) (*Program, error) {
 			return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
 		}
 		k := &Kernel{Name: in.Name, Key: site.Key, Kind: in.FusionKind, Root: site.Root, Comp: in.Calls, Info: site.Info,
-			Tile: s.Effective.Tile[site.Key], Flags: s.Effective.Flags[site.Key], Computation: site.Computation.Name,
-			Approximate: approximate(in.Calls, site.Info)}
-		plan, err := site.Info.CheckTile(k.Tile, k.Flags, s.Options.Target)
-		if err != nil {
-			return nil, fmt.Errorf("%s: kernel %s: %w", name, in.Name, err)
-		}
-		k.Plan = plan
+			Choice: site.Choice, Computation: site.Computation.Name, Approximate: approximate(in.Calls, site.Info)}
 		for _, op := range in.Operands {
 			k.Inputs = append(k.Inputs, op.Name)
 		}

@@ -118,6 +118,21 @@ func prepare(m *hlo.Module, opts Options) *prepared {
 	return e.p
 }
 
+// Release drops what c memoized about module m (its prepared forms): a caller that is
+// done compiling m frees them. Kernel analyses stay (other modules share them).
+func (c *KernelCache) Release(m *hlo.Module) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.prep {
+		if k.m == m {
+			delete(c.prep, k)
+		}
+	}
+}
+
 // prepareModule clones m, inlines calls, unfuses the input's fusions, rewrites library
 // custom-calls, then runs the selected simplification passes, logging each run.
 func prepareModule(m *hlo.Module, opts Options) *prepared {

@@ -9,43 +9,26 @@ import (
 // with probability 1-p and otherwise picks a uniformly random valid option (which may be
 // the same one), starting from base (nil: empty). Nodes of other kinds keep base's
 // entries. It is the random-configuration sampler of dataset generation and search:
-// p = 1 gives uniformly random configs of those kinds, small p gives neighbours.
+// p = 1 gives uniformly random configs of those kinds, small p gives neighbours. Kinds are
+// visited in pipeline order and nodes in the Space's order, one draw per decision, so the
+// same seed gives the same config.
 func (s *Space) Perturb(base *Config, kinds []Kind, p float64, r *rand.Rand) *Config {
 	c := base.Clone()
-	pick := func() bool { return r.Float64() < p }
-	if slices.Contains(kinds, KindLayout) {
-		for _, lc := range s.Layout {
-			if pick() {
-				c.Layout[lc.Name] = slices.Clone(lc.Options[r.IntN(len(lc.Options))])
-			} else if _, ok := c.Layout[lc.Name]; !ok {
-				c.Layout[lc.Name] = slices.Clone(lc.Options[lc.Chosen])
-			}
+	for _, k := range Kinds() {
+		if !slices.Contains(kinds, k) {
+			continue
 		}
-	}
-	if slices.Contains(kinds, KindFusion) {
-		for _, fc := range s.Fusion {
-			if pick() {
-				c.Fusion[fc.Name] = r.IntN(2) == 0
-			} else if _, ok := c.Fusion[fc.Name]; !ok {
-				c.Fusion[fc.Name] = fc.Chosen
-			}
-		}
-	}
-	if slices.Contains(kinds, KindTile) {
-		for _, tc := range s.Tile {
-			if pick() {
-				c.Tile[tc.Key] = slices.Clone(tc.Options[r.IntN(len(tc.Options))])
-			} else if _, ok := c.Tile[tc.Key]; !ok {
-				c.Tile[tc.Key] = slices.Clone(tc.Options[tc.Chosen])
-			}
-		}
-	}
-	if slices.Contains(kinds, KindFlags) {
-		for _, fc := range s.Flags {
-			if pick() {
-				c.Flags[fc.Key] = fc.Options[r.IntN(len(fc.Options))]
-			} else if _, ok := c.Flags[fc.Key]; !ok {
-				c.Flags[fc.Key] = fc.Options[fc.Chosen]
+		for _, n := range s.Nodes(k) {
+			if r.Float64() < p {
+				i := r.IntN(n.Options)
+				if k == KindFusion {
+					// A fusion edge fuses on a draw of 0: the sampler's order since
+					// datasets were first generated, kept so that they stay byte-identical.
+					i = 1 - i
+				}
+				c.Set(k, n.Name, s.Option(n, i))
+			} else if _, ok := c.Get(k, n.Name); !ok {
+				c.Set(k, n.Name, s.Option(n, n.Chosen))
 			}
 		}
 	}

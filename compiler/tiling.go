@@ -9,10 +9,11 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// KernelCache shares kernel analyses (cost.KernelInfo, tile options and the default
-// tile) across compiles of programs for one target: a kernel key names a fused
-// computation structurally, so every compile that forms the same kernel gets the same,
-// read-only analysis and its memoized tile plans. Dataset generation and tuning, which
+// KernelCache shares kernel analyses (cost.KernelInfo and the tile options, each planned
+// once as a cost.Planned, with the default) across compiles of programs for one target: a
+// kernel key names a fused computation structurally, so every compile that forms the same
+// kernel gets the same, read-only analysis and planned options, and every choice of a
+// program (Kernel.Choice, TileChoice.Planned) is one of them. Dataset generation and tuning, which
 // compile one module under many configs, pass one cache to all their compiles. Safe for
 // concurrent use; the zero value is ready; a nil *KernelCache caches nothing.
 //
@@ -54,30 +55,38 @@ func (c *KernelCache) get(key string, t cost.Target, compute func() *kernelCache
 	return e.kc
 }
 
-// kernelCache is the analysis of one kernel key: its cost.KernelInfo, tile options and
-// default tile (or why it has none).
+// kernelCache is the analysis of one kernel key: its cost.KernelInfo and its tile
+// options, planned (cost.KernelInfo.Options: each option's plan is computed here, once per
+// key, and read by every later use of the option), with the default (or why it has none).
 type kernelCache struct {
 	info    *cost.KernelInfo
-	tiles   []cost.Tile
+	opts    []cost.Planned
+	tiles   []cost.Tile // the options' tiles (shared with every Space that lists them)
 	defTile int
 	err     error
 }
 
-// analyzeKernel analyzes a fused computation and lists its tile options and default tile.
-func analyzeKernel(fc *hlo.Computation, t cost.Target) *kernelCache {
+// analyzeKernel analyzes a fused computation (whose KernelKey is key) and plans its tile
+// options and default tile.
+func analyzeKernel(fc *hlo.Computation, key string, t cost.Target) *kernelCache {
 	kc := &kernelCache{}
 	kc.info, kc.err = cost.Analyze(fc, t)
 	if kc.err != nil {
 		return kc
 	}
-	var err error
-	kc.tiles, kc.defTile, err = kc.info.TileChoices(t, cost.DefaultFlags())
-	if err != nil {
+	kc.opts = kc.info.Options(key, t, cost.DefaultFlags())
+	if len(kc.opts) > 0 {
+		kc.defTile, _ = cost.BestAnalytical(kc.opts)
+	} else {
 		// Nothing fits with double buffering: fall back to single buffers (the first).
-		kc.tiles, kc.defTile = kc.info.TileOptions(t, cost.Flags{Unroll: 1, PipelineDepth: 1}), 0
+		kc.opts, kc.defTile = kc.info.Options(key, t, cost.Flags{Unroll: 1, PipelineDepth: 1}), 0
 	}
-	if len(kc.tiles) == 0 {
+	if len(kc.opts) == 0 {
 		kc.err = fmt.Errorf("%w: no tile of this kernel fits in %s's VMEM", cost.ErrTileInvalid, t.Name)
+	}
+	kc.tiles = make([]cost.Tile, len(kc.opts))
+	for i, o := range kc.opts {
+		kc.tiles[i] = o.Config.Tile
 	}
 	return kc
 }
@@ -119,7 +128,7 @@ func runTiling(m *hlo.Module, s *State) (bool, error) {
 		key := KernelKey(in.Calls)
 		kc, ok := analyses[key]
 		if !ok {
-			kc = s.Options.Kernels.get(key, t, func() *kernelCache { return analyzeKernel(in.Calls, t) })
+			kc = s.Options.Kernels.get(key, t, func() *kernelCache { return analyzeKernel(in.Calls, key, t) })
 			analyses[key] = kc
 		}
 		if kc.err != nil {
@@ -127,27 +136,23 @@ func runTiling(m *hlo.Module, s *State) (bool, error) {
 		}
 		site.Key, site.Info = key, kc.info
 		if idx, ok := tileIdx[key]; ok {
+			site.Choice = s.Space.Tile[idx].planned[s.Space.Tile[idx].Chosen]
 			s.Space.Tile[idx].Kernels = append(s.Space.Tile[idx].Kernels, in.Name)
 		} else {
 			choice := kc.defTile
-			if want, ok := s.Config.Tile[key]; ok {
-				s.used[KindTile][key] = true
-				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) })
-				if idx < 0 {
-					if s.Options.Strict {
-						return false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
-							in.Name, key, want, len(kc.tiles), kc.tiles[kc.defTile])
-					}
-				} else {
+			if want, fromConfig, ok := s.want(KindTile, key, key); ok {
+				idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want.Tile) })
+				switch {
+				case idx >= 0:
 					choice = idx
-				}
-			} else if want, ok := s.Options.Store.Tile(key); ok {
-				if idx := slices.IndexFunc(kc.tiles, func(x cost.Tile) bool { return x.Equal(want) }); idx >= 0 {
-					choice = idx
+				case fromConfig && s.Options.Strict:
+					return false, fmt.Errorf("kernel %s (key %s): tile %s is not a valid option (%d valid, e.g. %s)",
+						in.Name, key, want.Tile, len(kc.tiles), kc.tiles[kc.defTile])
 				}
 			}
 			tileIdx[key] = len(s.Space.Tile)
-			s.Space.Tile = append(s.Space.Tile, TileChoice{Key: key, Kernels: []string{in.Name}, Options: kc.tiles, Default: kc.defTile, Chosen: choice})
+			s.Space.Tile = append(s.Space.Tile, TileChoice{Key: key, Kernels: []string{in.Name}, Options: kc.tiles, Default: kc.defTile, Chosen: choice, planned: kc.opts})
+			site.Choice = kc.opts[choice]
 			s.Effective.Tile[key] = slices.Clone(kc.tiles[choice])
 			if choice != kc.defTile {
 				changed = true
@@ -158,15 +163,16 @@ func runTiling(m *hlo.Module, s *State) (bool, error) {
 	return changed, nil
 }
 
-// DefaultFlagsFor is the compiler's default flags for a kernel with a given tile: double
-// buffering with two buffers and no unrolling, except for a single-step kernel (nothing to
-// overlap: one buffer), and the first valid combination when the default does not fit.
-func DefaultFlagsFor(info *cost.KernelInfo, tile cost.Tile, t cost.Target) cost.Flags {
+// DefaultFlagsFor is the compiler's default flags for a kernel with the tile of p (p's own
+// flags do not matter): double buffering with two buffers and no unrolling, except for a
+// single-step kernel (nothing to overlap: one buffer), and the first valid combination
+// when the default does not fit.
+func DefaultFlagsFor(p cost.Planned) cost.Flags {
 	want := cost.DefaultFlags()
-	if plan, err := info.PlanTile(tile, t); err == nil && plan.Steps == 1 {
+	if p.Plan.Steps == 1 {
 		want = cost.Flags{Unroll: 1, PipelineDepth: 1}
 	}
-	opts := FlagOptions(info, tile, t)
+	opts := p.FlagOptions()
 	if slices.Contains(opts, want) || len(opts) == 0 {
 		return want
 	}
@@ -176,53 +182,34 @@ func DefaultFlagsFor(info *cost.KernelInfo, tile cost.Tile, t cost.Target) cost.
 	return opts[0]
 }
 
-// FlagOptions lists the flag combinations valid for a kernel with a given tile (those
-// whose buffers fit in VMEM), default first when valid.
-func FlagOptions(info *cost.KernelInfo, tile cost.Tile, t cost.Target) []cost.Flags {
-	p, err := info.PlanTile(tile, t)
-	if err != nil {
-		return nil
-	}
-	var out []cost.Flags
-	for _, f := range cost.AllFlags() {
-		if p.Footprint(f) <= float64(t.VMEMBytes) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // runFlags is the flags pass: each kernel takes code-generation flags valid with its tile:
-// the config's entry for its key, else the store's, else the default (double buffering,
-// two buffers, no unrolling; a single buffer for single-step kernels) or, when that does
-// not fit, the first valid combination.
-// They are recorded on the fusion instruction as codegen_flags="...".
+// the config's entry for its key, else the store's, else the default (DefaultFlagsFor:
+// double buffering, two buffers, no unrolling; a single buffer for single-step kernels)
+// or, when that does not fit, the first valid combination. It completes every
+// KernelSite's Choice (ProductFlags). The flags are recorded on the fusion instruction as
+// codegen_flags="...".
 func runFlags(m *hlo.Module, s *State) (bool, error) {
 	changed := false
-	t := s.Options.Target
 	flagsIdx := map[string]int{} // key -> index in s.Space.Flags
 	for _, site := range s.Kernels {
 		in, key := site.Fusion, site.Key
 		if idx, ok := flagsIdx[key]; ok {
 			s.Space.Flags[idx].Kernels = append(s.Space.Flags[idx].Kernels, in.Name)
 		} else {
-			tile := s.Effective.Tile[key]
-			opts := FlagOptions(site.Info, tile, t)
+			tile := site.Choice.Config.Tile
+			opts := site.Choice.FlagOptions()
 			if len(opts) == 0 {
 				return false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, tile)
 			}
-			def := max(slices.Index(opts, DefaultFlagsFor(site.Info, tile, t)), 0)
+			def := max(slices.Index(opts, DefaultFlagsFor(site.Choice)), 0)
 			choice := def
-			if want, ok := s.Config.Flags[key]; ok {
-				s.used[KindFlags][key] = true
-				if idx := slices.Index(opts, want); idx >= 0 {
+			if want, fromConfig, ok := s.want(KindFlags, key, key); ok {
+				idx := slices.Index(opts, want.Flags)
+				switch {
+				case idx >= 0:
 					choice = idx
-				} else if s.Options.Strict {
-					return false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want, tile)
-				}
-			} else if want, ok := s.Options.Store.Flags(key); ok {
-				if idx := slices.Index(opts, want); idx >= 0 {
-					choice = idx
+				case fromConfig && s.Options.Strict:
+					return false, fmt.Errorf("kernel %s (key %s): flags %s are not valid with tile %s", in.Name, key, want.Flags, tile)
 				}
 			}
 			flagsIdx[key] = len(s.Space.Flags)
@@ -233,6 +220,10 @@ func runFlags(m *hlo.Module, s *State) (bool, error) {
 			}
 		}
 		f := s.Effective.Flags[key]
+		var err error
+		if site.Choice, err = site.Choice.WithFlags(f); err != nil {
+			return false, fmt.Errorf("kernel %s: %w", in.Name, err)
+		}
 		setExtra(in, "codegen_flags", fmt.Sprintf("\"double_buffer=%t,unroll=%d,pipeline_depth=%d\"", f.DoubleBuffer, f.Unroll, f.PipelineDepth))
 	}
 	return changed, nil

@@ -252,6 +252,14 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	if o.Workers == 0 {
 		o.Workers = runtime.NumCPU()
 	}
+	// Every model is built once, now: an unknown model or an unreadable HLO file fails
+	// before anything is written, and the units compile these modules.
+	g := &generator{opts: o, left: map[string]int{}}
+	for _, m := range o.Models {
+		if _, err := g.module(m); err != nil {
+			return nil, err
+		}
+	}
 	w, err := NewWriter(WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
 	if err != nil {
 		return nil, err
@@ -278,7 +286,16 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	res := &GenResult{Units: int64(len(units)) + resumed, Resumed: resumed}
 	start := time.Now()
 
-	g := &generator{opts: o, written: newKeySet(seen)}
+	g.written = newKeySet(seen)
+	for _, u := range units {
+		g.left[o.Models[u/perModel]]++
+	}
+	for _, m := range o.Models {
+		if g.left[m] == 0 { // every unit was resumed (or is another shard's)
+			g.left[m] = 1
+			g.done(m)
+		}
+	}
 	sim, err := tpusim.New(o.Chip, o.Noise)
 	if err != nil {
 		return nil, err
@@ -306,7 +323,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	}
 	go func() {
 		defer close(jobs)
-		for _, u := range units {
+		for _, u := range dispatchOrder(units, perModel) {
 			select {
 			case jobs <- u:
 			case <-ctx.Done():
@@ -406,6 +423,33 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	return res, nil
 }
 
+// dispatchOrder is the order workers take units in: unit order, except that the first
+// unit of the next model goes before a model's other units. Those compile variants of
+// the model's default program, which its first unit compiles: taken right after it, they
+// would wait for that compile instead of compiling another model's. Results are written
+// in unit order whatever the order they are computed in.
+func dispatchOrder(units []int64, perModel int64) []int64 {
+	out := make([]int64, 0, len(units))
+	var held []int64 // the current model's later units
+	model := int64(-1)
+	for _, u := range units {
+		if m := u / perModel; m != model {
+			if model >= 0 {
+				out = append(out, u) // the next model's first unit first
+				out = append(out, held...)
+				held, model = held[:0], m
+				continue
+			}
+			model = m
+		} else if len(out) > 0 {
+			held = append(held, u)
+			continue
+		}
+		out = append(out, u)
+	}
+	return append(out, held...)
+}
+
 // keySet is a concurrent set of kernel keys already written, so that workers can skip
 // featurizing kernels that are certainly duplicates (skipping never changes the output:
 // the writer would drop them).
@@ -439,23 +483,26 @@ type generator struct {
 	sim     *tpusim.Simulator
 	written *keySet
 
-	// spaces caches each model's default-compile config space, from which variants are
-	// perturbed (compiling the default once per model instead of once per variant).
+	// spaces caches each model's default compile: variant 0 is that program and the other
+	// variants perturb its config space (the default is compiled once per model).
 	mu     sync.Mutex
 	spaces map[string]*spaceOnce
 	// kernels shares kernel analyses and tile plans across every compile of the run.
 	kernels compiler.KernelCache
+	// left counts each model's units not yet done; its module and default program are
+	// dropped (with what kernels memoized about the module) after its last one.
+	left map[string]int
 }
 
-// spaceOnce holds a model's module (built once: compiling never modifies it) and the
-// config space of its default compile (computed once, on first need).
+// spaceOnce holds a model's module (built once: compiling never modifies it) and its
+// default compile (computed once, on first need; read-only).
 type spaceOnce struct {
 	build    sync.Once
 	module   *hlo.Module
 	buildErr error
 	compile  sync.Once
-	space    *compiler.Space
-	spaceErr error
+	def      *compiler.Program
+	defErr   error
 }
 
 func (g *generator) entry(model string) *spaceOnce {
@@ -479,17 +526,28 @@ func (g *generator) module(model string) (*hlo.Module, error) {
 	return so.module, so.buildErr
 }
 
-// defaultSpace returns the config space of the default compile of model m.
-func (g *generator) defaultSpace(m *hlo.Module, model string) (*compiler.Space, error) {
+// done records that a unit of model finished, and drops the model's module and default
+// program after its last unit.
+func (g *generator) done(model string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.left[model]--
+	if g.left[model] > 0 {
+		return
+	}
+	if so := g.spaces[model]; so != nil {
+		g.kernels.Release(so.module)
+		delete(g.spaces, model)
+	}
+}
+
+// defaultProgram returns the default compile of model m, compiled once per run.
+func (g *generator) defaultProgram(m *hlo.Module, model string) (*compiler.Program, error) {
 	so := g.entry(model)
 	so.compile.Do(func() {
-		p, err := compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
-		if err == nil {
-			so.space = p.Space
-		}
-		so.spaceErr = err
+		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
 	})
-	return so.space, so.spaceErr
+	return so.def, so.defErr
 }
 
 // seedFor derives a deterministic PCG source from the run seed and some labels.
@@ -507,6 +565,7 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 	model := o.Models[u/perModel]
 	variant := int32(u % perModel)
 	res := unitResult{unit: u}
+	defer g.done(model)
 	t0 := time.Now()
 	m, err := g.module(model)
 	if err != nil {
@@ -548,14 +607,11 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 // compileVariant compiles variant v of a model: 0 is the default compile; others perturb
 // layouts and fusion (tile, flags) or the task's pass (fusion, layout) at random.
 func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compiler.Program, error) {
-	opts := compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels}
-	if v == 0 {
-		return compiler.Compile(m, nil, opts)
+	def, err := g.defaultProgram(m, model)
+	if v == 0 || err != nil {
+		return def, err
 	}
-	space, err := g.defaultSpace(m, model)
-	if err != nil {
-		return nil, err
-	}
+	space := def.Space
 	r := g.rng("variant", model, fmt.Sprint(v))
 	var kinds []compiler.Kind
 	switch g.opts.Task {
@@ -570,54 +626,61 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	// default to nearly uniform configs.
 	p := 0.05 + 0.6*r.Float64()
 	cfg := space.Perturb(nil, kinds, p, r)
-	return compiler.Compile(m, cfg, opts)
+	return compiler.Compile(m, cfg, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
 }
 
-// configsFor lists the (tile, flags) pairs to measure for kernel k of program p.
-func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) ([]cost.Tile, []cost.Flags) {
+// pick is one configuration to measure: a tile option (or the kernel's own choice, -1)
+// with flags.
+type pick struct {
+	opt   int
+	flags cost.Flags
+}
+
+// configsFor lists the configurations to measure for kernel k of program p, as picks
+// among the kernel's tile options (opts: planned when the compiler listed them, so a
+// pick's choice is opts[i].WithFlags(flags), never planned again).
+func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) (opts []cost.Planned, picks []pick) {
 	o := g.opts
 	if !o.Task.Relative() {
-		return []cost.Tile{k.Tile}, []cost.Flags{k.Flags}
+		return nil, []pick{{opt: -1}}
 	}
-	var tiles []cost.Tile
-	for _, tc := range p.Space.Tile {
-		if tc.Key == k.Key {
-			tiles = tc.Options
+	for i := range p.Space.Tile {
+		if tc := &p.Space.Tile[i]; tc.Key == k.Key {
+			opts = tc.Planned()
+		}
+	}
+	own := 0
+	for i := range opts {
+		if opts[i].Config.Tile.Equal(k.Choice.Config.Tile) {
+			own = i
+			break
 		}
 	}
 	r := g.rng("configs", string(o.Task), k.Key)
 	switch o.Task {
 	case TaskTile:
-		idx := sampleIndices(r, len(tiles), o.Configs, indexOf(tiles, k.Tile))
-		ts := make([]cost.Tile, len(idx))
-		fs := make([]cost.Flags, len(idx))
+		idx := sampleIndices(r, len(opts), o.Configs, own)
+		picks = make([]pick, len(idx))
 		for i, j := range idx {
-			ts[i], fs[i] = tiles[j], k.Flags
+			picks[i] = pick{j, k.Choice.Config.Flags}
 		}
-		return ts, fs
+		return opts, picks
 	default: // flags: every valid flag combination on the default tile and a few others
-		tileIdx := sampleIndices(r, len(tiles), 4, indexOf(tiles, k.Tile))
-		var ts []cost.Tile
-		var fs []cost.Flags
-		for _, j := range tileIdx {
-			for _, f := range compiler.FlagOptions(k.Info, tiles[j], o.Chip.Target) {
-				ts = append(ts, tiles[j])
-				fs = append(fs, f)
+		var all []pick
+		for _, j := range sampleIndices(r, len(opts), 4, own) {
+			for _, f := range opts[j].FlagOptions() {
+				all = append(all, pick{j, f})
 			}
 		}
 		// The compiler's choice (default tile, default flags) comes first.
-		def := max(slices.IndexFunc(fs, func(f cost.Flags) bool { return f == k.Flags }), 0)
-		keep := sampleIndices(r, len(ts), o.Configs, def)
-		ots, ofs := make([]cost.Tile, len(keep)), make([]cost.Flags, len(keep))
+		def := max(slices.IndexFunc(all, func(c pick) bool { return c.flags == k.Choice.Config.Flags }), 0)
+		keep := sampleIndices(r, len(all), o.Configs, def)
+		picks = make([]pick, len(keep))
 		for i, j := range keep {
-			ots[i], ofs[i] = ts[j], fs[j]
+			picks[i] = all[j]
 		}
-		return ots, ofs
+		return opts, picks
 	}
-}
-
-func indexOf(tiles []cost.Tile, t cost.Tile) int {
-	return max(slices.IndexFunc(tiles, func(x cost.Tile) bool { return x.Equal(t) }), 0)
 }
 
 // sampleIndices picks min(k, n) distinct indices of [0, n): must first, then the others
@@ -644,36 +707,41 @@ func sampleIndices(r *rand.Rand, n, k, must int) []int {
 	return append([]int{must}, chosen...)
 }
 
-// row measures and featurizes one kernel.
+// row measures and featurizes one kernel: each configuration is the kernel's planned
+// choice or one of its tile options (planned once, by the compiler) with other flags, and
+// is timed, estimated, named and featurized from that one value.
 func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (Row, float64, float64, error) {
 	t := g.opts.Chip.Target
-	tiles, flags := g.configsFor(p, k)
+	opts, picks := g.configsFor(p, k)
+	choice := func(pk pick) (cost.Planned, error) {
+		if pk.opt < 0 {
+			return k.Choice, nil
+		}
+		return opts[pk.opt].WithFlags(pk.flags)
+	}
 	row := Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
-		Configs: make([]string, len(tiles)), ConfigFeats: make([][]float32, len(tiles)),
-		RuntimesNs: make([]float64, len(tiles)), AnalyticalNs: make([]float64, len(tiles))}
+		Configs: make([]string, len(picks)), ConfigFeats: make([][]float32, len(picks)),
+		RuntimesNs: make([]float64, len(picks)), AnalyticalNs: make([]float64, len(picks))}
 	t0 := time.Now()
-	for i := range tiles {
-		m, err := g.sim.MeasureConfig(k.Info, k.Key, tiles[i], flags[i], 0)
+	for i, pk := range picks {
+		c, err := choice(pk)
+		if err != nil {
+			return Row{}, 0, 0, err
+		}
+		m, err := g.sim.MeasureChoice(c, 0)
 		if err != nil {
 			return Row{}, 0, 0, err
 		}
 		row.RuntimesNs[i] = m.Ns
-		an, err := k.Info.Analytical(tiles[i], t)
-		if err != nil {
-			return Row{}, 0, 0, err
-		}
-		row.AnalyticalNs[i] = an
-		row.Configs[i] = cost.KernelConfig{Tile: tiles[i], Flags: flags[i]}.String()
+		row.AnalyticalNs[i] = c.Analytical()
+		row.Configs[i] = c.Config.String()
 	}
 	simS := time.Since(t0).Seconds()
 	t1 := time.Now()
 	row.Graph = features.OfKernel(k, t)
-	for i := range tiles {
-		f, err := features.Config(k.Info, tiles[i], flags[i], t)
-		if err != nil {
-			return Row{}, 0, 0, err
-		}
-		row.ConfigFeats[i] = f
+	for i, pk := range picks {
+		c, _ := choice(pk) // valid: checked above
+		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil
 }

@@ -325,12 +325,11 @@ func benchDataset(b *testing.B, dir string, format Format, rows, configs int) {
 		for _, tc := range p.Space.Tile {
 			k := p.KernelByName(tc.Kernels[0])
 			kk := kernel{g: features.OfKernel(k, chip.Target)}
-			for _, tile := range tc.Options {
-				for _, fl := range compiler.FlagOptions(k.Info, tile, chip.Target) {
-					v, err := features.Config(k.Info, tile, fl, chip.Target)
-					if err == nil {
-						kk.cfgs = append(kk.cfgs, v)
-						kk.name = append(kk.name, fmt.Sprintf("tile=%s;flags=%s", tile, fl))
+			for _, o := range tc.Planned() {
+				for _, fl := range o.FlagOptions() {
+					if c, err := o.WithFlags(fl); err == nil {
+						kk.cfgs = append(kk.cfgs, features.Config(c))
+						kk.name = append(kk.name, c.Config.String())
 					}
 				}
 			}

@@ -89,12 +89,14 @@ func TestConfigFeaturesDistinguishConfigs(t *testing.T) {
 	for _, tc := range p.Space.Tile[:5] {
 		k := p.KernelByName(tc.Kernels[0])
 		seen := map[string]bool{}
-		for _, tile := range tc.Options {
-			for _, f := range compiler.FlagOptions(k.Info, tile, v4) {
-				v, err := Config(k.Info, tile, f, v4)
+		for _, o := range tc.Planned() {
+			tile := o.Config.Tile
+			for _, f := range o.FlagOptions() {
+				c, err := o.WithFlags(f)
 				if err != nil {
 					t.Fatal(err)
 				}
+				v := Config(c)
 				for _, x := range v {
 					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 						t.Fatalf("%s %s %s: non-finite config feature", k.Name, tile, f)
@@ -108,7 +110,8 @@ func TestConfigFeaturesDistinguishConfigs(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Config(p.Kernels[0].Info, cost.Tile{3}, cost.DefaultFlags(), v4); err == nil {
+	// An invalid tile cannot be planned, so it has no features.
+	if _, err := cost.PlanConfig(p.Kernels[0].Info, p.Kernels[0].Key, cost.KernelConfig{Tile: cost.Tile{3}, Flags: cost.DefaultFlags()}, v4); err == nil {
 		t.Error("invalid tile accepted")
 	}
 }
@@ -161,5 +164,19 @@ ENTRY e {
 	nodeFeatures(static, s.Entry.Root, 0, true, v4)
 	if static[col] != 0 {
 		t.Errorf("a static shape has dynamic_dims_fraction %v", static[col])
+	}
+}
+
+// lg's table gives exactly what the formula gives.
+func TestLgTable(t *testing.T) {
+	for i := 0; i < lgTableSize+10; i++ {
+		x := float64(i)
+		want := float32(0)
+		if x > 0 {
+			want = float32(math.Log2(1 + x))
+		}
+		if got := lg(x); got != want {
+			t.Fatalf("lg(%d) = %v, want %v", i, got, want)
+		}
 	}
 }

@@ -47,13 +47,28 @@ func (g *Graph) ValidateWidths(node, kernel int) error {
 	return nil
 }
 
-// lg is the log2(1+x) scaling used for counts and sizes.
+// lg is the log2(1+x) scaling used for counts and sizes. Small integers (most counts,
+// dimensions and tile sizes) read it from a table of the same values.
 func lg(x float64) float32 {
 	if x <= 0 {
 		return 0
 	}
+	if x < lgTableSize {
+		if i := int(x); float64(i) == x {
+			return lgTable[i]
+		}
+	}
 	return float32(math.Log2(1 + x))
 }
+
+const lgTableSize = 1 << 12
+
+var lgTable = func() (t [lgTableSize]float32) {
+	for i := range t {
+		t[i] = float32(math.Log2(1 + float64(i)))
+	}
+	return t
+}()
 
 func b2f(b bool) float32 {
 	if b {
@@ -363,14 +378,11 @@ func configNames() []string {
 	return n
 }
 
-// Config returns the features of running kernel info with a tile and flags: the tile and
-// flags themselves and what they imply statically (the cost package's plan: steps, bytes
-// per step, VMEM footprint, unit work per step). It fails for an invalid tile.
-func Config(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, t cost.Target) ([]float32, error) {
-	p, err := info.PlanTile(tile, t)
-	if err != nil {
-		return nil, err
-	}
+// Config returns the features of a planned kernel choice: its tile and flags and what
+// they imply statically (the plan the cost package made: steps, bytes per step, VMEM
+// footprint, unit work per step) on the target it was planned for.
+func Config(c cost.Planned) []float32 {
+	info, tile, flags, p, t := c.Info, c.Config.Tile, c.Config.Flags, c.Plan, c.Target
 	f := make([]float32, 0, ConfigWidth)
 	waste := 1.0
 	for i := 0; i < 3; i++ {
@@ -392,5 +404,5 @@ func Config(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, t cost.Targ
 	if len(f) != ConfigWidth {
 		panic(fmt.Sprintf("features: wrote %d config features, ConfigWidth is %d", len(f), ConfigWidth))
 	}
-	return f, nil
+	return f
 }

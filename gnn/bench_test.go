@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
 	"github.com/tpucost/tpucost/gnn/nn"
@@ -123,12 +122,7 @@ func BenchmarkPredict(b *testing.B) {
 				continue
 			}
 			seen[k.Key] = true
-			var tiles []cost.Tile
-			var flags []cost.Flags
-			for _, t := range k.Info.TileOptions(chip.Target, k.Flags) {
-				tiles, flags = append(tiles, t), append(flags, k.Flags)
-			}
-			reqs = append(reqs, scoreRequest{Kernel: k, Tiles: tiles, Flags: flags})
+			reqs = append(reqs, scoreRequest{Kernel: k, Choices: k.Info.Options(k.Key, chip.Target, k.Choice.Config.Flags)})
 		}
 	}
 	for _, bucket := range []bool{true, false} {
@@ -142,8 +136,8 @@ func BenchmarkPredict(b *testing.B) {
 			var preds int
 			var flops float64
 			for _, r := range reqs {
-				preds += len(r.Tiles)
-				flops += m.FlopsPerKernel(len(r.Kernel.Comp.Instructions)) + float64(len(r.Tiles))*m.FlopsPerConfig()
+				preds += len(r.Choices)
+				flops += m.FlopsPerKernel(len(r.Kernel.Comp.Instructions)) + float64(len(r.Choices))*m.FlopsPerConfig()
 			}
 			if _, err := p.scoreRequests(reqs); err != nil { // warm up the bucket nets
 				b.Fatal(err)

@@ -4,18 +4,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
 // KernelID is the 64-bit identity of a kernel key: the key's value when it is the
 // 16-hex-digit structural hash compiler.KernelKey makes, else the FNV-1a hash of the
-// string. Distinct keys collide with negligible probability (and a collision only makes
+// string's bytes (stablehash.Sum64Of: the values seen-keys files already store).
+// Distinct keys collide with negligible probability (and a collision only makes
 // evaluation exclude a row it could have scored).
 func KernelID(key string) uint64 {
 	if len(key) == 16 {
@@ -23,9 +24,7 @@ func KernelID(key string) uint64 {
 			return v
 		}
 	}
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return h.Sum64()
+	return stablehash.New().Sum64Of(key)
 }
 
 // KeySet is a set of KernelIDs, sorted ascending without duplicates.

@@ -123,19 +123,19 @@ func (p *Predictor) Close() {
 	p.eng.close()
 }
 
-// scoreRequest asks for the scores of one kernel under configurations (Tiles[i], Flags[i]).
+// scoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
+// the compiler's, or options it listed).
 type scoreRequest struct {
-	Kernel *compiler.Kernel
-	Tiles  []cost.Tile
-	Flags  []cost.Flags
+	Kernel  *compiler.Kernel
+	Choices []cost.Planned
 }
 
-// ScoreKernel returns, for each (tiles[i], flags[i]), the model's predicted runtime in ns
-// (absolute models) or a score where lower is better (relative models). A pair that is
-// not valid for k on the predictor's target (the tile does not fit the kernel or VMEM
-// with those flags, or the flags are invalid) scores +Inf, so it ranks last.
-func (p *Predictor) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
-	out, err := p.scoreRequests([]scoreRequest{{Kernel: k, Tiles: tiles, Flags: flags}})
+// ScoreKernel returns, for each planned choice of kernel k, the model's predicted runtime
+// in ns (absolute models) or a score where lower is better (relative models). A choice is
+// featurized from its plan; one planned for another target than the predictor's is
+// planned for it, and scores +Inf (ranks last) when it is not valid there.
+func (p *Predictor) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
+	out, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
 	if err != nil {
 		return nil, err
 	}
@@ -156,25 +156,16 @@ func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
 		if r.Kernel == nil || r.Kernel.Info == nil || r.Kernel.Comp == nil {
 			return nil, fmt.Errorf("score request %d: no kernel", ri)
 		}
-		if len(r.Tiles) != len(r.Flags) {
-			return nil, fmt.Errorf("kernel %s: %d tiles and %d flags", r.Kernel.Name, len(r.Tiles), len(r.Flags))
-		}
-		out[ri] = make([]float64, len(r.Tiles))
+		out[ri] = make([]float64, len(r.Choices))
 		var cfs [][]float32
 		var idx []int
-		for i := range r.Tiles {
+		for i, c := range r.Choices {
 			out[ri][i] = math.Inf(1)
-			if r.Flags[i].Validate() != nil {
-				continue
-			}
-			if _, err := r.Kernel.Info.CheckTile(r.Tiles[i], r.Flags[i], p.target); err != nil {
-				continue
-			}
-			cf, err := features.Config(r.Kernel.Info, r.Tiles[i], r.Flags[i], p.target)
+			c, err := c.For(p.target)
 			if err != nil {
 				continue
 			}
-			cfs = append(cfs, cf)
+			cfs = append(cfs, features.Config(c))
 			idx = append(idx, i)
 		}
 		if len(cfs) == 0 {

@@ -40,31 +40,28 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 			target := testChip(t).Target
 			var reqs []scoreRequest
 			for _, k := range prog.Kernels[:20] {
-				var tiles []cost.Tile
-				var flags []cost.Flags
-				for _, tl := range k.Info.TileOptions(target, k.Flags) {
-					tiles, flags = append(tiles, tl), append(flags, k.Flags)
-				}
-				// An invalid tile scores +Inf.
-				tiles, flags = append(tiles, cost.Tile{3, 5, 7}), append(flags, k.Flags)
-				reqs = append(reqs, scoreRequest{Kernel: k, Tiles: tiles, Flags: flags})
+				choices := k.Info.Options(k.Key, target, k.Choice.Config.Flags)
+				// A choice not planned for the predictor's target is planned for it; an
+				// invalid tile scores +Inf.
+				bad := cost.Planned{Info: k.Info, Key: k.Key, Config: cost.KernelConfig{Tile: cost.Tile{3, 5, 7}, Flags: k.Choice.Config.Flags}}
+				reqs = append(reqs, scoreRequest{Kernel: k, Choices: append(choices, bad)})
 			}
 			all, err := p.scoreRequests(reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, r := range reqs {
-				last := len(r.Tiles) - 1
+				last := len(r.Choices) - 1
 				if !math.IsInf(all[i][last], 1) {
 					t.Errorf("%s: invalid tile scored %g", r.Kernel.Name, all[i][last])
 				}
 				for j := 0; j < last; j++ {
-					one, err := p.ScoreKernel(r.Kernel, r.Tiles[j:j+1], r.Flags[j:j+1])
+					one, err := p.ScoreKernel(r.Kernel, r.Choices[j:j+1])
 					if err != nil {
 						t.Fatal(err)
 					}
 					if !near(one[0], all[i][j], batchTol) || math.IsInf(one[0], 0) || math.IsNaN(one[0]) {
-						t.Fatalf("%s %s: batched %g, alone %g", r.Kernel.Name, r.Tiles[j], all[i][j], one[0])
+						t.Fatalf("%s %s: batched %g, alone %g", r.Kernel.Name, r.Choices[j].Config, all[i][j], one[0])
 					}
 					if !loss.Rank() && !(one[0] > 0) {
 						t.Fatalf("absolute model predicted %g ns", one[0])
@@ -115,14 +112,7 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 func TestReportProgram(t *testing.T) {
 	train, _ := trainRows(t)
 	chip := testChip(t)
-	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
-		kt, err := tpusim.SimulateKernel(k.Info, tile, flags, chip)
-		if err != nil {
-			return 0, 0, err
-		}
-		an, err := k.Info.Analytical(tile, chip.Target)
-		return kt.Ns, an, err
-	}
+	timer := func(c cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(c, chip) }
 	prog := compileZoo(t, "resnet18_b1")
 	for _, loss := range []Loss{LossMSE, LossRankLogistic} {
 		m := testModel(t, tinyConfig(), dataset.TaskTile, loss, train, 3)
@@ -165,7 +155,7 @@ func TestPredictorConcurrentUse(t *testing.T) {
 	prog := compileZoo(t, "mlp_768x3_b8")
 	want := make([][]float64, len(prog.Kernels))
 	for i, k := range prog.Kernels {
-		if want[i], err = p.ScoreKernel(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags}); err != nil {
+		if want[i], err = p.ScoreKernel(k, []cost.Planned{k.Choice}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +163,7 @@ func TestPredictorConcurrentUse(t *testing.T) {
 	for range 4 {
 		go func() {
 			for i, k := range prog.Kernels {
-				got, err := p.ScoreKernel(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags})
+				got, err := p.ScoreKernel(k, []cost.Planned{k.Choice})
 				if err == nil && got[0] != want[i][0] {
 					err = fmt.Errorf("%s: %g concurrently, %g alone", k.Name, got[0], want[i][0])
 				}
@@ -194,7 +184,7 @@ func TestPredictorConcurrentUse(t *testing.T) {
 
 // tunerModel is the interface the tuner declares (tune.Model); Predictor must satisfy it.
 type tunerModel interface {
-	ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error)
+	ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error)
 	Relative() bool
 }
 

@@ -10,10 +10,10 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 )
 
-// KernelTimer times a kernel under a configuration: the ground truth (simulated) and the
+// KernelTimer times a planned kernel choice: the ground truth (simulated) and the
 // analytical estimate, in ns. gnn does not simulate; callers pass a timer backed by
-// tpusim.
-type KernelTimer func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (simNs, analyticalNs float64, err error)
+// tpusim (tpusim.TimeChoice).
+type KernelTimer func(c cost.Planned) (simNs, analyticalNs float64, err error)
 
 // OptionReport is one configuration of a kernel as ranked by a model.
 type OptionReport struct {
@@ -73,8 +73,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 	// Distinct kernels and their requests.
 	type keyed struct {
 		first   int // index in prog.Kernels
-		tiles   []cost.Tile
-		flags   []cost.Flags
+		choices []cost.Planned
 		current int // index of the compiled config among the options, or -1
 	}
 	byKey := map[string]*keyed{}
@@ -83,9 +82,9 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		if _, ok := byKey[k.Key]; ok {
 			continue
 		}
-		kd := &keyed{first: i, tiles: []cost.Tile{k.Tile}, flags: []cost.Flags{k.Flags}, current: 0}
+		kd := &keyed{first: i, choices: []cost.Planned{k.Choice}, current: 0}
 		if m.Task.Relative() {
-			kd.tiles, kd.flags, kd.current = options(m, k, p.target)
+			kd.choices, kd.current = options(m, k, p.target)
 		}
 		byKey[k.Key] = kd
 		order = append(order, k.Key)
@@ -93,7 +92,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 	reqs := make([]scoreRequest, len(order))
 	for i, key := range order {
 		kd := byKey[key]
-		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Tiles: kd.tiles, Flags: kd.flags}
+		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
 	}
 	scores, err := p.scoreRequests(reqs)
 	if err != nil {
@@ -111,7 +110,6 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 	results := map[string]*result{}
 	for i, key := range order {
 		kd := byKey[key]
-		k := prog.Kernels[kd.first]
 		res := &result{pred: math.NaN()}
 		s := scores[i]
 		if !m.Relative() && kd.current >= 0 {
@@ -126,7 +124,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 			res.count = len(s)
 			res.bestNs = math.Inf(1)
 			for rank, j := range idx {
-				sim, _, err := timer(k, kd.tiles[j], kd.flags[j])
+				sim, _, err := timer(kd.choices[j])
 				if err != nil {
 					sim = math.Inf(1)
 				}
@@ -138,19 +136,20 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 					res.curRank = rank + 1
 				}
 				if rank < topK {
-					res.options = append(res.options, OptionReport{Rank: rank + 1, Tile: kd.tiles[j].String(), Flags: kd.flags[j].String(), Score: s[j], SimNs: sim})
+					c := kd.choices[j].Config
+					res.options = append(res.options, OptionReport{Rank: rank + 1, Tile: c.Tile.String(), Flags: c.Flags.String(), Score: s[j], SimNs: sim})
 				}
 			}
 		}
 		results[key] = res
 	}
 	for _, k := range prog.Kernels {
-		sim, an, err := timer(k, k.Tile, k.Flags)
+		sim, an, err := timer(k.Choice)
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", k.Name, err)
 		}
 		res := results[k.Key]
-		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: k.Tile.String(), Flags: k.Flags.String(), SimNs: sim, AnalyticalNs: an}
+		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(), SimNs: sim, AnalyticalNs: an}
 		r.SimTotalNs += sim
 		r.AnalyticalTotalNs += an
 		if !m.Relative() {
@@ -167,30 +166,32 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 	return r, nil
 }
 
-// options lists the configurations a relative model chooses among for kernel k: every
-// valid tile with k's flags (tile task) or every valid flag set with k's tile (flags
-// task), and the index of k's own configuration among them (-1 if absent).
-func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Tile, []cost.Flags, int) {
-	var tiles []cost.Tile
-	var flags []cost.Flags
+// options lists the configurations a relative model chooses among for kernel k, planned
+// for t: every valid tile with k's flags (tile task) or every valid flag set with k's tile
+// (flags task), and the index of k's own configuration among them (-1 if absent).
+func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) {
+	var opts []cost.Planned
+	own, err := k.Choice.For(t)
 	if m.Task == dataset.TaskFlags {
-		for _, f := range compiler.FlagOptions(k.Info, k.Tile, t) {
-			tiles, flags = append(tiles, k.Tile), append(flags, f)
+		if err == nil {
+			for _, f := range own.FlagOptions() {
+				if c, err := own.WithFlags(f); err == nil {
+					opts = append(opts, c)
+				}
+			}
 		}
 	} else {
-		for _, tl := range k.Info.TileOptions(t, k.Flags) {
-			tiles, flags = append(tiles, tl), append(flags, k.Flags)
-		}
+		opts = k.Info.Options(k.Key, t, k.Choice.Config.Flags)
 	}
 	cur := -1
-	for i := range tiles {
-		if tiles[i].Equal(k.Tile) && flags[i] == k.Flags {
+	for i, c := range opts {
+		if c.Config.Tile.Equal(k.Choice.Config.Tile) && c.Config.Flags == k.Choice.Config.Flags {
 			cur = i
 		}
 	}
 	if cur < 0 {
-		tiles, flags = append(tiles, k.Tile), append(flags, k.Flags)
-		cur = len(tiles) - 1
+		opts = append(opts, k.Choice)
+		cur = len(opts) - 1
 	}
-	return tiles, flags, cur
+	return opts, cur
 }

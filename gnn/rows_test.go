@@ -41,7 +41,7 @@ func compileZoo(tb testing.TB, name string) *compiler.Program {
 // rowsFor builds in-memory rows from a compiled zoo model, one per distinct kernel: for a
 // relative task, up to maxConfigs (tile, flags) options drawn with rng (tile task: tiles
 // with the kernel's flags; flags task: flags with its tile); for an absolute task, the
-// kernel's own config. Times come from tpusim.SimulateKernel.
+// kernel's own config. Times come from tpusim.SimulateChoice.
 func rowsFor(tb testing.TB, model string, task dataset.Task, maxConfigs int, rng *rand.Rand) []dataset.Row {
 	tb.Helper()
 	chip := testChip(tb)
@@ -53,47 +53,37 @@ func rowsFor(tb testing.TB, model string, task dataset.Task, maxConfigs int, rng
 			continue
 		}
 		seen[k.Key] = true
-		var tiles []cost.Tile
-		var flags []cost.Flags
+		var choices []cost.Planned
 		switch task {
 		case dataset.TaskTile:
-			for _, t := range k.Info.TileOptions(chip.Target, k.Flags) {
-				tiles, flags = append(tiles, t), append(flags, k.Flags)
-			}
+			choices = k.Info.Options(k.Key, chip.Target, k.Choice.Config.Flags)
 		case dataset.TaskFlags:
-			for _, f := range compiler.FlagOptions(k.Info, k.Tile, chip.Target) {
-				tiles, flags = append(tiles, k.Tile), append(flags, f)
+			for _, f := range k.Choice.FlagOptions() {
+				if c, err := k.Choice.WithFlags(f); err == nil {
+					choices = append(choices, c)
+				}
 			}
 		default:
-			tiles, flags = []cost.Tile{k.Tile}, []cost.Flags{k.Flags}
+			choices = []cost.Planned{k.Choice}
 		}
-		if len(tiles) > maxConfigs {
-			perm := rng.Perm(len(tiles))[:maxConfigs]
-			var t2 []cost.Tile
-			var f2 []cost.Flags
+		if len(choices) > maxConfigs {
+			perm := rng.Perm(len(choices))[:maxConfigs]
+			var c2 []cost.Planned
 			for _, i := range perm {
-				t2, f2 = append(t2, tiles[i]), append(f2, flags[i])
+				c2 = append(c2, choices[i])
 			}
-			tiles, flags = t2, f2
+			choices = c2
 		}
 		r := dataset.Row{Program: p.Name, Task: task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind, Graph: features.OfKernel(k, chip.Target)}
-		for i := range tiles {
-			cf, err := features.Config(k.Info, tiles[i], flags[i], chip.Target)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			kt, err := tpusim.SimulateKernel(k.Info, tiles[i], flags[i], chip)
+		for _, c := range choices {
+			kt, err := tpusim.SimulateChoice(c, chip)
 			if err != nil {
 				continue
 			}
-			an, err := k.Info.Analytical(tiles[i], chip.Target)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			r.Configs = append(r.Configs, "tile="+tiles[i].String()+";flags="+flags[i].String())
-			r.ConfigFeats = append(r.ConfigFeats, cf)
+			r.Configs = append(r.Configs, c.Config.String())
+			r.ConfigFeats = append(r.ConfigFeats, features.Config(c))
 			r.RuntimesNs = append(r.RuntimesNs, kt.Ns)
-			r.AnalyticalNs = append(r.AnalyticalNs, an)
+			r.AnalyticalNs = append(r.AnalyticalNs, c.Analytical())
 		}
 		if len(r.Configs) > 0 {
 			rows = append(rows, r)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
@@ -24,7 +25,36 @@ func BenchmarkSimulateKernel(b *testing.B) {
 	opts := p.Space.Tile[0].Options
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := SimulateKernel(k.Info, opts[i%len(opts)], k.Flags, c); err != nil {
+		if _, err := SimulateKernel(k.Info, opts[i%len(opts)], k.Choice.Config.Flags, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evals/s")
+}
+
+// BenchmarkSimulateChoice is BenchmarkSimulateKernel on the planned options (what data
+// generation and tuning time: the compiler planned every option once, so a simulation
+// only reads the plan).
+func BenchmarkSimulateChoice(b *testing.B) {
+	c, _ := Preset("v4")
+	m, err := zoo.Resolve("mlp_768x3_b8")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := compiler.Compile(m, nil, compiler.Options{Target: c.Target})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := p.Kernels[0]
+	var opts []cost.Planned
+	for _, o := range p.Space.Tile[0].Planned() {
+		if o, err := o.WithFlags(k.Choice.Config.Flags); err == nil {
+			opts = append(opts, o)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := SimulateChoice(opts[i%len(opts)], c); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -29,9 +29,10 @@ type Measurement struct {
 	Runs   int     `json:"runs"`
 }
 
-// identity hashes what a measurement is of, so that its noise depends on the candidate
-// and the salt but not on the order measurements are taken in.
-func identity(parts ...string) uint64 { return stablehash.New().Strs(parts...).Sum64() }
+// identity hashes a choice's identity (cost.Planned.Hash: its kernel key, tile and
+// flags), so that its noise depends on the candidate and the salt but not on the order
+// measurements are taken in.
+func identity(p cost.Planned) uint64 { return p.Hash(stablehash.New()).Sum64() }
 
 // noisy returns min over runs of trueNs * (1 + |N(0, sigma)|), seeded by the simulator
 // seed, the candidate identity and the salt.
@@ -39,7 +40,7 @@ func (s *Simulator) noisy(trueNs float64, id, salt uint64) float64 {
 	if s.opts.NoiseSigma == 0 {
 		return trueNs
 	}
-	r := rand.New(rand.NewPCG(uint64(s.opts.Seed)^id, salt*0x9e3779b97f4a7c15+1))
+	r := rand.New(rand.NewPCG(uint64(s.opts.Seed)^id, stablehash.Weyl(salt)))
 	best := math.Inf(1)
 	for i := 0; i < s.opts.Runs; i++ {
 		best = math.Min(best, trueNs*(1+math.Abs(r.NormFloat64()*s.opts.NoiseSigma)))
@@ -49,11 +50,11 @@ func (s *Simulator) noisy(trueNs float64, id, salt uint64) float64 {
 
 // programIdentity names a compiled program by its kernels and their configs.
 func programIdentity(p *compiler.Program) uint64 {
-	parts := []string{p.Name}
+	h := stablehash.New().Str(p.Name)
 	for _, k := range p.Kernels {
-		parts = append(parts, k.Key, k.Tile.String(), k.Flags.String())
+		k.Choice.Hash(h)
 	}
-	return identity(parts...)
+	return h.Sum64()
 }
 
 // Measure times program p as the hardware would: the noisy minimum of Runs runs, with the
@@ -70,25 +71,28 @@ func (s *Simulator) Measure(p *compiler.Program, salt uint64) (Measurement, erro
 	return Measurement{Ns: ns, TrueNs: pt.TotalNs, CostS: c, Runs: runs}, nil
 }
 
-// MeasureKernel times one kernel on its own (kernel-level autotuning), with the modelled
-// cost of compiling and running it.
+// MeasureKernel times one compiled kernel on its own (its Choice, see MeasureChoice).
 func (s *Simulator) MeasureKernel(k *compiler.Kernel, salt uint64) (Measurement, error) {
-	m, err := s.MeasureConfig(k.Info, k.Key, k.Tile, k.Flags, salt)
+	m, err := s.MeasureChoice(k.Choice, salt)
 	if err != nil {
 		return m, fmt.Errorf("kernel %s: %w", k.Name, err)
 	}
 	return m, nil
 }
 
-// MeasureConfig times the kernel described by info (whose structural key is key) with a
-// given tile and flags, as MeasureKernel does. The noise depends on the key, the config
-// and the salt only, so the same config measures the same wherever it is met.
-func (s *Simulator) MeasureConfig(info *cost.KernelInfo, key string, tile cost.Tile, flags cost.Flags, salt uint64) (Measurement, error) {
-	kt, err := SimulateKernel(info, tile, flags, s.chip)
+// MeasureChoice times a planned kernel choice on its own (kernel-level autotuning), with
+// the modelled cost of compiling and running it. The noise depends on the choice's
+// identity (its kernel key and config) and the salt only, so the same config measures the
+// same wherever it is met.
+func (s *Simulator) MeasureChoice(p cost.Planned, salt uint64) (Measurement, error) {
+	kt, err := SimulateChoice(p, s.chip)
 	if err != nil {
 		return Measurement{}, err
 	}
-	ns := s.noisy(kt.Ns, identity(key, tile.String(), flags.String()), salt)
+	ns := kt.Ns
+	if s.opts.NoiseSigma != 0 {
+		ns = s.noisy(kt.Ns, identity(p), salt)
+	}
 	runs := s.opts.Runs
 	c := KernelCompileS + float64(runs)*(kt.Ns*1e-9+KernelRunOverS)
 	return Measurement{Ns: ns, TrueNs: kt.Ns, CostS: c, Runs: runs}, nil

@@ -112,7 +112,7 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 		an := Analytical(k, c)
 		r.AnalyticalTotalNs += an * k.Weight
 		kr[k] = &KernelReport{
-			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: k.Tile.String(), Flags: k.Flags.String(),
+			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(),
 			SimNs: kt.Ns, AnalyticalNs: an, Bound: kt.Bound, Flops: k.Info.Flops, Bytes: kt.HBMBytes, VMEMBytes: kt.VMEMBytes,
 			ApproximateOps: k.Info.ApproxOps, Approximate: k.Approximate || k.Info.ApproxOps > 0,
 		}

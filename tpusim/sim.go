@@ -53,9 +53,10 @@ func (u unitTimes) bound() Bound {
 	return b
 }
 
-// SimulateKernel times a kernel described by info with a tile and flags on chip c. It is
-// the ground truth of tpucost; it fails with an error wrapping cost.ErrTileInvalid when
-// the tile does not fit VMEM with these flags.
+// SimulateChoice times a planned kernel choice on chip c. It is the ground truth of tpucost. The
+// choice's plan is used as it is when it was planned for c's target; a choice planned for
+// another target is planned again for c's (failing, wrapping cost.ErrTileInvalid, when it
+// does not fit there).
 //
 // Model, per grid step: the MXU does ceil(tm/8) passes of [8,128]x[128,128] per weight
 // block, at least WeightLoadCycles per block, plus a fill/drain; the vector unit does
@@ -71,15 +72,24 @@ func (u unitTimes) bound() Bound {
 // (depthwise) convolution, and the products of a batched matmul, too thin for the MXU
 // run on the vector unit when that is faster. A batched matmul whose tile covers whole
 // products packs several per step (cost.BatchStepBytes). Program time is the sum of kernel times, each with a launch overhead.
-func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
-	if err := flags.Validate(); err != nil {
-		return KernelTime{}, fmt.Errorf("%w: %v", cost.ErrTileInvalid, err)
-	}
-	p, err := info.CheckTile(tile, flags, c.Target)
+func SimulateChoice(p cost.Planned, c Chip) (KernelTime, error) {
+	p, err := p.For(c.Target)
 	if err != nil {
 		return KernelTime{}, err
 	}
-	return simulatePlan(info, tile, p, flags, c), nil
+	return simulatePlan(p.Info, p.Config.Tile, p.Plan, p.Config.Flags, c), nil
+}
+
+// SimulateKernel times the kernel analyzed as info with a tile and flags on chip c:
+// SimulateChoice of the config planned with cost.PlanConfig. It fails with an error wrapping
+// cost.ErrTileInvalid when the flags are invalid or the tile does not fit the kernel or
+// VMEM with these flags.
+func SimulateKernel(info *cost.KernelInfo, tile cost.Tile, flags cost.Flags, c Chip) (KernelTime, error) {
+	p, err := cost.PlanConfig(info, "", cost.KernelConfig{Tile: tile, Flags: flags}, c.Target)
+	if err != nil {
+		return KernelTime{}, err
+	}
+	return simulatePlan(info, tile, p.Plan, flags, c), nil
 }
 
 func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost.Flags, c Chip) KernelTime {
@@ -243,7 +253,7 @@ func (s *Simulator) Options() Options { return s.opts }
 
 // Kernel times a compiled kernel (noiseless ground truth).
 func (s *Simulator) Kernel(k *compiler.Kernel) (KernelTime, error) {
-	kt, err := SimulateKernel(k.Info, k.Tile, k.Flags, s.chip)
+	kt, err := SimulateChoice(k.Choice, s.chip)
 	if err != nil {
 		return kt, fmt.Errorf("kernel %s: %w", k.Name, err)
 	}
@@ -435,25 +445,25 @@ func (w *walker) step(st compiler.Step) (float64, error) {
 	return 0, nil
 }
 
-// TimeKernel times kernel k under (tile, flags) on c: the simulated time and the
-// analytical model's estimate, the pair every comparison of a learned model reports.
-func TimeKernel(k *compiler.Kernel, tile cost.Tile, flags cost.Flags, c Chip) (simNs, analyticalNs float64, err error) {
-	kt, err := SimulateKernel(k.Info, tile, flags, c)
+// TimeChoice times a planned kernel choice on c: the simulated time and the analytical
+// model's estimate, the pair every comparison of a learned model reports.
+func TimeChoice(p cost.Planned, c Chip) (simNs, analyticalNs float64, err error) {
+	if p, err = p.For(c.Target); err != nil {
+		return 0, 0, err
+	}
+	kt, err := SimulateChoice(p, c)
 	if err != nil {
 		return 0, 0, err
 	}
-	an, err := k.Info.Analytical(tile, c.Target)
-	if err != nil {
-		return 0, 0, err
-	}
-	return kt.Ns, an, nil
+	return kt.Ns, p.Analytical(), nil
 }
 
-// Analytical is the XLA-style analytical estimate of a kernel (the baseline model).
+// Analytical is the XLA-style analytical estimate of a compiled kernel's choice on c (the
+// baseline model).
 func Analytical(k *compiler.Kernel, c Chip) float64 {
-	ns, err := k.Info.Analytical(k.Tile, c.Target)
+	p, err := k.Choice.For(c.Target)
 	if err != nil {
 		return math.NaN()
 	}
-	return ns
+	return p.Analytical()
 }

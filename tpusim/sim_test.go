@@ -220,7 +220,7 @@ func TestFusionRemovesHBMRoundTrip(t *testing.T) {
 	bytes := func(p *compiler.Program) float64 {
 		s := 0.0
 		for _, k := range p.Kernels {
-			s += k.Plan.LogicalBytes
+			s += k.Choice.Plan.LogicalBytes
 		}
 		return s
 	}

@@ -66,7 +66,7 @@ type run struct {
 	modelEvals   int
 
 	progCache map[string]float64 // program fingerprint -> measured ns
-	kernCache map[string]float64 // kernel key|tile|flags -> measured ns (kernel measurements)
+	kernCache map[string]float64 // cost.Planned.ID() -> measured ns (kernel measurements)
 	// kernTime is the best known time of a kernel configuration from any source: kernel
 	// measurements and per-kernel profiles of program measurements.
 	kernTime map[string]float64
@@ -178,7 +178,7 @@ func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
 		e.n++
 		r.hardwareS += m.CostS
 		for j, k := range c.prog.Kernels {
-			r.noteKernelTime(kernelCandKey(k.Key, k.Tile, k.Flags), res[i].prof[j])
+			r.noteKernelTime(k.Choice.ID(), res[i].prof[j])
 		}
 		if m.Ns < r.bestNs {
 			r.bestNs = m.Ns
@@ -238,16 +238,18 @@ func (e *modelEval) eval(_ context.Context, cands []*candidate) error {
 	return nil
 }
 
-// measureKernels measures kernel configurations (kernel k with tiles[i], flags[i]) on the
-// simulator, in parallel, skipping those measured before; it stops when the run's budget
-// or this phase's cap is spent. It returns the measured (or cached) ns of each option,
-// NaN for those left unmeasured.
-func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags, capLeft *int) ([]float64, error) {
-	out := make([]float64, len(tiles))
+// measureKernels measures planned choices of kernel k on the simulator, in parallel,
+// skipping those measured before; it stops when the run's budget or this phase's cap is
+// spent. It returns the measured (or cached) ns of each choice, NaN for those left
+// unmeasured.
+func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, choices []cost.Planned, capLeft *int) ([]float64, error) {
+	out := make([]float64, len(choices))
+	ids := make([]string, len(choices))
 	var todo []int
 	pending := map[string]bool{}
-	for i := range tiles {
-		id := kernelCandKey(k.Key, tiles[i], flags[i])
+	for i, c := range choices {
+		id := c.ID()
+		ids[i] = id
 		out[i] = math.NaN()
 		if v, ok := r.kernCache[id]; ok {
 			out[i] = v
@@ -262,11 +264,10 @@ func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, tiles []co
 	ms := make([]tpusim.Measurement, len(todo))
 	err := parallel(ctx, r.workers, len(todo), func(j int) error {
 		i := todo[j]
-		kc := *k
-		kc.Tile, kc.Flags = tiles[i], flags[i]
-		m, err := r.sim.MeasureKernel(&kc, r.salt("kernel|"+kernelCandKey(k.Key, tiles[i], flags[i])))
+		c := choices[i]
+		m, err := r.sim.MeasureChoice(c, r.salt("kernel|"+ids[i]))
 		if err != nil {
-			return fmt.Errorf("measuring kernel %s with tile %s, flags %s: %w", k.Name, tiles[i], flags[i], err)
+			return fmt.Errorf("measuring kernel %s with tile %s, flags %s: kernel %s: %w", k.Name, c.Config.Tile, c.Config.Flags, k.Name, err)
 		}
 		ms[j] = m
 		return nil
@@ -275,7 +276,7 @@ func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, tiles []co
 		return nil, err
 	}
 	for j, i := range todo {
-		id := kernelCandKey(k.Key, tiles[i], flags[i])
+		id := ids[i]
 		r.kernCache[id] = ms[j].Ns
 		if r.opts.measured != nil {
 			r.opts.measured("kernel|" + id)
@@ -287,9 +288,9 @@ func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, tiles []co
 		*capLeft--
 		r.hardwareS += ms[j].CostS
 	}
-	for i := range tiles {
+	for i := range choices {
 		if math.IsNaN(out[i]) {
-			if v, ok := r.kernCache[kernelCandKey(k.Key, tiles[i], flags[i])]; ok {
+			if v, ok := r.kernCache[ids[i]]; ok {
 				out[i] = v
 			}
 		}

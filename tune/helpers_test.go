@@ -61,16 +61,16 @@ type simModel struct {
 	relative bool
 }
 
-func (m simModel) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
-	out := make([]float64, len(tiles))
-	for i := range tiles {
-		kt, err := tpusim.SimulateKernel(k.Info, tiles[i], flags[i], m.chip)
+func (m simModel) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
+	out := make([]float64, len(choices))
+	for i, c := range choices {
+		kt, err := tpusim.SimulateChoice(c, m.chip)
 		if err != nil {
 			out[i] = math.Inf(1)
 			continue
 		}
 		h := fnv.New64a()
-		h.Write([]byte(kernelCandKey(k.Key, tiles[i], flags[i])))
+		h.Write([]byte(c.ID()))
 		u := float64(h.Sum64()%10001)/5000 - 1 // in [-1, 1]
 		v := kt.Ns * (1 + m.err*u)
 		if m.relative {

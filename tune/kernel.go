@@ -33,47 +33,55 @@ func (r *run) groups(p *compiler.Program) []*kernelGroup {
 		out = append(out, g)
 	}
 	for _, g := range out {
-		g.weight = float64(g.count) * r.kernTime[kernelCandKey(g.k.Key, g.k.Tile, g.k.Flags)]
+		g.weight = float64(g.count) * r.kernTime[g.k.Choice.ID()]
 	}
 	slices.SortStableFunc(out, func(a, b *kernelGroup) int { return cmpFloat(b.weight, a.weight) })
 	return out
 }
 
-// kernelOptions lists the options of kernel k for a kernel-level phase: for tiles, every
-// valid tile with the flags candidate repair gives it (the compiler's default for that
-// tile: measuring every tile with the kernel's current flags would judge a multi-step
-// tile by a single-step kernel's single buffer); for flags, every flag combination valid
-// with the kernel's tile. cur is the index of the kernel's current configuration, -1 if
-// it is not among them.
-func kernelOptions(p *compiler.Program, k *compiler.Kernel, kind compiler.Kind) (tiles []cost.Tile, flags []cost.Flags, cur int) {
-	t := p.Target
+// kernelOptions lists the options of kernel k for a kernel-level phase, planned: for
+// tiles, every valid tile with the flags candidate repair gives it (the compiler's default
+// for that tile: measuring every tile with the kernel's current flags would judge a
+// multi-step tile by a single-step kernel's single buffer); for flags, every flag
+// combination valid with the kernel's tile. The tile options come with the plans the
+// compiler made when it listed them. cur is the index of the kernel's current
+// configuration, -1 if it is not among them.
+func kernelOptions(p *compiler.Program, k *compiler.Kernel, kind compiler.Kind) (opts []cost.Planned, cur int) {
 	cur = -1
 	switch kind {
 	case compiler.KindTile:
-		for _, c := range p.Space.Tile {
+		for i := range p.Space.Tile {
+			c := &p.Space.Tile[i]
 			if c.Key != k.Key {
 				continue
 			}
-			for _, tile := range c.Options {
-				if len(compiler.FlagOptions(k.Info, tile, t)) == 0 {
+			for _, o := range c.Planned() {
+				if len(o.FlagOptions()) == 0 {
 					continue
 				}
-				f := compiler.DefaultFlagsFor(k.Info, tile, t)
-				if tile.Equal(k.Tile) && f == k.Flags {
-					cur = len(tiles)
+				o, err := o.WithFlags(compiler.DefaultFlagsFor(o))
+				if err != nil {
+					continue
 				}
-				tiles, flags = append(tiles, tile), append(flags, f)
+				if o.Config.Tile.Equal(k.Choice.Config.Tile) && o.Config.Flags == k.Choice.Config.Flags {
+					cur = len(opts)
+				}
+				opts = append(opts, o)
 			}
 		}
 	case compiler.KindFlags:
-		for _, f := range compiler.FlagOptions(k.Info, k.Tile, t) {
-			if f == k.Flags {
-				cur = len(tiles)
+		for _, f := range k.Choice.FlagOptions() {
+			o, err := k.Choice.WithFlags(f)
+			if err != nil {
+				continue
 			}
-			tiles, flags = append(tiles, k.Tile), append(flags, f)
+			if f == k.Choice.Config.Flags {
+				cur = len(opts)
+			}
+			opts = append(opts, o)
 		}
 	}
-	return tiles, flags, cur
+	return opts, cur
 }
 
 // kernelWork is the number of measurements a kernel-level phase would take on p with
@@ -81,14 +89,14 @@ func kernelOptions(p *compiler.Program, k *compiler.Kernel, kind compiler.Kind) 
 func (r *run) kernelWork(p *compiler.Program, kind compiler.Kind) int {
 	n := 0
 	for _, g := range r.groups(p) {
-		tiles, _, _ := kernelOptions(p, g.k, kind)
-		if len(tiles) < 2 {
+		opts, _ := kernelOptions(p, g.k, kind)
+		if len(opts) < 2 {
 			continue
 		}
 		if r.kernelModel != nil {
-			n += min(len(tiles), r.opts.TopKKernel)
+			n += min(len(opts), r.opts.TopKKernel)
 		} else {
-			n += len(tiles)
+			n += len(opts)
 		}
 	}
 	return n
@@ -110,32 +118,31 @@ func (r *run) tuneKernels(ctx context.Context, inc *candidate, kind compiler.Kin
 			break
 		}
 		k := g.k
-		tiles, flags, cur := kernelOptions(p, k, kind)
-		if len(tiles) < 2 {
+		opts, cur := kernelOptions(p, k, kind)
+		if len(opts) < 2 {
 			continue
 		}
-		order := make([]int, len(tiles))
+		order := make([]int, len(opts))
 		for i := range order {
 			order[i] = i
 		}
 		if r.kernelModel != nil {
-			scores, err := r.kernelModel.score(k, tiles, flags)
+			scores, err := r.kernelModel.score(k, opts)
 			if err != nil {
 				return nil, err
 			}
 			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(scores[a], scores[b]) })
 			order = order[:min(len(order), r.opts.TopKKernel)]
 		}
-		mt := make([]cost.Tile, len(order))
-		mf := make([]cost.Flags, len(order))
+		measure := make([]cost.Planned, len(order))
 		for j, i := range order {
-			mt[j], mf[j] = tiles[i], flags[i]
+			measure[j] = opts[i]
 		}
-		got, err := r.measureKernels(ctx, k, mt, mf, &capN)
+		got, err := r.measureKernels(ctx, k, measure, &capN)
 		if err != nil {
 			return nil, err
 		}
-		curID := kernelCandKey(k.Key, k.Tile, k.Flags)
+		curID := k.Choice.ID()
 		curNs, ok := r.kernCache[curID]
 		if !ok {
 			curNs, ok = r.kernTime[curID]
@@ -152,8 +159,8 @@ func (r *run) tuneKernels(ctx context.Context, inc *candidate, kind compiler.Kin
 		if best < 0 || best == cur {
 			continue
 		}
-		cfg.Tile[k.Key] = slices.Clone(tiles[best])
-		cfg.Flags[k.Key] = flags[best]
+		cfg.Tile[k.Key] = slices.Clone(opts[best].Config.Tile)
+		cfg.Flags[k.Key] = opts[best].Config.Flags
 		if !math.IsInf(curNs, 1) {
 			est -= float64(g.count) * (curNs - bestNs)
 			r.bestNs = math.Min(r.bestNs, est)
@@ -165,11 +172,11 @@ func (r *run) tuneKernels(ctx context.Context, inc *candidate, kind compiler.Kin
 		return nil, err
 	}
 	for _, k := range c.prog.Kernels {
-		if want, ok := cfg.Tile[k.Key]; ok && !want.Equal(k.Tile) {
-			return nil, fmt.Errorf("kernel %s: tuned tile %s was repaired to %s", k.Name, want, k.Tile)
+		if want, ok := cfg.Tile[k.Key]; ok && !want.Equal(k.Choice.Config.Tile) {
+			return nil, fmt.Errorf("kernel %s: tuned tile %s was repaired to %s", k.Name, want, k.Choice.Config.Tile)
 		}
-		if want, ok := cfg.Flags[k.Key]; ok && want != k.Flags {
-			return nil, fmt.Errorf("kernel %s: tuned flags %s were repaired to %s", k.Name, want, k.Flags)
+		if want, ok := cfg.Flags[k.Key]; ok && want != k.Choice.Config.Flags {
+			return nil, fmt.Errorf("kernel %s: tuned flags %s were repaired to %s", k.Name, want, k.Choice.Config.Flags)
 		}
 	}
 	c.value = est

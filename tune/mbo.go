@@ -36,8 +36,8 @@ func newFeaturizer(cc *compilerCtx) *featurizer {
 }
 
 // program returns the program-level features of p: the sums over its kernels of the
-// kernel features and of the config features (features.Config of each kernel's tile
-// and flags), and log2(1 + number of kernels).
+// kernel features and of the config features (features.Config of each kernel's planned
+// choice), and log2(1 + number of kernels).
 func (f *featurizer) program(p *compiler.Program) ([]float64, error) {
 	out := make([]float64, features.KernelWidth+features.ConfigWidth+1)
 	t := f.cc.opts.Target
@@ -51,15 +51,12 @@ func (f *featurizer) program(p *compiler.Program) ([]float64, error) {
 			f.kernel[k.Key] = kf
 			f.mu.Unlock()
 		}
-		id := kernelCandKey(k.Key, k.Tile, k.Flags)
+		id := k.Choice.ID()
 		f.mu.Lock()
 		cf, ok := f.config[id]
 		f.mu.Unlock()
 		if !ok {
-			var err error
-			if cf, err = features.Config(k.Info, k.Tile, k.Flags, t); err != nil {
-				return nil, fmt.Errorf("features of kernel %s: %w", k.Name, err)
-			}
+			cf = features.Config(k.Choice)
 			f.mu.Lock()
 			f.config[id] = cf
 			f.mu.Unlock()

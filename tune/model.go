@@ -12,16 +12,16 @@ import (
 // Model is a learned cost model as the tuner sees it. The GraphSAGE predictor of package
 // gnn implements it; tune never imports gnn.
 type Model interface {
-	// ScoreKernel returns, for each (tiles[i], flags[i]), the predicted runtime in ns
-	// (absolute models) or a score where lower is better (relative models).
-	ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error)
+	// ScoreKernel returns, for each planned choice of kernel k, the predicted runtime in
+	// ns (absolute models) or a score where lower is better (relative models).
+	ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error)
 	// Relative reports whether scores only rank the options of one kernel (true) or are
 	// runtimes in ns comparable across kernels (false).
 	Relative() bool
 }
 
 // modelScorer calls a Model from one goroutine at a time (Model implementations need not
-// be safe for concurrent use) and caches kernel scores by kernel key, tile and flags.
+// be safe for concurrent use) and caches kernel scores by the choice's ID.
 type modelScorer struct {
 	m     Model
 	mu    sync.Mutex
@@ -36,27 +36,28 @@ func newModelScorer(m Model) *modelScorer {
 	return &modelScorer{m: m, cache: map[string]float64{}}
 }
 
-// score returns the model's scores of kernel k with each option, in order.
-func (s *modelScorer) score(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
+// score returns the model's scores of kernel k with each choice, in order.
+func (s *modelScorer) score(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]float64, len(tiles))
-	var missT []cost.Tile
-	var missF []cost.Flags
+	out := make([]float64, len(choices))
+	ids := make([]string, len(choices))
+	var miss []cost.Planned
 	var missI []int
-	for i := range tiles {
-		if v, ok := s.cache[kernelCandKey(k.Key, tiles[i], flags[i])]; ok {
+	for i, c := range choices {
+		ids[i] = c.ID()
+		if v, ok := s.cache[ids[i]]; ok {
 			out[i] = v
 			continue
 		}
-		missT, missF, missI = append(missT, tiles[i]), append(missF, flags[i]), append(missI, i)
+		miss, missI = append(miss, c), append(missI, i)
 	}
 	if len(missI) == 0 {
 		return out, nil
 	}
 	kc := *k
 	s.calls++
-	got, err := s.m.ScoreKernel(&kc, missT, missF)
+	got, err := s.m.ScoreKernel(&kc, miss)
 	if err != nil {
 		return nil, fmt.Errorf("model scoring kernel %s: %w", k.Name, err)
 	}
@@ -69,18 +70,18 @@ func (s *modelScorer) score(k *compiler.Kernel, tiles []cost.Tile, flags []cost.
 			v = math.Inf(1)
 		}
 		out[i] = v
-		s.cache[kernelCandKey(k.Key, missT[j], missF[j])] = v
+		s.cache[ids[i]] = v
 	}
 	return out, nil
 }
 
 // program sums an absolute model's predictions over the kernels of p, each with its
-// compiled tile and flags, times the runs of the kernel per program run (a loop body's
-// kernels run trip-count times).
+// compiled choice, times the runs of the kernel per program run (a loop body's kernels
+// run trip-count times).
 func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 	total := 0.0
 	for _, k := range p.Kernels {
-		v, err := s.score(k, []cost.Tile{k.Tile}, []cost.Flags{k.Flags})
+		v, err := s.score(k, []cost.Planned{k.Choice})
 		if err != nil {
 			return 0, err
 		}
@@ -91,11 +92,6 @@ func (s *modelScorer) program(p *compiler.Program) (float64, error) {
 		total += v[0] * w
 	}
 	return total, nil
-}
-
-// kernelCandKey identifies one kernel configuration: cost.KernelConfig's ID.
-func kernelCandKey(key string, t cost.Tile, f cost.Flags) string {
-	return cost.KernelConfig{Tile: t, Flags: f}.ID(key)
 }
 
 // AssignRoles gives each learned model its role: at most one absolute (program-level,

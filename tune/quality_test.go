@@ -49,25 +49,30 @@ func TestDefaultsAreSensible(t *testing.T) {
 		}
 		var def, best float64
 		for _, k := range p.Kernels {
-			kt := func(tile cost.Tile, f cost.Flags) float64 {
-				x, err := tpusim.SimulateKernel(k.Info, tile, f, chip)
+			kt := func(c cost.Planned, f cost.Flags) float64 {
+				c, err := c.WithFlags(f)
+				if err != nil {
+					return math.Inf(1)
+				}
+				x, err := tpusim.SimulateChoice(c, chip)
 				if err != nil {
 					return math.Inf(1)
 				}
 				return x.Ns
 			}
-			d := kt(k.Tile, k.Flags)
+			d := kt(k.Choice, k.Choice.Config.Flags)
 			if math.IsInf(d, 1) {
-				t.Fatalf("%s: kernel %s: the default (tile %v, flags %v) does not simulate", name, k.Name, k.Tile, k.Flags)
+				t.Fatalf("%s: kernel %s: the default (%s) does not simulate", name, k.Name, k.Choice.Config)
 			}
 			b := d
-			for _, tc := range p.Space.Tile {
+			for i := range p.Space.Tile {
+				tc := &p.Space.Tile[i]
 				if tc.Key != k.Key {
 					continue
 				}
-				for _, tile := range tc.Options {
-					for _, f := range compiler.FlagOptions(k.Info, tile, chip.Target) {
-						b = math.Min(b, kt(tile, f))
+				for _, o := range tc.Planned() {
+					for _, f := range o.FlagOptions() {
+						b = math.Min(b, kt(o, f))
 					}
 				}
 			}

@@ -45,10 +45,10 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 	known := make([]bool, len(fin.Kernels))
 	seen := map[string]bool{}
 	for i, k := range fin.Kernels {
-		times[i], known[i] = r.kernTime[kernelCandKey(k.Key, k.Tile, k.Flags)]
+		times[i], known[i] = r.kernTime[k.Choice.ID()]
 		if known[i] && !seen[k.Key] {
 			seen[k.Key] = true
-			out = append(out, Record{Kind: RecordKernel, Key: k.Key, Tile: k.Tile, Flags: k.Flags, Ns: times[i], Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindTile, Key: k.Key, Entry: compiler.Entry{Tile: k.Choice.Config.Tile, Flags: k.Choice.Config.Flags}, Ns: times[i], Program: fin.Name})
 		}
 	}
 	origin := originKernels(fin)
@@ -77,8 +77,14 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 		if len(set) == 0 {
 			return 0, false
 		}
-		sum := 0.0
+		// Summed in kernel order: a float sum in map order would differ between runs.
+		idx := make([]int, 0, len(set))
 		for i := range set {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		sum := 0.0
+		for _, i := range idx {
 			if !known[i] {
 				return 0, false
 			}
@@ -95,7 +101,7 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 	}
 	for _, c := range fin.Space.Layout {
 		if ns, ok := local(append([]string{c.Name}, users[c.Name]...), c.Name); ok {
-			out = append(out, Record{Kind: RecordLayout, Key: c.Key, Layout: c.Options[c.Chosen], Ns: ns, Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindLayout, Key: c.Key, Entry: compiler.Entry{Layout: c.Options[c.Chosen]}, Ns: ns, Program: fin.Name})
 		}
 	}
 	for _, c := range fin.Space.Fusion {
@@ -104,7 +110,7 @@ func (r *run) records(mod *hlo.Module, fin *compiler.Program) []Record {
 			continue
 		}
 		if ns, ok := local([]string{prod, cons}, ""); ok {
-			out = append(out, Record{Kind: RecordFusion, Key: c.Key, Fusion: c.Chosen, Ns: ns, Program: fin.Name})
+			out = append(out, Record{Kind: compiler.KindFusion, Key: c.Key, Entry: compiler.Entry{Fusion: c.Chosen}, Ns: ns, Program: fin.Name})
 		}
 	}
 	return dedupeRecords(out)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -63,55 +62,30 @@ func (cc *compilerCtx) compileWith(cfg *compiler.Config, o compiler.Options) (*c
 }
 
 // fingerprint hashes what a measurement of p depends on: the simulator version, the chip
-// and every kernel's key, tile and flags in program order. Two configs with the same
-// fingerprint compile to programs that time identically.
+// and every kernel's choice (cost.Planned.Hash: key, tile and flags) in program order.
+// Two configs with the same fingerprint compile to programs that time identically.
 func (cc *compilerCtx) fingerprint(p *compiler.Program) string {
 	h := stablehash.New().Strs(cc.sim, cc.chip)
 	for _, k := range p.Kernels {
-		h.Strs(k.Key, k.Tile.String(), k.Flags.String())
+		k.Choice.Hash(h)
 	}
 	return h.Hex()
 }
 
-// dim is one configurable choice of a candidate's space.
-type dim struct {
-	kind   compiler.Kind
-	idx    int // index in the space's list of that kind
-	n      int // number of options
-	chosen int
-}
+// dim is one configurable choice of a candidate's space (a compiler.Node).
+type dim = compiler.Node
 
 // dimsOf lists the choices of space with more than one option, for the given kinds, in
 // pipeline order.
 func dimsOf(space *compiler.Space, kinds kindSet) []dim {
 	var out []dim
-	if kinds[compiler.KindLayout] {
-		for i, c := range space.Layout {
-			if len(c.Options) > 1 {
-				out = append(out, dim{compiler.KindLayout, i, len(c.Options), c.Chosen})
-			}
+	for _, k := range compiler.Kinds() {
+		if !kinds[k] {
+			continue
 		}
-	}
-	if kinds[compiler.KindFusion] {
-		for i, c := range space.Fusion {
-			ch := 0
-			if c.Chosen {
-				ch = 1
-			}
-			out = append(out, dim{compiler.KindFusion, i, 2, ch})
-		}
-	}
-	if kinds[compiler.KindTile] {
-		for i, c := range space.Tile {
-			if len(c.Options) > 1 {
-				out = append(out, dim{compiler.KindTile, i, len(c.Options), c.Chosen})
-			}
-		}
-	}
-	if kinds[compiler.KindFlags] {
-		for i, c := range space.Flags {
-			if len(c.Options) > 1 {
-				out = append(out, dim{compiler.KindFlags, i, len(c.Options), c.Chosen})
+		for _, n := range space.Nodes(k) {
+			if n.Options > 1 {
+				out = append(out, n)
 			}
 		}
 	}
@@ -120,19 +94,7 @@ func dimsOf(space *compiler.Space, kinds kindSet) []dim {
 
 // set writes option i of d into cfg.
 func set(cfg *compiler.Config, space *compiler.Space, d dim, i int) {
-	switch d.kind {
-	case compiler.KindLayout:
-		c := space.Layout[d.idx]
-		cfg.Layout[c.Name] = slices.Clone(c.Options[i])
-	case compiler.KindFusion:
-		cfg.Fusion[space.Fusion[d.idx].Name] = i == 1
-	case compiler.KindTile:
-		c := space.Tile[d.idx]
-		cfg.Tile[c.Key] = slices.Clone(c.Options[i])
-	case compiler.KindFlags:
-		c := space.Flags[d.idx]
-		cfg.Flags[c.Key] = c.Options[i]
-	}
+	cfg.Set(d.Kind, d.Name, space.Option(d, i))
 }
 
 // mutate returns a copy of c's config with n choices (distinct where possible) changed to
@@ -148,23 +110,23 @@ func mutate(rng *rand.Rand, c *candidate, kinds kindSet, n int) *compiler.Config
 	byKind := map[compiler.Kind][]dim{}
 	var ks []compiler.Kind
 	for _, d := range dims {
-		if len(byKind[d.kind]) == 0 {
-			ks = append(ks, d.kind)
+		if len(byKind[d.Kind]) == 0 {
+			ks = append(ks, d.Kind)
 		}
-		byKind[d.kind] = append(byKind[d.kind], d)
+		byKind[d.Kind] = append(byKind[d.Kind], d)
 	}
 	touched := map[[2]int]bool{}
 	for j := 0; j < n; j++ {
 		k := ks[rng.IntN(len(ks))]
 		d := byKind[k][rng.IntN(len(byKind[k]))]
-		id := [2]int{kindIndex(d.kind), d.idx}
+		id := [2]int{kindIndex(d.Kind), d.Index}
 		if touched[id] && len(touched) < len(dims) {
 			j--
 			continue
 		}
 		touched[id] = true
-		o := rng.IntN(d.n - 1)
-		if o >= d.chosen {
+		o := rng.IntN(d.Options - 1)
+		if o >= d.Chosen {
 			o++
 		}
 		set(cfg, c.space, d, o)
@@ -179,7 +141,7 @@ func kindIndex(k compiler.Kind) int { return slices.Index(compiler.Kinds(), k) }
 func randomize(rng *rand.Rand, c *candidate, kinds kindSet) *compiler.Config {
 	cfg := c.cfg.Clone()
 	for _, d := range dimsOf(c.space, kinds) {
-		set(cfg, c.space, d, rng.IntN(d.n))
+		set(cfg, c.space, d, rng.IntN(d.Options))
 	}
 	return cfg
 }
@@ -216,51 +178,29 @@ func sample(rng *rand.Rand, cc *compilerCtx, base *candidate, kinds kindSet) (*c
 }
 
 // crossover returns a's config with each choice of the given kinds that b also has taken
-// from b with probability 1/2 (uniform crossover over config entries, visited in sorted
-// order for determinism).
+// from b with probability 1/2 (uniform crossover over config entries, visited in pipeline
+// order and sorted by name for determinism). A tile taken from b brings b's flags for the
+// kernel when flags are not searched, so that they stay valid with the tile.
 func crossover(rng *rand.Rand, a, b *candidate, kinds kindSet) *compiler.Config {
 	cfg := a.cfg.Clone()
-	if kinds[compiler.KindLayout] {
-		for _, k := range sortedKeys(b.cfg.Layout) {
-			if rng.IntN(2) == 1 {
-				cfg.Layout[k] = slices.Clone(b.cfg.Layout[k])
-			}
+	for _, k := range compiler.Kinds() {
+		if !kinds[k] {
+			continue
 		}
-	}
-	if kinds[compiler.KindFusion] {
-		for _, k := range sortedKeys(b.cfg.Fusion) {
-			if rng.IntN(2) == 1 {
-				cfg.Fusion[k] = b.cfg.Fusion[k]
+		for _, name := range b.cfg.Names(k) {
+			if rng.IntN(2) != 1 {
+				continue
 			}
-		}
-	}
-	if kinds[compiler.KindTile] {
-		for _, k := range sortedKeys(b.cfg.Tile) {
-			if rng.IntN(2) == 1 {
-				cfg.Tile[k] = slices.Clone(b.cfg.Tile[k])
-				if f, ok := b.cfg.Flags[k]; ok && !kinds[compiler.KindFlags] {
-					cfg.Flags[k] = f // keep flags valid with the tile they came with
+			e, _ := b.cfg.Get(k, name)
+			cfg.Set(k, name, e)
+			if k == compiler.KindTile && !kinds[compiler.KindFlags] {
+				if f, ok := b.cfg.Get(compiler.KindFlags, name); ok {
+					cfg.Set(compiler.KindFlags, name, f)
 				}
 			}
 		}
 	}
-	if kinds[compiler.KindFlags] {
-		for _, k := range sortedKeys(b.cfg.Flags) {
-			if rng.IntN(2) == 1 {
-				cfg.Flags[k] = b.cfg.Flags[k]
-			}
-		}
-	}
 	return cfg
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // enumerator walks the choices of a base candidate's space in mixed radix, each choice's
@@ -277,7 +217,7 @@ type enumerator struct {
 func newEnumerator(base *candidate, kinds kindSet) *enumerator {
 	e := &enumerator{base: base, dims: dimsOf(base.space, kinds), size: 1}
 	for _, d := range e.dims {
-		e.size *= float64(d.n)
+		e.size *= float64(d.Options)
 	}
 	return e
 }
@@ -287,10 +227,10 @@ func (e *enumerator) point(i int) *compiler.Config {
 	cfg := e.base.cfg.Clone()
 	for j := len(e.dims) - 1; j >= 0 && i > 0; j-- {
 		d := e.dims[j]
-		digit := i % d.n
-		i /= d.n
+		digit := i % d.Options
+		i /= d.Options
 		if digit != 0 {
-			set(cfg, e.base.space, d, (d.chosen+digit)%d.n)
+			set(cfg, e.base.space, d, (d.Chosen+digit)%d.Options)
 		}
 	}
 	return cfg

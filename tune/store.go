@@ -18,31 +18,43 @@ import (
 	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
-// RecordKind is what a store record configures.
-type RecordKind string
-
-// The record kinds: a layout-configurable node (keyed by compiler.NodeKey), a fusion edge
-// (keyed by compiler.EdgeKey), or a kernel's tile and flags (keyed by compiler.KernelKey).
-const (
-	RecordLayout RecordKind = "layout"
-	RecordFusion RecordKind = "fusion"
-	RecordKernel RecordKind = "kernel"
-)
-
-// Record is one entry of the global config store: the best known choice for one node
-// key, with the time it was measured at. For kernels Ns is the kernel's measured time;
-// for layout and fusion choices it is the summed time of the kernels the choice shapes
-// (those holding the node, its users and its copies; or the edge's producer and
-// consumer), so that choices for the same key compare across programs.
+// Record is one entry of the global config store: the best known choice of one kind
+// (compiler.Kind) for one node key, with the time it was measured at. A layout record is
+// keyed by compiler.NodeKey, a fusion record by compiler.EdgeKey. A kernel's choice is
+// one KindTile record keyed by compiler.KernelKey whose entry holds the tile and the flags
+// it was measured with (a tile's time depends on its flags): the store answers both tile
+// and flags lookups from it, and has no KindFlags records. For kernels Ns is the kernel's
+// measured time; for layout and fusion choices it is the summed time of the kernels the
+// choice shapes (those holding the node, its users and its copies; or the edge's producer
+// and consumer), so that choices for the same key compare across programs.
 type Record struct {
-	Kind    RecordKind `json:"kind"`
-	Key     string     `json:"key"`
-	Layout  []int      `json:"layout,omitempty"` // minor-to-major, RecordLayout
-	Fusion  bool       `json:"fusion,omitempty"` // RecordFusion
-	Tile    cost.Tile  `json:"tile,omitempty"`   // RecordKernel
-	Flags   cost.Flags `json:"flags"`            // RecordKernel
-	Ns      float64    `json:"ns"`
-	Program string     `json:"program"` // the program whose tuning found it
+	Kind compiler.Kind `json:"kind"`
+	Key  string        `json:"key"`
+	compiler.Entry
+	Ns      float64 `json:"ns"`
+	Program string  `json:"program"` // the program whose tuning found it
+}
+
+// The store's kind column names a kernel record 'kernel' (schema version 1).
+const kernelKind = "kernel"
+
+// storeKind is the kind column's value for records of kind k.
+func storeKind(k compiler.Kind) (string, error) {
+	switch k {
+	case compiler.KindLayout, compiler.KindFusion:
+		return string(k), nil
+	case compiler.KindTile:
+		return kernelKind, nil
+	}
+	return "", fmt.Errorf("records of kind %q are not stored (flags are recorded with their tile, kind %q)", k, compiler.KindTile)
+}
+
+// recordKind is the kind of a row whose kind column is col.
+func recordKind(col string) compiler.Kind {
+	if col == kernelKind {
+		return compiler.KindTile
+	}
+	return compiler.Kind(col)
 }
 
 // ConfigStore is a global config store as the tuner uses it: a consistent snapshot for
@@ -173,14 +185,14 @@ type kernelValue struct {
 func recordValue(r Record) (string, error) {
 	var v any
 	switch r.Kind {
-	case RecordLayout:
+	case compiler.KindLayout:
 		if len(r.Layout) == 0 {
 			return "", fmt.Errorf("layout record %s has no layout", r.Key)
 		}
 		v = r.Layout
-	case RecordFusion:
+	case compiler.KindFusion:
 		v = r.Fusion
-	case RecordKernel:
+	case compiler.KindTile:
 		if err := r.Flags.Validate(); err != nil {
 			return "", fmt.Errorf("kernel record %s: %w", r.Key, err)
 		}
@@ -214,7 +226,11 @@ func (s *Store) Record(ctx context.Context, recs []Record) error {
 			if err != nil {
 				return err
 			}
-			if _, err := st.ExecContext(ctx, s.chip, s.simulator, string(r.Kind), r.Key, v, r.Ns, r.Program, now); err != nil {
+			kind, err := storeKind(r.Kind)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(ctx, s.chip, s.simulator, kind, r.Key, v, r.Ns, r.Program, now); err != nil {
 				return err
 			}
 		}
@@ -242,7 +258,7 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 		if err := rows.Scan(&kind, &r.Key, &value, &r.Ns, &r.Program); err != nil {
 			return nil, fmt.Errorf("config store %s: %w", s.path, err)
 		}
-		r.Kind = RecordKind(kind)
+		r.Kind = recordKind(kind)
 		if err := decodeValue(&r, value, fmt.Sprintf("config store %s: %s %s", s.path, kind, r.Key)); err != nil {
 			return nil, err
 		}
@@ -258,11 +274,11 @@ func (s *Store) Records(ctx context.Context) ([]Record, error) {
 // ("config store FILE: KIND KEY") and say what is wrong without Go types (jsonerr).
 func decodeValue(r *Record, value, where string) error {
 	switch r.Kind {
-	case RecordLayout:
+	case compiler.KindLayout:
 		return jsonerr.Unmarshal(where, []byte(value), &r.Layout)
-	case RecordFusion:
+	case compiler.KindFusion:
 		return jsonerr.Unmarshal(where, []byte(value), &r.Fusion)
-	case RecordKernel:
+	case compiler.KindTile:
 		var kv kernelValue
 		if err := jsonerr.Unmarshal(where, []byte(value), &kv); err != nil {
 			return err
@@ -273,40 +289,42 @@ func decodeValue(r *Record, value, where string) error {
 	return fmt.Errorf("%s: unknown kind %q", where, r.Kind)
 }
 
-// lookup returns the decoded record for (kind, key).
-func (s *Store) lookup(kind RecordKind, key string) (Record, bool) {
+// recordOf maps a compiler.Store lookup of kind k to the kind of record that answers it:
+// flags come from the kernel's (KindTile) record.
+func recordOf(k compiler.Kind) compiler.Kind {
+	if k == compiler.KindFlags {
+		return compiler.KindTile
+	}
+	return k
+}
+
+// lookup returns the decoded record of kind kind for key.
+func (s *Store) lookup(kind compiler.Kind, key string) (Record, bool) {
+	col, err := storeKind(kind)
+	if err != nil {
+		return Record{}, false
+	}
 	var value string
 	r := Record{Kind: kind, Key: key}
-	err := s.db.QueryRow(`SELECT value, ns, program FROM configs WHERE chip = ? AND simulator = ? AND kind = ? AND key = ?`,
-		s.chip, s.simulator, string(kind), key).Scan(&value, &r.Ns, &r.Program)
+	err = s.db.QueryRow(`SELECT value, ns, program FROM configs WHERE chip = ? AND simulator = ? AND kind = ? AND key = ?`,
+		s.chip, s.simulator, col, key).Scan(&value, &r.Ns, &r.Program)
 	if err != nil || decodeValue(&r, value, "") != nil {
 		return Record{}, false
 	}
 	return r, true
 }
 
-// Layout implements compiler.Store.
-func (s *Store) Layout(key string) ([]int, bool) {
-	r, ok := s.lookup(RecordLayout, key)
-	return r.Layout, ok && len(r.Layout) > 0
-}
-
-// Fusion implements compiler.Store.
-func (s *Store) Fusion(key string) (bool, bool) {
-	r, ok := s.lookup(RecordFusion, key)
-	return r.Fusion, ok
-}
-
-// Tile implements compiler.Store.
-func (s *Store) Tile(key string) (cost.Tile, bool) {
-	r, ok := s.lookup(RecordKernel, key)
-	return r.Tile, ok && r.Tile != nil
-}
-
-// Flags implements compiler.Store.
-func (s *Store) Flags(key string) (cost.Flags, bool) {
-	r, ok := s.lookup(RecordKernel, key)
-	return r.Flags, ok
+// Lookup implements compiler.Store: the recorded entry of kind k for key (a kernel's
+// flags from its tile record). A layout or tile record without a value counts as absent.
+func (s *Store) Lookup(k compiler.Kind, key string) (compiler.Entry, bool) {
+	r, ok := s.lookup(recordOf(k), key)
+	switch k {
+	case compiler.KindLayout:
+		ok = ok && len(r.Layout) > 0
+	case compiler.KindTile:
+		ok = ok && r.Tile != nil
+	}
+	return r.Entry, ok
 }
 
 // Snapshot implements ConfigStore: an immutable in-memory copy of the store's records.
@@ -318,53 +336,38 @@ func (s *Store) Snapshot(ctx context.Context) (compiler.Store, error) {
 	return NewSnapshot(recs), nil
 }
 
-// Snapshot is an immutable compiler.Store built from records (the last record of a key
-// wins). Safe for concurrent use.
+// Snapshot is an immutable compiler.Store built from records (the last record of a kind
+// and key wins). Safe for concurrent use.
 type Snapshot struct {
-	layout map[string][]int
-	fusion map[string]bool
-	kernel map[string]kernelValue
+	m map[compiler.Kind]map[string]compiler.Entry
 }
 
 // NewSnapshot builds a snapshot of recs.
 func NewSnapshot(recs []Record) *Snapshot {
-	s := &Snapshot{layout: map[string][]int{}, fusion: map[string]bool{}, kernel: map[string]kernelValue{}}
+	s := &Snapshot{m: map[compiler.Kind]map[string]compiler.Entry{}}
 	for _, r := range recs {
-		switch r.Kind {
-		case RecordLayout:
-			s.layout[r.Key] = slices.Clone(r.Layout)
-		case RecordFusion:
-			s.fusion[r.Key] = r.Fusion
-		case RecordKernel:
-			s.kernel[r.Key] = kernelValue{Tile: slices.Clone(r.Tile), Flags: r.Flags}
+		if s.m[r.Kind] == nil {
+			s.m[r.Kind] = map[string]compiler.Entry{}
 		}
+		e := r.Entry
+		e.Layout, e.Tile = slices.Clone(e.Layout), slices.Clone(e.Tile)
+		s.m[r.Kind][r.Key] = e
 	}
 	return s
 }
 
 // Len is the number of records in the snapshot.
-func (s *Snapshot) Len() int { return len(s.layout) + len(s.fusion) + len(s.kernel) }
-
-// Layout implements compiler.Store.
-func (s *Snapshot) Layout(key string) ([]int, bool) {
-	l, ok := s.layout[key]
-	return slices.Clone(l), ok
+func (s *Snapshot) Len() int {
+	n := 0
+	for _, m := range s.m {
+		n += len(m)
+	}
+	return n
 }
 
-// Fusion implements compiler.Store.
-func (s *Snapshot) Fusion(key string) (bool, bool) {
-	f, ok := s.fusion[key]
-	return f, ok
-}
-
-// Tile implements compiler.Store.
-func (s *Snapshot) Tile(key string) (cost.Tile, bool) {
-	k, ok := s.kernel[key]
-	return slices.Clone(k.Tile), ok
-}
-
-// Flags implements compiler.Store.
-func (s *Snapshot) Flags(key string) (cost.Flags, bool) {
-	k, ok := s.kernel[key]
-	return k.Flags, ok
+// Lookup implements compiler.Store (a kernel's flags from its tile record).
+func (s *Snapshot) Lookup(k compiler.Kind, key string) (compiler.Entry, bool) {
+	e, ok := s.m[recordOf(k)][key]
+	e.Layout, e.Tile = slices.Clone(e.Layout), slices.Clone(e.Tile)
+	return e, ok
 }

@@ -30,59 +30,70 @@ func TestStoreRecordsAndLookups(t *testing.T) {
 	s := openStore(t, path, "v4")
 	other := openStore(t, path, "v5e")
 	recs := []Record{
-		{Kind: RecordLayout, Key: "n1", Layout: []int{0, 1}, Ns: 100, Program: "a"},
-		{Kind: RecordFusion, Key: "e1", Fusion: true, Ns: 50, Program: "a"},
-		{Kind: RecordKernel, Key: "k1", Tile: cost.Tile{8, 128}, Flags: cost.DefaultFlags(), Ns: 30, Program: "a"},
-		{Kind: RecordKernel, Key: "k0", Tile: cost.Tile{}, Flags: cost.Flags{Unroll: 1, PipelineDepth: 1}, Ns: 5, Program: "a"},
+		{Kind: compiler.KindLayout, Key: "n1", Entry: compiler.Entry{Layout: []int{0, 1}}, Ns: 100, Program: "a"},
+		{Kind: compiler.KindFusion, Key: "e1", Entry: compiler.Entry{Fusion: true}, Ns: 50, Program: "a"},
+		{Kind: compiler.KindTile, Key: "k1", Entry: compiler.Entry{Tile: cost.Tile{8, 128}, Flags: cost.DefaultFlags()}, Ns: 30, Program: "a"},
+		{Kind: compiler.KindTile, Key: "k0", Entry: compiler.Entry{Tile: cost.Tile{}, Flags: cost.Flags{Unroll: 1, PipelineDepth: 1}}, Ns: 5, Program: "a"},
 	}
 	if err := s.Record(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
 	// Slower records do not replace faster ones; faster ones do.
 	if err := s.Record(ctx, []Record{
-		{Kind: RecordKernel, Key: "k1", Tile: cost.Tile{16, 128}, Flags: cost.DefaultFlags(), Ns: 31, Program: "b"},
-		{Kind: RecordFusion, Key: "e1", Fusion: false, Ns: 49, Program: "b"},
+		{Kind: compiler.KindTile, Key: "k1", Entry: compiler.Entry{Tile: cost.Tile{16, 128}, Flags: cost.DefaultFlags()}, Ns: 31, Program: "b"},
+		{Kind: compiler.KindFusion, Key: "e1", Entry: compiler.Entry{Fusion: false}, Ns: 49, Program: "b"},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if l, ok := s.Layout("n1"); !ok || l[0] != 0 || l[1] != 1 {
+	if e, ok := s.Lookup(compiler.KindLayout, "n1"); !ok || e.Layout[0] != 0 || e.Layout[1] != 1 {
+		l := e.Layout
 		t.Errorf("layout n1 = %v, %v", l, ok)
 	}
-	if f, ok := s.Fusion("e1"); !ok || f {
-		t.Errorf("fusion e1 = %v, %v; want the faster false", f, ok)
+	if e, ok := s.Lookup(compiler.KindFusion, "e1"); !ok || e.Fusion {
+		t.Errorf("fusion e1 = %v, %v; want the faster false", e.Fusion, ok)
 	}
-	if tl, ok := s.Tile("k1"); !ok || !tl.Equal(cost.Tile{8, 128}) {
-		t.Errorf("tile k1 = %v, %v; want the faster 8x128", tl, ok)
+	if e, ok := s.Lookup(compiler.KindTile, "k1"); !ok || !e.Tile.Equal(cost.Tile{8, 128}) {
+		t.Errorf("tile k1 = %v, %v; want the faster 8x128", e.Tile, ok)
 	}
-	if tl, ok := s.Tile("k0"); !ok || len(tl) != 0 {
-		t.Errorf("untiled kernel k0: tile %v, %v", tl, ok)
+	if e, ok := s.Lookup(compiler.KindTile, "k0"); !ok || len(e.Tile) != 0 {
+		t.Errorf("untiled kernel k0: tile %v, %v", e.Tile, ok)
 	}
-	if f, ok := s.Flags("k1"); !ok || f != cost.DefaultFlags() {
-		t.Errorf("flags k1 = %v, %v", f, ok)
+	if e, ok := s.Lookup(compiler.KindFlags, "k1"); !ok || e.Flags != cost.DefaultFlags() {
+		t.Errorf("flags k1 = %v, %v", e.Flags, ok)
 	}
-	if _, ok := s.Tile("missing"); ok {
+	if _, ok := s.Lookup(compiler.KindTile, "missing"); ok {
 		t.Error("missing key found")
 	}
 	// Another chip sees none of it.
-	if _, ok := other.Tile("k1"); ok {
+	if _, ok := other.Lookup(compiler.KindTile, "k1"); ok {
 		t.Error("v5e store sees v4 records")
 	}
 	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tl, ok := snap.Tile("k1"); !ok || !tl.Equal(cost.Tile{8, 128}) {
-		t.Errorf("snapshot tile k1 = %v, %v", tl, ok)
+	if e, ok := snap.Lookup(compiler.KindTile, "k1"); !ok || !e.Tile.Equal(cost.Tile{8, 128}) {
+		t.Errorf("snapshot tile k1 = %v, %v", e.Tile, ok)
 	}
-	if f, ok := snap.Fusion("e1"); !ok || f {
-		t.Errorf("snapshot fusion e1 = %v, %v", f, ok)
+	if e, ok := snap.Lookup(compiler.KindFlags, "k1"); !ok || e.Flags != cost.DefaultFlags() {
+		t.Errorf("snapshot flags k1 = %v, %v", e.Flags, ok)
+	}
+	if e, ok := snap.Lookup(compiler.KindFusion, "e1"); !ok || e.Fusion {
+		t.Errorf("snapshot fusion e1 = %v, %v", e.Fusion, ok)
 	}
 	all, err := s.Records(ctx)
 	if err != nil || len(all) != 4 {
 		t.Fatalf("%d records, %v", len(all), err)
 	}
-	if err := s.Record(ctx, []Record{{Kind: "tile", Key: "x", Ns: 1}}); err == nil {
-		t.Error("unknown kind recorded")
+	for _, k := range []compiler.Kind{compiler.KindFlags, "bogus"} {
+		if err := s.Record(ctx, []Record{{Kind: k, Key: "x", Entry: compiler.Entry{Flags: cost.DefaultFlags()}, Ns: 1}}); err == nil {
+			t.Errorf("a record of kind %q was stored", k)
+		}
+	}
+	// The schema is unchanged: a kernel's tile record is a 'kernel' row.
+	var col string
+	if err := s.db.QueryRow(`SELECT kind FROM configs WHERE key = 'k1'`).Scan(&col); err != nil || col != "kernel" {
+		t.Errorf("kind column of a tile record: %q, %v; want kernel", col, err)
 	}
 	var _ compiler.Store = s
 	var _ ConfigStore = s
@@ -121,8 +132,8 @@ func TestStoreConcurrentWriters(t *testing.T) {
 				for j := 0; j < 5; j++ {
 					k := rng.IntN(keys)
 					ns := float64(rng.IntN(1_000_000) + 1)
-					recs = append(recs, Record{Kind: RecordKernel, Key: fmt.Sprintf("k%02d", k),
-						Tile: cost.Tile{8 * (1 + rng.IntN(4))}, Flags: cost.DefaultFlags(), Ns: ns, Program: fmt.Sprintf("w%d", w)})
+					recs = append(recs, Record{Kind: compiler.KindTile, Key: fmt.Sprintf("k%02d", k),
+						Entry: compiler.Entry{Tile: cost.Tile{8 * (1 + rng.IntN(4))}, Flags: cost.DefaultFlags()}, Ns: ns, Program: fmt.Sprintf("w%d", w)})
 					mu.Lock()
 					want[k] = min(want[k], ns)
 					mu.Unlock()

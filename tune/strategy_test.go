@@ -198,17 +198,21 @@ func TestXTATKernelPhases(t *testing.T) {
 		t.Errorf("the tuned config compiles to %.1f ns, report says %.1f", got, r.TunedNs)
 	}
 	for _, k := range p.Kernels {
-		kt := func(tile cost.Tile, f cost.Flags) float64 {
-			x, err := tpusim.SimulateKernel(k.Info, tile, f, chip)
+		kt := func(f cost.Flags) float64 {
+			c, err := k.Choice.WithFlags(f)
+			if err != nil {
+				return math.Inf(1)
+			}
+			x, err := tpusim.SimulateChoice(c, chip)
 			if err != nil {
 				return math.Inf(1)
 			}
 			return x.Ns
 		}
-		have := kt(k.Tile, k.Flags)
-		for _, f := range compiler.FlagOptions(k.Info, k.Tile, chip.Target) {
-			if kt(k.Tile, f) < have {
-				t.Errorf("kernel %s: flags %s (%.0f ns) beat the tuned %s (%.0f ns)", k.Name, f, kt(k.Tile, f), k.Flags, have)
+		have := kt(k.Choice.Config.Flags)
+		for _, f := range k.Choice.FlagOptions() {
+			if kt(f) < have {
+				t.Errorf("kernel %s: flags %s (%.0f ns) beat the tuned %s (%.0f ns)", k.Name, f, kt(f), k.Choice.Config.Flags, have)
 			}
 		}
 	}

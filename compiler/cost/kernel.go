@@ -105,9 +105,6 @@ type KernelInfo struct {
 	// FullReduce: every element is reduced to one; the kernel iterates over the input's
 	// own physical (rows, lanes) view, in any order.
 	FullReduce bool
-
-	// plans memoizes PlanTile (nil for a KernelInfo not made by Analyze: no memo).
-	plans *planMemo
 }
 
 // Analyze computes the KernelInfo of a fused computation: its parameters are the kernel's
@@ -117,7 +114,7 @@ func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
 	if fc == nil || fc.Root == nil {
 		return nil, fmt.Errorf("kernel computation has no root")
 	}
-	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1, plans: &planMemo{}}
+	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1}
 	var hero *hlo.Instruction
 	for _, in := range fc.Instructions {
 		if in.Opcode == hlo.OpParameter {

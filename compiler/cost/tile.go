@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -18,11 +17,20 @@ func (t Tile) String() string {
 	if len(t) == 0 {
 		return "-"
 	}
-	parts := make([]string, len(t))
-	for i, x := range t {
-		parts[i] = strconv.Itoa(x)
+	return string(t.appendTo(make([]byte, 0, 6*len(t))))
+}
+
+func (t Tile) appendTo(b []byte) []byte {
+	if len(t) == 0 {
+		return append(b, '-')
 	}
-	return strings.Join(parts, "x")
+	for i, x := range t {
+		if i > 0 {
+			b = append(b, 'x')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return b
 }
 
 // Equal reports whether two tiles are the same.
@@ -50,14 +58,20 @@ type KernelConfig struct {
 }
 
 // String is the config's canonical name, as datasets store it: "tile=8x128x512;flags=db2/u1".
-func (c KernelConfig) String() string {
-	return "tile=" + c.Tile.String() + ";flags=" + c.Flags.String()
+func (c KernelConfig) String() string { return string(c.appendTo(make([]byte, 0, 48))) }
+
+func (c KernelConfig) appendTo(b []byte) []byte {
+	b = c.Tile.appendTo(append(b, "tile="...))
+	return c.Flags.appendTo(append(b, ";flags="...))
 }
 
 // ID is the one identity of (kernel, config): the kernel's structural key and the
 // config's canonical name, "<key>|tile=...;flags=...". Caches of kernel measurements and
 // predictions key on it.
-func (c KernelConfig) ID(kernelKey string) string { return kernelKey + "|" + c.String() }
+func (c KernelConfig) ID(kernelKey string) string {
+	b := append(make([]byte, 0, len(kernelKey)+49), kernelKey...)
+	return string(c.appendTo(append(b, '|')))
+}
 
 // DefaultFlags are the flags an XLA-like compiler uses: double buffering with two
 // buffers, no unrolling.
@@ -72,11 +86,15 @@ func (f Flags) Buffers() int {
 }
 
 // String renders flags compactly, e.g. "db2/u1" or "nodb/u4".
-func (f Flags) String() string {
+func (f Flags) String() string { return string(f.appendTo(make([]byte, 0, 8))) }
+
+func (f Flags) appendTo(b []byte) []byte {
 	if !f.DoubleBuffer {
-		return fmt.Sprintf("nodb/u%d", f.Unroll)
+		b = append(b, "nodb"...)
+	} else {
+		b = strconv.AppendInt(append(b, "db"...), int64(f.PipelineDepth), 10)
 	}
-	return fmt.Sprintf("db%d/u%d", f.PipelineDepth, f.Unroll)
+	return strconv.AppendInt(append(b, "/u"...), int64(f.Unroll), 10)
 }
 
 // Validate rejects flag values outside the supported set.
@@ -94,8 +112,12 @@ func (f Flags) Validate() error {
 }
 
 // AllFlags lists every flag combination in a fixed order, the default first.
-func AllFlags() []Flags {
-	out := []Flags{DefaultFlags()}
+func AllFlags() []Flags { return slices.Clone(allFlags[:]) }
+
+// allFlags is AllFlags' list.
+var allFlags = func() (out [9]Flags) {
+	out[0] = DefaultFlags()
+	n := 1
 	for _, db := range []bool{true, false} {
 		depths := []int{2, 3}
 		if !db {
@@ -105,13 +127,17 @@ func AllFlags() []Flags {
 			for _, u := range []int{1, 2, 4} {
 				f := Flags{DoubleBuffer: db, Unroll: u, PipelineDepth: d}
 				if f != out[0] {
-					out = append(out, f)
+					out[n] = f
+					n++
 				}
 			}
 		}
 	}
+	if n != len(out) {
+		panic("cost: allFlags has the wrong length")
+	}
 	return out
-}
+}()
 
 // ErrTileInvalid is wrapped by errors about tiles that do not fit the kernel or VMEM.
 var ErrTileInvalid = errors.New("invalid tile")
@@ -192,80 +218,14 @@ func vregs(rows, lanes float64, t Target) float64 {
 	return math.Ceil(rows/float64(t.Sublanes)) * math.Ceil(lanes/float64(t.Lanes))
 }
 
-// PlanTile computes the plan of tile for kernel k. Plans are pure functions of (kernel,
-// tile, target) and memoized per KernelInfo for the target it was analyzed for: option
-// listing, the default choice, the validity check, the analytical model, the features and
-// the simulator all ask for the same few plans, and only the first ask computes.
+// PlanTile computes the plan of tile for kernel k on target t: a pure function of
+// (kernel, tile, target). Code that makes a kernel choice plans it once, as a Planned
+// (PlanConfig, Options), and passes that value on; PlanTile is the bare computation.
 func (k *KernelInfo) PlanTile(tile Tile, t Target) (Plan, error) {
 	if err := k.validTile(tile); err != nil {
 		return Plan{}, err
 	}
-	if p, ok := k.plans.get(tile, t); ok {
-		return p, nil
-	}
-	p := k.plan(tile, t)
-	k.plans.put(t, []Tile{tile}, []Plan{p})
-	return p, nil
-}
-
-// maxMemoDims bounds the tiles PlanTile memoizes (kernels have at most 4 tiled dims).
-const maxMemoDims = 6
-
-type memoTile struct {
-	n    int
-	dims [maxMemoDims]int
-}
-
-func toMemoTile(tile Tile) (memoTile, bool) {
-	if len(tile) > maxMemoDims {
-		return memoTile{}, false
-	}
-	m := memoTile{n: len(tile)}
-	copy(m.dims[:], tile)
-	return m, true
-}
-
-// planMemo is a KernelInfo's plan cache for one target (the first one planned for; plans
-// for other targets are computed each time), safe for concurrent use: a KernelInfo is
-// shared by every kernel with its key. A nil *planMemo caches nothing.
-type planMemo struct {
-	mu  sync.Mutex
-	t   Target
-	set bool
-	m   map[memoTile]Plan
-}
-
-func (pm *planMemo) get(tile Tile, t Target) (Plan, bool) {
-	mt, ok := toMemoTile(tile)
-	if pm == nil || !ok {
-		return Plan{}, false
-	}
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	if !pm.set || pm.t != t {
-		return Plan{}, false
-	}
-	p, ok := pm.m[mt]
-	return p, ok
-}
-
-func (pm *planMemo) put(t Target, tiles []Tile, plans []Plan) {
-	if pm == nil {
-		return
-	}
-	pm.mu.Lock()
-	defer pm.mu.Unlock()
-	if !pm.set {
-		pm.t, pm.set, pm.m = t, true, make(map[memoTile]Plan, len(tiles))
-	}
-	if pm.t != t {
-		return
-	}
-	for i, tile := range tiles {
-		if mt, ok := toMemoTile(tile); ok {
-			pm.m[mt] = plans[i]
-		}
-	}
+	return k.plan(tile, t), nil
 }
 
 // validTile checks a tile's arity and alignment against k.
@@ -668,36 +628,46 @@ func (k *KernelInfo) planOpaque(t Target) Plan {
 // dimension's candidate sizes (multiples of its alignment, powers of two up to the padded
 // size) whose plan fits in VMEM with the given flags.
 func (k *KernelInfo) TileOptions(t Target, f Flags) []Tile {
-	tiles, _ := k.tileOptions(t, f)
+	opts := k.Options("", t, f)
+	tiles := make([]Tile, len(opts))
+	for i, o := range opts {
+		tiles[i] = o.Config.Tile
+	}
 	return tiles
 }
 
-// tileOptions is TileOptions with each tile's plan.
-func (k *KernelInfo) tileOptions(t Target, f Flags) ([]Tile, []Plan) {
+// Options lists the valid tiles of k (the kernel keyed key) with flags f, as TileOptions
+// orders them, each planned: every option's Planned has Config{tile, f}. Listing the
+// options is where a tile is planned; the compiler keeps the list (compiler.KernelCache)
+// and every later use of an option reads its plan from there. f must be valid.
+func (k *KernelInfo) Options(key string, t Target, f Flags) []Planned {
 	if len(k.Dims) == 0 {
-		p, _ := k.PlanTile(Tile{}, t)
-		return []Tile{{}}, []Plan{p}
+		return []Planned{{Info: k, Key: key, Config: KernelConfig{Tile: Tile{}, Flags: f}, Target: t, Plan: k.plan(Tile{}, t)}}
 	}
 	cands := make([][]int, len(k.Dims))
 	for i, d := range k.Dims {
 		cands[i] = dimCandidates(d)
 	}
-	var out []Tile
-	var plans []Plan
-	defer func() { k.plans.put(t, out, plans) }()
-	idx := make([]int, len(cands))
+	// The tiles that fit and their plans go to scratch buffers first (pointer-free), then
+	// into one exactly sized slice of options whose tiles share one backing array.
+	sc := optionScratch.Get().(*optionBufs)
+	defer optionScratch.Put(sc)
+	sc.plans, sc.dims = sc.plans[:0], sc.dims[:0]
+	n := len(cands)
+	idx := make([]int, n)
+	tile := make(Tile, n)
+	vmem := float64(t.VMEMBytes)
 	for {
-		tile := make(Tile, len(cands))
 		for i, c := range cands {
 			tile[i] = c[idx[i]]
 		}
 		if k.validTile(tile) == nil {
-			if p := k.plan(tile, t); p.Footprint(f) <= float64(t.VMEMBytes) {
-				out = append(out, tile)
-				plans = append(plans, p)
+			if p := k.plan(tile, t); p.Footprint(f) <= vmem {
+				sc.plans = append(sc.plans, p)
+				sc.dims = append(sc.dims, tile...)
 			}
 		}
-		i := len(idx) - 1
+		i := n - 1
 		for i >= 0 {
 			idx[i]++
 			if idx[i] < len(cands[i]) {
@@ -710,8 +680,21 @@ func (k *KernelInfo) tileOptions(t Target, f Flags) ([]Tile, []Plan) {
 			break
 		}
 	}
-	return out, plans
+	out := make([]Planned, len(sc.plans))
+	dims := slices.Clone(sc.dims)
+	for j := range out {
+		out[j] = Planned{Info: k, Key: key, Config: KernelConfig{Tile: dims[j*n : (j+1)*n : (j+1)*n], Flags: f}, Target: t, Plan: sc.plans[j]}
+	}
+	return out
 }
+
+// optionBufs are Options' scratch buffers, reused across calls.
+type optionBufs struct {
+	plans []Plan
+	dims  []int
+}
+
+var optionScratch = sync.Pool{New: func() any { return new(optionBufs) }}
 
 // CheckTile reports whether tile is valid for k with flags f: right arity, aligned, and
 // fitting in VMEM. Errors wrap ErrTileInvalid.
@@ -720,11 +703,19 @@ func (k *KernelInfo) CheckTile(tile Tile, f Flags, t Target) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	if fp := p.Footprint(f); fp > float64(t.VMEMBytes) {
-		return p, fmt.Errorf("%w: tile %s with %s needs %.1f MiB of VMEM, %s has %.1f MiB",
-			ErrTileInvalid, tile, f, fp/(1<<20), t.Name, float64(t.VMEMBytes)/(1<<20))
+	if err := fits(tile, p, f, t); err != nil {
+		return p, err
 	}
 	return p, nil
+}
+
+// fits reports whether a tile whose plan is p fits the target's VMEM with flags f.
+func fits(tile Tile, p Plan, f Flags, t Target) error {
+	if fp := p.Footprint(f); fp > float64(t.VMEMBytes) {
+		return fmt.Errorf("%w: tile %s with %s needs %.1f MiB of VMEM, %s has %.1f MiB",
+			ErrTileInvalid, tile, f, fp/(1<<20), t.Name, float64(t.VMEMBytes)/(1<<20))
+	}
+	return nil
 }
 
 // Analytical is the XLA-style analytical estimate of a kernel with a tile, in ns: a
@@ -739,6 +730,10 @@ func (k *KernelInfo) Analytical(tile Tile, t Target) (float64, error) {
 	}
 	return k.analyticalPlan(p, t), nil
 }
+
+// Analytical is the analytical estimate of the planned choice, in ns (see
+// KernelInfo.Analytical); flags do not enter it.
+func (p Planned) Analytical() float64 { return p.Info.analyticalPlan(p.Plan, p.Target) }
 
 // ParallelUnits is how many independent pieces of work a plan splits into across the
 // cores of a megacore device: its output blocks, or the steps of a full reduction (each
@@ -763,30 +758,32 @@ func (k *KernelInfo) analyticalPlan(p Plan, t Target) float64 {
 }
 
 // BestAnalyticalTile returns the valid tile (with flags f) that minimizes the analytical
-// model: what an XLA-like compiler picks by default. The roofline often ties (every tile
-// of an elementwise kernel moves the same bytes; a compute-bound matmul is compute-bound
-// for many tiles); ties go to the fewest grid steps among tiles whose VMEM footprint
-// stays within VMEM/2 (room for the compiler's other buffers), then to the smaller
-// footprint, then to option order.
+// model: what an XLA-like compiler picks by default (see BestAnalytical).
 func (k *KernelInfo) BestAnalyticalTile(t Target, f Flags) (Tile, error) {
-	opts, best, err := k.TileChoices(t, f)
+	opts := k.Options("", t, f)
+	if len(opts) == 0 {
+		return nil, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
+	}
+	best, err := BestAnalytical(opts)
 	if err != nil {
 		return nil, err
 	}
-	return opts[best], nil
+	return opts[best].Config.Tile, nil
 }
 
-// TileChoices lists the valid tiles of k with flags f (as TileOptions) and the index of
-// the one BestAnalyticalTile picks, planning each tile once.
-func (k *KernelInfo) TileChoices(t Target, f Flags) ([]Tile, int, error) {
-	opts, plans := k.tileOptions(t, f)
+// BestAnalytical returns the index of the option (of one kernel, as Options lists them)
+// that minimizes the analytical model: what an XLA-like compiler picks by default. The
+// roofline often ties (every tile of an elementwise kernel moves the same bytes; a
+// compute-bound matmul is compute-bound for many tiles); ties go to the fewest grid steps
+// among tiles whose VMEM footprint stays within VMEM/2 (room for the compiler's other
+// buffers), then to the smaller footprint, then to option order. It fails (wrapping
+// ErrTileInvalid) when there is no option.
+func BestAnalytical(opts []Planned) (int, error) {
 	if len(opts) == 0 {
-		return nil, 0, fmt.Errorf("%w: no tile of this %s kernel fits in %s's VMEM", ErrTileInvalid, k.Kind, t.Name)
+		return 0, fmt.Errorf("%w: no tile of this kernel fits in VMEM", ErrTileInvalid)
 	}
 	const tieTolerance = 1e-3 // relative; analytical estimates closer than this are ties
-	budget := float64(t.VMEMBytes) / 2
 	type cand struct {
-		tile  Tile
 		ns    float64
 		over  bool
 		steps int64
@@ -806,10 +803,9 @@ func (k *KernelInfo) TileChoices(t Target, f Flags) ([]Tile, int, error) {
 	}
 	var best cand
 	bestIdx := 0
-	for i, tile := range opts {
-		p := plans[i]
-		c := cand{tile: tile, ns: k.analyticalPlan(p, t), steps: p.Steps, fp: p.Footprint(f)}
-		c.over = c.fp > budget
+	for i, o := range opts {
+		c := cand{ns: o.Analytical(), steps: o.Plan.Steps, fp: o.Footprint()}
+		c.over = c.fp > float64(o.Target.VMEMBytes)/2
 		switch {
 		case i == 0, c.ns < best.ns*(1-tieTolerance):
 			best, bestIdx = c, i
@@ -818,5 +814,5 @@ func (k *KernelInfo) TileChoices(t Target, f Flags) ([]Tile, int, error) {
 			best, bestIdx = c, i
 		}
 	}
-	return opts, bestIdx, nil
+	return bestIdx, nil
 }

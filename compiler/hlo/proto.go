@@ -65,6 +65,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
 // ParseProtoFile reads a binary HLO module (see DecodeModuleProto) from path.
@@ -82,7 +84,7 @@ func ParseProtoFile(path string) (*Module, error) {
 // the computation and instruction at fault. Constants keep scalar values; array
 // constants become "{...}" (their values are not needed to time them).
 func DecodeModuleProto(filename string, data []byte) (*Module, error) {
-	top, err := parseMsg(data)
+	top, err := pbwire.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a serialized HloModuleProto: %w", filename, err)
 	}
@@ -96,11 +98,11 @@ func DecodeModuleProto(filename string, data []byte) (*Module, error) {
 // DecodeModuleProtoField decodes the HloModuleProto embedded as field number field of
 // the message in data (for example tpu_graphs.ModuleTuningData, whose module is field 1).
 func DecodeModuleProtoField(filename string, data []byte, field int) (*Module, error) {
-	top, err := parseMsg(data)
+	top, err := pbwire.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a serialized protocol buffer: %w", filename, err)
 	}
-	b, ok := top.bytes(protowire.Number(field))
+	b, ok := top.Bytes(protowire.Number(field))
 	if !ok {
 		return nil, fmt.Errorf("%s: field %d holds no message", filename, field)
 	}
@@ -112,24 +114,24 @@ func DecodeModuleProtoField(filename string, data []byte, field int) (*Module, e
 // looking at most three wrappers deep. A message whose field 1 repeats (a collection of
 // several modules, such as a file of tuning records) is an error naming the count: it
 // holds no single module to compile.
-func findModule(top pmsg) (pmsg, error) {
+func findModule(top pbwire.Message) (pbwire.Message, error) {
 	m := top
 	for depth := 0; depth < 4; depth++ {
 		if isModuleProto(m) {
 			return m, nil
 		}
-		inner := m.all(1)
-		if len(inner) > 1 && inner[0].typ == protowire.BytesType {
-			if sub, err := parseMsg(inner[0].b); err == nil {
+		inner := m.All(1)
+		if len(inner) > 1 && inner[0].Type == protowire.BytesType {
+			if sub, err := pbwire.Parse(inner[0].B); err == nil {
 				if _, err := findModule(sub); err == nil {
 					return nil, fmt.Errorf("it holds %d records with a module each, not one module (a TpuGraphs tuning-data collection: import it with `tpucost import tpugraphs`)", len(inner))
 				}
 			}
 		}
-		if len(inner) != 1 || inner[0].typ != protowire.BytesType {
+		if len(inner) != 1 || inner[0].Type != protowire.BytesType {
 			break
 		}
-		next, err := parseMsg(inner[0].b)
+		next, err := pbwire.Parse(inner[0].B)
 		if err != nil {
 			break
 		}
@@ -142,149 +144,33 @@ func findModule(top pmsg) (pmsg, error) {
 // (field 1, bytes), at most one entry computation name (field 2, bytes) and at least one
 // computation (field 3), each a message with a name (field 1, bytes) and instructions
 // (field 2, messages).
-func isModuleProto(m pmsg) bool {
-	one := func(m pmsg, n protowire.Number, opt bool) bool {
-		fs := m.all(n)
-		return (opt && len(fs) == 0) || (len(fs) == 1 && fs[0].typ == protowire.BytesType)
+func isModuleProto(m pbwire.Message) bool {
+	one := func(m pbwire.Message, n protowire.Number, opt bool) bool {
+		fs := m.All(n)
+		return (opt && len(fs) == 0) || (len(fs) == 1 && fs[0].Type == protowire.BytesType)
 	}
 	if !one(m, 1, false) || !one(m, 2, true) {
 		return false
 	}
-	comps := m.all(3)
+	comps := m.All(3)
 	if len(comps) == 0 {
 		return false
 	}
 	for _, c := range comps {
-		if c.typ != protowire.BytesType {
+		if c.Type != protowire.BytesType {
 			return false
 		}
-		cm, err := parseMsg(c.b)
+		cm, err := pbwire.Parse(c.B)
 		if err != nil || !one(cm, 1, false) {
 			return false
 		}
-		for _, in := range cm.all(2) {
-			if in.typ != protowire.BytesType {
+		for _, in := range cm.All(2) {
+			if in.Type != protowire.BytesType {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-// ---------------------------------------------------------------------------------
-// A minimal wire-format reader: a message is its fields by number, in order.
-
-type pfield struct {
-	typ protowire.Type
-	v   uint64 // varint, fixed32 or fixed64 value
-	b   []byte // bytes value
-}
-
-type pmsg map[protowire.Number][]pfield
-
-func parseMsg(b []byte) (pmsg, error) {
-	m := pmsg{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		b = b[n:]
-		f := pfield{typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			f.v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var v uint32
-			v, n = protowire.ConsumeFixed32(b)
-			f.v = uint64(v)
-		case protowire.Fixed64Type:
-			f.v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			f.b, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		b = b[n:]
-		m[num] = append(m[num], f)
-	}
-	return m, nil
-}
-
-func (m pmsg) all(n protowire.Number) []pfield { return m[n] }
-
-func (m pmsg) has(n protowire.Number) bool { return len(m[n]) > 0 }
-
-// bytes returns the last bytes value of field n.
-func (m pmsg) bytes(n protowire.Number) ([]byte, bool) {
-	fs := m[n]
-	if len(fs) == 0 || fs[len(fs)-1].typ != protowire.BytesType {
-		return nil, false
-	}
-	return fs[len(fs)-1].b, true
-}
-
-func (m pmsg) str(n protowire.Number) string {
-	b, _ := m.bytes(n)
-	return string(b)
-}
-
-// int returns the last scalar value of field n as a signed integer (0 when absent).
-func (m pmsg) int(n protowire.Number) int64 {
-	fs := m[n]
-	if len(fs) == 0 || fs[len(fs)-1].typ == protowire.BytesType {
-		return 0
-	}
-	return int64(fs[len(fs)-1].v)
-}
-
-// ints returns repeated integer field n, packed or not.
-func (m pmsg) ints(n protowire.Number) ([]int64, error) {
-	var out []int64
-	for _, f := range m[n] {
-		if f.typ != protowire.BytesType {
-			out = append(out, int64(f.v))
-			continue
-		}
-		b := f.b
-		for len(b) > 0 {
-			v, k := protowire.ConsumeVarint(b)
-			if k < 0 {
-				return nil, protowire.ParseError(k)
-			}
-			out = append(out, int64(v))
-			b = b[k:]
-		}
-	}
-	return out, nil
-}
-
-// msgs parses repeated message field n.
-func (m pmsg) msgs(n protowire.Number) ([]pmsg, error) {
-	var out []pmsg
-	for _, f := range m[n] {
-		if f.typ != protowire.BytesType {
-			return nil, fmt.Errorf("field %d is not a message", n)
-		}
-		sub, err := parseMsg(f.b)
-		if err != nil {
-			return nil, fmt.Errorf("field %d: %w", n, err)
-		}
-		out = append(out, sub)
-	}
-	return out, nil
-}
-
-// msg parses message field n (an empty message when absent).
-func (m pmsg) msg(n protowire.Number) (pmsg, error) {
-	ms, err := m.msgs(n)
-	if err != nil || len(ms) == 0 {
-		return pmsg{}, err
-	}
-	return ms[len(ms)-1], nil
 }
 
 // ---------------------------------------------------------------------------------
@@ -311,15 +197,15 @@ func (t *protoText) line(what, s string) {
 	t.lines = append(t.lines, what)
 }
 
-func decodeModule(filename string, mod pmsg) (*Module, error) {
+func decodeModule(filename string, mod pbwire.Message) (*Module, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s", filename, fmt.Sprintf(format, args...))
 	}
-	name := mod.str(1)
+	name := mod.Str(1)
 	if name == "" {
 		name = "module"
 	}
-	comps, err := mod.msgs(3)
+	comps, err := mod.Msgs(3)
 	if err != nil {
 		return nil, fail("computations: %v", err)
 	}
@@ -329,31 +215,31 @@ func decodeModule(filename string, mod pmsg) (*Module, error) {
 	compName := map[int64]string{}
 	compRoot := map[int64]string{} // computation id -> root shape text, for while bodies
 	for _, c := range comps {
-		compName[c.int(5)] = c.str(1)
+		compName[c.Int(5)] = c.Str(1)
 	}
-	entryID := mod.int(6)
-	entryName := mod.str(2)
+	entryID := mod.Int(6)
+	entryName := mod.Str(2)
 	if entryName == "" {
 		entryName = compName[entryID]
 	}
 	var t protoText
 	t.line("the module header", "HloModule "+protoName(name))
 	for _, c := range comps {
-		cname := c.str(1)
-		instrs, err := c.msgs(2)
+		cname := c.Str(1)
+		instrs, err := c.Msgs(2)
 		if err != nil {
 			return nil, fail("computation %q: %v", cname, err)
 		}
 		ids := map[int64]string{}
 		for _, in := range instrs {
-			ids[in.int(35)] = in.str(1)
+			ids[in.Int(35)] = in.Str(1)
 		}
-		rootID := c.int(6)
+		rootID := c.Int(6)
 		for _, in := range instrs {
-			if in.int(35) == rootID {
-				sh, _ := in.msg(3)
+			if in.Int(35) == rootID {
+				sh, _ := in.Msg(3)
 				s, _ := protoShape(sh, 0)
-				compRoot[c.int(5)] = s
+				compRoot[c.Int(5)] = s
 			}
 		}
 		head := "%" + protoName(cname) + " {"
@@ -363,15 +249,15 @@ func decodeModule(filename string, mod pmsg) (*Module, error) {
 		t.line(fmt.Sprintf("computation %q", cname), "")
 		t.line(fmt.Sprintf("computation %q", cname), head)
 		for _, in := range instrs {
-			what := fmt.Sprintf("computation %q, instruction %q", cname, in.str(1))
-			s, err := protoInstruction(in, ids, compName, compRoot, in.int(35) == rootID)
+			what := fmt.Sprintf("computation %q, instruction %q", cname, in.Str(1))
+			s, err := protoInstruction(in, ids, compName, compRoot, in.Int(35) == rootID)
 			if err != nil {
 				return nil, fail("%s: %v", what, err)
 			}
 			t.line(what, "  "+s)
 		}
 		closing := "}"
-		if th := c.str(8); th != "" && th != "main" {
+		if th := c.Str(8); th != "" && th != "main" {
 			closing += ", execution_thread=" + strconv.Quote(th)
 		}
 		t.line(fmt.Sprintf("computation %q", cname), closing)
@@ -406,16 +292,16 @@ func protoName(s string) string {
 	return string(b)
 }
 
-func protoShape(m pmsg, depth int) (string, error) {
+func protoShape(m pbwire.Message, depth int) (string, error) {
 	if depth > maxNesting {
 		return "", fmt.Errorf("shape nested more than %d deep", maxNesting)
 	}
-	et, ok := protoElem[m.int(2)]
+	et, ok := protoElem[m.Int(2)]
 	if !ok {
-		return "", fmt.Errorf("unknown element type %d", m.int(2))
+		return "", fmt.Errorf("unknown element type %d", m.Int(2))
 	}
 	if et == TupleType {
-		elems, err := m.msgs(4)
+		elems, err := m.Msgs(4)
 		if err != nil {
 			return "", err
 		}
@@ -430,11 +316,11 @@ func protoShape(m pmsg, depth int) (string, error) {
 	if et == Token || et == Opaque {
 		return et.String() + "[]", nil
 	}
-	dims, err := m.ints(3)
+	dims, err := m.Ints(3)
 	if err != nil {
 		return "", err
 	}
-	dyn, err := m.ints(6)
+	dyn, err := m.Ints(6)
 	if err != nil {
 		return "", err
 	}
@@ -454,25 +340,25 @@ func protoShape(m pmsg, depth int) (string, error) {
 		b.WriteString(strconv.FormatInt(d, 10))
 	}
 	b.WriteByte(']')
-	if m.has(5) {
-		l, err := m.msg(5)
+	if m.Has(5) {
+		l, err := m.Msg(5)
 		if err != nil {
 			return "", err
 		}
-		mtm, err := l.ints(1)
+		mtm, err := l.Ints(1)
 		if err != nil {
 			return "", err
 		}
 		if len(mtm) == len(dims) {
 			b.WriteString("{" + joinInts(mtm, ","))
-			tiles, err := l.msgs(6)
+			tiles, err := l.Msgs(6)
 			if err != nil {
 				return "", err
 			}
 			if len(tiles) > 0 {
 				b.WriteString(":")
 				for _, tl := range tiles {
-					td, err := tl.ints(1)
+					td, err := tl.Ints(1)
 					if err != nil {
 						return "", err
 					}
@@ -496,13 +382,13 @@ func joinInts(xs []int64, sep string) string {
 func protoSet(xs []int64) string { return "{" + joinInts(xs, ",") + "}" }
 
 // protoInstruction renders one instruction as a line of HLO text.
-func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, compRoot map[int64]string, root bool) (string, error) {
-	name, opcode := in.str(1), in.str(2)
+func protoInstruction(in pbwire.Message, ids map[int64]string, compName map[int64]string, compRoot map[int64]string, root bool) (string, error) {
+	name, opcode := in.Str(1), in.Str(2)
 	op, ok := opcodeByName[opcode]
 	if !ok {
 		return "", fmt.Errorf("unknown opcode %q", opcode)
 	}
-	shMsg, err := in.msg(3)
+	shMsg, err := in.Msg(3)
 	if err != nil {
 		return "", err
 	}
@@ -517,15 +403,15 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 	b.WriteString("%" + protoName(name) + " = " + shape + " " + opcode + "(")
 	switch op {
 	case OpParameter:
-		b.WriteString(strconv.FormatInt(in.int(9), 10))
+		b.WriteString(strconv.FormatInt(in.Int(9), 10))
 	case OpConstant:
-		lit, err := in.msg(8)
+		lit, err := in.Msg(8)
 		if err != nil {
 			return "", err
 		}
 		b.WriteString(protoLiteral(lit, shMsg))
 	default:
-		opIDs, err := in.ints(36)
+		opIDs, err := in.Ints(36)
 		if err != nil {
 			return "", err
 		}
@@ -543,21 +429,21 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 	b.WriteString(")")
 	attr := func(k, v string) { b.WriteString(", " + k + "=" + v) }
 	ints := func(n protowire.Number) []int64 {
-		v, e := in.ints(n)
+		v, e := in.Ints(n)
 		if e != nil && err == nil {
 			err = e
 		}
 		return v
 	}
-	sub := func(n protowire.Number) pmsg {
-		v, e := in.msg(n)
+	sub := func(n protowire.Number) pbwire.Message {
+		v, e := in.Msg(n)
 		if e != nil && err == nil {
 			err = e
 		}
 		return v
 	}
 	if op == OpGetTupleElement {
-		attr("index", strconv.FormatInt(in.int(13), 10))
+		attr("index", strconv.FormatInt(in.Int(13), 10))
 	}
 	if d := ints(14); len(d) > 0 || dimsAlwaysWritten(op) {
 		if op == OpIota && len(d) == 1 {
@@ -566,52 +452,52 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 			attr("dimensions", protoSet(d))
 		}
 	}
-	if in.has(17) {
-		sds, e := in.msgs(17)
+	if in.Has(17) {
+		sds, e := in.Msgs(17)
 		if e != nil {
 			return "", e
 		}
 		parts := make([]string, len(sds))
 		for i, sd := range sds {
-			parts[i] = fmt.Sprintf("[%d:%d:%d]", sd.int(1), sd.int(2), max(sd.int(3), 1))
+			parts[i] = fmt.Sprintf("[%d:%d:%d]", sd.Int(1), sd.Int(2), max(sd.Int(3), 1))
 		}
 		attr("slice", "{"+strings.Join(parts, ", ")+"}")
 	}
-	if in.has(21) {
+	if in.Has(21) {
 		pc := sub(21)
-		pds, e := pc.msgs(1)
+		pds, e := pc.Msgs(1)
 		if e != nil {
 			return "", e
 		}
 		parts := make([]string, len(pds))
 		for i, pd := range pds {
-			parts[i] = fmt.Sprintf("%d_%d_%d", pd.int(1), pd.int(2), pd.int(3))
+			parts[i] = fmt.Sprintf("%d_%d_%d", pd.Int(1), pd.Int(2), pd.Int(3))
 		}
 		attr("padding", strings.Join(parts, "x"))
 	}
-	if in.has(15) {
+	if in.Has(15) {
 		w, e := protoWindow(sub(15))
 		if e != nil {
 			return "", e
 		}
 		attr("window", w)
 	}
-	if in.has(16) {
+	if in.Has(16) {
 		attr("dim_labels", protoDimLabels(sub(16), &err))
 	}
-	if v := in.int(50); v > 1 {
+	if v := in.Int(50); v > 1 {
 		attr("feature_group_count", strconv.FormatInt(v, 10))
 	}
-	if v := in.int(58); v > 1 {
+	if v := in.Int(58); v > 1 {
 		attr("batch_group_count", strconv.FormatInt(v, 10))
 	}
-	if in.has(30) {
+	if in.Has(30) {
 		dd := sub(30)
 		for _, f := range []struct {
 			key string
 			n   protowire.Number
 		}{{"lhs_batch_dims", 3}, {"lhs_contracting_dims", 1}, {"rhs_batch_dims", 4}, {"rhs_contracting_dims", 2}} {
-			v, e := dd.ints(f.n)
+			v, e := dd.Ints(f.n)
 			if e != nil {
 				return "", e
 			}
@@ -620,16 +506,16 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 			}
 		}
 	}
-	if v := in.str(63); v != "" {
+	if v := in.Str(63); v != "" {
 		attr("direction", v)
 	}
-	if v := in.str(72); v != "" {
+	if v := in.Str(72); v != "" {
 		attr("type", v)
 	}
-	if v := in.str(11); v != "" && op == OpFusion {
+	if v := in.Str(11); v != "" && op == OpFusion {
 		attr("kind", v)
 	}
-	called, e := in.ints(38)
+	called, e := in.Ints(38)
 	if e != nil {
 		return "", e
 	}
@@ -686,13 +572,13 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 		}
 		attr("to_apply", n)
 	}
-	if in.has(33) {
+	if in.Has(33) {
 		g := sub(33)
 		for _, f := range []struct {
 			key string
 			n   protowire.Number
 		}{{"offset_dims", 1}, {"collapsed_slice_dims", 2}, {"start_index_map", 3}, {"operand_batching_dims", 5}, {"start_indices_batching_dims", 6}} {
-			v, e := g.ints(f.n)
+			v, e := g.Ints(f.n)
 			if e != nil {
 				return "", e
 			}
@@ -700,18 +586,18 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 				attr(f.key, protoSet(v))
 			}
 		}
-		attr("index_vector_dim", strconv.FormatInt(g.int(4), 10))
+		attr("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
 	}
 	if v := ints(34); len(v) > 0 {
 		attr("slice_sizes", protoSet(v))
 	}
-	if in.has(48) {
+	if in.Has(48) {
 		g := sub(48)
 		for _, f := range []struct {
 			key string
 			n   protowire.Number
 		}{{"update_window_dims", 1}, {"inserted_window_dims", 2}, {"scatter_dims_to_operand_dims", 3}, {"input_batching_dims", 5}, {"scatter_indices_batching_dims", 6}} {
-			v, e := g.ints(f.n)
+			v, e := g.Ints(f.n)
 			if e != nil {
 				return "", e
 			}
@@ -719,30 +605,30 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 				attr(f.key, protoSet(v))
 			}
 		}
-		attr("index_vector_dim", strconv.FormatInt(g.int(4), 10))
+		attr("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
 	}
 	if v := ints(20); len(v) > 0 {
 		attr("dynamic_slice_sizes", protoSet(v))
 	}
 	if op == OpReducePrecision {
-		attr("exponent_bits", strconv.FormatInt(in.int(18), 10))
-		attr("mantissa_bits", strconv.FormatInt(in.int(19), 10))
+		attr("exponent_bits", strconv.FormatInt(in.Int(18), 10))
+		attr("mantissa_bits", strconv.FormatInt(in.Int(19), 10))
 	}
 	if op == OpBatchNormTraining || op == OpBatchNormInference || op == OpBatchNormGrad {
-		attr("epsilon", strconv.FormatFloat(float64(math.Float32frombits(uint32(in.int(24)))), 'g', -1, 32))
-		attr("feature_index", strconv.FormatInt(in.int(25), 10))
+		attr("epsilon", strconv.FormatFloat(float64(math.Float32frombits(uint32(in.Int(24)))), 'g', -1, 32))
+		attr("feature_index", strconv.FormatInt(in.Int(25), 10))
 	}
-	if v := in.int(26); v > 0 {
+	if v := in.Int(26); v > 0 {
 		attr("channel_id", strconv.FormatInt(v, 10))
 	}
-	if in.has(49) {
-		rgs, e := in.msgs(49)
+	if in.Has(49) {
+		rgs, e := in.Msgs(49)
 		if e != nil {
 			return "", e
 		}
 		parts := make([]string, len(rgs))
 		for i, rg := range rgs {
-			v, e := rg.ints(1)
+			v, e := rg.Ints(1)
 			if e != nil {
 				return "", e
 			}
@@ -750,65 +636,65 @@ func protoInstruction(in pmsg, ids map[int64]string, compName map[int64]string, 
 		}
 		attr("replica_groups", "{"+strings.Join(parts, ",")+"}")
 	}
-	if in.int(71) != 0 {
+	if in.Int(71) != 0 {
 		attr("use_global_device_ids", "true")
 	}
-	if in.has(52) {
-		sts, e := in.msgs(52)
+	if in.Has(52) {
+		sts, e := in.Msgs(52)
 		if e != nil {
 			return "", e
 		}
 		parts := make([]string, len(sts))
 		for i, st := range sts {
-			parts[i] = fmt.Sprintf("{%d,%d}", st.int(1), st.int(2))
+			parts[i] = fmt.Sprintf("{%d,%d}", st.Int(1), st.Int(2))
 		}
 		attr("source_target_pairs", "{"+strings.Join(parts, ",")+"}")
 	}
-	if v := in.str(28); v != "" {
+	if v := in.Str(28); v != "" {
 		attr("custom_call_target", strconv.Quote(v))
 	}
 	if op == OpFft {
 		types := []string{"FFT", "IFFT", "RFFT", "IRFFT"}
-		if t := in.int(31); t >= 0 && int(t) < len(types) {
+		if t := in.Int(31); t >= 0 && int(t) < len(types) {
 			attr("fft_type", types[t])
 		}
 		attr("fft_length", protoSet(ints(32)))
 	}
 	if op == OpTopK {
-		attr("k", strconv.FormatInt(in.int(81), 10))
-		attr("largest", strconv.FormatBool(in.int(85) != 0))
+		attr("k", strconv.FormatInt(in.Int(81), 10))
+		attr("largest", strconv.FormatBool(in.Int(85) != 0))
 	}
 	if op == OpCholesky {
-		attr("lower", strconv.FormatBool(sub(62).int(1) != 0))
+		attr("lower", strconv.FormatBool(sub(62).Int(1) != 0))
 	}
 	if op == OpTriangularSolve {
 		o := sub(59)
-		attr("left_side", strconv.FormatBool(o.int(1) != 0))
-		attr("lower", strconv.FormatBool(o.int(2) != 0))
-		attr("unit_diagonal", strconv.FormatBool(o.int(3) != 0))
+		attr("left_side", strconv.FormatBool(o.Int(1) != 0))
+		attr("lower", strconv.FormatBool(o.Int(2) != 0))
+		attr("unit_diagonal", strconv.FormatBool(o.Int(3) != 0))
 		tr := []string{"TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"}
-		if t := o.int(4); t >= 0 && int(t) < len(tr) {
+		if t := o.Int(4); t >= 0 && int(t) < len(tr) {
 			attr("transpose_a", tr[t])
 		}
 	}
-	if in.int(60) != 0 {
+	if in.Int(60) != 0 {
 		attr("is_stable", "true")
 	}
-	if bc, ok := in.bytes(43); ok && len(bc) > 0 {
+	if bc, ok := in.Bytes(43); ok && len(bc) > 0 {
 		attr("backend_config", protoBackendConfig(bc))
 	}
 	if md := sub(7); len(md) > 0 {
 		var parts []string
-		if v := md.str(1); v != "" {
+		if v := md.Str(1); v != "" {
 			parts = append(parts, "op_type="+strconv.Quote(v))
 		}
-		if v := md.str(2); v != "" {
+		if v := md.Str(2); v != "" {
 			parts = append(parts, "op_name="+strconv.Quote(v))
 		}
-		if v := md.str(3); v != "" {
+		if v := md.Str(3); v != "" {
 			parts = append(parts, "source_file="+strconv.Quote(v))
 		}
-		if v := md.int(4); v != 0 {
+		if v := md.Int(4); v != 0 {
 			parts = append(parts, "source_line="+strconv.FormatInt(v, 10))
 		}
 		if len(parts) > 0 {
@@ -843,29 +729,29 @@ func protoBackendConfig(b []byte) string {
 	return strconv.Quote(s)
 }
 
-func protoWindow(w pmsg) (string, error) {
-	dims, err := w.msgs(1)
+func protoWindow(w pbwire.Message) (string, error) {
+	dims, err := w.Msgs(1)
 	if err != nil {
 		return "", err
 	}
 	if len(dims) == 0 {
 		return "{}", nil
 	}
-	field := func(f func(d pmsg) string) string {
+	field := func(f func(d pbwire.Message) string) string {
 		parts := make([]string, len(dims))
 		for i, d := range dims {
 			parts[i] = f(d)
 		}
 		return strings.Join(parts, "x")
 	}
-	one := func(n protowire.Number) func(d pmsg) string {
-		return func(d pmsg) string { return strconv.FormatInt(max(d.int(n), 1), 10) }
+	one := func(n protowire.Number) func(d pbwire.Message) string {
+		return func(d pbwire.Message) string { return strconv.FormatInt(max(d.Int(n), 1), 10) }
 	}
 	s := "{size=" + field(one(1)) + " stride=" + field(one(2)) +
-		" pad=" + field(func(d pmsg) string { return fmt.Sprintf("%d_%d", d.int(3), d.int(4)) }) +
+		" pad=" + field(func(d pbwire.Message) string { return fmt.Sprintf("%d_%d", d.Int(3), d.Int(4)) }) +
 		" lhs_dilate=" + field(one(6)) + " rhs_dilate=" + field(one(5)) +
-		" rhs_reversal=" + field(func(d pmsg) string {
-		if d.int(7) != 0 {
+		" rhs_reversal=" + field(func(d pbwire.Message) string {
+		if d.Int(7) != 0 {
 			return "1"
 		}
 		return "0"
@@ -874,9 +760,9 @@ func protoWindow(w pmsg) (string, error) {
 }
 
 // protoDimLabels renders convolution dimension numbers as "b01f_01io->b01f".
-func protoDimLabels(cd pmsg, errp *error) string {
+func protoDimLabels(cd pbwire.Message, errp *error) string {
 	ints := func(n protowire.Number) []int64 {
-		v, err := cd.ints(n)
+		v, err := cd.Ints(n)
 		if err != nil && *errp == nil {
 			*errp = err
 		}
@@ -901,14 +787,14 @@ func protoDimLabels(cd pmsg, errp *error) string {
 		}
 		return string(s)
 	}
-	return label('b', 'f', cd.int(7), cd.int(8), ints(11)) + "_" +
-		label('i', 'o', cd.int(3), cd.int(4), ints(6)) + "->" +
-		label('b', 'f', cd.int(9), cd.int(10), ints(12))
+	return label('b', 'f', cd.Int(7), cd.Int(8), ints(11)) + "_" +
+		label('i', 'o', cd.Int(3), cd.Int(4), ints(6)) + "->" +
+		label('b', 'f', cd.Int(9), cd.Int(10), ints(12))
 }
 
 // protoLiteral renders a constant: scalars by value, arrays as "{...}".
-func protoLiteral(lit, shape pmsg) string {
-	if dims, _ := shape.ints(3); len(dims) > 0 || shape.int(2) == 13 {
+func protoLiteral(lit, shape pbwire.Message) string {
+	if dims, _ := shape.Ints(3); len(dims) > 0 || shape.Int(2) == 13 {
 		return "{...}"
 	}
 	first := func(n protowire.Number) (uint64, bool) {
@@ -917,28 +803,28 @@ func protoLiteral(lit, shape pmsg) string {
 			return 0, false
 		}
 		f := fs[0]
-		if f.typ != protowire.BytesType {
-			return f.v, true
+		if f.Type != protowire.BytesType {
+			return f.V, true
 		}
 		switch n {
 		case 8: // packed fixed32
-			if len(f.b) >= 4 {
-				v, _ := protowire.ConsumeFixed32(f.b)
+			if len(f.B) >= 4 {
+				v, _ := protowire.ConsumeFixed32(f.B)
 				return uint64(v), true
 			}
 		case 9: // packed fixed64
-			if len(f.b) >= 8 {
-				v, _ := protowire.ConsumeFixed64(f.b)
+			if len(f.B) >= 8 {
+				v, _ := protowire.ConsumeFixed64(f.B)
 				return v, true
 			}
 		default:
-			if v, k := protowire.ConsumeVarint(f.b); k > 0 {
+			if v, k := protowire.ConsumeVarint(f.B); k > 0 {
 				return v, true
 			}
 		}
 		return 0, false
 	}
-	switch protoElem[shape.int(2)] {
+	switch protoElem[shape.Int(2)] {
 	case PRED:
 		if v, ok := first(2); ok {
 			return strconv.FormatBool(v != 0)

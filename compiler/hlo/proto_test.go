@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
 // pb builds a protocol buffer message for the tests.
@@ -161,7 +163,7 @@ func TestDecodeTuningDataModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := parseMsg(data)
+	top, err := pbwire.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +175,12 @@ func TestDecodeTuningDataModules(t *testing.T) {
 	if _, err := ParseProtoFile("testdata/tpugraphs/module_tuning_data_layout.pb"); err != nil {
 		t.Errorf("ModuleTuningData as a .pb source: %v", err)
 	}
-	entries := top.all(1)
+	entries := top.All(1)
 	if len(entries) != 15 {
 		t.Fatalf("%d ModuleTuningData entries, want 15", len(entries))
 	}
 	for i, e := range entries {
-		m, err := DecodeModuleProtoField("op.pb", e.b, 1)
+		m, err := DecodeModuleProtoField("op.pb", e.B, 1)
 		if err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}

@@ -35,27 +35,80 @@ func runCSE(m *hlo.Module) (bool, error) {
 	changed := false
 	for _, c := range comps {
 		e := mc.edit(c)
-		seen := make(map[string]*hlo.Instruction, len(c.Instructions))
+		// Candidates are bucketed by a cheap hash of what every key renders (opcode,
+		// dimensions, operands); the full key is rendered only for an instruction whose
+		// bucket already holds one, so the first earlier instruction with an equal key is
+		// found as a map of keys would find it. A candidate's key does not change once it
+		// is visited: its operands precede it and were merged before.
+		buckets := make(map[uint64][]*cseCand, len(c.Instructions))
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
 			if e.unused(x) || x.Opcode == hlo.OpParameter || !mc.pure(x) {
+				continue
+			}
+			h := cseHash(x)
+			b := buckets[h]
+			if len(b) == 0 {
+				buckets[h] = append(b, &cseCand{x: x})
 				continue
 			}
 			key, ok := cseKey(mc, classes, x)
 			if !ok {
 				continue
 			}
-			if y, dup := seen[key]; dup {
+			var y *hlo.Instruction
+			for _, cd := range b {
+				if !cd.keyed {
+					cd.key, cd.ok = cseKey(mc, classes, cd.x)
+					cd.keyed = true
+				}
+				if cd.ok && cd.key == key {
+					y = cd.x
+					break
+				}
+			}
+			if y != nil {
 				e.anchor = x
 				e.replace(x, y)
 				continue
 			}
-			seen[key] = x
+			buckets[h] = append(b, &cseCand{x: x, key: key, ok: true, keyed: true})
 		}
 		e.finish()
 		changed = changed || e.changed
 	}
 	return changed, nil
+}
+
+// cseCand is an instruction CSE may merge later ones into, with its key once rendered.
+type cseCand struct {
+	x         *hlo.Instruction
+	key       string
+	ok, keyed bool
+}
+
+// cseHash hashes the parts of x that cseKey renders and that are cheap to read: the
+// opcode, the result's element type and dimensions and the operands (in cseKey's order
+// for commutative ops). Instructions with equal keys have equal hashes.
+func cseHash(x *hlo.Instruction) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) { h = (h ^ v) * 1099511628211 }
+	mix(uint64(x.Opcode))
+	mix(uint64(x.Shape.Elem))
+	mix(uint64(len(x.Shape.Dims)))
+	for _, d := range x.Shape.Dims {
+		mix(uint64(d))
+	}
+	mix(uint64(len(x.Operands)))
+	ops := x.Operands
+	swap := commutative(x) && len(ops) >= 2 && ops[1].ID < ops[0].ID
+	for j, op := range ops {
+		if swap && j < 2 {
+			op = ops[1-j]
+		}
+		mix(uint64(op.ID))
+	}
+	return h
 }
 
 // cseKey renders everything that determines x's value, or ok=false when x must not be

@@ -256,11 +256,27 @@ func (mc *modCtx) edit(c *hlo.Computation) *editor {
 	e := &editor{mc: mc, c: c, ins: append([]*hlo.Instruction(nil), c.Instructions...),
 		users: make([][]*hlo.Instruction, n), dead: make([]bool, n), before: make([][]*hlo.Instruction, n), norig: n}
 	c.Renumber()
+	// Every instruction's users get their own region of one backing array (capped, so
+	// that growing one list reallocates it rather than overwrite the next).
+	count := make([]int32, n)
+	slots := 0
 	for _, in := range c.Instructions {
 		for _, op := range in.Operands {
 			if op == nil || op.ID >= n || c.Instructions[op.ID] != op {
 				internalf("computation %s: %%%s reads an operand outside the computation (the module does not verify)", c.Name, in.Name)
 			}
+			count[op.ID]++
+			slots++
+		}
+	}
+	backing := make([]*hlo.Instruction, slots)
+	off := 0
+	for i, k := range count {
+		e.users[i] = backing[off : off : off+int(k)]
+		off += int(k)
+	}
+	for _, in := range c.Instructions {
+		for _, op := range in.Operands {
 			e.users[op.ID] = append(e.users[op.ID], in)
 		}
 	}
@@ -522,6 +538,9 @@ func (e *editor) finish() {
 	for i := len(e.ins) - 1; i >= e.norig; i-- {
 		e.removeIfDead(e.ins[i])
 	}
+	if e.inOrder() {
+		return // nothing was added or deleted and the order is topological: it stays
+	}
 	planned := make([]*hlo.Instruction, 0, len(e.ins))
 	var plan func(x *hlo.Instruction)
 	plan = func(x *hlo.Instruction) {
@@ -560,6 +579,25 @@ func (e *editor) finish() {
 	}
 	e.c.Instructions = out
 	e.c.Renumber()
+}
+
+// inOrder reports whether the computation's instruction list is what finish would write:
+// the edit added and deleted nothing and every instruction follows its operands.
+func (e *editor) inOrder() bool {
+	if len(e.ins) != e.norig || len(e.c.Instructions) != e.norig {
+		return false
+	}
+	for i, x := range e.c.Instructions {
+		if x != e.ins[i] || x.ID != i || e.dead[i] || len(e.before[i]) > 0 {
+			return false
+		}
+		for _, op := range x.Operands {
+			if op == nil || op.ID >= i || e.ins[op.ID] != op {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // setRoot makes nw the computation's root and deletes the old root if it dies. Unlike

@@ -240,12 +240,6 @@ func (n *net) globalAvgPool(x *hlo.Instruction) *hlo.Instruction {
 	return n.scale(s, 1/float64(x.Shape.Dims[1]*x.Shape.Dims[2]))
 }
 
-// flattenRows reshapes x to [elements/last, last].
-func (n *net) flattenRows(x *hlo.Instruction) *hlo.Instruction {
-	d := x.Shape.Dims[x.Shape.Rank()-1]
-	return n.b.Reshape(x, int(x.Shape.Elements())/d, d)
-}
-
 // optimizer is a training-step parameter update.
 type optimizer int
 

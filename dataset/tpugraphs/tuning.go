@@ -1,11 +1,12 @@
 package tpugraphs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tpucost/tpucost/internal/pbwire"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -107,14 +108,14 @@ func ReadTuningFile(path string) ([]ModuleTuning, error) {
 // hlo.DecodeModuleProto and are checked like any imported HLO. Errors name the file and
 // the module index.
 func DecodeTuning(name string, data []byte) ([]ModuleTuning, error) {
-	top, err := fields(data)
+	top, err := pbwire.Fields(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a serialized tpu_graphs.TuningData or ModuleTuningData: %w", name, err)
 	}
 	var msgs [][]byte
 	if isTuningData(top) {
 		for _, f := range top {
-			msgs = append(msgs, f.b)
+			msgs = append(msgs, f.B)
 		}
 	} else {
 		msgs = [][]byte{data}
@@ -137,24 +138,24 @@ func DecodeTuning(name string, data []byte) ([]ModuleTuning, error) {
 // (ModuleTuningData messages, whose own field 2 is the fingerprint, a varint), while a
 // ModuleTuningData's field 1 is an HloModuleProto (whose field 2, the entry computation's
 // name, is a string) and it has runs (field 3).
-func isTuningData(top []field) bool {
+func isTuningData(top []pbwire.Field) bool {
 	if len(top) == 0 {
 		return false
 	}
 	for _, f := range top {
-		if f.num != fTuningModules || f.typ != protowire.BytesType {
+		if f.Num != fTuningModules || f.Type != protowire.BytesType {
 			return false
 		}
 	}
-	inner, err := fields(top[0].b)
+	inner, err := pbwire.Fields(top[0].B)
 	if err != nil {
 		return false
 	}
 	for _, f := range inner {
-		if f.num == fMTDFingerprint {
-			return f.typ == protowire.VarintType
+		if f.Num == fMTDFingerprint {
+			return f.Type == protowire.VarintType
 		}
-		if f.num == fMTDRuns && f.typ == protowire.BytesType {
+		if f.Num == fMTDRuns && f.Type == protowire.BytesType {
 			return true
 		}
 	}
@@ -163,25 +164,25 @@ func isTuningData(top []field) bool {
 
 func decodeModuleTuning(name string, data []byte) (ModuleTuning, error) {
 	var mt ModuleTuning
-	fs, err := fields(data)
+	fs, err := pbwire.Fields(data)
 	if err != nil {
 		return mt, fmt.Errorf("%s: bad ModuleTuningData: %w", name, err)
 	}
 	var module []byte
 	for _, f := range fs {
 		switch {
-		case f.num == fMTDModule && f.typ == protowire.BytesType:
-			module = f.b
-		case f.num == fMTDFingerprint && f.typ == protowire.VarintType:
-			mt.Fingerprint = f.v
-		case f.num == fMTDRuns && f.typ == protowire.BytesType:
-			r, err := decodeRun(f.b)
+		case f.Num == fMTDModule && f.Type == protowire.BytesType:
+			module = f.B
+		case f.Num == fMTDFingerprint && f.Type == protowire.VarintType:
+			mt.Fingerprint = f.V
+		case f.Num == fMTDRuns && f.Type == protowire.BytesType:
+			r, err := decodeRun(f.B)
 			if err != nil {
 				return mt, fmt.Errorf("%s: run %d: %w", name, len(mt.Runs), err)
 			}
 			mt.Runs = append(mt.Runs, r)
-		case f.num == fMTDConfigIndexToNode:
-			vs, err := uints(f)
+		case f.Num == fMTDConfigIndexToNode:
+			vs, err := f.Varints()
 			if err != nil {
 				return mt, fmt.Errorf("%s: config_index_to_node: %w", name, err)
 			}
@@ -215,29 +216,29 @@ const (
 // computation's name and their own.
 func instructionNames(module []byte) (map[int64][2]string, error) {
 	out := map[int64][2]string{}
-	mf, err := fields(module)
+	mf, err := pbwire.Fields(module)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range mf {
-		if c.num != fModuleComputations || c.typ != protowire.BytesType {
+		if c.Num != fModuleComputations || c.Type != protowire.BytesType {
 			continue
 		}
-		cf, err := fields(c.b)
+		cf, err := pbwire.Fields(c.B)
 		if err != nil {
 			return nil, err
 		}
 		var comp string
 		for _, f := range cf {
-			if f.num == fInstrName && f.typ == protowire.BytesType { // HloComputationProto.name is field 1 too
-				comp = string(f.b)
+			if f.Num == fInstrName && f.Type == protowire.BytesType { // HloComputationProto.name is field 1 too
+				comp = string(f.B)
 			}
 		}
 		for _, in := range cf {
-			if in.num != fCompInstructions || in.typ != protowire.BytesType {
+			if in.Num != fCompInstructions || in.Type != protowire.BytesType {
 				continue
 			}
-			inf, err := fields(in.b)
+			inf, err := pbwire.Fields(in.B)
 			if err != nil {
 				return nil, err
 			}
@@ -245,10 +246,10 @@ func instructionNames(module []byte) (map[int64][2]string, error) {
 			var id int64
 			for _, f := range inf {
 				switch {
-				case f.num == fInstrName && f.typ == protowire.BytesType:
-					name = string(f.b)
-				case f.num == fInstrID && f.typ == protowire.VarintType:
-					id = int64(f.v)
+				case f.Num == fInstrName && f.Type == protowire.BytesType:
+					name = string(f.B)
+				case f.Num == fInstrID && f.Type == protowire.VarintType:
+					id = int64(f.V)
 				}
 			}
 			out[id] = [2]string{comp, name}
@@ -259,61 +260,61 @@ func instructionNames(module []byte) (map[int64][2]string, error) {
 
 func decodeRun(b []byte) (Run, error) {
 	var r Run
-	fs, err := fields(b)
+	fs, err := pbwire.Fields(b)
 	if err != nil {
 		return r, err
 	}
 	for _, f := range fs {
 		switch {
-		case f.num == fRunOpConfig && f.typ == protowire.BytesType:
-			op, err := fields(f.b)
+		case f.Num == fRunOpConfig && f.Type == protowire.BytesType:
+			op, err := pbwire.Fields(f.B)
 			if err != nil {
 				return r, fmt.Errorf("op_config: %w", err)
 			}
 			for _, g := range op {
-				if g.num == fOpTileSizeConfig && g.typ == protowire.BytesType {
-					t, err := decodeTile(g.b)
+				if g.Num == fOpTileSizeConfig && g.Type == protowire.BytesType {
+					t, err := decodeTile(g.B)
 					if err != nil {
 						return r, fmt.Errorf("tile_size_config: %w", err)
 					}
 					r.Tile = t
 				}
 			}
-		case f.num == fRunModuleConfig && f.typ == protowire.BytesType:
-			mc, err := fields(f.b)
+		case f.Num == fRunModuleConfig && f.Type == protowire.BytesType:
+			mc, err := pbwire.Fields(f.B)
 			if err != nil {
 				return r, fmt.Errorf("module_config: %w", err)
 			}
 			for _, g := range mc {
-				if g.num == fModLayoutConfig && g.typ == protowire.BytesType {
-					l, err := decodeLayout(g.b)
+				if g.Num == fModLayoutConfig && g.Type == protowire.BytesType {
+					l, err := decodeLayout(g.B)
 					if err != nil {
 						return r, fmt.Errorf("layout_config: %w", err)
 					}
 					r.Layout = l
 				}
 			}
-		case f.num == fRunError && f.typ == protowire.VarintType:
-			r.Error = f.v != 0
-		case f.num == fRunIsDefault && f.typ == protowire.VarintType:
-			r.IsDefault = f.v != 0
-		case f.num == fRunProfile && f.typ == protowire.BytesType:
-			pf, err := fields(f.b)
+		case f.Num == fRunError && f.Type == protowire.VarintType:
+			r.Error = f.V != 0
+		case f.Num == fRunIsDefault && f.Type == protowire.VarintType:
+			r.IsDefault = f.V != 0
+		case f.Num == fRunProfile && f.Type == protowire.BytesType:
+			pf, err := pbwire.Fields(f.B)
 			if err != nil {
 				return r, fmt.Errorf("profile: %w", err)
 			}
 			r.HasProfile = true
 			for _, g := range pf {
-				if g.typ != protowire.VarintType {
+				if g.Type != protowire.VarintType {
 					continue
 				}
-				switch g.num {
+				switch g.Num {
 				case fProfComputeCycleCount:
-					r.Profile.ComputeCycleCount = int64(g.v)
+					r.Profile.ComputeCycleCount = int64(g.V)
 				case fProfComputeTimeNs:
-					r.Profile.ComputeTimeNs = int64(g.v)
+					r.Profile.ComputeTimeNs = int64(g.V)
 				case fProfComputeAndTransferTimeN:
-					r.Profile.ComputeAndTransferTimeN = int64(g.v)
+					r.Profile.ComputeAndTransferTimeN = int64(g.V)
 				}
 			}
 		}
@@ -322,14 +323,14 @@ func decodeRun(b []byte) (Run, error) {
 }
 
 func decodeTile(b []byte) (*TileSizeConfig, error) {
-	fs, err := fields(b)
+	fs, err := pbwire.Fields(b)
 	if err != nil {
 		return nil, err
 	}
 	t := &TileSizeConfig{}
 	for _, f := range fs {
 		var dst *[]int64
-		switch f.num {
+		switch f.Num {
 		case fTileKernelBounds:
 			dst = &t.KernelBounds
 		case fTileOutputBounds:
@@ -341,7 +342,7 @@ func decodeTile(b []byte) (*TileSizeConfig, error) {
 		default:
 			continue
 		}
-		vs, err := uints(f)
+		vs, err := f.Varints()
 		if err != nil {
 			return nil, err
 		}
@@ -353,34 +354,34 @@ func decodeTile(b []byte) (*TileSizeConfig, error) {
 }
 
 func decodeLayout(b []byte) (*LayoutConfig, error) {
-	fs, err := fields(b)
+	fs, err := pbwire.Fields(b)
 	if err != nil {
 		return nil, err
 	}
 	l := &LayoutConfig{}
 	for _, f := range fs {
-		if f.num != fLayoutNodes || f.typ != protowire.BytesType {
+		if f.Num != fLayoutNodes || f.Type != protowire.BytesType {
 			continue
 		}
-		nf, err := fields(f.b)
+		nf, err := pbwire.Fields(f.B)
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", len(l.Nodes), err)
 		}
 		node := [][]int32{}
 		for _, t := range nf {
-			if t.num != fNodeTensors || t.typ != protowire.BytesType {
+			if t.Num != fNodeTensors || t.Type != protowire.BytesType {
 				continue
 			}
-			tf, err := fields(t.b)
+			tf, err := pbwire.Fields(t.B)
 			if err != nil {
 				return nil, fmt.Errorf("node %d tensor %d: %w", len(l.Nodes), len(node), err)
 			}
 			dims := []int32{}
 			for _, d := range tf {
-				if d.num != fTensorDims {
+				if d.Num != fTensorDims {
 					continue
 				}
-				vs, err := uints(d)
+				vs, err := d.Varints()
 				if err != nil {
 					return nil, err
 				}
@@ -393,66 +394,4 @@ func decodeLayout(b []byte) (*LayoutConfig, error) {
 		l.Nodes = append(l.Nodes, node)
 	}
 	return l, nil
-}
-
-// field is one wire-format field.
-type field struct {
-	num protowire.Number
-	typ protowire.Type
-	v   uint64 // varint or fixed value
-	b   []byte // bytes value
-}
-
-// fields splits a message into its fields, in order.
-func fields(b []byte) ([]field, error) {
-	var out []field
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		b = b[n:]
-		f := field{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			f.v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var v uint32
-			v, n = protowire.ConsumeFixed32(b)
-			f.v = uint64(v)
-		case protowire.Fixed64Type:
-			f.v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			f.b, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-// uints returns the values of a repeated varint field, packed or not.
-func uints(f field) ([]uint64, error) {
-	switch f.typ {
-	case protowire.VarintType:
-		return []uint64{f.v}, nil
-	case protowire.BytesType:
-		var out []uint64
-		b := f.b
-		for len(b) > 0 {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, protowire.ParseError(n)
-			}
-			out = append(out, v)
-			b = b[n:]
-		}
-		return out, nil
-	}
-	return nil, errors.New("want varints")
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
 // The expected numbers below were computed independently of this decoder: with a
@@ -130,8 +132,8 @@ func FuzzDecodeTuning(f *testing.F) {
 	}
 	_ = mts
 	// The first module of the file alone (a ModuleTuningData), and a few small messages.
-	top, _ := fields(b)
-	f.Add(top[0].b)
+	top, _ := pbwire.Fields(b)
+	f.Add(top[0].B)
 	f.Add([]byte{0x0a, 0x00})
 	f.Add([]byte{0x1a, 0x04, 0x18, 0x01, 0x28, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {

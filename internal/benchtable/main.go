@@ -1,7 +1,9 @@
 // Command benchtable runs tpucost's benchmarks (`make bench`) and writes one table of the
 // numbers that matter — simulator evaluations/s, dataset samples/s with 1 and 2 workers,
 // training kernels/s, inference predictions/s, compile+simulate time of the largest zoo
-// model and of a 500k-node graph, peak memory — to BENCHMARKS.md, and into README.md
+// model and of a 500k-node graph, peak memory, and the old-vs-new comparison of whole
+// tpucost processes (dataset generation and tuning, the binary of the commit before
+// issue 11 against this tree's, side by side) — to BENCHMARKS.md, and into README.md
 // between the markers <!-- bench:start --> and <!-- bench:end -->.
 package main
 
@@ -27,7 +29,7 @@ type run struct {
 // run to a few minutes on 2 cores.
 func runs() []run {
 	return []run{
-		{"./tpusim", "SimulateKernel", "200000x"},
+		{"./tpusim", "Simulate(Kernel|Choice)$", "200000x"},
 		{"./tpusim", "LargestZooModel|Synthetic500k", "1x"},
 		{"./dataset", "Generate", "2x"},
 		{"./dataset", "ReadRows1M", "1x"},
@@ -115,7 +117,8 @@ func main() {
 			fmt.Fprintf(&b, "| %s | "+format+" | `%s` |\n", what, v*scale, name)
 		}
 	}
-	row("simulator evaluations per second (one kernel, varying tiles)", "%.0f", "SimulateKernel", "evals/s", 1)
+	row("simulator evaluations per second (one kernel, varying planned tiles)", "%.0f", "SimulateChoice", "evals/s", 1)
+	row("  planning each tile first (SimulateKernel)", "%.0f", "SimulateKernel", "evals/s", 1)
 	row("compile + simulate the largest zoo model (default configs)", "%.0f ms", "LargestZooModel", "ns/op", 1e-6)
 	row("  peak heap", "%.0f MiB", "LargestZooModel", "peak-heap-MiB", 1)
 	row("compile + simulate a 500,000-node graph (default configs)", "%.1f s", "Synthetic500k", "ns/op", 1e-9)
@@ -143,10 +146,19 @@ func main() {
 	row("inference (kernel-config predictions/s)", "%.0f", "Predict/bucket=true", "predictions/s", 1)
 	row("training epoch over 1M streamed samples: peak heap", "%.0f MiB", "TrainEpoch/samples=1000000", "peak-heap-MiB", 1)
 	row("  peak resident set", "%.0f MiB", "TrainEpoch/samples=1000000", "maxrss-MiB", 1)
+	oldNewRows, oldNewRaw, err := oldNew(5)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable: old vs new:", err)
+		os.Exit(1)
+	}
+	b.WriteString(oldNewRows)
 	table := b.String()
 
 	fmt.Print(table)
 	full := "# Benchmarks\n\n" + table + "\n## All benchmark lines\n\n```\n" + raw.String() + "```\n"
+	if oldNewRaw != "" {
+		full += "\n## Old vs new runs (whole processes)\n\n```\n" + oldNewRaw + "```\n"
+	}
 	if err := os.WriteFile("BENCHMARKS.md", []byte(full), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)

@@ -68,3 +68,30 @@ func (r *Reporter) Done() {
 		r.bar.Finish()
 	}
 }
+
+// Lazy is a Reporter started by its first Update, for work whose total a library's
+// progress callback reports only once it is known. The zero value is not ready: use
+// NewLazy.
+type Lazy struct {
+	w    io.Writer
+	desc string
+	r    *Reporter
+}
+
+// NewLazy returns a Lazy reporter writing to w.
+func NewLazy(w io.Writer, desc string) *Lazy { return &Lazy{w: w, desc: desc} }
+
+// Update starts the reporter (with total) if needed and sets the steps done and status.
+func (l *Lazy) Update(done, total int64, status string) {
+	if l.r == nil {
+		l.r = New(l.w, l.desc, total)
+	}
+	l.r.Update(done, status)
+}
+
+// Done finishes the reporter if it started.
+func (l *Lazy) Done() {
+	if l.r != nil {
+		l.r.Done()
+	}
+}

@@ -24,3 +24,17 @@ func TestPlainLinesWhenNotATerminal(t *testing.T) {
 		t.Errorf("last line %q", lines[1])
 	}
 }
+
+func TestLazyStartsOnFirstUpdate(t *testing.T) {
+	var b bytes.Buffer
+	l := NewLazy(&b, "work")
+	l.Done() // nothing started: nothing written, no panic
+	if b.Len() != 0 {
+		t.Fatalf("wrote %q before any update", b.String())
+	}
+	l.Update(3, 3, "items")
+	l.Done()
+	if got := b.String(); !strings.Contains(got, "work: 3/3") || !strings.Contains(got, "items") {
+		t.Errorf("output %q", got)
+	}
+}

@@ -108,3 +108,7 @@ func Mix(x uint64) uint64 {
 
 // Unit maps a hash to [0, 1) with its top 53 bits.
 func Unit(x uint64) float64 { return float64(x>>11) / (1 << 53) }
+
+// Weyl is x times the 64-bit golden ratio (2^64/φ, odd) plus 1: a stream selector spread
+// from a small integer, as the simulator's noise streams derive theirs from a salt.
+func Weyl(x uint64) uint64 { return x*0x9e3779b97f4a7c15 + 1 }

@@ -68,3 +68,17 @@ func labels(ls ...string) uint64 {
 	}
 	return h.Sum64()
 }
+
+// Sum64Of on an empty hash is FNV-1a of the bytes alone (gnn.KernelID's values in
+// checkpoints' seen-keys files), and Weyl is the simulator's frozen stream selector.
+func TestFrozenSum64OfAndWeyl(t *testing.T) {
+	f := fnv.New64a()
+	f.Write([]byte("conv.7"))
+	if got, want := New().Sum64Of("conv.7"), f.Sum64(); got != want {
+		t.Errorf("Sum64Of: %#x, want %#x", got, want)
+	}
+	x := uint64(3)
+	if got, want := Weyl(x), x*0x9e3779b97f4a7c15+1; got != want {
+		t.Errorf("Weyl: %#x, want %#x", got, want)
+	}
+}

@@ -124,7 +124,7 @@ func runCompile(o *CompileOptions) error {
 	}
 	for _, k := range p.Kernels {
 		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
-			Tile: append([]int{}, k.Tile...), Flags: k.Flags.String()})
+			Tile: append([]int{}, k.Choice.Config.Tile...), Flags: k.Choice.Config.Flags.String()})
 	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)

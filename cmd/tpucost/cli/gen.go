@@ -88,17 +88,14 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	var rep *progress.Reporter
+	rep := progress.NewLazy(o.IO.Err, "gen "+o.Task)
 	opts := dataset.GenOptions{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
 		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version,
 		Progress: func(p dataset.Progress) {
-			if rep == nil {
-				rep = progress.New(o.IO.Err, "gen "+o.Task, p.UnitsTotal)
-			}
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
-			rep.Update(p.UnitsDone, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
+			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
 		},
 	}
 	// Every flag's value is checked as given: the library's defaults for zero values are
@@ -106,15 +103,8 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	for _, m := range models {
-		if _, err := zoo.Resolve(m); err != nil {
-			return err
-		}
-	}
-	res, err := dataset.Generate(ctx, opts)
-	if rep != nil {
-		rep.Done()
-	}
+	res, err := dataset.Generate(ctx, opts) // builds every model first: a bad one fails before any output
+	rep.Done()
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim"
@@ -112,9 +111,7 @@ func runPredict(o *PredictOptions) error {
 	if err != nil {
 		return err
 	}
-	timer := func(k *compiler.Kernel, tile cost.Tile, flags cost.Flags) (float64, float64, error) {
-		return tpusim.TimeKernel(k, tile, flags, c)
-	}
+	timer := func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
 		return err

@@ -86,19 +86,12 @@ func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 	if err != nil {
 		return err
 	}
-	var rep *progress.Reporter
+	rep := progress.NewLazy(o.IO.Err, "import tpugraphs")
 	res, err := tpugraphs.Import(ctx, tpugraphs.ImportOptions{
 		Sources: o.Sources, Out: o.Out, Collection: o.Collection, Format: dataset.Format(o.Format), Chip: c,
-		Progress: func(done, total int) {
-			if rep == nil {
-				rep = progress.New(o.IO.Err, "import tpugraphs", int64(total))
-			}
-			rep.Update(int64(done), "files")
-		},
+		Progress: func(done, total int) { rep.Update(int64(done), int64(total), "files") },
 	})
-	if rep != nil {
-		rep.Done()
-	}
+	rep.Done()
 	if err != nil {
 		return err
 	}
@@ -166,19 +159,12 @@ func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	if !slices.Contains(tpugraphs.ExportSplits(), o.Split) {
 		return fmt.Errorf("--split: got %q, want one of %s", o.Split, strings.Join(tpugraphs.ExportSplits(), ", "))
 	}
-	var rep *progress.Reporter
+	rep := progress.NewLazy(o.IO.Err, "export tpugraphs")
 	res, err := tpugraphs.Export(ctx, tpugraphs.ExportOptions{
 		Dir: o.Dir, Out: o.Out, Split: o.Split, Seed: o.Seed,
-		Progress: func(done, total int) {
-			if rep == nil {
-				rep = progress.New(o.IO.Err, "export tpugraphs", int64(total))
-			}
-			rep.Update(int64(done), "kernels")
-		},
+		Progress: func(done, total int) { rep.Update(int64(done), int64(total), "kernels") },
 	})
-	if rep != nil {
-		rep.Done()
-	}
+	rep.Done()
 	if err != nil {
 		return err
 	}

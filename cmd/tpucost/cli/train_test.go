@@ -71,29 +71,24 @@ func writeTinyDataset(t *testing.T, dir string, task dataset.Task, models []stri
 			}
 			occ = append(occ, dataset.Occurrence{Unit: int64(unit), Program: p.Name, KernelKey: k.Key, Count: count[k.Key]})
 			count[k.Key] = 0
-			tiles := []cost.Tile{k.Tile}
+			choices := []cost.Planned{k.Choice}
 			if task == dataset.TaskTile {
-				tiles = k.Info.TileOptions(chip.Target, k.Flags)
-				if len(tiles) > maxConfigs {
-					tiles = tiles[:maxConfigs]
+				choices = k.Info.Options(k.Key, chip.Target, k.Choice.Config.Flags)
+				if len(choices) > maxConfigs {
+					choices = choices[:maxConfigs]
 				}
 			}
 			r := dataset.Row{Program: p.Name, Unit: int64(unit), Task: task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
 				Graph: features.OfKernel(k, chip.Target)}
-			for _, tile := range tiles {
-				kt, err := tpusim.SimulateKernel(k.Info, tile, k.Flags, chip)
+			for _, c := range choices {
+				kt, err := tpusim.SimulateChoice(c, chip)
 				if err != nil {
 					continue
 				}
-				cf, err := features.Config(k.Info, tile, k.Flags, chip.Target)
-				if err != nil {
-					t.Fatal(err)
-				}
-				an, _ := k.Info.Analytical(tile, chip.Target)
-				r.Configs = append(r.Configs, "tile="+tile.String()+";flags="+k.Flags.String())
-				r.ConfigFeats = append(r.ConfigFeats, cf)
+				r.Configs = append(r.Configs, c.Config.String())
+				r.ConfigFeats = append(r.ConfigFeats, features.Config(c))
 				r.RuntimesNs = append(r.RuntimesNs, kt.Ns)
-				r.AnalyticalNs = append(r.AnalyticalNs, an)
+				r.AnalyticalNs = append(r.AnalyticalNs, c.Analytical())
 			}
 			if len(r.Configs) > 0 {
 				rows = append(rows, r)

@@ -182,14 +182,14 @@ type simScorer struct{}
 
 func (simScorer) Relative() bool { return false }
 
-func (simScorer) ScoreKernel(k *compiler.Kernel, tiles []cost.Tile, flags []cost.Flags) ([]float64, error) {
+func (simScorer) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
 	c, err := tpusim.Preset("v4")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(tiles))
-	for i := range tiles {
-		kt, err := tpusim.SimulateKernel(k.Info, tiles[i], flags[i], c)
+	out := make([]float64, len(choices))
+	for i := range choices {
+		kt, err := tpusim.SimulateChoice(choices[i], c)
 		if err != nil {
 			return nil, err
 		}
