@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
 // The serve protocol: line-delimited JSON over a reader and a writer (stdin and stdout of
@@ -124,13 +126,19 @@ func fail(format string, args ...any) Response {
 
 func (s *server) handle(line []byte) Response {
 	var req Request
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return fail("malformed request: %v", err)
-	}
-	if dec.More() {
-		return fail("malformed request: more than one JSON value on the line")
+	if err := jsonerr.UnmarshalStrict("request", line, &req); err != nil {
+		// Said for people (field paths and columns, never Go types): the line number is
+		// the response's.
+		var je *jsonerr.Error
+		switch {
+		case !errors.As(err, &je):
+			return fail("malformed request: %v", err)
+		case je.Field != "":
+			return fail("malformed request: field %s: %s", je.Field, je.Msg)
+		case je.Col > 0:
+			return fail("malformed request: column %d: %s", je.Col, je.Msg)
+		}
+		return fail("malformed request: %s", je.Msg)
 	}
 	switch req.Op {
 	case "actions":

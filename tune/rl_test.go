@@ -17,6 +17,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 var fusionOnly = []compiler.Kind{compiler.KindFusion}
@@ -375,6 +376,22 @@ func TestTrainPolicyDeterminism(t *testing.T) {
 
 // TestPolicyCheckpoint: a saved policy loads back identical (same probabilities); a
 // flipped byte, a truncated file, another format or other dimensions are refused.
+// reseal encodes f as SavePolicy does, with a valid checksum (a consistent file, as
+// another build would write it).
+func reseal(t *testing.T, f *policyFile) []byte {
+	t.Helper()
+	c := *f
+	c.Checksum = ""
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err == nil {
+		b, err = sealed.Seal(append(b, '\n'))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestPolicyCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	p := NewPolicy(4)
@@ -439,11 +456,7 @@ func TestPolicyCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Hidden = rlHidden / 2
-	if f.SHA256, err = f.checksum(); err != nil {
-		t.Fatal(err)
-	}
-	bad, _ = json.Marshal(&f)
-	write(bad)
+	write(reseal(t, &f))
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
 		t.Errorf("other hidden width: got %v, want ErrPolicyMismatch", err)
 	}
@@ -451,11 +464,7 @@ func TestPolicyCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Schema = strings.Replace(f.Schema, "broadcast", "iota", 1)
-	if f.SHA256, err = f.checksum(); err != nil {
-		t.Fatal(err)
-	}
-	bad, _ = json.Marshal(&f)
-	write(bad)
+	write(reseal(t, &f))
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
 		t.Errorf("other feature schema: got %v, want ErrPolicyMismatch", err)
 	}
@@ -463,11 +472,7 @@ func TestPolicyCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.OptFeatures = rlOptionFeatures + 1
-	if f.SHA256, err = f.checksum(); err != nil {
-		t.Fatal(err)
-	}
-	bad, _ = json.Marshal(&f)
-	write(bad)
+	write(reseal(t, &f))
 	if _, err := LoadPolicy(dir); !errors.Is(err, ErrPolicyMismatch) {
 		t.Errorf("other option features: got %v, want ErrPolicyMismatch", err)
 	}

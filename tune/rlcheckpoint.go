@@ -1,26 +1,23 @@
 package tune
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/jsonerr"
+	"github.com/tpucost/tpucost/internal/sealed"
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
-// the policy's dimensions, its parameters (names and shapes; their values as
-// nn.Params.Bytes, base64) and training
-// record, and the SHA-256 of all of it (computed with the sha256 field empty). It is
+// the policy's dimensions, its parameters (nn.Saved: names and shapes, their values in
+// base64) and training record, sealed with the SHA-256 of all of it (internal/sealed). It is
 // written atomically (a crash leaves the previous or the new checkpoint), and a
 // checkpoint whose checksum, format or dimensions do not match this build is refused.
 
@@ -43,56 +40,34 @@ var ErrPolicyMismatch = errors.New("policy checkpoint does not match this build"
 // ErrPolicyCorrupt is wrapped by errors loading a checkpoint whose checksum fails.
 var ErrPolicyCorrupt = errors.New("policy checkpoint is corrupt")
 
-type policyParamRef struct {
-	Name  string `json:"name"`
-	Shape []int  `json:"shape"`
-}
-
 type policyFile struct {
-	Format       string           `json:"format"`
-	NodeFeatures int              `json:"node_features"`
-	EdgeFeatures int              `json:"edge_features"`
-	OptFeatures  int              `json:"option_features"`
-	Hidden       int              `json:"hidden"`
-	Schema       string           `json:"feature_schema"`
-	Params       []policyParamRef `json:"params"`
-	Weights      string           `json:"weights"` // base64 of little-endian float32, params in order
-	Meta         PolicyMeta       `json:"meta"`
-	SHA256       string           `json:"sha256"`
-}
-
-func (f *policyFile) checksum() (string, error) {
-	c := *f
-	c.SHA256 = ""
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return "", err
-	}
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), nil
+	Format string `json:"format"`
+	// Checksum is the SHA-256 of the file with this value empty (internal/sealed).
+	Checksum     string `json:"checksum"`
+	NodeFeatures int    `json:"node_features"`
+	EdgeFeatures int    `json:"edge_features"`
+	OptFeatures  int    `json:"option_features"`
+	Hidden       int    `json:"hidden"`
+	Schema       string `json:"feature_schema"`
+	nn.Saved
+	Meta PolicyMeta `json:"meta"`
 }
 
 // SavePolicy writes p to directory dir (created if needed) atomically.
 func SavePolicy(dir string, p *Policy) error {
 	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
-		Hidden: rlHidden, Schema: rlFeatureSchema(), Meta: p.Meta}
-	for _, pp := range p.params {
-		f.Params = append(f.Params, policyParamRef{Name: pp.Name, Shape: slices.Clone(pp.Shape)})
-	}
-	f.Weights = base64.StdEncoding.EncodeToString(p.params.Bytes())
-	sum, err := f.checksum()
-	if err != nil {
-		return fmt.Errorf("saving policy %s: %w", dir, err)
-	}
-	f.SHA256 = sum
+		Hidden: rlHidden, Schema: rlFeatureSchema(), Saved: nn.Save(p.params), Meta: p.Meta}
 	b, err := json.MarshalIndent(&f, "", "  ")
+	if err == nil {
+		b, err = sealed.Seal(append(b, '\n'))
+	}
 	if err != nil {
 		return fmt.Errorf("saving policy %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving policy: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, PolicyFile), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, PolicyFile), b); err != nil {
 		return fmt.Errorf("saving policy: %w", err)
 	}
 	return nil
@@ -111,8 +86,8 @@ func LoadPolicy(dir string) (*Policy, error) {
 	var hdr struct {
 		Format string `json:"format"`
 	}
-	if err := json.Unmarshal(b, &hdr); err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
+	if err := jsonerr.Unmarshal(path, b, &hdr); err != nil {
+		return nil, fmt.Errorf("loading policy: %w: %w", ErrPolicyCorrupt, err)
 	}
 	if hdr.Format != PolicyFormat {
 		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, policyFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, policyFormatPrefix) && v < 3 {
@@ -125,18 +100,12 @@ func LoadPolicy(dir string) (*Policy, error) {
 		}
 		return nil, fmt.Errorf("loading policy %s: %w: format %q, want %q", path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
 	}
-	var f policyFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := sealed.Verify(b); err != nil {
 		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
 	}
-	sum, err := f.checksum()
-	if err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w", path, err)
-	}
-	if sum != f.SHA256 {
-		return nil, fmt.Errorf("loading policy %s: %w: sha256 %s, recorded %s", path, ErrPolicyCorrupt, sum, f.SHA256)
+	var f policyFile
+	if err := jsonerr.UnmarshalStrict(path, b, &f); err != nil {
+		return nil, fmt.Errorf("loading policy: %w: %w", ErrPolicyCorrupt, err)
 	}
 	if f.NodeFeatures != rlNodeFeatures || f.EdgeFeatures != rlEdgeFeatures || f.OptFeatures != rlOptionFeatures || f.Hidden != rlHidden {
 		return nil, fmt.Errorf("loading policy %s: %w: node/edge/option features and hidden width %d/%d/%d/%d, this build has %d/%d/%d/%d",
@@ -145,20 +114,10 @@ func LoadPolicy(dir string) (*Policy, error) {
 	if f.Schema != rlFeatureSchema() {
 		return nil, fmt.Errorf("loading policy %s: %w: feature schema %q, this build has %q", path, ErrPolicyMismatch, f.Schema, rlFeatureSchema())
 	}
-	raw, err := base64.StdEncoding.DecodeString(f.Weights)
-	if err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w: weights: %w", path, ErrPolicyCorrupt, err)
-	}
 	p := &Policy{params: policyParams(), Meta: f.Meta}
-	if len(f.Params) != len(p.params) {
-		return nil, fmt.Errorf("loading policy %s: %w: %d parameters, want %d", path, ErrPolicyMismatch, len(f.Params), len(p.params))
-	}
-	for i, w := range p.params {
-		if f.Params[i].Name != w.Name || !slices.Equal(f.Params[i].Shape, w.Shape) {
-			return nil, fmt.Errorf("loading policy %s: %w: parameter %d is %s%v, want %s%v", path, ErrPolicyMismatch, i, f.Params[i].Name, f.Params[i].Shape, w.Name, w.Shape)
-		}
-	}
-	if err := p.params.SetBytes(raw); err != nil {
+	if err := f.Restore(p.params); errors.Is(err, nn.ErrLayout) {
+		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyMismatch, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
 	}
 	return p, nil

@@ -101,7 +101,7 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Samples, "samples", 4, "episodes per program per iteration, at least 2")
 	f.IntVar(&o.MaxSteps, "max-steps", 20, "episode limit (passes per episode)")
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
-	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight (0: the default 0.01; negative: none)")
+	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight, >= 0 (0: no entropy bonus)")
 	return cmd
 }
 
@@ -118,15 +118,19 @@ func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
 		return fmt.Errorf("--max-steps: got %d, want at least 1", o.MaxSteps)
 	case !(o.LR > 0) || math.IsInf(o.LR, 0):
 		return fmt.Errorf("--lr: got %g, want a positive number", o.LR)
-	case math.IsNaN(o.Entropy) || math.IsInf(o.Entropy, 0):
-		return fmt.Errorf("--entropy: got %g, want a finite number", o.Entropy)
+	case !(o.Entropy >= 0) || math.IsInf(o.Entropy, 0):
+		return fmt.Errorf("--entropy: got %g, want a finite number >= 0 (0: no entropy bonus)", o.Entropy)
+	}
+	entropy := o.Entropy
+	if entropy == 0 {
+		entropy = -1 // the library's "none" (its zero value means its default)
 	}
 	programs, err := gymPrograms(o.Programs, true)
 	if err != nil {
 		return err
 	}
 	a, err := gym.Train(cmd.Context(), gym.TrainOptions{
-		Programs: programs, Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, LR: o.LR, Entropy: o.Entropy,
+		Programs: programs, Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, LR: o.LR, Entropy: entropy,
 		Progress: func(r gym.IterReport) {
 			fmt.Fprintf(o.IO.Err, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
 				r.Iteration, o.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
