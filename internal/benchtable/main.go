@@ -35,6 +35,7 @@ func runs() []run {
 		{"./dataset", "ReadRows1M", "1x"},
 		{"./gnn", "TrainStep|Predict", "20x"},
 		{"./gnn", "TrainEpoch", "1x"},
+		{"./gnn", "TpuGraphsTileEpoch", "1x"},
 	}
 }
 
@@ -146,6 +147,7 @@ func main() {
 	row("inference (kernel-config predictions/s)", "%.0f", "Predict/bucket=true", "predictions/s", 1)
 	row("training epoch over 1M streamed samples: peak heap", "%.0f MiB", "TrainEpoch/samples=1000000", "peak-heap-MiB", 1)
 	row("  peak resident set", "%.0f MiB", "TrainEpoch/samples=1000000", "maxrss-MiB", 1)
+	row("TpuGraphs tile collection: one epoch over its train split (5,709 kernels; synthetic files of its shape)", "%.1f s", "TpuGraphsTileEpoch", "s/tile-train-epoch", 1)
 	oldNewRows, oldNewRaw, err := oldNew(5)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable: old vs new:", err)
