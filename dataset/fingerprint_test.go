@@ -66,3 +66,20 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("empty directory: error %v, want one naming it", err)
 	}
 }
+
+// TestDatasetFingerprintIsTheDirectorys: the fingerprint of an opened dataset, from the
+// sums Open verified, is the directory's (which reads every file again).
+func TestDatasetFingerprintIsTheDirectorys(t *testing.T) {
+	dir, _, _ := smallDataset(t, FormatArrow)
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Fingerprint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Fingerprint(); got != want {
+		t.Errorf("Dataset.Fingerprint %s, Fingerprint(dir) %s", got, want)
+	}
+}

@@ -66,8 +66,16 @@ func (s datasetSource) Rows(fn func(*dataset.Row) error) error {
 // validation sources (from the splits' Train parts) and the Meta to record. A multi-task
 // model (Config.Tasks) passes its heads: datasets of any of those tasks are accepted.
 func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train, val RowSource, meta Meta, err error) {
+	train, val, meta, _, _, err = openData(opts, task, heads...)
+	return train, val, meta, err
+}
+
+// openData is OpenData; it also returns the first dataset's provenance (which the others
+// agree with on features and target) and every dataset's fingerprint (from the sums Open
+// verified), so that nothing opens, verifies or hashes a dataset twice.
+func openData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train, val RowSource, meta Meta, prov dataset.Provenance, refs []DatasetRef, err error) {
 	if err := opts.defaults(); err != nil {
-		return nil, nil, Meta{}, err
+		return nil, nil, Meta{}, prov, nil, err
 	}
 	var trains, vals concatSource
 	var first *dataset.Provenance
@@ -78,23 +86,24 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 		}
 		d, err := dataset.Open(dir)
 		if err != nil {
-			return nil, nil, Meta{}, err
+			return nil, nil, Meta{}, prov, nil, err
 		}
 		p := d.Provenance
 		if p.Task != task && !slices.Contains(heads, p.Task) && (p.Task.Relative() || task.Relative()) {
 			if len(heads) > 0 {
-				return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows; the model has heads for %v", dir, p.Task, heads)
+				return nil, nil, Meta{}, prov, nil, fmt.Errorf("dataset %s holds %s rows; the model has heads for %v", dir, p.Task, heads)
 			}
-			return nil, nil, Meta{}, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
+			return nil, nil, Meta{}, prov, nil, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
 		}
+		refs = append(refs, DatasetRef{Path: dir, Fingerprint: d.Fingerprint()})
 		if first == nil {
 			first = &p
 		} else if err := sameInputs(dir, p, *first); err != nil {
-			return nil, nil, Meta{}, err
+			return nil, nil, Meta{}, prov, nil, err
 		}
 		split, err := dataset.NewSplit(d, opts.Split, opts.TestFraction, opts.SplitSeed)
 		if err != nil {
-			return nil, nil, Meta{}, err
+			return nil, nil, Meta{}, prov, nil, err
 		}
 		trainPart := datasetSource{Data: d, Split: split, Part: dataset.Train}
 		isVal := valHoldout(opts, split.Programs(dataset.Train))
@@ -102,14 +111,14 @@ func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 		vals = append(vals, filterSource{Source: trainPart, Keep: isVal})
 	}
 	if first == nil {
-		return nil, nil, Meta{}, fmt.Errorf("no dataset directory given")
+		return nil, nil, Meta{}, prov, nil, fmt.Errorf("no dataset directory given")
 	}
 	meta = Meta{Data: opts.Dir, Split: opts.Split, TestFraction: opts.TestFraction, ValFraction: opts.ValFraction, SplitSeed: opts.SplitSeed,
 		Chip: first.Chip, VMEMBytes: first.VMEMBytes, Simulator: first.SimulatorVersion}
 	if len(trains) == 1 {
-		return trains[0], vals[0], meta, nil
+		return trains[0], vals[0], meta, *first, refs, nil
 	}
-	return trains, vals, meta, nil
+	return trains, vals, meta, *first, refs, nil
 }
 
 // sameInputs refuses a dataset (dir, provenance p) that cannot train one model with the
@@ -223,11 +232,7 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 			}
 		}
 	}
-	train, val, meta, err := OpenData(data, opts.Task, heads...)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	prov, err := DataProvenance(data.Dir)
+	train, val, meta, prov, refs, err := openData(data, opts.Task, heads...)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -252,8 +257,6 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 	if opts.Meta == (Meta{}) {
 		opts.Meta = meta
 	}
-	if opts.Datasets, err = Fingerprints(data.Dir); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
+	opts.Datasets = refs
 	return trainSources(ctx, train, val, opts)
 }

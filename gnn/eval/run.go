@@ -108,10 +108,7 @@ func Run(o RunOptions) (*Result, error) {
 				o.ModelDir, field, mv, dir, field, dv)
 		}
 	}
-	fp, err := dataset.Fingerprint(dir)
-	if err != nil {
-		return nil, err
-	}
+	fp := d.Fingerprint()
 	trainedOn := false
 	for _, ref := range ck.TrainedOn.Datasets {
 		trainedOn = trainedOn || ref.Fingerprint == fp
