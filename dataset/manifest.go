@@ -3,7 +3,6 @@ package dataset
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -78,11 +77,7 @@ const maxManifestBytes = 64 << 20
 func (m *Manifest) encode() ([]byte, error) {
 	c := *m
 	c.Checksum = ""
-	b, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return sealed.Seal(append(b, '\n'))
+	return sealed.Marshal(&c)
 }
 
 // readManifest reads and checks the manifest at path, the manifest of (task, shard,

@@ -223,11 +223,8 @@ func saveCheckpoint(dir string, c *Checkpoint, best nn.Params, bestEpoch int, st
 	}
 	c.Format = checkpointFormat
 	c.Checksum = ""
-	data, err := json.MarshalIndent(c, "", "  ")
+	data, err := sealed.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("saving checkpoint: %w", err)
-	}
-	if data, err = sealed.Seal(append(data, '\n')); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
 	c.Checksum = sealed.Sum(data)

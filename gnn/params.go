@@ -111,9 +111,7 @@ func initParams(c Config, seed int64) nn.Params {
 			limit = math.Sqrt(3 / float64(s.shape[1]))
 		}
 		if limit > 0 {
-			for i := range p.Data {
-				p.Data[i] = float32((2*rng.Float64() - 1) * limit)
-			}
+			nn.Uniform(p.Data, limit, rng)
 		}
 		ps = append(ps, p)
 	}

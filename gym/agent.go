@@ -114,10 +114,7 @@ func NewAgent(seed int64) *Agent {
 		if strings.HasPrefix(p.Name, "sage") {
 			fanIn *= 3
 		}
-		lim := math.Sqrt(6 / float64(fanIn+p.Shape[1]))
-		for i := range p.Data {
-			p.Data[i] = float32((2*rng.Float64() - 1) * lim)
-		}
+		nn.Uniform(p.Data, nn.GlorotLimit(fanIn, p.Shape[1]), rng)
 	}
 	return a
 }

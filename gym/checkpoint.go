@@ -1,7 +1,6 @@
 package gym
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -56,10 +55,7 @@ type agentFile struct {
 // SaveAgent writes a to directory dir (created if needed) atomically.
 func SaveAgent(dir string, a *Agent) error {
 	f := agentFile{Format: AgentFormat, Hidden: agentHidden, Schema: agentSchema(), Saved: nn.Save(a.params), Meta: a.Meta}
-	b, err := json.MarshalIndent(&f, "", "  ")
-	if err == nil {
-		b, err = sealed.Seal(append(b, '\n'))
-	}
+	b, err := sealed.Marshal(&f)
 	if err != nil {
 		return fmt.Errorf("saving agent %s: %w", dir, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/tpusim"
 )
 
 var fusionOnly = []compiler.Kind{compiler.KindFusion}
@@ -268,21 +269,29 @@ func TestRLBudgetExact(t *testing.T) {
 	}
 }
 
+// rlProgram compiles the zoo program name with default configs for the test chip and
+// returns the chip, its compile context, the compiled start and its program graph, as
+// the rl search sees them.
+func rlProgram(tb testing.TB, name string) (tpusim.Chip, *compilerCtx, *candidate, *hlo.Module) {
+	tb.Helper()
+	chip := testChip(tb)
+	cc := &compilerCtx{mod: rlModule(tb, name), opts: compiler.Options{Target: chip.Target}}
+	base, err := cc.compile(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := programGraph(cc, base.cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return chip, cc, base, g
+}
+
 // TestRLLayoutChanges: sampled layout decisions reach the compiler (the compiled
 // programs' effective layouts differ from the start's), and with fusion only no layout
 // changes.
 func TestRLLayoutChanges(t *testing.T) {
-	chip := testChip(t)
-	m := rlModule(t, "dlrm_small_b32")
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
-	base, err := cc.compile(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := programGraph(cc, base.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	chip, cc, base, g := rlProgram(t, "dlrm_small_b32")
 	for _, kinds := range [][]compiler.Kind{{compiler.KindLayout}, fusionOnly} {
 		d, err := newDecisions(g, base.space, newKindSet(kinds), chip.Target)
 		if err != nil {
@@ -516,17 +525,7 @@ func TestPolicyCheckpoint(t *testing.T) {
 // fusion choice of the space and one layout decision per layout choice with more than
 // one option, in order, with the compiler's default as its prior.
 func TestRLDecisionsMatchSpace(t *testing.T) {
-	m := rlModule(t, "dlrm_small_b32")
-	chip := testChip(t)
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
-	base, err := cc.compile(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := programGraph(cc, base.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	chip, _, base, g := rlProgram(t, "dlrm_small_b32")
 	d, err := newDecisions(g, base.space, newKindSet(RLKinds()), chip.Target)
 	if err != nil {
 		t.Fatal(err)
@@ -592,17 +591,7 @@ func TestRLDecisionsMatchSpace(t *testing.T) {
 // TestRLDecisionsInLoops: a program with a while loop gets the fusion and layout
 // decisions of the loop body too (their names carry the computation).
 func TestRLDecisionsInLoops(t *testing.T) {
-	m := rlModule(t, "lstm2_lm_h1024_t8_b64")
-	chip := testChip(t)
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
-	base, err := cc.compile(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := programGraph(cc, base.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	chip, _, base, g := rlProgram(t, "lstm2_lm_h1024_t8_b64")
 	d, err := newDecisions(g, base.space, newKindSet(RLKinds()), chip.Target)
 	if err != nil {
 		t.Fatal(err)
@@ -616,17 +605,7 @@ func TestRLDecisionsInLoops(t *testing.T) {
 // bert_mini_s128_b16 (417 fusion and 58 layout decisions), the per-batch work of the rl
 // search.
 func BenchmarkRLPolicyStep(b *testing.B) {
-	m := rlModule(b, "bert_mini_s128_b16")
-	chip := testChip(b)
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: chip.Target}}
-	base, err := cc.compile(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := programGraph(cc, base.cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	chip, _, base, g := rlProgram(b, "bert_mini_s128_b16")
 	d, err := newDecisions(g, base.space, newKindSet(RLKinds()), chip.Target)
 	if err != nil {
 		b.Fatal(err)

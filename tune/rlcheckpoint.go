@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -57,10 +56,7 @@ type policyFile struct {
 func SavePolicy(dir string, p *Policy) error {
 	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
 		Hidden: rlHidden, Schema: rlFeatureSchema(), Saved: nn.Save(p.params), Meta: p.Meta}
-	b, err := json.MarshalIndent(&f, "", "  ")
-	if err == nil {
-		b, err = sealed.Seal(append(b, '\n'))
-	}
+	b, err := sealed.Marshal(&f)
 	if err != nil {
 		return fmt.Errorf("saving policy %s: %w", dir, err)
 	}

@@ -144,10 +144,7 @@ func NewPolicy(seed int64) *Policy {
 			if strings.HasPrefix(pp.Name, "sage") {
 				fanIn *= 3
 			}
-			lim := math.Sqrt(6 / float64(fanIn+pp.Shape[1]))
-			for i := range pp.Data {
-				pp.Data[i] = float32((2*rng.Float64() - 1) * lim)
-			}
+			nn.Uniform(pp.Data, nn.GlorotLimit(fanIn, pp.Shape[1]), rng)
 		case pp.Name == "prior":
 			pp.Data[0] = rlPriorInit
 		case pp.Name == "lprior":
@@ -607,7 +604,14 @@ func (p *Policy) probs(d *decisions) (*dist, error) {
 
 // softmax is the per-node softmax of layout option logits z.
 func (d *decisions) softmax(z []float32) []float64 {
-	out := make([]float64, len(z))
+	out, _ := d.softmaxLSE(z)
+	return out
+}
+
+// softmaxLSE is softmax and, per layout node, the log-sum-exp of its logits
+// (m + log Σ_r e^(z_r − m), m the node's largest logit).
+func (d *decisions) softmaxLSE(z []float32) (probs, lse []float64) {
+	probs, lse = make([]float64, len(z)), make([]float64, d.nLayout())
 	for v := range d.nLayout() {
 		lo, hi := d.lstart[v], d.lstart[v+1]
 		m := math.Inf(-1)
@@ -616,14 +620,15 @@ func (d *decisions) softmax(z []float32) []float64 {
 		}
 		s := 0.0
 		for r := lo; r < hi; r++ {
-			out[r] = math.Exp(float64(z[r]) - m)
-			s += out[r]
+			probs[r] = math.Exp(float64(z[r]) - m)
+			s += probs[r]
 		}
 		for r := lo; r < hi; r++ {
-			out[r] /= s
+			probs[r] /= s
 		}
+		lse[v] = m + math.Log(s)
 	}
-	return out
+	return probs, lse
 }
 
 // grads returns the REINFORCE surrogate loss over d (see build) and its gradient per
@@ -643,23 +648,14 @@ func (p *Policy) grads(d *decisions, c *coefs) (float64, [][]float32, error) {
 			return 0, nil, fmt.Errorf("policy forward: %w", err)
 		}
 		z := pf.layout.Value().Data().([]float32)
-		sm := d.softmax(z)
+		sm, lse := d.softmaxLSE(z)
 		gz = make([]float32, len(z))
 		for r := range z {
 			gz[r] = float32(float64(c.scale)*sm[r]) - c.layout[r]
 			layoutLoss -= float64(c.layout[r]) * float64(z[r])
 		}
-		for v := range d.nLayout() {
-			lo, hi := d.lstart[v], d.lstart[v+1]
-			m := math.Inf(-1)
-			for r := lo; r < hi; r++ {
-				m = math.Max(m, float64(z[r]))
-			}
-			s := 0.0
-			for r := lo; r < hi; r++ {
-				s += math.Exp(float64(z[r]) - m)
-			}
-			layoutLoss += float64(c.scale) * (m + math.Log(s))
+		for _, l := range lse {
+			layoutLoss += float64(c.scale) * l
 		}
 	}
 	pg, err := p.build(d, c, gz)

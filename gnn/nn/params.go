@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -211,3 +212,14 @@ func ReadTensors(r io.Reader) (step int64, ts Params, err error) {
 	}
 	return step, ts, nil
 }
+
+// Uniform fills data with independent draws from U(−limit, limit), one rng.Float64 per
+// value in order (He or Glorot initialization, by the limit the caller chooses).
+func Uniform(data []float32, limit float64, rng *rand.Rand) {
+	for i := range data {
+		data[i] = float32((2*rng.Float64() - 1) * limit)
+	}
+}
+
+// GlorotLimit is the limit of Glorot (Xavier) uniform initialization, √(6/(fanIn+fanOut)).
+func GlorotLimit(fanIn, fanOut int) float64 { return math.Sqrt(6 / float64(fanIn+fanOut)) }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,6 +35,17 @@ func Seal(data []byte) ([]byte, error) {
 	}
 	j := i + len(field)
 	return slices.Concat(data[:j], []byte(Sum(data)), data[j:]), nil
+}
+
+// Marshal encodes v as indented JSON (two spaces, a final newline), v's checksum field
+// (a top-level string field tagged "checksum", which must be empty) sealed: the
+// form every sealed file is written in.
+func Marshal(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return Seal(append(b, '\n'))
 }
 
 // Verify checks data's checksum field against the SHA-256 of data with that field's value
