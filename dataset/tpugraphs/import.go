@@ -14,8 +14,9 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// ToolVersion is recorded as the generator version of imported datasets.
-const ToolVersion = "tpugraphs-import-2"
+// ToolVersion is recorded as the generator version of imported datasets. 3: layout
+// rows attach configurations to config_index_to_node positions (2 read them as ids).
+const ToolVersion = "tpugraphs-import-3"
 
 // ImportOptions configure Import.
 type ImportOptions struct {

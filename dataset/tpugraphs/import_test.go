@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -167,6 +169,13 @@ func TestImportPB(t *testing.T) {
 	// its 5th node's tensors are [4 0] [4 0] [4 3] (decoded in TestDecodeModuleTuningDataLayout's file).
 	if len(r.ConfigNodes) != 62 || r.Samples() != 112 || r.RuntimesNs[0] != 910903932 || r.Configs[0] != "config=0;default" {
 		t.Errorf("layout row: %d nodes, %d samples, %v %q", len(r.ConfigNodes), r.Samples(), r.RuntimesNs[0], r.Configs[0])
+	}
+	// The configured nodes are convolutions and reshapes (config_index_to_node holds
+	// positions, TestLayoutNodesArePositions).
+	for i, n := range r.ConfigNodes {
+		if op := r.Graph.Opcodes[n]; op != features.OpcodeID(hlo.OpConvolution) && op != features.OpcodeID(hlo.OpReshape) {
+			t.Errorf("configurable node %d is graph node %d, opcode id %d: not a convolution or reshape", i, n, op)
+		}
 	}
 	if got := r.ConfigFeats[0][4*18 : 4*18+18]; !reflect.DeepEqual(got, []float32{4, 0, -1, -1, -1, -1, 4, 0, -1, -1, -1, -1, 4, 3, -1, -1, -1, -1}) {
 		t.Errorf("node 4 of run 0: %v", got)

@@ -175,11 +175,13 @@ func layoutRow(mt ModuleTuning, runs []Run, t cost.Target) (dataset.Row, error) 
 		return dataset.Row{}, fmt.Errorf("%w: %v", errUnmapped, err)
 	}
 	row := dataset.Row{Program: mt.Module.Name, Task: dataset.TaskLayout, KernelName: mt.Module.Name, Graph: g}
-	for i, id := range mt.ConfigIndexToNode {
-		cn, ok := mt.InstructionNames[int64(id)]
-		p, in := pos[cn]
-		if !ok || !in {
-			return row, fmt.Errorf("%w: configurable node %d (id %d) is not an instruction of the module", errUnmapped, i, id)
+	for i, at := range mt.ConfigIndexToNode {
+		if at >= uint64(len(mt.Instructions)) {
+			return row, fmt.Errorf("%w: configurable node %d is node %d, the module has %d instructions", errUnmapped, i, at, len(mt.Instructions))
+		}
+		p, in := pos[mt.Instructions[at]]
+		if !in {
+			return row, fmt.Errorf("%w: configurable node %d (%s) is not an instruction of the module", errUnmapped, i, mt.Instructions[at][1])
 		}
 		row.ConfigNodes = append(row.ConfigNodes, p)
 	}

@@ -54,12 +54,15 @@ type ModuleTuning struct {
 	Module      *hlo.Module
 	Fingerprint uint64
 	Runs        []Run
-	// ConfigIndexToNode gives, for layout configs, the instruction id of the node the
-	// i-th entry of LayoutConfig.Nodes configures.
+	// ConfigIndexToNode gives, for layout configs, the node the i-th entry of
+	// LayoutConfig.Nodes configures: its position in Instructions (the module's
+	// instructions, computations in proto order), as tpu_graphs' own featurizer numbers
+	// nodes. It is not an HloInstructionProto.id.
 	ConfigIndexToNode []uint64
-	// InstructionNames maps the module's instruction ids (HloInstructionProto.id) to
-	// their computation's name and their own.
-	InstructionNames map[int64][2]string
+	// Instructions lists the module's instructions in proto order (computations in
+	// order, each computation's instructions in order) as their computation's name and
+	// their own: the node numbering of config_index_to_node.
+	Instructions [][2]string
 }
 
 // Run is one tpu_graphs.ConfigProfile: a configuration and its measurement. At most one
@@ -197,25 +200,24 @@ func decodeModuleTuning(name string, data []byte) (ModuleTuning, error) {
 		return mt, err
 	}
 	mt.Module = mod
-	if mt.InstructionNames, err = instructionNames(module); err != nil {
+	if mt.Instructions, err = instructionOrder(module); err != nil {
 		return mt, fmt.Errorf("%s: module: %w", name, err)
 	}
 	return mt, nil
 }
 
 // Field numbers of xla.HloModuleProto, HloComputationProto and HloInstructionProto used
-// to map instruction ids to names.
+// to number the instructions.
 const (
 	fModuleComputations = 3
 	fCompInstructions   = 2
 	fInstrName          = 1
-	fInstrID            = 35
 )
 
-// instructionNames maps the instruction ids of a serialized HloModuleProto to their
-// computation's name and their own.
-func instructionNames(module []byte) (map[int64][2]string, error) {
-	out := map[int64][2]string{}
+// instructionOrder lists the instructions of a serialized HloModuleProto in proto order
+// as (computation name, instruction name).
+func instructionOrder(module []byte) ([][2]string, error) {
+	var out [][2]string
 	mf, err := pbwire.Fields(module)
 	if err != nil {
 		return nil, err
@@ -243,16 +245,12 @@ func instructionNames(module []byte) (map[int64][2]string, error) {
 				return nil, err
 			}
 			var name string
-			var id int64
 			for _, f := range inf {
-				switch {
-				case f.Num == fInstrName && f.Type == protowire.BytesType:
+				if f.Num == fInstrName && f.Type == protowire.BytesType {
 					name = string(f.B)
-				case f.Num == fInstrID && f.Type == protowire.VarintType:
-					id = int64(f.V)
 				}
 			}
-			out[id] = [2]string{comp, name}
+			out = append(out, [2]string{comp, name})
 		}
 	}
 	return out, nil

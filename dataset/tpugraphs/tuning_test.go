@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
@@ -102,6 +103,55 @@ func TestDecodeModuleTuningDataLayout(t *testing.T) {
 	}
 	if len(m.ConfigIndexToNode) != 62 || !reflect.DeepEqual(m.ConfigIndexToNode[:5], []uint64{443, 461, 488, 652, 660}) {
 		t.Errorf("config_index_to_node %d: %v", len(m.ConfigIndexToNode), m.ConfigIndexToNode[:5])
+	}
+}
+
+// TestLayoutNodesArePositions pins what config_index_to_node means: a node's position
+// in the module's instructions (computations in proto order), as tpu_graphs numbers the
+// nodes of its layout graphs, not HloInstructionProto.id. Read by position, the 62
+// configurable nodes are the layout-sensitive ops layout assignment configures (53
+// convolutions and 9 reshapes); read as ids they were adds, broadcasts and
+// get-tuple-elements. And every tensor layout a run sets for a node fits that node: a
+// configured output's minor-to-major dims are dims of the node's rank.
+func TestLayoutNodesArePositions(t *testing.T) {
+	ms, err := ReadTuningFile("testdata/module_tuning_data_layout.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ms[0]
+	if len(m.Instructions) != 3163 {
+		t.Fatalf("%d instructions, want 3163", len(m.Instructions))
+	}
+	byName := map[[2]string]*hlo.Instruction{}
+	for _, c := range m.Module.Computations {
+		for _, in := range c.Instructions {
+			byName[[2]string{c.Name, in.Name}] = in
+		}
+	}
+	count := map[hlo.Opcode]int{}
+	for i, at := range m.ConfigIndexToNode {
+		in := byName[m.Instructions[at]]
+		if in == nil {
+			t.Fatalf("node %d: %v is not an instruction", i, m.Instructions[at])
+		}
+		count[in.Opcode]++
+		for ri, r := range m.Runs {
+			if r.Layout == nil || len(r.Layout.Nodes[i]) == 0 {
+				continue
+			}
+			for _, d := range r.Layout.Nodes[i][0] {
+				if int(d) >= in.Shape.Rank() {
+					t.Fatalf("run %d node %d (%s, rank %d): output layout %v", ri, i, in.Name, in.Shape.Rank(), r.Layout.Nodes[i][0])
+				}
+			}
+		}
+	}
+	if count[hlo.OpConvolution] != 53 || count[hlo.OpReshape] != 9 {
+		t.Errorf("configurable nodes by opcode %v, want 53 convolutions and 9 reshapes", count)
+	}
+	// Position 660 is convolution.1043 (hand-checked in the file's text dump).
+	if in := byName[m.Instructions[660]]; in == nil || in.Name != "convolution.1043" {
+		t.Errorf("position 660 is %v", m.Instructions[660])
 	}
 }
 
