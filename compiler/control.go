@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -588,6 +589,17 @@ func flowComputations(m *hlo.Module) ([]*hlo.Computation, error) {
 		}
 	}
 	return out, nil
+}
+
+// InlineFusions replaces the fusion instructions inside computation c of m (at every
+// depth) by the instructions of their fused computations, as unfuse does for flow
+// computations: a kernel dumped by XLA whose fused computation calls nested fusions
+// (bitcast or loop fusions inside an output fusion) becomes one flat computation that
+// cost.Analyze can classify. It edits m.
+func InlineFusions(m *hlo.Module, c *hlo.Computation) {
+	for slices.ContainsFunc(c.Instructions, func(in *hlo.Instruction) bool { return in.Opcode == hlo.OpFusion && in.Calls != nil }) {
+		unfuse(m, []*hlo.Computation{c})
+	}
 }
 
 // unfuse replaces the fusion instructions already in the flow computations (a module

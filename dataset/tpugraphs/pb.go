@@ -145,7 +145,7 @@ func ModuleRows(file string, mts []ModuleTuning, t cost.Target) (tile, layout []
 var errUnmapped = errors.New("not mapped")
 
 func tileRow(mt ModuleTuning, runs []Run, t cost.Target) (dataset.Row, error) {
-	fc := kernelComputation(mt.Module)
+	fc := KernelComputation(mt.Module)
 	info, err := cost.Analyze(fc, t)
 	if err != nil {
 		return dataset.Row{}, fmt.Errorf("%w: %v", errUnmapped, err)
@@ -157,7 +157,7 @@ func tileRow(mt ModuleTuning, runs []Run, t cost.Target) (dataset.Row, error) {
 		if err != nil {
 			return row, err
 		}
-		cfg := rawTileString(r.Tile)
+		cfg := RawTileString(r.Tile)
 		if r.IsDefault {
 			cfg += ";default"
 		}
@@ -264,9 +264,9 @@ func moduleGraph(m *hlo.Module, t cost.Target) (features.Graph, map[[2]string]in
 	return g, pos, nil
 }
 
-// kernelComputation is the computation a tile config of an op-tuning module applies to:
+// KernelComputation is the computation a tile config of an op-tuning module applies to:
 // the fused computation of the entry's only fusion instruction, else the entry.
-func kernelComputation(m *hlo.Module) *hlo.Computation {
+func KernelComputation(m *hlo.Module) *hlo.Computation {
 	var fc *hlo.Computation
 	n := 0
 	for _, in := range m.Entry.Instructions {
@@ -297,7 +297,7 @@ func rawTileFeatures(t *TileSizeConfig) ([]float32, error) {
 	return f, nil
 }
 
-func rawTileString(t *TileSizeConfig) string {
+func RawTileString(t *TileSizeConfig) string {
 	dims := func(v []int64) string {
 		if len(v) == 0 {
 			return "-"

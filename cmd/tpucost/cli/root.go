@@ -62,6 +62,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdDemo(ios, g),
 		NewCmdGym(ios, g),
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
+		NewCmdValidate(ios, g),
 	)
 	return root
 }
@@ -121,8 +122,11 @@ type TargetFlags struct {
 // maxVMEMMiB bounds --vmem (1 TiB): far above any chip, and its bytes fit an int64.
 const maxVMEMMiB = 1 << 20
 
-func (t *TargetFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&t.Chip, "chip", tpusim.DefaultChip, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
+func (t *TargetFlags) bind(cmd *cobra.Command) { t.bindDefault(cmd, tpusim.DefaultChip) }
+
+// bindDefault is bind with another default preset (validate's files are TPU v3 runs).
+func (t *TargetFlags) bindDefault(cmd *cobra.Command, preset string) {
+	cmd.Flags().StringVar(&t.Chip, "chip", preset, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
 	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", maxVMEMMiB))
 	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }

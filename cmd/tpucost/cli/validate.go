@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/tpusim/replay"
+)
+
+// ValidateOptions are the options of `tpucost validate`.
+type ValidateOptions struct {
+	IO         IO
+	Globals    *Globals
+	Target     TargetFlags
+	Files      []string
+	MinConfigs int
+	Plots      string
+}
+
+// NewCmdValidate builds `tpucost validate FILE.pb...`.
+func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
+	o := &ValidateOptions{IO: ios, Globals: g}
+	cmd := &cobra.Command{
+		Use:   "validate FILE.pb...",
+		Short: "Replay real TPU tuning runs (TpuGraphs .pb) on the simulator and score it against the hardware",
+		Long: "Validate rebuilds every timed configuration of TpuGraphs' raw tuning files in tpucost's terms, times it with the simulator " +
+			"and the analytical model, and reports how well each ranks what the TPU measured: Kendall's tau per kernel, the slowdown of " +
+			"each predictor's top-1 and top-5 picks, MAPE after one scale per kernel, and the slowdown of XLA's own default, the baseline to beat. " +
+			"Configurations that cannot be expressed are listed with the reason. The files are TPU v3 measurements: --chip defaults to v3.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error { o.Files = args; return runValidate(o) },
+	}
+	o.Target.bindDefault(cmd, "v3")
+	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", replay.DefaultMinConfigs, "score only kernels with at least this many replayed configurations (>= 2)")
+	cmd.Flags().StringVar(&o.Plots, "plots", "", "write simulated-vs-measured plots (PNG) into this directory")
+	return cmd
+}
+
+func runValidate(o *ValidateOptions) error {
+	if o.MinConfigs < 2 {
+		return fmt.Errorf("--min-configs: got %d, want at least 2", o.MinConfigs)
+	}
+	c, err := o.Target.chip()
+	if err != nil {
+		return err
+	}
+	r, err := replay.Validate(o.Files, replay.Options{Chip: c, MinConfigs: o.MinConfigs})
+	if err != nil {
+		return err
+	}
+	if o.Plots != "" {
+		files, err := replay.WritePlots(o.Plots, r)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintf(o.IO.Err, "wrote %s\n", f)
+		}
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, r)
+	}
+	return replay.WriteText(o.IO.Out, r)
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const opTuningFile = "../../../dataset/tpugraphs/testdata/op_tuning_data.pb"
+
+func TestValidateCommand(t *testing.T) {
+	plots := t.TempDir()
+	out, errOut, code := run("validate", opTuningFile, "--json", "--plots", plots)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Chip string `json:"chip"`
+		Tile struct {
+			Kernels  int `json:"kernels"`
+			Configs  int `json:"configs"`
+			Unmapped []struct {
+				Name, Reason string
+			} `json:"unmapped"`
+			Sim *struct {
+				KendallTau float64 `json:"kendall_tau"`
+			} `json:"sim"`
+			Analytical *struct {
+				KendallTau float64 `json:"kendall_tau"`
+			} `json:"analytical"`
+			Default *struct {
+				Top1Slowdown float64 `json:"top1_slowdown"`
+			} `json:"default"`
+		} `json:"tile"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r.Chip != "v3" || r.Tile.Configs == 0 || r.Tile.Sim == nil || r.Tile.Analytical == nil || r.Tile.Default == nil || len(r.Tile.Unmapped) == 0 {
+		t.Errorf("report %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(plots, "tile_sim_vs_measured.png")); err != nil {
+		t.Error(err)
+	}
+	text, _, code := run("validate", opTuningFile)
+	if code != 0 || !strings.Contains(text, "default (XLA's choice)") || !strings.Contains(text, "unmapped: fusion.181") {
+		t.Errorf("text report (exit %d):\n%s", code, text)
+	}
+}
+
+func TestValidateRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", opTuningFile, "--min-configs", "1"}, "--min-configs: got 1, want at least 2"},
+		{[]string{"validate", "nosuch.pb"}, "nosuch.pb"},
+		{[]string{"validate", opTuningFile, "--chip", "v9"}, "unknown chip"},
+	} {
+		_, errOut, code := run(c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tpucost/tpucost/gnn/metric"
+)
+
+// Scores is how well one predictor ranks a set of kernels' (or programs') measured
+// configurations. Every field is a mean over the scored kernels.
+type Scores struct {
+	// KendallTau is Kendall's τ-b between predicted and measured time over a kernel's
+	// configurations (metric.KendallTau).
+	KendallTau float64 `json:"kendall_tau"`
+	// Top1Slowdown is the measured time of the predictor's best configuration over the
+	// measured best, minus 1 (metric.SlowdownAtK, K = 1): a fraction.
+	Top1Slowdown float64 `json:"top1_slowdown"`
+	// Top5Slowdown is the same for the best measured of the predictor's top 5.
+	Top5Slowdown float64 `json:"top5_slowdown"`
+	// MAPEScaled is the mean absolute percentage error (percent) after one scale per
+	// kernel (ScaleFit): the shape of the time curve, not its absolute level.
+	MAPEScaled float64 `json:"mape_scaled_pct"`
+}
+
+// Group is one kernel's (or program's) measured configurations.
+type Group struct {
+	Name     string
+	Measured []float64 // ns, > 0
+	Default  int       // index of the compiler's default configuration, -1 if none
+}
+
+// ScaleFit is the one factor s that best fits predictions p to measurements m in
+// relative terms: it minimizes Σ ((s·p_i − m_i) / m_i)², so s = Σ(p_i/m_i) / Σ(p_i/m_i)².
+func ScaleFit(p, m []float64) float64 {
+	var a, b float64
+	for i := range p {
+		r := p[i] / m[i]
+		a += r
+		b += r * r
+	}
+	if b == 0 {
+		return 1
+	}
+	return a / b
+}
+
+// Score scores predictions pred[g][i] of configuration i of group g. Groups with fewer
+// than two configurations are an error (the caller filters them: a ranking of one is
+// meaningless).
+func Score(groups []Group, pred [][]float64) (Scores, error) {
+	var s Scores
+	if len(groups) == 0 {
+		return s, fmt.Errorf("no groups to score")
+	}
+	if len(pred) != len(groups) {
+		return s, fmt.Errorf("%d groups, %d prediction lists", len(groups), len(pred))
+	}
+	for g, grp := range groups {
+		k := metric.Kernel{True: grp.Measured, Pred: pred[g]}
+		tau, err := metric.KendallTau(pred[g], grp.Measured)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", grp.Name, err)
+		}
+		t1, err := metric.SlowdownAtK(k, 1)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", grp.Name, err)
+		}
+		t5, err := metric.SlowdownAtK(k, 5)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", grp.Name, err)
+		}
+		sc := ScaleFit(pred[g], grp.Measured)
+		scaled := make([]float64, len(pred[g]))
+		for i, p := range pred[g] {
+			scaled[i] = sc * p
+		}
+		mp, err := metric.ComputeMAPE(grp.Measured, scaled)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", grp.Name, err)
+		}
+		s.KendallTau += tau
+		s.Top1Slowdown += t1
+		s.Top5Slowdown += t5
+		s.MAPEScaled += mp.All
+	}
+	n := float64(len(groups))
+	s.KendallTau /= n
+	s.Top1Slowdown /= n
+	s.Top5Slowdown /= n
+	s.MAPEScaled /= n
+	return s, nil
+}
+
+// DefaultSlowdown is the mean, over the groups that mark a default, of the measured time
+// of the compiler's default configuration over the measured best, minus 1: the baseline
+// every predictor's Top1Slowdown must beat. NaN when no group has a default.
+func DefaultSlowdown(groups []Group) float64 {
+	var sum float64
+	n := 0
+	for _, g := range groups {
+		if g.Default < 0 {
+			continue
+		}
+		best := math.Inf(1)
+		for _, m := range g.Measured {
+			best = math.Min(best, m)
+		}
+		sum += g.Measured[g.Default]/best - 1
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}

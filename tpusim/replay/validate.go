@@ -1,0 +1,229 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tpucost/tpucost/dataset/tpugraphs"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// DefaultMinConfigs is how many measured configurations a kernel needs to be scored.
+// Kendall's τ over two or three configurations is +1 or −1 by chance as often as not, and
+// the op-tuning files hold kernels with 2 to 579 configurations; the reviewer's baseline
+// numbers of issue 19 were taken over the kernels with at least 10.
+const DefaultMinConfigs = 10
+
+// TilePredictor scores the replayed runs of a kernel (lower is faster): a learned model's
+// zero-shot predictions. It returns one value per run of k.Runs.
+type TilePredictor func(k TileKernel) ([]float64, error)
+
+// Options configure Validate.
+type Options struct {
+	Chip tpusim.Chip
+	// MinConfigs: kernels with fewer replayed configurations are replayed and listed but
+	// not scored (0: DefaultMinConfigs). At least 2.
+	MinConfigs int
+	// Learned, when set, scores the tile runs with a learned model ("learned").
+	Learned TilePredictor
+}
+
+// Predictors holds every predictor's Scores over one set of kernels; a nil entry was not
+// run. Default is the compiler's own choice: its Top1Slowdown is the baseline to beat.
+type Predictors struct {
+	Sim        *Scores        `json:"sim,omitempty"`
+	Analytical *Scores        `json:"analytical,omitempty"`
+	Learned    *Scores        `json:"learned,omitempty"`
+	Default    *DefaultScores `json:"default,omitempty"`
+}
+
+// DefaultScores scores the configuration the compiler chose (the run marked default).
+type DefaultScores struct {
+	Top1Slowdown float64 `json:"top1_slowdown"`
+}
+
+// KernelSummary is one kernel's line of the report.
+type KernelSummary struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Configs int    `json:"configs"`
+	Approx  int    `json:"approx_configs"` // configs whose mapping is approximate
+	Scored  bool   `json:"scored"`
+	Predictors
+}
+
+// TileReport is the tile half of a Report.
+type TileReport struct {
+	Kernels       int             `json:"kernels"`        // kernels with replayed runs
+	ScoredKernels int             `json:"scored_kernels"` // of which with ≥ MinConfigs runs
+	MinConfigs    int             `json:"min_configs"`
+	Configs       int             `json:"configs"`        // replayed runs
+	ApproxConfigs int             `json:"approx_configs"` // of which approximately mapped
+	Unmapped      []Unmapped      `json:"unmapped"`
+	Skipped       Skipped         `json:"skipped"`
+	PerKernel     []KernelSummary `json:"per_kernel"`
+	Predictors
+	// Replayed is every kernel's replay, for plots (not serialized).
+	Replayed []TileKernel `json:"-"`
+}
+
+// Report is what Validate measured.
+type Report struct {
+	Chip      string      `json:"chip"`
+	Simulator string      `json:"simulator"`
+	Files     []string    `json:"files"`
+	Tile      *TileReport `json:"tile,omitempty"`
+}
+
+// Validate replays every timed run of the tuning files (tpugraphs.ReadTuningFile) on
+// o.Chip and scores the simulator, the analytical model and, when set, a learned model
+// against the measurements.
+func Validate(files []string, o Options) (*Report, error) {
+	if o.MinConfigs == 0 {
+		o.MinConfigs = DefaultMinConfigs
+	}
+	if o.MinConfigs < 2 {
+		return nil, fmt.Errorf("min configs must be at least 2, got %d", o.MinConfigs)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no tuning files")
+	}
+	rep := &Report{Chip: o.Chip.Name, Simulator: tpusim.Version, Files: files}
+	var tile TileReport
+	tile.MinConfigs = o.MinConfigs
+	hasTile := false
+	for _, f := range files {
+		mts, err := tpugraphs.ReadTuningFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for mi, mt := range mts {
+			if !hasTileRuns(mt) {
+				continue
+			}
+			hasTile = true
+			k, err := ReplayTile(mt, o.Chip, &tile.Skipped)
+			if err != nil {
+				if errors.Is(err, ErrUnmapped) {
+					tile.Unmapped = append(tile.Unmapped, Unmapped{Name: fmt.Sprintf("%s: module %d (%s)", f, mi, mt.Module.Name), Reason: err.Error()})
+					continue
+				}
+				return nil, fmt.Errorf("%s: module %d: %w", f, mi, err)
+			}
+			tile.Unmapped = append(tile.Unmapped, k.Unmapped...)
+			if len(k.Runs) > 0 {
+				tile.Replayed = append(tile.Replayed, k)
+			}
+		}
+	}
+	if hasTile {
+		if err := tile.score(o); err != nil {
+			return nil, err
+		}
+		rep.Tile = &tile
+	}
+	return rep, nil
+}
+
+func hasTileRuns(mt tpugraphs.ModuleTuning) bool {
+	for _, r := range mt.Runs {
+		if r.Tile != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// score fills the report's predictors and per-kernel lines from its replayed kernels.
+func (t *TileReport) score(o Options) error {
+	var groups []Group
+	var sim, an, learned [][]float64
+	for _, k := range t.Replayed {
+		t.Kernels++
+		t.Configs += len(k.Runs)
+		g := Group{Name: k.Name, Default: -1}
+		var s, a []float64
+		approx := 0
+		for i, r := range k.Runs {
+			g.Measured = append(g.Measured, r.MeasuredNs)
+			s = append(s, r.SimNs)
+			a = append(a, r.AnalyticalNs)
+			if r.Default {
+				g.Default = i
+			}
+			if r.Approx != "" {
+				approx++
+			}
+		}
+		t.ApproxConfigs += approx
+		ks := KernelSummary{Name: k.Name, Kind: k.Kind, Configs: len(k.Runs), Approx: approx, Scored: len(k.Runs) >= o.MinConfigs}
+		var l []float64
+		if o.Learned != nil {
+			var err error
+			if l, err = o.Learned(k); err != nil {
+				return fmt.Errorf("learned model on %s: %w", k.Name, err)
+			}
+			if len(l) != len(k.Runs) {
+				return fmt.Errorf("learned model on %s: %d predictions for %d runs", k.Name, len(l), len(k.Runs))
+			}
+		}
+		if len(k.Runs) >= 2 {
+			var err error
+			if ks.Predictors, err = predictors([]Group{g}, [][]float64{s}, [][]float64{a}, nilIf(l == nil, [][]float64{l})); err != nil {
+				return err
+			}
+		}
+		t.PerKernel = append(t.PerKernel, ks)
+		if !ks.Scored {
+			continue
+		}
+		t.ScoredKernels++
+		groups = append(groups, g)
+		sim, an = append(sim, s), append(an, a)
+		if l != nil {
+			learned = append(learned, l)
+		}
+	}
+	sort.SliceStable(t.PerKernel, func(i, j int) bool { return t.PerKernel[i].Configs > t.PerKernel[j].Configs })
+	if len(groups) == 0 {
+		return nil
+	}
+	var err error
+	t.Predictors, err = predictors(groups, sim, an, nilIf(o.Learned == nil, learned))
+	return err
+}
+
+func nilIf(cond bool, v [][]float64) [][]float64 {
+	if cond {
+		return nil
+	}
+	return v
+}
+
+// predictors scores the simulator, the analytical model, the learned model (when
+// learned is not nil) and the compiler's default over groups.
+func predictors(groups []Group, sim, an, learned [][]float64) (Predictors, error) {
+	var p Predictors
+	s, err := Score(groups, sim)
+	if err != nil {
+		return p, fmt.Errorf("sim: %w", err)
+	}
+	a, err := Score(groups, an)
+	if err != nil {
+		return p, fmt.Errorf("analytical: %w", err)
+	}
+	p.Sim, p.Analytical = &s, &a
+	if learned != nil {
+		l, err := Score(groups, learned)
+		if err != nil {
+			return p, fmt.Errorf("learned: %w", err)
+		}
+		p.Learned = &l
+	}
+	if d := DefaultSlowdown(groups); !math.IsNaN(d) {
+		p.Default = &DefaultScores{Top1Slowdown: d}
+	}
+	return p, nil
+}
