@@ -58,10 +58,19 @@ func (p Planned) WithFlags(f Flags) (Planned, error) {
 	return p, nil
 }
 
-// For is the same choice planned for target t: p itself when it was planned for t.
+// For is the same choice planned for target t: p itself when it was planned for t, and
+// p's plan retargeted when t differs only in what no plan reads (its name, launch and
+// step overheads: a calibrated preset's timing constants).
 func (p Planned) For(t Target) (Planned, error) {
 	if p.Target == t {
 		return p, nil
+	}
+	if u := t; true {
+		u.Name, u.LaunchNs, u.StepOverheadCycles = p.Target.Name, p.Target.LaunchNs, p.Target.StepOverheadCycles
+		if u == p.Target {
+			p.Target = t
+			return p, nil
+		}
 	}
 	return PlanConfig(p.Info, p.Key, p.Config, t)
 }

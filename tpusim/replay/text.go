@@ -12,7 +12,7 @@ import (
 func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "simulator %s on %s, %d file(s)\n", r.Simulator, r.Chip, len(r.Files))
 	if t := r.Tile; t != nil {
-		fmt.Fprintf(w, "\ntile: %d kernels, %d configs replayed (%d approximately: strided or rounded), %d unmapped, %d failed and %d untimed runs skipped\n",
+		fmt.Fprintf(w, "\ntile: %d kernels, %d configs replayed (%d approximately: strided, rounded or the compiler's own tile), %d unmapped, %d failed and %d untimed runs skipped\n",
 			t.Kernels, t.Configs, t.ApproxConfigs, len(t.Unmapped), t.Skipped.Error, t.Skipped.Untimed)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KERNEL\tKIND\tCONFIGS\tAPPROX\tSCORED\tSIM_TAU\tANALYTICAL_TAU\tSIM_TOP1\tANALYTICAL_TOP1\tDEFAULT_TOP1")
@@ -70,4 +70,28 @@ func deflt(d *DefaultScores) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*d.Top1Slowdown)
+}
+
+// WriteCalibrateText writes a calibration report for a person.
+func WriteCalibrateText(w io.Writer, r *CalibrateReport, out string) error {
+	fmt.Fprintf(w, "calibrated %s from %s (seed %d, %d loss evaluations): loss %.4f -> %.4f on the fit kernels\n",
+		r.Name, r.Base, r.Seed, r.Evaluations, r.LossBefore, r.LossAfter)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SPLIT\tKERNELS\tTAU_BEFORE\tTAU_AFTER\tTOP1_BEFORE\tTOP1_AFTER\tMAPE_SCALED_BEFORE\tMAPE_SCALED_AFTER")
+	for _, s := range []struct {
+		name string
+		sp   Split
+	}{{"fit", r.Fit}, {"heldout", r.Heldout}} {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.2f%%\t%.2f%%\t%.1f\t%.1f\n", s.name, len(s.sp.Kernels), s.sp.Before.KendallTau, s.sp.After.KendallTau,
+			100*s.sp.Before.Top1Slowdown, 100*s.sp.After.Top1Slowdown, s.sp.Before.MAPEScaled, s.sp.After.MAPEScaled)
+	}
+	fmt.Fprintln(tw, "\nCONSTANT\tBEFORE\tAFTER\tLOSS_INCREASE_AT_x0.5_OR_x2\tIDENTIFIED")
+	for _, c := range r.Constants {
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.1f%%\t%v\n", c.Name, c.Before, c.After, 100*c.LossIncrease, c.Identified)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "wrote %s (use it with --chip-file)\n", out)
+	return err
 }

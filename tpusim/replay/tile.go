@@ -12,7 +12,7 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler"
@@ -31,17 +31,17 @@ type Unmapped struct {
 // TileRun is one measured tile configuration of a kernel, mapped to a tpucost tile and
 // timed.
 type TileRun struct {
-	Index  int       `json:"index"`  // the run's position in the file's module
-	Config string    `json:"config"` // the TPU's bounds, as dataset/tpugraphs writes them
-	Tile   cost.Tile `json:"tile"`   // tpucost's tile for it
-	// Approx names how the mapping is approximate ("" when exact): "strided" when the
-	// TPU tile is a strided box that tpucost's tile covers contiguously, "rounded" when
-	// an extent was rounded up to tpucost's alignment.
-	Approx       string  `json:"approx,omitempty"`
-	MeasuredNs   float64 `json:"measured_ns"`
-	SimNs        float64 `json:"sim_ns"`
-	AnalyticalNs float64 `json:"analytical_ns"`
-	Default      bool    `json:"default,omitempty"`
+	Index        int       `json:"index"`  // the run's position in the file's module
+	Config       string    `json:"config"` // the TPU's bounds, as dataset/tpugraphs writes them
+	Tile         cost.Tile `json:"tile"`   // tpucost's tile for it (Mapped.Tile)
+	Grid         []int     `json:"grid"`   // the sizes its grid covers (Mapped.Grid)
+	Approx       string    `json:"approx,omitempty"`
+	MeasuredNs   float64   `json:"measured_ns"`
+	SimNs        float64   `json:"sim_ns"`
+	AnalyticalNs float64   `json:"analytical_ns"`
+	Default      bool      `json:"default,omitempty"`
+	// planned is the run's plan on the replay's chip (Resimulate reuses it).
+	planned cost.Planned
 }
 
 // TileKernel is one op-tuning module replayed: its kernel's runs.
@@ -100,12 +100,12 @@ func ReplayTile(mt tpugraphs.ModuleTuning, c tpusim.Chip, sk *Skipped) (TileKern
 		}
 		cfg := tpugraphs.RawTileString(r.Tile)
 		name := fmt.Sprintf("%s run %d (%s)", k.Name, i, cfg)
-		tile, approx, err := MapTile(fc, info, r.Tile)
+		mp, err := MapTile(fc, info, r.Tile, c.Target)
 		if err != nil {
 			k.Unmapped = append(k.Unmapped, Unmapped{Name: name, Reason: err.Error()})
 			continue
 		}
-		p, err := cost.PlanConfig(info, "", cost.KernelConfig{Tile: tile, Flags: cost.DefaultFlags()}, c.Target)
+		p, err := cost.PlanConfig(mp.On(info), "", cost.KernelConfig{Tile: mp.Tile, Flags: cost.DefaultFlags()}, c.Target)
 		if err != nil {
 			k.Unmapped = append(k.Unmapped, Unmapped{Name: name, Reason: err.Error()})
 			continue
@@ -115,8 +115,8 @@ func ReplayTile(mt tpugraphs.ModuleTuning, c tpusim.Chip, sk *Skipped) (TileKern
 			k.Unmapped = append(k.Unmapped, Unmapped{Name: name, Reason: err.Error()})
 			continue
 		}
-		k.Runs = append(k.Runs, TileRun{Index: i, Config: cfg, Tile: tile, Approx: approx,
-			MeasuredNs: float64(r.Profile.ComputeTimeNs), SimNs: sim, AnalyticalNs: an, Default: r.IsDefault})
+		k.Runs = append(k.Runs, TileRun{Index: i, Config: cfg, Tile: mp.Tile, Grid: mp.Grid, Approx: mp.Approx,
+			MeasuredNs: float64(r.Profile.ComputeTimeNs), SimNs: sim, AnalyticalNs: an, Default: r.IsDefault, planned: p})
 	}
 	return k, nil
 }
@@ -192,90 +192,115 @@ func boundExtents(s hlo.Shape, bounds []int64) (ext []int, strided bool, err err
 	return ext, strided, nil
 }
 
-// MapTile maps a TPU tile-size config of the kernel fc (analyzed as info)
-// to tpucost's tile: one extent per IterDim of info, rounded up to the dimension's
-// alignment and capped at its padded size.
+// Mapped is a TPU tile config in tpucost's terms.
+type Mapped struct {
+	// Tile has one extent per IterDim of the kernel: the volume of the TPU's box over
+	// the dimensions that IterDim flattens, rounded up to its alignment.
+	Tile cost.Tile
+	// Grid has, per IterDim, the size the TPU's grid covers: its number of steps along
+	// the IterDim, the product over the flattened dimensions of ⌈size / extent⌉, times
+	// Tile. The TPU runs one grid step per box of an N-dimensional grid, each on a full
+	// box; tpucost's planner flattens the dimensions, so a kernel timed over Grid sizes
+	// runs the TPU's number of steps on boxes of the TPU's volume, strided or not.
+	Grid []int
+	// Approx names how the mapping is approximate ("" when exact): "strided" when the
+	// box is not contiguous in memory (tpucost's DMA model moves it as one contiguous
+	// window), "rounded" when an extent was rounded up to tpucost's alignment.
+	Approx string
+}
+
+// MapTile maps a TPU tile-size config of the kernel fc (analyzed as info) to tpucost's
+// terms. Per kind of kernel, the bounds cover (boundExtents) and flatten into tpucost's
+// IterDims as follows:
 //
 //   - loop kernels: output_bounds cover the output (of a multi-output fusion, the element
-//     of the bounds' rank); rows is the product of the extents of every dimension but the
-//     physical minor, lanes the minor's extent;
+//     of the bounds' rank); rows flatten every dimension but the physical minor, lanes
+//     is the minor;
 //   - reductions: output_bounds cover the reduction's iteration space, the reduced
-//     operand; out is the product of the kept dimensions' extents, reduce of the reduced
-//     ones (a full reduction: rows and lanes of the operand, as a loop);
+//     operand; out flattens the kept dimensions, reduce the reduced ones (a full
+//     reduction: rows and lanes of the operand, as a loop);
 //   - convolutions: output_bounds cover the output (n: its feature dimension; m: the
 //     rest), kernel_bounds the weight (k: its input feature and window dimensions);
 //   - dots: output_bounds cover the output (m: the LHS's free dimensions, n: the RHS's),
 //     kernel_bounds the RHS (k: its contracting dimensions).
 //
 // input_bounds and iteration_bounds must be empty (they are in every file TpuGraphs
-// released); a kernel that iterates otherwise (sort, custom-call) is unmapped.
-func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeConfig) (cost.Tile, string, error) {
+// released); a kernel that iterates otherwise (sort, custom-call) is unmapped. A config
+// without any bounds leaves the tile to the compiler: tpucost's own choice for target tgt
+// (the analytical model's best, as the tiling pass picks it), marked "compiler-tile".
+func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeConfig, tgt cost.Target) (Mapped, error) {
+	var m Mapped
 	if len(tc.InputBounds) > 0 || len(tc.IterationBounds) > 0 {
-		return nil, "", errors.New("input or iteration bounds are set; only output and kernel bounds are mapped")
+		return m, errors.New("input or iteration bounds are set; only output and kernel bounds are mapped")
+	}
+	if len(tc.OutputBounds) == 0 && len(tc.KernelBounds) == 0 {
+		// No bounds: the compiler chose the tile itself (the reshapes of the released
+		// files), as tpucost's tiling pass does, by the analytical model.
+		t, err := info.BestAnalyticalTile(tgt, cost.DefaultFlags())
+		if err != nil {
+			return m, fmt.Errorf("no bounds, and no tile fits: %w", err)
+		}
+		m.Tile, m.Grid, m.Approx = t, make([]int, len(info.Dims)), "compiler-tile"
+		for i, d := range info.Dims {
+			m.Grid[i] = d.Size
+		}
+		return m, nil
 	}
 	hero := heroOf(fc, info)
-	var raw []int
+	var gs []grp
 	strided := false
-	prod := func(ext []int, pick func(d int) bool) int {
-		p := 1
-		for d, e := range ext {
-			if pick(d) {
-				p *= e
-			}
-		}
-		return p
-	}
 	switch info.Kind {
 	case cost.KindLoop:
 		s, err := boundTensor(fc.Root.Shape, len(tc.OutputBounds))
 		if err != nil {
-			return nil, "", err
+			return m, err
 		}
 		if len(tc.KernelBounds) > 0 {
-			return nil, "", errors.New("kernel bounds set on a loop kernel")
+			return m, errors.New("kernel bounds set on a loop kernel")
 		}
 		ext, st, err := boundExtents(s, tc.OutputBounds)
 		if err != nil {
-			return nil, "", fmt.Errorf("output bounds: %w", err)
+			return m, fmt.Errorf("output bounds: %w", err)
 		}
 		strided = st
-		raw = rowsLanes(s, ext)
+		gs = rowsLanes(s, ext)
 	case cost.KindReduce:
 		if hero == nil {
-			return nil, "", errors.New("reduction kernel without a reduce")
+			return m, errors.New("reduction kernel without a reduce")
 		}
 		s := hero.Operands[0].Shape
 		ext, st, err := boundExtents(s, tc.OutputBounds)
 		if err != nil {
-			return nil, "", fmt.Errorf("output bounds over the reduced operand %s: %w", s, err)
+			return m, fmt.Errorf("output bounds over the reduced operand %s: %w", s, err)
 		}
 		strided = st
 		if info.FullReduce {
-			raw = rowsLanes(s, ext)
+			gs = rowsLanes(s, ext)
 			break
 		}
 		reduced := map[int]bool{}
 		for _, d := range hero.Dimensions {
 			reduced[d] = true
 		}
-		out := prod(ext, func(d int) bool { return !reduced[d] })
-		red := prod(ext, func(d int) bool { return reduced[d] })
+		out := group(s.Dims, ext, func(d int) bool { return !reduced[d] })
+		red := group(s.Dims, ext, func(d int) bool { return reduced[d] })
 		if info.RowReduce {
-			raw = []int{out, red}
+			gs = []grp{out, red}
 		} else {
-			raw = []int{red, out}
+			gs = []grp{red, out}
 		}
 	case cost.KindGEMM:
 		if hero == nil {
-			return nil, "", errors.New("GEMM kernel without a dot or convolution")
+			return m, errors.New("GEMM kernel without a dot or convolution")
 		}
-		ext, st, err := boundExtents(hero.Shape, tc.OutputBounds)
+		os, ws := hero.Shape, hero.Operands[1].Shape
+		ext, st, err := boundExtents(os, tc.OutputBounds)
 		if err != nil {
-			return nil, "", fmt.Errorf("output bounds over %s: %w", hero.Shape, err)
+			return m, fmt.Errorf("output bounds over %s: %w", os, err)
 		}
-		kext, kst, err := boundExtents(hero.Operands[1].Shape, tc.KernelBounds)
+		kext, kst, err := boundExtents(ws, tc.KernelBounds)
 		if err != nil {
-			return nil, "", fmt.Errorf("kernel bounds over %s: %w", hero.Operands[1].Shape, err)
+			return m, fmt.Errorf("kernel bounds over %s: %w", ws, err)
 		}
 		strided = st || kst
 		switch hero.Opcode {
@@ -285,45 +310,94 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			for _, d := range cd.KernelSpatial {
 				kin[d] = true
 			}
-			m := prod(ext, func(d int) bool { return d != cd.OutputFeature })
-			n := ext[cd.OutputFeature]
-			raw = []int{m, n, prod(kext, func(d int) bool { return kin[d] })}
+			gs = []grp{
+				group(os.Dims, ext, func(d int) bool { return d != cd.OutputFeature }),
+				group(os.Dims, ext, func(d int) bool { return d == cd.OutputFeature }),
+				group(ws.Dims, kext, func(d int) bool { return kin[d] }),
+			}
 		default:
 			dd := hero.Dot
 			if dd == nil {
-				return nil, "", errors.New("dot without dimension numbers")
+				return m, errors.New("dot without dimension numbers")
 			}
-			ls := hero.Operands[0].Shape
 			nb := len(dd.LhsBatch)
-			nlFree := ls.Rank() - nb - len(dd.LhsContracting)
-			m := prod(ext, func(d int) bool { return d >= nb && d < nb+nlFree })
-			n := prod(ext, func(d int) bool { return d >= nb+nlFree })
+			nlFree := hero.Operands[0].Shape.Rank() - nb - len(dd.LhsContracting)
 			contract := map[int]bool{}
 			for _, d := range dd.RhsContracting {
 				contract[d] = true
 			}
-			raw = []int{m, n, prod(kext, func(d int) bool { return contract[d] })}
+			gs = []grp{
+				group(os.Dims, ext, func(d int) bool { return d >= nb && d < nb+nlFree }),
+				group(os.Dims, ext, func(d int) bool { return d >= nb+nlFree }),
+				group(ws.Dims, kext, func(d int) bool { return contract[d] }),
+			}
 		}
 	default:
-		return nil, "", fmt.Errorf("a %s kernel has no tile", info.Kind)
+		return m, fmt.Errorf("an %s kernel (hero %s) runs as one untiled step in tpucost: its bounds cannot be mapped", info.Kind, info.Hero)
 	}
-	if len(raw) != len(info.Dims) {
-		return nil, "", fmt.Errorf("mapped %d extents, the kernel tiles %d dimensions", len(raw), len(info.Dims))
+	if len(gs) != len(info.Dims) {
+		return m, fmt.Errorf("mapped %d extents, the kernel tiles %d dimensions", len(gs), len(info.Dims))
 	}
-	tile := make(cost.Tile, len(raw))
-	approx := ""
 	if strided {
-		approx = "strided"
+		m.Approx = "strided"
 	}
+	m.Tile = make(cost.Tile, len(gs))
+	m.Grid = make([]int, len(gs))
 	for i, d := range info.Dims {
+		g := gs[i]
 		full := roundUp(max(d.Size, 1), d.Align)
-		v := min(roundUp(max(raw[i], 1), d.Align), full)
-		if v != min(raw[i], full) && raw[i] < d.Size {
-			approx = join(approx, "rounded")
+		v := roundUp(max(g.vol, 1), d.Align)
+		if v != g.vol && g.vol < d.Size {
+			m.Approx = join(m.Approx, "rounded")
 		}
-		tile[i] = v
+		m.Tile[i] = min(v, full)
+		// The TPU runs padded/vol steps along the dimension (Π⌈d/b⌉): the grid is that
+		// many tiles, so that the step count survives rounding to tpucost's alignment.
+		m.Grid[i] = g.padded / g.vol * m.Tile[i]
+		if g.vol >= d.Size {
+			m.Grid[i] = d.Size
+		}
 	}
-	return tile, approx, nil
+	return m, nil
+}
+
+// grp is one IterDim's share of a TPU box: its volume (the product of the box's extents
+// over the dimensions the IterDim flattens) and the size its grid covers (the product of
+// ⌈size / extent⌉ · extent).
+type grp struct{ vol, padded int }
+
+// group flattens the dimensions d of a tensor (sizes dims, box extents ext) for which
+// pick(d) holds.
+func group(dims, ext []int, pick func(d int) bool) grp {
+	g := grp{1, 1}
+	for d, e := range ext {
+		if pick(d) {
+			g.vol *= e
+			g.padded *= ceilDiv(dims[d], e) * e
+		}
+	}
+	return g
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// On returns info as the TPU's grid of m's boxes sees it: each IterDim's size is the
+// size m's grid covers (the kernel itself when nothing differs). The analysis is copied,
+// never edited.
+func (m Mapped) On(info *cost.KernelInfo) *cost.KernelInfo {
+	same := true
+	for i, d := range info.Dims {
+		same = same && m.Grid[i] == d.Size
+	}
+	if same {
+		return info
+	}
+	c := *info
+	c.Dims = slices.Clone(info.Dims)
+	for i := range c.Dims {
+		c.Dims[i].Size = m.Grid[i]
+	}
+	return &c
 }
 
 func join(a, b string) string {
@@ -335,25 +409,26 @@ func join(a, b string) string {
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
 
-// rowsLanes is a loop view's (rows, lanes) of extents ext of s: lanes the physical
-// minor's extent, rows the product of the rest; a rank-1 array is viewed as rows of 128.
-func rowsLanes(s hlo.Shape, ext []int) []int {
+// rowsLanes flattens a box ext of s as a loop view does: lanes the physical minor, rows
+// the rest; a rank-1 array is viewed as rows of 128.
+func rowsLanes(s hlo.Shape, ext []int) []grp {
 	_, logical := physical(s)
 	n := len(logical)
 	switch n {
 	case 0:
-		return []int{1, 1}
+		return []grp{{1, 1}, {1, 1}}
 	case 1:
 		if s.Dims[0] > 128 {
-			return []int{int(math.Ceil(float64(ext[0]) / 128)), 128}
+			g := group(s.Dims, ext, func(int) bool { return true })
+			return []grp{{ceilDiv(g.vol, 128), ceilDiv(g.padded, 128)}, {128, 128}}
 		}
-		return []int{1, ext[0]}
+		return []grp{{1, 1}, {ext[0], s.Dims[0]}}
 	}
-	rows := 1
-	for _, d := range logical[:n-1] {
-		rows *= ext[d]
+	minor := logical[n-1]
+	return []grp{
+		group(s.Dims, ext, func(d int) bool { return d != minor }),
+		group(s.Dims, ext, func(d int) bool { return d == minor }),
 	}
-	return []int{rows, ext[logical[n-1]]}
 }
 
 // boundTensor is the array a loop kernel's output_bounds cover: the output, or of a

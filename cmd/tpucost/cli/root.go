@@ -62,7 +62,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdDemo(ios, g),
 		NewCmdGym(ios, g),
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
-		NewCmdValidate(ios, g),
+		NewCmdValidate(ios, g), NewCmdCalibrate(ios, g),
 	)
 	return root
 }
@@ -114,9 +114,11 @@ func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 
 
 // TargetFlags select the chip to compile for and simulate on.
 type TargetFlags struct {
-	Chip    string
-	VMEMMiB int // 0: the preset's
-	vmemSet func() bool
+	Chip     string
+	ChipFile string // a preset file (tpusim.LoadChipFile), in place of Chip
+	VMEMMiB  int    // 0: the preset's
+	vmemSet  func() bool
+	chipSet  func() bool
 }
 
 // maxVMEMMiB bounds --vmem (1 TiB): far above any chip, and its bytes fit an int64.
@@ -127,12 +129,23 @@ func (t *TargetFlags) bind(cmd *cobra.Command) { t.bindDefault(cmd, tpusim.Defau
 // bindDefault is bind with another default preset (validate's files are TPU v3 runs).
 func (t *TargetFlags) bindDefault(cmd *cobra.Command, preset string) {
 	cmd.Flags().StringVar(&t.Chip, "chip", preset, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
+	cmd.Flags().StringVar(&t.ChipFile, "chip-file", "", "a preset file (as `tpucost calibrate` writes) in place of --chip")
+	t.chipSet = func() bool { return cmd.Flags().Changed("chip") }
 	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", maxVMEMMiB))
 	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }
 
 func (t *TargetFlags) chip() (tpusim.Chip, error) {
-	c, err := tpusim.Preset(t.Chip)
+	var c tpusim.Chip
+	var err error
+	switch {
+	case t.ChipFile != "" && t.chipSet != nil && t.chipSet():
+		return c, fmt.Errorf("--chip and --chip-file: give one")
+	case t.ChipFile != "":
+		c, err = tpusim.LoadChipFile(t.ChipFile)
+	default:
+		c, err = tpusim.Preset(t.Chip)
+	}
 	if err != nil {
 		return c, err
 	}

@@ -65,3 +65,54 @@ func TestValidateRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestCalibrateAndChipFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "v3-fit.json")
+	stdout, errOut, code := run("calibrate", opTuningFile, "--out", out, "--seed", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Fit, Heldout struct {
+			Kernels []string
+			Before  struct {
+				KendallTau float64 `json:"kendall_tau"`
+			}
+			After struct {
+				KendallTau float64 `json:"kendall_tau"`
+			}
+		}
+		Constants []struct{ Name string }
+		Out       string
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(r.Fit.Kernels) == 0 || len(r.Heldout.Kernels) == 0 || len(r.Constants) != 11 || r.Out != out {
+		t.Errorf("report %+v", r)
+	}
+	// The fitted preset is a chip for every command that takes --chip.
+	simOut, errOut, code := run("sim", "mlp_96x2_b1", "--chip-file", out)
+	if code != 0 || !strings.Contains(simOut, "v3-calibrated@") {
+		t.Errorf("sim --chip-file: exit %d, %s%s", code, simOut, errOut)
+	}
+	v, _, code := run("validate", opTuningFile, "--chip-file", out)
+	if code != 0 || !strings.Contains(v, "v3-calibrated@") {
+		t.Errorf("validate --chip-file: exit %d\n%s", code, v)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "mlp_96x2_b1", "--chip-file", out, "--chip", "v4"}, "--chip and --chip-file: give one"},
+		{[]string{"sim", "mlp_96x2_b1", "--chip-file", opTuningFile}, opTuningFile},
+		{[]string{"calibrate", opTuningFile}, "--out is required"},
+		{[]string{"calibrate", opTuningFile, "--out", opTuningFile}, "is not a chip file; refusing to overwrite it"},
+		{[]string{"calibrate", opTuningFile, "--out", out, "--max-evals", "0"}, "--max-evals: got 0"},
+	} {
+		_, errOut, code := run(c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, errOut, c.want)
+		}
+	}
+}
