@@ -219,10 +219,16 @@ type Mapped struct {
 //   - reductions: output_bounds cover the reduction's iteration space, the reduced
 //     operand; out flattens the kept dimensions, reduce the reduced ones (a full
 //     reduction: rows and lanes of the operand, as a loop);
-//   - convolutions: output_bounds cover the output (n: its feature dimension; m: the
-//     rest), kernel_bounds the weight (k: its input feature and window dimensions);
-//   - dots: output_bounds cover the output (m: the LHS's free dimensions, n: the RHS's),
-//     kernel_bounds the RHS (k: its contracting dimensions).
+//   - convolutions: output_bounds cover the output (m: its non-feature dimensions),
+//     kernel_bounds the weight (k: its input feature and window dimensions; n: its
+//     output feature dimension, else the output's feature dimension);
+//   - dots: output_bounds cover the output (m: the LHS's free dimensions), kernel_bounds
+//     the RHS (k: its contracting dimensions; n: its free dimensions, else the
+//     output's).
+//
+// The weight's bounds decide n where the two disagree (fusion.205, a [32,4096]×[4096,1000]
+// product: output n of 128 with a weight tile of all 1000 columns is its fastest run, and
+// output n of 1000 with a weight tile of 128 columns among its slowest).
 //
 // input_bounds and iteration_bounds must be empty (they are in every file TpuGraphs
 // released); a kernel that iterates otherwise (sort, custom-call) is unmapped. A config
@@ -315,6 +321,9 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 				group(os.Dims, ext, func(d int) bool { return d == cd.OutputFeature }),
 				group(ws.Dims, kext, func(d int) bool { return kin[d] }),
 			}
+			if len(tc.KernelBounds) > 0 {
+				gs[1] = group(ws.Dims, kext, func(d int) bool { return d == cd.KernelOutput })
+			}
 		default:
 			dd := hero.Dot
 			if dd == nil {
@@ -322,14 +331,20 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			}
 			nb := len(dd.LhsBatch)
 			nlFree := hero.Operands[0].Shape.Rank() - nb - len(dd.LhsContracting)
-			contract := map[int]bool{}
+			contract, batch := map[int]bool{}, map[int]bool{}
 			for _, d := range dd.RhsContracting {
 				contract[d] = true
+			}
+			for _, d := range dd.RhsBatch {
+				batch[d] = true
 			}
 			gs = []grp{
 				group(os.Dims, ext, func(d int) bool { return d >= nb && d < nb+nlFree }),
 				group(os.Dims, ext, func(d int) bool { return d >= nb+nlFree }),
 				group(ws.Dims, kext, func(d int) bool { return contract[d] }),
+			}
+			if len(tc.KernelBounds) > 0 {
+				gs[1] = group(ws.Dims, kext, func(d int) bool { return !contract[d] && !batch[d] })
 			}
 		}
 	default:

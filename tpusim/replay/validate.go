@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -226,4 +228,24 @@ func predictors(groups []Group, sim, an, learned [][]float64) (Predictors, error
 		p.Default = &DefaultScores{Top1Slowdown: d}
 	}
 	return p, nil
+}
+
+// KernelScorer scores planned choices of a compiled kernel: a learned model's predictor
+// (gnn.Predictor), lower is faster.
+type KernelScorer interface {
+	ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error)
+}
+
+// Learned is the TilePredictor of a learned model: each replayed run's mapped tile, as
+// tpucost's compiler would plan it (the TPU's grid of boxes included), is featurized and
+// scored zero-shot, the kernel as its fused computation.
+func Learned(s KernelScorer) TilePredictor {
+	return func(k TileKernel) ([]float64, error) {
+		kern := &compiler.Kernel{Name: k.Name, Key: "tpugraphs:" + k.Name, Kind: k.Kind, Comp: k.Comp, Info: k.Info, Weight: 1}
+		choices := make([]cost.Planned, len(k.Runs))
+		for i, r := range k.Runs {
+			choices[i] = r.planned
+		}
+		return s.ScoreKernel(kern, choices)
+	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
@@ -14,8 +16,10 @@ type ValidateOptions struct {
 	Globals    *Globals
 	Target     TargetFlags
 	Files      []string
-	MinConfigs int
-	Plots      string
+	MinConfigs    int
+	Plots         string
+	Model         string
+	AllowMismatch bool
 }
 
 // NewCmdValidate builds `tpucost validate FILE.pb...`.
@@ -34,6 +38,8 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 	o.Target.bindDefault(cmd, "v3")
 	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", replay.DefaultMinConfigs, "score only kernels with at least this many replayed configurations (>= 2)")
 	cmd.Flags().StringVar(&o.Plots, "plots", "", "write simulated-vs-measured plots (PNG) into this directory")
+	cmd.Flags().StringVar(&o.Model, "model", "", "also score the runs zero-shot with a tile model trained on tpucost's simulated data (a train --out directory)")
+	cmd.Flags().BoolVar(&o.AllowMismatch, "allow-mismatch", false, "use a --model trained for another chip than --chip (warns)")
 	return cmd
 }
 
@@ -45,7 +51,24 @@ func runValidate(o *ValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := replay.Validate(o.Files, replay.Options{Chip: c, MinConfigs: o.MinConfigs})
+	opts := replay.Options{Chip: c, MinConfigs: o.MinConfigs}
+	if o.Model != "" {
+		pred, ck, _, mismatch, err := gnn.LoadFor(o.Model, func(gnn.Meta) (gnn.Target, error) {
+			return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, nil
+		}, o.AllowMismatch)
+		if err != nil {
+			return err
+		}
+		defer pred.Close()
+		if mismatch != "" {
+			fmt.Fprintf(o.IO.Err, "WARNING: %s\n", mismatch)
+		}
+		if ck.Task != dataset.TaskTile {
+			return fmt.Errorf("--model %s is a %s model: validate scores tile runs with a tile model", o.Model, ck.Task)
+		}
+		opts.Learned = replay.Learned(pred)
+	}
+	r, err := replay.Validate(o.Files, opts)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/dataset"
 )
 
 const opTuningFile = "../../../dataset/tpugraphs/testdata/op_tuning_data.pb"
@@ -114,5 +116,36 @@ func TestCalibrateAndChipFile(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestValidateWithModel: a tile model trained on tpucost's simulated data scores the real
+// runs zero-shot; a model for another chip is refused unless --allow-mismatch, and a
+// model of another task is refused.
+func TestValidateWithModel(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "tile-data")
+	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "mlp_768x3_b8"}, 8)
+	model := filepath.Join(root, "tile-model")
+	if _, stderr, err := runCmd(NewCmdTrain, false, "--task", "tile", "--data", data, "--out", model, "--epochs", "1",
+		"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6"); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	// The tiny dataset is simulated for v4; the files are v3 runs.
+	_, errOut, code := run("validate", opTuningFile, "--model", model)
+	if code == 0 || !strings.Contains(errOut, "--allow-mismatch") {
+		t.Errorf("a v4 model on v3 runs: exit %d, %s", code, errOut)
+	}
+	out, errOut, code := run("validate", opTuningFile, "--model", model, "--allow-mismatch", "--json")
+	if code != 0 || !strings.Contains(errOut, "WARNING") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Tile struct {
+			Learned *struct{ KendallTau float64 `json:"kendall_tau"` } `json:"learned"`
+		} `json:"tile"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Tile.Learned == nil {
+		t.Errorf("no learned scores (%v): %s", err, out)
 	}
 }
