@@ -12,10 +12,10 @@ import (
 
 // ValidateOptions are the options of `tpucost validate`.
 type ValidateOptions struct {
-	IO         IO
-	Globals    *Globals
-	Target     TargetFlags
-	Files      []string
+	IO            IO
+	Globals       *Globals
+	Target        TargetFlags
+	Files         []string
 	MinConfigs    int
 	Plots         string
 	Model         string

@@ -142,7 +142,9 @@ func TestValidateWithModel(t *testing.T) {
 	}
 	var r struct {
 		Tile struct {
-			Learned *struct{ KendallTau float64 `json:"kendall_tau"` } `json:"learned"`
+			Learned *struct {
+				KendallTau float64 `json:"kendall_tau"`
+			} `json:"learned"`
 		} `json:"tile"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Tile.Learned == nil {
