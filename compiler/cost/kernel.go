@@ -569,6 +569,41 @@ func ancestors(x *hlo.Instruction) map[*hlo.Instruction]bool {
 	return a
 }
 
+// physicalMinorDim returns the logical dimension of s that is physically minor, skipping
+// size-1 dimensions (they occupy no lanes); -1 for scalars, the layout's minor dimension
+// when every dimension has size 1.
+func physicalMinorDim(s hlo.Shape) int {
+	if s.Rank() == 0 {
+		return -1
+	}
+	mtm := s.LayoutOrDefault().MinorToMajor
+	for _, d := range mtm {
+		if s.Dims[d] != 1 {
+			return d
+		}
+	}
+	return mtm[0]
+}
+
+// analyzeGEMM analyzes a dot or convolution kernel as an M x K by K x N matrix product.
+//
+// The MXU writes its results along the output's lanes: the output dimension that is
+// physically minor runs along the MXU's 128 columns (the N side, the weight blocks'
+// columns) and the rest of the output along its rows (M, passes of 8 rows). A
+// convolution whose output is feature-minor has N = its output features; one whose
+// output has another dimension minor (a weight gradient laid out input-feature-minor,
+// a batch-minor activation) has N = that dimension's extent. A dot's N is its RHS free
+// dimensions when one of them is minor in the output, its LHS free dimensions when one of
+// those is (the product computed transposed). So the minor extent sets the MXU's column
+// occupancy: a minor extent of 64 fills half of the 128 columns (and half the lanes of
+// every output vreg) and takes as many passes as 128 would; 192 fills three quarters of
+// two column blocks. A minor extent smaller than a sublane group (Target.Sublanes, 8) is
+// not put on the columns: the other free side is (a convolution's output features, or
+// its batch when the features are the tiny minor dimension; a dot's RHS side) and the
+// result is transposed into place through the XLU (OutTransposed), since an MXU pass
+// yields 8 rows at a time and a tiny extent wastes at most one row group there rather
+// than 120 of 128 columns. A dot whose output is batch-minor, and a grouped convolution
+// not feature-minor, also keep N on the RHS side and transpose the result.
 func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, params []*hlo.Instruction, t Target) error {
 	lhs, rhs := hero.Operands[0], hero.Operands[1]
 	ls, rs, os := lhs.Shape, rhs.Shape, hero.Shape
@@ -596,7 +631,16 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		}
 		// Output dims are batch, lhs free, rhs free: N runs along the last ones.
 		nFree := rs.Rank() - len(dd.RhsBatch) - len(dd.RhsContracting)
-		k.OutTransposed = nFree > 0 && minorDim(os) < os.Rank()-nFree
+		mFree := os.Rank() - len(dd.LhsBatch) - nFree
+		om := physicalMinorDim(os)
+		k.OutTransposed = nFree > 0 && om < os.Rank()-nFree
+		if k.OutTransposed && mFree > 0 && om >= len(dd.LhsBatch) && os.Dims[om] >= t.Sublanes {
+			// An LHS free dimension is minor in the output: the MXU computes the
+			// product transposed (out^T = rhs^T lhs^T), the LHS side on its columns
+			// and the result's lanes (see analyzeGEMM).
+			k.M, k.N = k.N, k.M
+			k.OutTransposed = false
+		}
 	case hlo.OpConvolution:
 		cd := hero.Conv
 		if cd == nil {
@@ -618,7 +662,24 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		k.N = max(rs.Dims[cd.KernelOutput], 1)
 		k.K = max(rs.Dims[cd.KernelInput]*win, 1)
 		k.LHSTransposed = minorDim(ls) != cd.InputFeature
-		k.OutTransposed = minorDim(os) != cd.OutputFeature
+		om := physicalMinorDim(os)
+		cols := cd.OutputFeature // the output dimension on the MXU's columns
+		if g == 1 {
+			cols = om
+			if tiny := func(d int) bool { return os.Dims[d] < t.Sublanes }; tiny(om) {
+				switch {
+				case om != cd.OutputFeature && !tiny(cd.OutputFeature):
+					cols = cd.OutputFeature
+				case om == cd.OutputFeature && !tiny(cd.OutputBatch):
+					cols = cd.OutputBatch
+				}
+			}
+		}
+		if cols != cd.OutputFeature {
+			k.N = max(os.Dims[cols], 1)
+			k.M = max(int(os.Elements())/k.N, 1)
+		}
+		k.OutTransposed = cols != om
 	}
 	k.LHSBytes = float64(ls.Bytes())
 	k.RHSBytes = float64(rs.Bytes())
