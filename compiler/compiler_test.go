@@ -308,7 +308,7 @@ ENTRY e {
 	if got := p.Config.Layout["c"]; !slices.Equal(got, []int{4, 0, 3, 2, 1}) {
 		t.Errorf("layout [4 0] of c = %v, want {4,0,3,2,1}", got)
 	}
-	if got := p.Config.OperandLayout["c"]; len(got) != 2 || !slices.Equal(got[0], []int{0, 4, 3, 2, 1}) || got[1] != nil {
+	if got := p.Config.OperandLayout["c"]; len(got) != 2 || !slices.Equal(got[0], []int{0, 4, 3, 2, 1}) || len(got[1]) != 0 {
 		t.Errorf("effective operand layouts of c = %v", got)
 	}
 	// The input now reaches the convolution through a copy into {0,4,3,2,1}.

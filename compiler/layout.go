@@ -389,7 +389,7 @@ func (s *State) operandLayouts(name string, in *hlo.Instruction) ([][]int, error
 	}
 	eff := make([][]int, len(out))
 	for i, o := range out {
-		eff[i] = slices.Clone(o)
+		eff[i] = append([]int{}, o...) // [] for an unconstrained operand
 	}
 	s.Effective.OperandLayout[name] = eff
 	return out, nil
