@@ -597,13 +597,16 @@ func physicalMinorDim(s hlo.Shape) int {
 // those is (the product computed transposed). So the minor extent sets the MXU's column
 // occupancy: a minor extent of 64 fills half of the 128 columns (and half the lanes of
 // every output vreg) and takes as many passes as 128 would; 192 fills three quarters of
-// two column blocks. A minor extent smaller than a sublane group (Target.Sublanes, 8) is
-// not put on the columns: the other free side is (a convolution's output features, or
-// its batch when the features are the tiny minor dimension; a dot's RHS side) and the
-// result is transposed into place through the XLU (OutTransposed), since an MXU pass
-// yields 8 rows at a time and a tiny extent wastes at most one row group there rather
-// than 120 of 128 columns. A dot whose output is batch-minor, and a grouped convolution
-// not feature-minor, also keep N on the RHS side and transpose the result.
+// two column blocks. A convolution's minor extent smaller than a sublane group
+// (Target.Sublanes, 8) is not put on the columns when the other candidate is not tiny
+// too: the output features are (or the batch, when the features are the tiny minor
+// dimension) and the result is transposed into place through the XLU (OutTransposed),
+// since an MXU pass yields 8 rows at a time and a tiny extent wastes at most one row
+// group there rather than 120 of 128 columns. A dot keeps its RHS side on the columns
+// (transposing the result) when its minor dimension is a tiny LHS free dimension or a
+// batch dimension; a tiny RHS free minor dimension stays on the columns, as before this
+// model (its LHS side is usually the batch of rows). A grouped convolution not
+// feature-minor keeps its features on the columns and transposes the result.
 func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, params []*hlo.Instruction, t Target) error {
 	lhs, rhs := hero.Operands[0], hero.Operands[1]
 	ls, rs, os := lhs.Shape, rhs.Shape, hero.Shape
