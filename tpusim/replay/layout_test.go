@@ -77,9 +77,10 @@ func top1(pred, meas []float64) float64 {
 // perfect tier predictor scores τ ≈ 0.57 here. The simulator ranks the tiers exactly
 // (τ = 0.57 when predictions within measurementResolution count as ties, as the
 // hardware cannot order them) and, counting its sub-microsecond differences between
-// runs of one tier (a fused copy's code, an XLU pass) as orderings, strictly τ = 0.28;
-// tpusim-1.2 scored −0.03, the analytical model ties every run. The thresholds leave
-// room for small timing changes elsewhere in the simulator, not for losing a tier.
+// runs of one tier (a fused copy's code, an XLU pass) as orderings, strictly τ = 0.28.
+// tpusim-1.2's model scored 0.21 on the same configs, ranking HBM copies of batch-minor
+// operands the TPU never paid for, and saw neither tier. The thresholds leave room for
+// small timing changes elsewhere in the simulator, not for losing a tier.
 func TestReplayRealLayoutRuns(t *testing.T) {
 	const (
 		// measurementResolution: identical configurations of this module measure up
