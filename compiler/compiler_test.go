@@ -250,14 +250,103 @@ func TestLayoutOptions(t *testing.T) {
 		dims []int
 		want int
 	}{
-		{[]int{4, 5}, 2}, {[]int{1, 5}, 1}, {[]int{2, 3, 4}, 6}, {[]int{2, 1, 4}, 2}, {[]int{2, 3, 4, 5}, 24}, {[]int{2, 3, 4, 5, 6}, 3},
+		// Every permutation up to rank 5 (5! = 120; a size-1 dimension merges orders:
+		// 4! = 24 distinct for [2,1,4,5,6]); beyond, every ordered pair of minor
+		// dimensions with the rest row-major (6·5 = 30, 7·6 = 42; row-major and the
+		// minor swap are among them) plus the legacy column-major.
+		{[]int{4, 5}, 2}, {[]int{1, 5}, 1}, {[]int{2, 3, 4}, 6}, {[]int{2, 1, 4}, 2}, {[]int{2, 3, 4, 5}, 24},
+		{[]int{2, 3, 4, 5, 6}, 120}, {[]int{2, 1, 4, 5, 6}, 24}, {[]int{2, 3, 4, 5, 6, 7}, 31}, {[]int{2, 3, 4, 5, 6, 7, 8}, 43},
 	} {
-		opts := LayoutOptions(hlo.Array(hlo.F32, tc.dims...))
+		s := hlo.Array(hlo.F32, tc.dims...)
+		opts := LayoutOptions(s)
 		if len(opts) != tc.want {
 			t.Errorf("%v: %d options, want %d", tc.dims, len(opts), tc.want)
 		}
 		if !slices.Equal(opts[0], hlo.RowMajor(len(tc.dims)).MinorToMajor) {
 			t.Errorf("%v: first option %v is not row-major", tc.dims, opts[0])
+		}
+		// The options earlier versions listed keep their indices.
+		legacy := distinctLayouts(s, legacyLayoutCandidates(len(tc.dims)))
+		for i, o := range legacy {
+			if !slices.Equal(opts[i], o) {
+				t.Errorf("%v: option %d = %v, was %v", tc.dims, i, opts[i], o)
+			}
+		}
+	}
+}
+
+// A rank-5 convolution: its layout space has every order (XLA's TPU layouts such as
+// {4,0,3,2,1}), a config may give a prefix ([4 0] is {4,0,3,2,1}) and operand layouts;
+// the default compile is what it was when only row-major, minor-swap and column-major
+// were listed.
+func TestLayoutRank5AndOperands(t *testing.T) {
+	m, err := hlo.Parse("conv3d.hlo", []byte(`HloModule conv3d
+ENTRY e {
+  x = bf16[2,8,8,8,32] parameter(0)
+  w = bf16[3,3,3,32,64] parameter(1)
+  ROOT c = bf16[2,8,8,8,64] convolution(x, w), window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := testTarget
+	def, err := Compile(m, nil, Options{Target: tgt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := def.Config.Layout["c"]; !slices.Equal(got, []int{4, 3, 2, 1, 0}) {
+		t.Errorf("default layout of c = %v, want row-major (unchanged)", got)
+	}
+	cfg := NewConfig()
+	cfg.Layout["c"] = []int{4, 0}
+	cfg.OperandLayout["c"] = [][]int{{0, 4}, nil}
+	p, err := Compile(m, cfg, Options{Target: tgt, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Config.Layout["c"]; !slices.Equal(got, []int{4, 0, 3, 2, 1}) {
+		t.Errorf("layout [4 0] of c = %v, want {4,0,3,2,1}", got)
+	}
+	if got := p.Config.OperandLayout["c"]; len(got) != 2 || !slices.Equal(got[0], []int{0, 4, 3, 2, 1}) || len(got[1]) != 0 {
+		t.Errorf("effective operand layouts of c = %v", got)
+	}
+	// The input now reaches the convolution through a copy into {0,4,3,2,1}.
+	found := false
+	for _, c := range p.Module.Computations {
+		for _, in := range c.Instructions {
+			if in.Opcode == hlo.OpCopy && slices.Equal(in.Shape.Layout.MinorToMajor, []int{0, 4, 3, 2, 1}) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no copy of x into {0,4,3,2,1}")
+	}
+	// Compiling with the effective config reproduces the program's config.
+	again, err := Compile(m, p.Config, Options{Target: tgt, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := again.Config.MarshalIndent()
+	b, _ := p.Config.MarshalIndent()
+	if string(a) != string(b) {
+		t.Errorf("effective config does not reproduce itself:\n%s\n%s", a, b)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"repeated dim", func(c *Config) { c.Layout["c"] = []int{4, 4} }, "not a valid option"},
+		{"operand order", func(c *Config) { c.OperandLayout["c"] = [][]int{{5}} }, "operand layout 0 of c"},
+		{"too many operands", func(c *Config) { c.OperandLayout["c"] = [][]int{nil, nil, {0}} }, "3 orders for 2 operands"},
+		{"unknown node", func(c *Config) { c.OperandLayout["nope"] = [][]int{{0}} }, "nope"},
+	} {
+		c := NewConfig()
+		tc.cfg(c)
+		if _, err := Compile(m, c, Options{Target: tgt, Strict: true}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
 }

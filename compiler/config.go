@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -40,17 +41,34 @@ func (k Kind) Relative() bool { return k == KindTile || k == KindFlags }
 // "producer->consumer" (true: fuse the producer into the consumer's kernel); tile and
 // flags entries by kernel key (the structural hash of the fused computation), so every
 // copy of an identical kernel shares them.
+//
+// Layout orders: a layout entry is a minor-to-major order of the result's dimensions
+// (the minor-most first), or a prefix of one: the dimensions it lists are the minor ones,
+// in that order, and the others follow, more major, in row-major order (descending
+// dimension number), so [4 0] on a rank-5 result is {4,0,3,2,1}. The valid orders are
+// LayoutOptions' (every order up to rank 5); one that differs from an option only in
+// where size-1 dimensions go is that option. Names of instructions outside the entry computation are
+// qualified by their computation, "computation/instruction".
+//
+// OperandLayout entries (same names; layout-configurable instructions only) constrain
+// the layouts a node reads its operands in: one order (or prefix) per operand, in operand
+// order; an empty order leaves that operand unconstrained. An operand whose layout
+// differs physically from the constraint is copied into it (a transpose, which fusion
+// may absorb into the producer's or the consumer's kernel), as XLA's layout assignment
+// does for an operand constraint. Operand layouts are config-only: the Space and the
+// tuner do not search them, and the global store does not hold them.
 type Config struct {
-	Version int                   `json:"version"`
-	Layout  map[string][]int      `json:"layout,omitempty"`
-	Fusion  map[string]bool       `json:"fusion,omitempty"`
-	Tile    map[string]cost.Tile  `json:"tile,omitempty"`
-	Flags   map[string]cost.Flags `json:"flags,omitempty"`
+	Version       int                   `json:"version"`
+	Layout        map[string][]int      `json:"layout,omitempty"`
+	OperandLayout map[string][][]int    `json:"operand_layout,omitempty"`
+	Fusion        map[string]bool       `json:"fusion,omitempty"`
+	Tile          map[string]cost.Tile  `json:"tile,omitempty"`
+	Flags         map[string]cost.Flags `json:"flags,omitempty"`
 }
 
 // NewConfig returns an empty config.
 func NewConfig() *Config {
-	c := &Config{Version: ConfigVersion}
+	c := &Config{Version: ConfigVersion, OperandLayout: map[string][][]int{}}
 	for _, o := range kinds {
 		o.init(c)
 	}
@@ -69,15 +87,22 @@ func (c *Config) Clone() *Config {
 			o.set(n, name, e)
 		}
 	}
+	for name, ops := range c.OperandLayout {
+		cp := make([][]int, len(ops))
+		for i, o := range ops {
+			cp[i] = slices.Clone(o)
+		}
+		n.OperandLayout[name] = cp
+	}
 	return n
 }
 
-// Len is the number of entries of all kinds.
+// Len is the number of entries of all kinds, operand layouts included.
 func (c *Config) Len() int {
 	if c == nil {
 		return 0
 	}
-	n := 0
+	n := len(c.OperandLayout)
 	for _, o := range kinds {
 		n += o.size(c)
 	}
@@ -113,6 +138,9 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	}
 	for _, o := range kinds {
 		o.init(c) // a kind given as null
+	}
+	if c.OperandLayout == nil {
+		c.OperandLayout = map[string][][]int{}
 	}
 	for k, f := range c.Flags {
 		if err := f.Validate(); err != nil {

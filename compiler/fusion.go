@@ -117,8 +117,8 @@ func fusionLegal(p, x *hlo.Instruction, g *group, dup bool) bool {
 
 // defaultFuse is the XLA-like instruction fusion heuristic for edge p -> x in kernel g:
 // output fusion of elementwise consumers into dots and convolutions; no fusion of
-// reductions as producers; only converts, broadcasts and bitcasts on the operand side of
-// a dot or convolution; a producer read by several kernels is materialized unless it is
+// reductions as producers; only converts, broadcasts, bitcasts and copies (layout
+// changes) on the operand side of a dot or convolution; a producer read by several kernels is materialized unless it is
 // cheap to duplicate (broadcast, iota, bitcast, reshape, convert); other elementwise and
 // data-movement producers always; kernels capped at DefaultFusionSize.
 func defaultFuse(p, x *hlo.Instruction, g *group, dup bool) bool {
@@ -128,7 +128,11 @@ func defaultFuse(p, x *hlo.Instruction, g *group, dup bool) bool {
 	case p.Opcode == hlo.OpReduce:
 		return false
 	case g.hero != nil && (g.hero.Opcode == hlo.OpDot || g.hero.Opcode == hlo.OpConvolution) && (x == g.hero || g.prologue[x]):
-		return p.Opcode == hlo.OpConvert || p.Opcode == hlo.OpBroadcast || p.Opcode == hlo.OpBitcast
+		// A copy there is an operand layout constraint's relayout: the kernel reads the
+		// operand in its producer's layout and relayouts its tiles in VMEM, as TPU
+		// convolution emitters read operands in any layout, rather than writing a
+		// relaid-out copy to HBM first.
+		return p.Opcode == hlo.OpConvert || p.Opcode == hlo.OpBroadcast || p.Opcode == hlo.OpBitcast || p.Opcode == hlo.OpCopy
 	case dup && !cheapToDuplicate(p):
 		// A producer that several kernels read is materialized once: duplicating it
 		// would also pull its whole input cone into each of them (along a residual

@@ -18,25 +18,59 @@ func LayoutConfigurable(in *hlo.Instruction) bool {
 	return false
 }
 
-// LayoutOptions lists the physically distinct minor-to-major orders of s, row-major first:
-// every permutation for rank <= 4 (permutations that differ only in where size-1
-// dimensions go are the same physical layout and listed once), and for higher ranks
-// row-major, row-major with the two minor dimensions swapped, and column-major.
+// LayoutOptions lists the physically distinct minor-to-major orders of s: every
+// permutation of its dimensions for rank <= 5 (permutations that differ only in where
+// size-1 dimensions go are the same physical layout and listed once), and for higher
+// ranks every choice of the two minor dimensions (the ones (8,128) tiling sees) with the
+// others in row-major order. The list starts with the options earlier versions listed,
+// at the same indices — for rank <= 4 every permutation, row-major first; for higher
+// ranks row-major, row-major with the two minor dimensions swapped, and column-major —
+// so that stored option indices keep their meaning.
 func LayoutOptions(s hlo.Shape) [][]int {
 	r := s.Rank()
 	rm := hlo.RowMajor(r).MinorToMajor
-	var cands [][]int
-	if r <= 4 {
-		cands = permutations(rm)
-	} else {
-		sw := slices.Clone(rm)
-		sw[0], sw[1] = sw[1], sw[0]
-		cm := make([]int, r)
-		for i := range cm {
-			cm[i] = i
+	cands := legacyLayoutCandidates(r)
+	switch {
+	case r <= 4:
+	case r <= maxPermutedRank:
+		cands = append(cands, permutations(rm)...)
+	default:
+		for _, a := range rm {
+			for _, b := range rm {
+				if a != b {
+					cands = append(cands, completeOrder(r, []int{a, b}))
+				}
+			}
 		}
-		cands = [][]int{rm, sw, cm}
 	}
+	return distinctLayouts(s, cands)
+}
+
+// maxPermutedRank is the highest rank whose layout options are every permutation (120
+// at rank 5, the rank of the 3D convolutions TPU layout tuning configures); beyond it
+// only the two minor dimensions are chosen (30 pairs at rank 6 instead of 720 orders
+// that differ mostly in the strides of major dimensions).
+const maxPermutedRank = 5
+
+// legacyLayoutCandidates are the orders LayoutOptions listed before it listed every
+// order of rank-5 and higher shapes: every permutation up to rank 4, else row-major,
+// minor-swapped and column-major.
+func legacyLayoutCandidates(r int) [][]int {
+	rm := hlo.RowMajor(r).MinorToMajor
+	if r <= 4 {
+		return permutations(rm)
+	}
+	sw := slices.Clone(rm)
+	sw[0], sw[1] = sw[1], sw[0]
+	cm := make([]int, r)
+	for i := range cm {
+		cm[i] = i
+	}
+	return [][]int{rm, sw, cm}
+}
+
+// distinctLayouts keeps the first of every group of physically equal orders.
+func distinctLayouts(s hlo.Shape, cands [][]int) [][]int {
 	var out, sigs [][]int
 	for _, c := range cands {
 		sig := physicalSignature(s.Dims, c)
@@ -46,6 +80,33 @@ func LayoutOptions(s hlo.Shape) [][]int {
 		}
 	}
 	return out
+}
+
+// completeOrder completes a minor-to-major prefix of a rank-r shape: the listed
+// dimensions are the minor ones, in order; the others follow in row-major order
+// (descending dimension number). The prefix must hold distinct dimensions of the shape
+// (see checkOrder).
+func completeOrder(r int, prefix []int) []int {
+	out := slices.Clone(prefix)
+	for d := r - 1; d >= 0; d-- {
+		if !slices.Contains(prefix, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkOrder reports whether order is a minor-to-major order, or a prefix of one, of a
+// rank-r shape: distinct dimensions in [0, r).
+func checkOrder(r int, order []int) error {
+	seen := make([]bool, r)
+	for _, d := range order {
+		if d < 0 || d >= r || seen[d] {
+			return fmt.Errorf("%v is not a minor-to-major order (or prefix) of a rank-%d shape", order, r)
+		}
+		seen[d] = true
+	}
+	return nil
 }
 
 // physicalSignature is the minor-to-major order without size-1 dimensions.
@@ -120,9 +181,13 @@ func rowMajorOperands(in *hlo.Instruction) bool {
 	return in.Opcode == hlo.OpGather
 }
 
-// defaultLayout is the XLA-like default choice among a configurable node's options.
+// defaultLayout is the XLA-like default choice among a configurable node's options. It
+// chooses among the options earlier versions listed (legacyLayoutCandidates: for rank >=
+// 5 row-major, minor-swap and column-major), so that the default compile did not change
+// when the space grew to every order.
 func defaultLayout(in *hlo.Instruction, opts [][]int, t cost.Target) int {
 	s := in.Shape
+	opts = opts[:min(len(opts), len(distinctLayouts(s, legacyLayoutCandidates(s.Rank()))))]
 	switch in.Opcode {
 	case hlo.OpConvolution:
 		// Feature dimension minor, then spatial dimensions, batch major (TPU's NHWC
@@ -221,7 +286,9 @@ func setDefaultLayouts(s *hlo.Shape) {
 }
 
 // runLayout is the layout assignment pass. Configurable nodes (LayoutConfigurable) take
-// their result layout from the config, else the store, else the XLA-like default; the
+// their result layout from the config, else the store, else the XLA-like default, and
+// read their operands in the layouts the config's operand_layout entry sets (copies
+// where the operand has another); the
 // other instructions' layouts are propagated (elementwise ops follow their first operand
 // that has a layout of its own, reduces keep the input's order, broadcasts and iotas take
 // their first user's layout); where an operand's layout differs from what its user
@@ -254,21 +321,30 @@ func runLayout(m *hlo.Module, s *State) (bool, error) {
 	return changed, nil
 }
 
-// chooseLayout picks a layout option index for node name: config, else store, else default.
-func (s *State) chooseLayout(name, key string, opts [][]int, def int) (int, error) {
+// chooseLayout picks a layout option index for node name: config, else store, else
+// default. A config's order may be a prefix (completeOrder) and may differ from the option
+// it selects in where size-1 dimensions go; an order that is not a valid one is an error.
+func (s *State) chooseLayout(name, key string, shape hlo.Shape, opts [][]int, def int) (int, error) {
 	choice := def
 	if want, fromConfig, ok := s.want(KindLayout, name, key); ok {
 		idx := -1
-		for i, o := range opts {
-			if slices.Equal(o, want.Layout) {
-				idx = i
+		order := want.Layout
+		if checkOrder(shape.Rank(), order) == nil {
+			order = completeOrder(shape.Rank(), order)
+			for i, o := range opts {
+				if slices.Equal(o, order) {
+					idx = i
+				}
+			}
+			if idx < 0 {
+				idx = findLayoutIndex(shape, opts, order)
 			}
 		}
 		switch {
 		case idx >= 0:
 			choice = idx
 		case fromConfig:
-			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %v)", name, want.Layout, opts)
+			return 0, fmt.Errorf("layout of %s: %v is not a valid option (valid: %d orders of its %d dimensions)", name, want.Layout, len(opts), shape.Rank())
 		}
 	}
 	s.Effective.Layout[name] = slices.Clone(opts[choice])
@@ -276,10 +352,54 @@ func (s *State) chooseLayout(name, key string, opts [][]int, def int) (int, erro
 	return choice, nil
 }
 
+// findLayoutIndex returns the index of the option physically equal to want, or -1.
+func findLayoutIndex(s hlo.Shape, opts [][]int, want []int) int {
+	sig := physicalSignature(s.Dims, want)
+	for i, o := range opts {
+		if slices.Equal(physicalSignature(s.Dims, o), sig) {
+			return i
+		}
+	}
+	return -1
+}
+
+// operandLayouts returns the operand layout constraints the config sets for node name
+// (instruction in), completed to full orders (nil for an unconstrained operand), and
+// records them in the effective config. An entry with more orders than in has operands,
+// or an invalid order, is an error.
+func (s *State) operandLayouts(name string, in *hlo.Instruction) ([][]int, error) {
+	ops, ok := s.Config.OperandLayout[name]
+	if !ok {
+		return nil, nil
+	}
+	s.usedOperand[name] = true
+	if len(ops) > len(in.Operands) {
+		return nil, fmt.Errorf("operand layouts of %s: %d orders for %d operands", name, len(ops), len(in.Operands))
+	}
+	out := make([][]int, len(ops))
+	for i, o := range ops {
+		if len(o) == 0 || !in.Operands[i].Shape.IsArray() {
+			continue
+		}
+		r := in.Operands[i].Shape.Rank()
+		if err := checkOrder(r, o); err != nil {
+			return nil, fmt.Errorf("operand layout %d of %s: %w", i, name, err)
+		}
+		out[i] = completeOrder(r, o)
+	}
+	eff := make([][]int, len(out))
+	for i, o := range out {
+		eff[i] = append([]int{}, o...) // [] for an unconstrained operand
+	}
+	s.Effective.OperandLayout[name] = eff
+	return out, nil
+}
+
 // layoutComputation lays out one flow computation (see runLayout).
 func layoutComputation(e *hlo.Computation, st *State) (bool, error) {
 	changed := false
 	agnostic := map[*hlo.Instruction]bool{}
+	operandWant := map[*hlo.Instruction][][]int{} // configured operand layouts
 	for _, in := range e.Instructions {
 		s := &in.Shape
 		switch {
@@ -295,13 +415,20 @@ func layoutComputation(e *hlo.Computation, st *State) (bool, error) {
 			opts := LayoutOptions(*s)
 			def := defaultLayout(in, opts, st.Options.Target)
 			key := NodeKey(in)
-			choice, err := st.chooseLayout(st.qualName(e, in.Name), key, opts, def)
+			choice, err := st.chooseLayout(st.qualName(e, in.Name), key, *s, opts, def)
 			if err != nil {
 				return false, err
 			}
 			setLayout(s, opts[choice])
 			if choice != 0 {
 				changed = true
+			}
+			ow, err := st.operandLayouts(st.qualName(e, in.Name), in)
+			if err != nil {
+				return false, err
+			}
+			if ow != nil {
+				operandWant[in] = ow
 			}
 		case layoutAgnostic(in):
 			agnostic[in] = true
@@ -374,6 +501,11 @@ func layoutComputation(e *hlo.Computation, st *State) (bool, error) {
 		in.Operands[i] = cp
 	}
 	for _, in := range e.Instructions {
+		for i, mtm := range operandWant[in] {
+			if mtm != nil {
+				need(in, i, mtm)
+			}
+		}
 		switch {
 		case sameLayoutOperands(in) && in.Shape.IsArray():
 			for i, op := range in.Operands {

@@ -204,6 +204,8 @@ type State struct {
 
 	names map[string]bool          // every instruction and computation name in use
 	used  map[Kind]map[string]bool // config entries that named a node (for Strict)
+	// usedOperand holds the operand_layout entries that named a node (for Strict).
+	usedOperand map[string]bool
 }
 
 // Trip is a while loop's trip count: N runs, from Source ("backend_config",
@@ -230,7 +232,7 @@ type KernelSite struct {
 // newState returns the State for compiling m (already prepared and cloned) with cfg.
 func newState(m *hlo.Module, cfg *Config, opts Options) (*State, error) {
 	s := &State{Options: opts, Config: cfg, Effective: NewConfig(), Space: &Space{},
-		names: map[string]bool{}, used: map[Kind]map[string]bool{}}
+		names: map[string]bool{}, used: map[Kind]map[string]bool{}, usedOperand: map[string]bool{}}
 	for _, k := range Kinds() {
 		s.used[k] = map[string]bool{}
 	}

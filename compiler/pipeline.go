@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -206,6 +207,11 @@ func (s *State) checkUnused() error {
 			if !s.used[kind][k] {
 				errs = append(errs, fmt.Errorf("config %s entry %q names no configurable node of this program", kind, k))
 			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Config.OperandLayout)) {
+		if !s.usedOperand[k] {
+			errs = append(errs, fmt.Errorf("config operand_layout entry %q names no layout-configurable node of this program", k))
 		}
 	}
 	if len(errs) > 5 {

@@ -19,8 +19,11 @@ import (
 // by the physical minor dimension modulo 128 and the second-minor modulo 8, the two the
 // (8,128) tiling pads. Version 4 appended the rest of XLA's opcode list to the vocabulary
 // (collectives, async pairs, transfers, batch norm, linear algebra: they were <unk>) and a
-// node feature for bounded dynamic dimensions (f32[<=N], sized at the bound).
-const SchemaVersion = 4
+// node feature for bounded dynamic dimensions (f32[<=N], sized at the bound). Version 5:
+// a GEMM kernel's M and N follow the MXU's orientation (the output's minor dimension on
+// the columns, cost.KernelInfo.ColsDim and DotSwapped, tpusim-1.3), so the kernel
+// features' M and N of reoriented dots and convolutions changed meaning.
+const SchemaVersion = 5
 
 // MaxRank is the rank shapes are padded to in node features.
 const MaxRank = 6

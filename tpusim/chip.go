@@ -17,7 +17,7 @@ import (
 
 // Version identifies the simulator's timing model; it is recorded with every dataset and
 // every cached measurement. Bump it whenever a timing changes.
-const Version = "tpusim-1.2"
+const Version = "tpusim-1.3"
 
 // Chip is a chip preset: the compiler-visible Target plus the micro-architectural
 // parameters only the simulator uses.

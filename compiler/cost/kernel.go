@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -63,6 +64,10 @@ type IterDim struct {
 	Size  int
 	Align int // tile sizes are multiples of this (8/16/32 sublanes or 128 lanes)
 	Max   int // largest tile considered
+	// Min, when above Align, is the alignment of the tiles the compiler's options list
+	// (TileOptions): finer tiles are valid (a config or a replayed TPU tile may give
+	// them) but not searched.
+	Min int
 }
 
 // KernelInfo is the analysis of one kernel (a fused computation): what it computes, how it
@@ -92,11 +97,19 @@ type KernelInfo struct {
 	// GEMM shape: Batch independent M x K by K x N products. A convolution is an
 	// implicit GEMM (IsConv) whose input windows overlap; a grouped one (Groups > 1)
 	// multiplies each group's K inputs by its N/Groups outputs only.
-	Batch, M, N, K               int
-	IsConv                       bool
+	Batch, M, N, K int
+	IsConv         bool
+	// ColsDim is the output dimension whose extent runs along the MXU's columns (N) of
+	// a convolution; DotSwapped marks a dot computed transposed (M and N exchanged: the
+	// LHS free side on the columns). See analyzeGEMM.
+	ColsDim                      int
+	DotSwapped                   bool
 	Groups                       int
 	LHSTransposed, OutTransposed bool
-	LHSBytes, RHSBytes           float64 // logical operand sizes
+	// RHSTransposed: the weight's physical minor dimension is a contracting one (K), not
+	// N: its windows are N rows of K lanes in memory.
+	RHSTransposed      bool
+	LHSBytes, RHSBytes float64 // logical operand sizes
 
 	// Reduce shape: InElems reduced to OutElems; RowReduce when the physical minor
 	// dimension of the input is reduced (a cross-lane reduction).
@@ -569,6 +582,82 @@ func ancestors(x *hlo.Instruction) map[*hlo.Instruction]bool {
 	return a
 }
 
+// physicalMinorDim returns the logical dimension of s that is physically minor, skipping
+// size-1 dimensions (they occupy no lanes); -1 for scalars, the layout's minor dimension
+// when every dimension has size 1.
+func physicalMinorDim(s hlo.Shape) int {
+	if s.Rank() == 0 {
+		return -1
+	}
+	mtm := s.LayoutOrDefault().MinorToMajor
+	for _, d := range mtm {
+		if s.Dims[d] != 1 {
+			return d
+		}
+	}
+	return mtm[0]
+}
+
+// hbmShape is the shape of x as its kernel reads it from HBM: through the copies that
+// relayout an operand in VMEM (an operand layout constraint's copy fused into a dot's or
+// convolution's kernel), the shape of what they copy.
+func hbmShape(x *hlo.Instruction) hlo.Shape {
+	for x.Opcode == hlo.OpCopy && len(x.Operands) == 1 {
+		x = x.Operands[0]
+	}
+	return x.Shape
+}
+
+// kSublane reports whether a GEMM's contraction K is the second-minor (sublane) side of
+// both operands as they sit in HBM: a dot contracting both operands over non-minor
+// dimensions, or a window-less convolution (a dot) whose input is not feature-minor and
+// whose weight is output-feature-minor. Its K is then stored in sublane groups of 8 (16
+// for bf16), not 128 lanes.
+func kSublane(hero *hlo.Instruction, k *KernelInfo) bool {
+	lhs, rhs := hero.Operands[0], hero.Operands[1]
+	ls, rs := hbmShape(lhs), hbmShape(rhs)
+	if ls.Rank() < 2 || rs.Rank() < 2 {
+		return false
+	}
+	switch hero.Opcode {
+	case hlo.OpDot:
+		dd := hero.Dot
+		if dd == nil {
+			return false
+		}
+		return !slices.Contains(dd.LhsContracting, physicalMinorDim(ls)) && !slices.Contains(dd.RhsContracting, physicalMinorDim(rs))
+	case hlo.OpConvolution:
+		cd := hero.Conv
+		if cd == nil || k.K != rs.Dims[cd.KernelInput] {
+			return false
+		}
+		return physicalMinorDim(ls) != cd.InputFeature && physicalMinorDim(rs) == cd.KernelOutput
+	}
+	return false
+}
+
+// analyzeGEMM analyzes a dot or convolution kernel as an M x K by K x N matrix product.
+//
+// The MXU writes its results along the output's lanes: the output dimension that is
+// physically minor runs along the MXU's 128 columns (the N side, the weight blocks'
+// columns) and the rest of the output along its rows (M, passes of 8 rows). A
+// convolution whose output is feature-minor has N = its output features; one whose
+// output has another dimension minor (a weight gradient laid out input-feature-minor,
+// a batch-minor activation) has N = that dimension's extent. A dot's N is its RHS free
+// dimensions when one of them is minor in the output, its LHS free dimensions when one of
+// those is (the product computed transposed). So the minor extent sets the MXU's column
+// occupancy: a minor extent of 64 fills half of the 128 columns (and half the lanes of
+// every output vreg) and takes as many passes as 128 would; 192 fills three quarters of
+// two column blocks. A convolution's minor extent smaller than a sublane group
+// (Target.Sublanes, 8) is not put on the columns when the other candidate is not tiny
+// too: the output features are (or the batch, when the features are the tiny minor
+// dimension) and the result is transposed into place through the XLU (OutTransposed),
+// since an MXU pass yields 8 rows at a time and a tiny extent wastes at most one row
+// group there rather than 120 of 128 columns. A dot keeps its RHS side on the columns
+// (transposing the result) when its minor dimension is a tiny LHS free dimension or a
+// batch dimension; a tiny RHS free minor dimension stays on the columns, as before this
+// model (its LHS side is usually the batch of rows). A grouped convolution not
+// feature-minor keeps its features on the columns and transposes the result.
 func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, params []*hlo.Instruction, t Target) error {
 	lhs, rhs := hero.Operands[0], hero.Operands[1]
 	ls, rs, os := lhs.Shape, rhs.Shape, hero.Shape
@@ -596,7 +685,20 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		}
 		// Output dims are batch, lhs free, rhs free: N runs along the last ones.
 		nFree := rs.Rank() - len(dd.RhsBatch) - len(dd.RhsContracting)
-		k.OutTransposed = nFree > 0 && minorDim(os) < os.Rank()-nFree
+		mFree := os.Rank() - len(dd.LhsBatch) - nFree
+		om := physicalMinorDim(os)
+		k.OutTransposed = nFree > 0 && om < os.Rank()-nFree
+		if k.OutTransposed && mFree > 0 && om >= len(dd.LhsBatch) && os.Dims[om] >= t.Sublanes {
+			// An LHS free dimension is minor in the output: the MXU computes the
+			// product transposed (out^T = rhs^T lhs^T), the LHS side on its columns
+			// and the result's lanes (see analyzeGEMM).
+			k.M, k.N = k.N, k.M
+			k.OutTransposed = false
+			k.DotSwapped = true
+		}
+		if rm := physicalMinorDim(hbmShape(rhs)); !k.DotSwapped && rs.Rank() >= 2 {
+			k.RHSTransposed = slices.Contains(dd.RhsContracting, rm)
+		}
 	case hlo.OpConvolution:
 		cd := hero.Conv
 		if cd == nil {
@@ -618,7 +720,29 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		k.N = max(rs.Dims[cd.KernelOutput], 1)
 		k.K = max(rs.Dims[cd.KernelInput]*win, 1)
 		k.LHSTransposed = minorDim(ls) != cd.InputFeature
-		k.OutTransposed = minorDim(os) != cd.OutputFeature
+		om := physicalMinorDim(os)
+		cols := cd.OutputFeature // the output dimension on the MXU's columns
+		if g == 1 {
+			cols = om
+			if tiny := func(d int) bool { return os.Dims[d] < t.Sublanes }; tiny(om) {
+				switch {
+				case om != cd.OutputFeature && !tiny(cd.OutputFeature):
+					cols = cd.OutputFeature
+				case om == cd.OutputFeature && !tiny(cd.OutputBatch):
+					cols = cd.OutputBatch
+				}
+			}
+		}
+		k.ColsDim = cols
+		// A window-less convolution is a dot: its weight is K x N, read K-minor when its
+		// input features are minor. (A windowed one's weight windows span the window
+		// positions too; their transposition is not modelled.)
+		k.RHSTransposed = win == 1 && rs.Rank() >= 2 && physicalMinorDim(hbmShape(rhs)) == cd.KernelInput
+		if cols != cd.OutputFeature {
+			k.N = max(os.Dims[cols], 1)
+			k.M = max(int(os.Elements())/k.N, 1)
+		}
+		k.OutTransposed = cols != om
 	}
 	k.LHSBytes = float64(ls.Bytes())
 	k.RHSBytes = float64(rs.Bytes())
@@ -668,10 +792,19 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		k.Inputs = append(k.Inputs, op)
 	}
 	subL := t.SublaneTile(ls.Elem.Bytes())
+	// K is tiled in whole memory tiles of both operands: 128 lanes where it is an
+	// operand's minor dimension, a sublane group where it is the second-minor of both
+	// (a weight gradient's batch contraction, X^T·dY, as a dot or a window-less
+	// convolution): there a step may take 8 rows of K. The compiler still searches
+	// 128-multiples (Min).
+	kAlign := t.Lanes
+	if kSublane(hero, k) && !k.DotSwapped {
+		kAlign = max(subL, t.SublaneTile(rs.Elem.Bytes()))
+	}
 	k.Dims = []IterDim{
 		{Name: "m", Size: k.M, Align: subL, Max: 2048},
 		{Name: "n", Size: k.N, Align: t.Lanes, Max: 2048},
-		{Name: "k", Size: k.K, Align: t.Lanes, Max: 4096},
+		{Name: "k", Size: k.K, Align: kAlign, Max: 4096, Min: t.Lanes},
 	}
 	return nil
 }

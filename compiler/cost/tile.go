@@ -143,15 +143,17 @@ var allFlags = func() (out [9]Flags) {
 var ErrTileInvalid = errors.New("invalid tile")
 
 // dimCandidates are the tile sizes of one dimension: powers of two times the alignment
-// below the padded size, and the padded size itself, capped at d.Max.
+// (d.Min where it is coarser) below the padded size, and the padded size itself, capped
+// at d.Max.
 func dimCandidates(d IterDim) []int {
-	full := roundUp(max(d.Size, 1), d.Align)
+	a := max(d.Align, d.Min)
+	full := roundUp(max(d.Size, 1), a)
 	var c []int
-	for s := d.Align; s < full && s <= d.Max; s *= 2 {
+	for s := a; s < full && s <= d.Max; s *= 2 {
 		c = append(c, s)
 	}
 	if full <= d.Max || len(c) == 0 {
-		c = append(c, min(full, max(d.Max, d.Align)))
+		c = append(c, min(full, max(d.Max, a)))
 	}
 	return slices.Compact(c)
 }
@@ -361,10 +363,15 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 			p.StreamBufferBytes += windowBytes(float64(tm), float64(tk), in.ElemBytes, t) * in.Ratio
 			p.LogicalBytes += in.Bytes * float64(nb)
 		case RoleRHS:
-			w := windowBytes(kAvg, nAvg, in.ElemBytes, t) * in.Ratio
+			// A K-minor weight (RHSTransposed) is read as N rows of K lanes.
+			rows, lanes, brows, blanes := kAvg, nAvg, float64(tk), float64(tn)
+			if k.RHSTransposed {
+				rows, lanes, brows, blanes = lanes, rows, blanes, brows
+			}
+			w := windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
 			p.InBytesPerStep += w
-			p.InBurstsPerStep += bursts(kAvg, nAvg, in.Minor, in.ElemBytes, t)
-			p.StreamBufferBytes += windowBytes(float64(tk), float64(tn), in.ElemBytes, t) * in.Ratio
+			p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+			p.StreamBufferBytes += windowBytes(brows, blanes, in.ElemBytes, t) * in.Ratio
 			p.LogicalBytes += in.Bytes * float64(mb)
 		case RoleEpilogue, RoleStream:
 			rows, lanes := mAvg*in.Ratio, nAvg
@@ -409,7 +416,11 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 				lhsStep += windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
 				lhsPad += in.Padded * in.Ratio
 			case RoleRHS:
-				rhsStep += windowBytes(kAvg, nAvg, in.ElemBytes, t) * in.Ratio
+				if k.RHSTransposed {
+					rhsStep += windowBytes(nAvg, kAvg, in.ElemBytes, t) * in.Ratio
+				} else {
+					rhsStep += windowBytes(kAvg, nAvg, in.ElemBytes, t) * in.Ratio
+				}
 				rhsPad += in.Padded * in.Ratio
 			}
 		}

@@ -115,7 +115,16 @@ func SlowdownAtK(k Kernel, K int) (float64, error) {
 // two values. (gonum's stat.Kendall is τ-a and scores ties as concordant or discordant by
 // the sign bit of zero, which biases models that predict ties, like the analytical model
 // on tiles it cannot tell apart.)
-func KendallTau(x, y []float64) (float64, error) {
+func KendallTau(x, y []float64) (float64, error) { return KendallTauResolved(x, y, 0) }
+
+// KendallTauResolved is KendallTau where two values of x closer than res relative to the
+// larger (|x_i − x_j| ≤ res · max(|x_i|, |x_j|)) count as tied: a predictor is not
+// credited or blamed for orderings finer than the measurements resolve. res = 0 is
+// KendallTau.
+func KendallTauResolved(x, y []float64, res float64) (float64, error) {
+	if res < 0 || math.IsNaN(res) {
+		return 0, fmt.Errorf("resolution must be >= 0, got %g", res)
+	}
 	if len(x) != len(y) {
 		return 0, fmt.Errorf("%d and %d values", len(x), len(y))
 	}
@@ -127,6 +136,9 @@ func KendallTau(x, y []float64) (float64, error) {
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			dx, dy := sign(x[i]-x[j]), sign(y[i]-y[j])
+			if res > 0 && math.Abs(x[i]-x[j]) <= res*math.Max(math.Abs(x[i]), math.Abs(x[j])) {
+				dx = 0
+			}
 			switch {
 			case dx == 0 && dy == 0:
 				tx++

@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/gonum/optimize"
 
-	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -336,11 +335,7 @@ func (k TileKernel) Resimulate(c tpusim.Chip) ([]float64, error) {
 	for i, r := range k.Runs {
 		p := r.planned
 		if p.Info == nil {
-			mp := Mapped{Tile: r.Tile, Grid: r.Grid}
-			var err error
-			if p, err = cost.PlanConfig(mp.On(k.Info), "", cost.KernelConfig{Tile: r.Tile, Flags: cost.DefaultFlags()}, c.Target); err != nil {
-				return nil, fmt.Errorf("%s run %d: %w", k.Name, r.Index, err)
-			}
+			return nil, fmt.Errorf("%s run %d: not replayed", k.Name, r.Index)
 		}
 		kt, err := tpusim.SimulateChoice(p, c)
 		if err != nil {

@@ -84,13 +84,13 @@ func TestMapTileHandChecked(t *testing.T) {
 	}
 }
 
-// Fidelity floors on the real tile runs, uncalibrated v3 preset. They are today's
-// measured values (tpusim-1.2 with the TPU's grid of boxes: sim τ 0.789, analytical
-// 0.753; XLA's default top-1 1.84%) less a margin of about 0.02 for deliberate model
-// changes: a change that loses more fails here.
+// Fidelity floors on the real tile runs, uncalibrated v3 preset. The bar for the
+// simulator is τ ≥ 0.8 (measured: tpusim-1.3 with the TPU's grid of boxes, 0.808); the
+// analytical model's floor is today's 0.765 less a margin of 0.02 for deliberate model
+// changes. XLA's default top-1 (1.84%) is a property of the data.
 const (
-	minSimTileTau        = 0.77
-	minAnalyticalTileTau = 0.73
+	minSimTileTau        = 0.80
+	minAnalyticalTileTau = 0.745
 	wantDefaultTop1      = 0.0184 // XLA's default on the 8 scored kernels: a property of the data
 	defaultTolerance     = 1e-3
 )

@@ -30,23 +30,34 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "unmapped: %s: %s\n", u.Name, u.Reason)
 		}
 	}
+	if l := r.Layout; l != nil {
+		fmt.Fprintf(w, "\nlayout: %d program(s), %d configs replayed (each compiled and simulated whole), %d unmapped\n", l.Programs, l.Configs, len(l.Unmapped))
+		if l.Sim != nil {
+			if err := writePredictors(w, fmt.Sprintf("over the %d program(s)", l.Programs), l.Predictors); err != nil {
+				return err
+			}
+		}
+		for _, u := range l.Unmapped {
+			fmt.Fprintf(w, "unmapped: %s: %s\n", u.Name, u.Reason)
+		}
+	}
 	return nil
 }
 
 func writePredictors(w io.Writer, what string, p Predictors) error {
 	fmt.Fprintf(w, "\n%s:\n", what)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREDICTOR\tKENDALL_TAU\tTOP1_SLOWDOWN\tTOP5_SLOWDOWN\tMAPE_SCALED_PCT")
+	fmt.Fprintln(tw, "PREDICTOR\tKENDALL_TAU\tTAU_STRICT\tTOP1_SLOWDOWN\tTOP5_SLOWDOWN\tMAPE_SCALED_PCT")
 	for _, e := range []struct {
 		name string
 		s    *Scores
 	}{{"sim", p.Sim}, {"analytical", p.Analytical}, {"learned", p.Learned}} {
 		if e.s != nil {
-			fmt.Fprintf(tw, "%s\t%.3f\t%.2f%%\t%.2f%%\t%.1f\n", e.name, e.s.KendallTau, 100*e.s.Top1Slowdown, 100*e.s.Top5Slowdown, e.s.MAPEScaled)
+			fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f%%\t%.3f%%\t%.2f\n", e.name, e.s.KendallTau, e.s.KendallTauStrict, 100*e.s.Top1Slowdown, 100*e.s.Top5Slowdown, e.s.MAPEScaled)
 		}
 	}
 	if p.Default != nil {
-		fmt.Fprintf(tw, "default (XLA's choice)\t\t%.2f%%\t\t\n", 100*p.Default.Top1Slowdown)
+		fmt.Fprintf(tw, "default (XLA's choice)\t\t\t%.3f%%\t\t\n", 100*p.Default.Top1Slowdown)
 	}
 	return tw.Flush()
 }

@@ -22,7 +22,8 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// Unmapped is a configuration, or a whole kernel, that could not be replayed, and why.
+// Unmapped names something of the tuning data that the replay could not express in
+// tpucost's terms (a run, a configured node, a whole kernel) and why.
 type Unmapped struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
@@ -105,7 +106,7 @@ func ReplayTile(mt tpugraphs.ModuleTuning, c tpusim.Chip, sk *Skipped) (TileKern
 			k.Unmapped = append(k.Unmapped, Unmapped{Name: name, Reason: err.Error()})
 			continue
 		}
-		p, err := cost.PlanConfig(mp.On(info), "", cost.KernelConfig{Tile: mp.Tile, Flags: cost.DefaultFlags()}, c.Target)
+		p, err := mp.Plan(info, c.Target)
 		if err != nil {
 			k.Unmapped = append(k.Unmapped, Unmapped{Name: name, Reason: err.Error()})
 			continue
@@ -204,8 +205,8 @@ type Mapped struct {
 	// runs the TPU's number of steps on boxes of the TPU's volume, strided or not.
 	Grid []int
 	// Approx names how the mapping is approximate ("" when exact): "strided" when the
-	// box is not contiguous in memory (tpucost's DMA model moves it as one contiguous
-	// window), "rounded" when an extent was rounded up to tpucost's alignment.
+	// box is not contiguous in memory, "rounded" when an extent was rounded up to
+	// tpucost's alignment.
 	Approx string
 }
 
@@ -219,12 +220,13 @@ type Mapped struct {
 //   - reductions: output_bounds cover the reduction's iteration space, the reduced
 //     operand; out flattens the kept dimensions, reduce the reduced ones (a full
 //     reduction: rows and lanes of the operand, as a loop);
-//   - convolutions: output_bounds cover the output (m: its non-feature dimensions),
+//   - convolutions: output_bounds cover the output (n: the dimension on the MXU's
+//     columns, cost.KernelInfo.ColsDim, usually the features; m: the rest),
 //     kernel_bounds the weight (k: its input feature and window dimensions; n: its
-//     output feature dimension, else the output's feature dimension);
+//     output feature dimension when that is the columns' dimension);
 //   - dots: output_bounds cover the output (m: the LHS's free dimensions), kernel_bounds
 //     the RHS (k: its contracting dimensions; n: its free dimensions, else the
-//     output's).
+//     output's); a dot computed transposed (DotSwapped) exchanges m and n.
 //
 // The weight's bounds decide n where the two disagree (fusion.205, a [32,4096]×[4096,1000]
 // product: output n of 128 with a weight tile of all 1000 columns is its fastest run, and
@@ -316,12 +318,13 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			for _, d := range cd.KernelSpatial {
 				kin[d] = true
 			}
+			cols := info.ColsDim // the output dimension on the MXU's columns: N
 			gs = []grp{
-				group(os.Dims, ext, func(d int) bool { return d != cd.OutputFeature }),
-				group(os.Dims, ext, func(d int) bool { return d == cd.OutputFeature }),
+				group(os.Dims, ext, func(d int) bool { return d != cols }),
+				group(os.Dims, ext, func(d int) bool { return d == cols }),
 				group(ws.Dims, kext, func(d int) bool { return kin[d] }),
 			}
-			if len(tc.KernelBounds) > 0 {
+			if len(tc.KernelBounds) > 0 && cols == cd.OutputFeature {
 				gs[1] = group(ws.Dims, kext, func(d int) bool { return d == cd.KernelOutput })
 			}
 		default:
@@ -345,6 +348,9 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			}
 			if len(tc.KernelBounds) > 0 {
 				gs[1] = group(ws.Dims, kext, func(d int) bool { return !contract[d] && !batch[d] })
+			}
+			if info.DotSwapped { // computed transposed: the LHS free side is N
+				gs[0], gs[1] = gs[1], gs[0]
 			}
 		}
 	default:
@@ -413,6 +419,13 @@ func (m Mapped) On(info *cost.KernelInfo) *cost.KernelInfo {
 		c.Dims[i].Size = m.Grid[i]
 	}
 	return &c
+}
+
+// Plan plans m's tile for the kernel analyzed as info on target t, as the TPU runs it:
+// over m's grid (On), with the default flags (XLA's TPU backend double-buffers every
+// kernel).
+func (m Mapped) Plan(info *cost.KernelInfo, t cost.Target) (cost.Planned, error) {
+	return cost.PlanConfig(m.On(info), "", cost.KernelConfig{Tile: m.Tile, Flags: cost.DefaultFlags()}, t)
 }
 
 func join(a, b string) string {

@@ -71,17 +71,29 @@ type TileReport struct {
 	Replayed []TileKernel `json:"-"`
 }
 
+// LayoutReport is the layout half of a Report: every module's layout runs, compiled and
+// timed whole; each module is one group of the predictors' scores.
+type LayoutReport struct {
+	Programs int            `json:"programs"` // modules with replayed runs
+	Configs  int            `json:"configs"`  // replayed runs
+	Unmapped []Unmapped     `json:"unmapped"`
+	Replayed []LayoutReplay `json:"per_program"`
+	Predictors
+}
+
 // Report is what Validate measured.
 type Report struct {
-	Chip      string      `json:"chip"`
-	Simulator string      `json:"simulator"`
-	Files     []string    `json:"files"`
-	Tile      *TileReport `json:"tile,omitempty"`
+	Chip      string        `json:"chip"`
+	Simulator string        `json:"simulator"`
+	Files     []string      `json:"files"`
+	Tile      *TileReport   `json:"tile,omitempty"`
+	Layout    *LayoutReport `json:"layout,omitempty"`
 }
 
 // Validate replays every timed run of the tuning files (tpugraphs.ReadTuningFile) on
 // o.Chip and scores the simulator, the analytical model and, when set, a learned model
-// against the measurements.
+// (tile runs) against the measurements: tile runs kernel by kernel (ReplayTile), layout
+// runs module by module, each compiled and timed whole (ReplayLayout).
 func Validate(files []string, o Options) (*Report, error) {
 	if o.MinConfigs == 0 {
 		o.MinConfigs = DefaultMinConfigs
@@ -96,12 +108,39 @@ func Validate(files []string, o Options) (*Report, error) {
 	var tile TileReport
 	tile.MinConfigs = o.MinConfigs
 	hasTile := false
+	var layout LayoutReport
+	var lgroups []Group
+	var lsim, lan [][]float64
 	for _, f := range files {
 		mts, err := tpugraphs.ReadTuningFile(f)
 		if err != nil {
 			return nil, err
 		}
 		for mi, mt := range mts {
+			if hasLayoutRuns(mt) {
+				lr, err := ReplayLayout(mt, o.Chip)
+				if err != nil {
+					return nil, fmt.Errorf("%s: module %d: %w", f, mi, err)
+				}
+				layout.Unmapped = append(layout.Unmapped, lr.Unmapped...)
+				if len(lr.Runs) > 0 {
+					layout.Replayed = append(layout.Replayed, lr)
+					layout.Programs++
+					layout.Configs += len(lr.Runs)
+				}
+				if len(lr.Runs) >= 2 {
+					g := Group{Name: lr.Program, Default: -1}
+					var s, a []float64
+					for i, r := range lr.Runs {
+						g.Measured = append(g.Measured, r.MeasuredNs)
+						s, a = append(s, r.SimNs), append(a, r.AnalyticalNs)
+						if r.Default {
+							g.Default = i
+						}
+					}
+					lgroups, lsim, lan = append(lgroups, g), append(lsim, s), append(lan, a)
+				}
+			}
 			if !hasTileRuns(mt) {
 				continue
 			}
@@ -126,7 +165,25 @@ func Validate(files []string, o Options) (*Report, error) {
 		}
 		rep.Tile = &tile
 	}
+	if layout.Programs > 0 || len(layout.Unmapped) > 0 {
+		if len(lgroups) > 0 {
+			var err error
+			if layout.Predictors, err = predictors(lgroups, lsim, lan, nil); err != nil {
+				return nil, fmt.Errorf("layout: %w", err)
+			}
+		}
+		rep.Layout = &layout
+	}
 	return rep, nil
+}
+
+func hasLayoutRuns(mt tpugraphs.ModuleTuning) bool {
+	for _, r := range mt.Runs {
+		if r.Layout != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTileRuns(mt tpugraphs.ModuleTuning) bool {
