@@ -90,6 +90,9 @@ type Meta struct {
 	Chip         string  `json:"chip,omitempty"`
 	VMEMBytes    int64   `json:"vmem_bytes,omitempty"`
 	Simulator    string  `json:"simulator,omitempty"`
+	// InitFrom is the checkpoint a fine-tuned model's weights started from
+	// (TrainOptions.Init), as given.
+	InitFrom string `json:"init_from,omitempty"`
 }
 
 // DatasetRef is a dataset a model was trained on.

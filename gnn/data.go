@@ -244,6 +244,14 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 		}
 	} else {
 		model := opts.Model
+		if opts.Init != "" && reflect.DeepEqual(model, Config{}) {
+			// Fine-tuning: the initial model's architecture (initFrom checks the rest).
+			ck, err := ReadCheckpoint(opts.Init)
+			if err != nil {
+				return nil, fmt.Errorf("train --init: %w", err)
+			}
+			model = ck.Config
+		}
 		if reflect.DeepEqual(model, Config{}) {
 			model = DefaultConfig()
 		}

@@ -75,6 +75,10 @@ type TrainOptions struct {
 	// in the checkpoint and gives the normalization statistics their version. Ignored for
 	// tpucost's own features (features.CurrentSchema).
 	Schema features.Schema
+	// Init, if set, is a checkpoint directory whose weights training starts from (see
+	// initFrom): fine-tuning a model on other data of its features, such as real TPU
+	// measurements. Not with Resume.
+	Init string
 }
 
 // schema is the feature schema the trained model reads.
@@ -173,8 +177,15 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
+	if opts.Resume && opts.Init != "" {
+		return nil, fmt.Errorf("train: --init starts a new model; resume continues one: give one")
+	}
 	if opts.Resume {
 		if err := t.resume(given); err != nil {
+			return nil, err
+		}
+	} else if opts.Init != "" {
+		if err := t.initFrom(opts.Init, given); err != nil {
 			return nil, err
 		}
 	} else {

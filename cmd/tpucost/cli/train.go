@@ -42,6 +42,7 @@ type TrainOptions struct {
 	NoBucketing  bool
 	MaxSegment   int
 	Heads        string
+	Init         string
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -88,6 +89,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
+	f.StringVar(&o.Init, "init", "", "start from this trained model's weights (same task and features; its architecture, loss and normalization): fine-tuning, e.g. on measured rows from validate --rows")
 	return cmd
 }
 
@@ -209,6 +211,16 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	// The flags as given, before anything is taken from a checkpoint: no quiet defaults.
 	if err := errors.Join(data.Validate(), opts.Validate()); err != nil {
 		return trainFlagError(err)
+	}
+	if o.Init != "" {
+		// Fine-tuning keeps the model's architecture: flags that would set another are
+		// refused, the others are the model's.
+		for _, f := range []string{"layers", "hidden", "reduce", "features", "heads", "max-segment-nodes"} {
+			if changed(f) {
+				return fmt.Errorf("--%s with --init: the architecture is the initial model's", f)
+			}
+		}
+		opts.Model, opts.Init = gnn.Config{}, o.Init
 	}
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses

@@ -20,6 +20,7 @@ type ValidateOptions struct {
 	Plots         string
 	Model         string
 	AllowMismatch bool
+	Rows          string
 }
 
 // NewCmdValidate builds `tpucost validate FILE.pb...`.
@@ -40,6 +41,7 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Plots, "plots", "", "write simulated-vs-measured plots (PNG) into this directory")
 	cmd.Flags().StringVar(&o.Model, "model", "", "also score the runs zero-shot with a tile model trained on tpucost's simulated data (a train --out directory)")
 	cmd.Flags().BoolVar(&o.AllowMismatch, "allow-mismatch", false, "use a --model trained for another chip than --chip (warns)")
+	cmd.Flags().StringVar(&o.Rows, "rows", "", "also write the replayed tile runs as a dataset in tpucost's own feature set (measured times), for train --init")
 	return cmd
 }
 
@@ -71,6 +73,13 @@ func runValidate(o *ValidateOptions) error {
 	r, err := replay.Validate(o.Files, opts)
 	if err != nil {
 		return err
+	}
+	if o.Rows != "" {
+		n, err := replay.WriteTileRows(o.Rows, r, c)
+		if err != nil {
+			return fmt.Errorf("--rows %s: %w", o.Rows, err)
+		}
+		fmt.Fprintf(o.IO.Err, "wrote %d kernels' measured runs to %s\n", n, o.Rows)
 	}
 	if o.Plots != "" {
 		files, err := replay.WritePlots(o.Plots, r)

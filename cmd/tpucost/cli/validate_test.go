@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 )
 
 const opTuningFile = "../../../dataset/tpugraphs/testdata/op_tuning_data.pb"
@@ -149,5 +151,62 @@ func TestValidateWithModel(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Tile.Learned == nil {
 		t.Errorf("no learned scores (%v): %s", err, out)
+	}
+}
+
+// TestFineTuneOnMeasuredRows: validate --rows writes the real runs in tpucost's own
+// features; train --init fine-tunes a simulated-data model on them, keeping its
+// architecture, and refuses what would change it.
+func TestFineTuneOnMeasuredRows(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "tile-data")
+	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "mlp_768x3_b8"}, 8)
+	model := filepath.Join(root, "tile-model")
+	if _, stderr, err := runCmd(NewCmdTrain, false, "--task", "tile", "--data", data, "--out", model, "--epochs", "1",
+		"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6"); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	rows := filepath.Join(root, "real")
+	if _, errOut, code := run("validate", opTuningFile, "--rows", rows); code != 0 {
+		t.Fatalf("validate --rows: %s", errOut)
+	}
+	ft := filepath.Join(root, "ft")
+	stdout, stderr, err := runCmd(NewCmdTrain, true, "--task", "tile", "--data", rows, "--out", ft, "--init", model, "--epochs", "2",
+		"--split", "program", "--test-fraction", "0.5", "--val-fraction", "0.3", "--batch", "8", "--max-configs", "6")
+	if err != nil {
+		t.Fatalf("train --init: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "starting from "+model) {
+		t.Errorf("no word of the initial model:\n%s", stderr)
+	}
+	var s TrainSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil || s.Epochs != 2 {
+		t.Errorf("summary %+v (%v)", s, err)
+	}
+	ck, err := gnn.ReadCheckpoint(ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := gnn.ReadCheckpoint(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Meta.InitFrom != model || ck.Config.Hidden != 16 || ck.Config.Layers != 2 || !reflect.DeepEqual(ck.Normalization, base.Normalization) {
+		t.Errorf("fine-tuned checkpoint: init %q, hidden %d, layers %d, same normalization %v", ck.Meta.InitFrom, ck.Config.Hidden, ck.Config.Layers, reflect.DeepEqual(ck.Normalization, base.Normalization))
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hidden", "32"}, "--hidden with --init: the architecture is the initial model's"},
+		{[]string{"--loss", "mse"}, "trained with loss rank-hinge, not mse"},
+		{[]string{"--resume"}, ""},
+	} {
+		out := filepath.Join(root, "refused")
+		args := append([]string{"--task", "tile", "--data", rows, "--out", out, "--init", model, "--epochs", "1"}, c.args...)
+		_, _, err := runCmd(NewCmdTrain, false, args...)
+		if err == nil || c.want != "" && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error with %q", c.args, err, c.want)
+		}
 	}
 }
