@@ -60,7 +60,7 @@ type Options struct {
 // Settings are the sizes of each stage.
 type Settings struct {
 	TileConfigs, TileVariants, GraphConfigs int
-	TileEpochs, GraphEpochs                 int
+	TileEpochs, GraphEpochs                 int // 0: train's default budget
 	SimBudget, ModelBudget                  int
 }
 
@@ -68,7 +68,8 @@ func (o Options) settings() Settings {
 	if o.Quick {
 		return Settings{TileConfigs: 8, TileVariants: 1, GraphConfigs: 3, TileEpochs: 2, GraphEpochs: 2, SimBudget: 40, ModelBudget: 10}
 	}
-	return Settings{TileConfigs: 32, TileVariants: 2, GraphConfigs: 12, TileEpochs: 12, GraphEpochs: 16, SimBudget: 200, ModelBudget: 40}
+	// Epochs 0: train's default budget (steps scaled to the data, early stopping).
+	return Settings{TileConfigs: 32, TileVariants: 2, GraphConfigs: 12, SimBudget: 200, ModelBudget: 40}
 }
 
 // DatasetSummary is what the report shows of a dataset (tpucost inspect has the rest).
@@ -199,8 +200,14 @@ func trainModel(ctx context.Context, data gnn.DataOptions, opts gnn.TrainOptions
 		if err := os.RemoveAll(dir); err != nil { // a directory without model.json holds nothing to keep
 			return false, err
 		}
-	case err == nil && c.Settings.Epochs != opts.Epochs:
+	case err == nil && opts.Epochs != 0 && c.Settings.Epochs != opts.Epochs:
 		err = fmt.Errorf("it was trained for %d epochs, not %d", c.Settings.Epochs, opts.Epochs)
+		fallthrough
+	case err == nil && opts.Epochs == 0 && c.Settings.Steps != gnn.DefaultSteps(opts.Task):
+		err = fmt.Errorf("it was trained with a budget of %d epochs (%d steps), not the default of %d steps", c.Settings.Epochs, c.Settings.Steps, gnn.DefaultSteps(opts.Task))
+		fallthrough
+	case err == nil && c.Settings.Schedule != gnn.ScheduleCosine:
+		err = fmt.Errorf("it was trained with learning-rate schedule %q, not %s", c.Settings.Schedule, gnn.ScheduleCosine)
 		fallthrough
 	case err != nil:
 		fmt.Fprintf(progress, "demo: retraining %s: %v\n", dir, err)
@@ -432,8 +439,14 @@ func writeReport(res *Result, o Options) error {
 	fmt.Fprintf(&b, "tpucost gen --task tile --models %s --configs %d --variants %d --seed %d --out %s\n", models, s.TileConfigs, s.TileVariants, o.Seed, dataDir(o.Out, "tile"))
 	fmt.Fprintf(&b, "tpucost gen --task fusion --models %s --configs %d --seed %d --out %s\n", models, s.GraphConfigs, o.Seed, dataDir(o.Out, "fusion"))
 	fmt.Fprintf(&b, "tpucost gen --task layout --models %s --configs %d --seed %d --out %s\n", models, s.GraphConfigs, o.Seed, dataDir(o.Out, "layout"))
-	fmt.Fprintf(&b, "tpucost train --task tile --data %s --split program --split-seed %d --seed %d --epochs %d --out %s\n", dataDir(o.Out, "tile"), o.Seed, o.Seed, s.TileEpochs, modelDir(o.Out, "tile"))
-	fmt.Fprintf(&b, "tpucost train --task fusion --data %s,%s --split program --split-seed %d --seed %d --epochs %d --out %s\n", dataDir(o.Out, "fusion"), dataDir(o.Out, "layout"), o.Seed, o.Seed, s.GraphEpochs, modelDir(o.Out, "fusion"))
+	epochs := func(e int) string {
+		if e == 0 {
+			return "" // the default budget
+		}
+		return fmt.Sprintf(" --epochs %d", e)
+	}
+	fmt.Fprintf(&b, "tpucost train --task tile --data %s --split program --split-seed %d --seed %d%s --out %s\n", dataDir(o.Out, "tile"), o.Seed, o.Seed, epochs(s.TileEpochs), modelDir(o.Out, "tile"))
+	fmt.Fprintf(&b, "tpucost train --task fusion --data %s,%s --split program --split-seed %d --seed %d%s --out %s\n", dataDir(o.Out, "fusion"), dataDir(o.Out, "layout"), o.Seed, o.Seed, epochs(s.GraphEpochs), modelDir(o.Out, "fusion"))
 	fmt.Fprintf(&b, "tpucost eval --model %s --plots %s\n", modelDir(o.Out, "tile"), filepath.Join(o.Out, "plots", "tile"))
 	fmt.Fprintf(&b, "tpucost eval --model %s --plots %s\n", modelDir(o.Out, "fusion"), filepath.Join(o.Out, "plots", "fusion"))
 	for _, m := range o.TuneModels {

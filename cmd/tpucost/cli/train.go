@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,8 @@ type TrainOptions struct {
 	Out          string
 	Loss         string
 	Epochs       int
+	Steps        int
+	Schedule     string
 	Batch        int
 	MaxConfigs   int
 	LR           float64
@@ -33,7 +36,7 @@ type TrainOptions struct {
 	TestFraction float64
 	ValFraction  float64
 	SplitSeed    int64
-	Patience     int
+	Patience     string
 	Layers       int
 	Hidden       int
 	Reduce       string
@@ -70,7 +73,9 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
 	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
-	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
+	f.IntVar(&o.Epochs, "epochs", 0, "passes over the training rows, an explicit budget (0: from --steps and the data size)")
+	f.IntVar(&o.Steps, "steps", 0, "budget in optimizer steps, turned into epochs by the data size (0: the task's default, tile/flags 4000, fusion/layout 6000)")
+	f.StringVar(&o.Schedule, "lr-schedule", string(gnn.ScheduleCosine), "learning-rate schedule over the budget: cosine (warm-up, then cosine decay) or constant")
 	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
 	f.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
@@ -79,7 +84,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.TestFraction, "test-fraction", 0.2, "fraction held out for evaluation")
 	f.Float64Var(&o.ValFraction, "val-fraction", 0.1, "fraction of the training part used for validation")
 	f.Int64Var(&o.SplitSeed, "split-seed", 1, "seed of the split (use the same with tpucost eval)")
-	f.IntVar(&o.Patience, "patience", 5, "stop after this many epochs without a better validation metric (0 or negative: never)")
+	f.StringVar(&o.Patience, "patience", "auto", "stop after this many epochs without a better validation metric: auto (a tenth of the budget, at least 5), N, or off (0 or negative: off too)")
 	f.IntVar(&o.Layers, "layers", 3, "GraphSAGE layers")
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
@@ -96,7 +101,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
-	"max_segment_nodes": "--max-segment-nodes",
+	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -113,15 +118,17 @@ func trainFlagError(err error) error {
 
 // TrainSummary is the JSON output of `tpucost train`.
 type TrainSummary struct {
-	Out       string      `json:"out"`
-	Task      string      `json:"task"`
-	Loss      gnn.Loss    `json:"loss"`
-	Metric    string      `json:"metric"`
-	BestEpoch int         `json:"best_epoch"`
-	Epochs    int         `json:"epochs"`
-	Stopped   string      `json:"stopped"`
-	Best      gnn.Epoch   `json:"best"`
-	History   []gnn.Epoch `json:"history"`
+	Out       string   `json:"out"`
+	Task      string   `json:"task"`
+	Loss      gnn.Loss `json:"loss"`
+	Metric    string   `json:"metric"`
+	BestEpoch int      `json:"best_epoch"`
+	Epochs    int      `json:"epochs"`
+	Stopped   string   `json:"stopped"`
+	// StopReason says why training stopped (budget or early stopping), in a sentence.
+	StopReason string      `json:"stop_reason"`
+	Best       gnn.Epoch   `json:"best"`
+	History    []gnn.Epoch `json:"history"`
 }
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
@@ -196,13 +203,20 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
 	}
-	patience := o.Patience
-	if patience == 0 {
-		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	patience, err := parsePatience(o.Patience)
+	if err != nil {
+		return err
+	}
+	sched, err := gnn.ParseSchedule(o.Schedule)
+	if err != nil {
+		return fmt.Errorf("--lr-schedule: %w", err)
+	}
+	if changed("epochs") && changed("steps") {
+		return fmt.Errorf("--epochs and --steps are two budgets: give one")
 	}
 	data := gnn.DataOptions{Dir: o.Data, Split: o.Split, TestFraction: o.TestFraction, ValFraction: o.ValFraction, SplitSeed: o.SplitSeed}
 	opts := gnn.TrainOptions{
-		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
+		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, Steps: o.Steps, Schedule: sched, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
 		Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
 		MaxSegmentNodes: o.MaxSegment,
 	}
@@ -235,7 +249,8 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			opts.Model = m
 		}
 		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes} {
+			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes,
+			"steps": &opts.Steps, "lr-schedule": &opts.Schedule} {
 			if !changed(flag) {
 				switch p := field.(type) {
 				case *int:
@@ -244,6 +259,8 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 					*p = 0
 				case *float64:
 					*p = 0
+				case *gnn.Schedule:
+					*p = ""
 				}
 			}
 		}
@@ -267,7 +284,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	}
 	c := res.Checkpoint
 	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, History: res.History}
+		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History}
 	if res.BestEpoch > 0 {
 		s.Best = res.History[res.BestEpoch-1]
 	}
@@ -290,6 +307,25 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d (%s), saved to %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), res.Stopped, o.Out)
+	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason)
 	return nil
+}
+
+// parsePatience reads --patience: "auto" (0: the library's default from the budget), "off"
+// or an integer (0 or negative: off, as before).
+func parsePatience(s string) (int, error) {
+	switch s {
+	case "auto":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("--patience %q: want auto, off or an integer number of epochs", s)
+	}
+	if n <= 0 {
+		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	}
+	return n, nil
 }

@@ -132,7 +132,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train --resume: %v\n%s", err, stderr)
 	}
-	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 5 {
+	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 6 || !strings.Contains(stdout, "stopped: budget") {
 		t.Errorf("train output:\n%s", stdout)
 	}
 	// Resuming with another setting than the checkpoint's is refused, naming it.
@@ -203,7 +203,11 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", root + "/missing", "--out", root + "/o6"}, "missing"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o7", "--resume"}, "nothing to resume"},
 		// Out-of-range flags: the flag and its range, never a quiet default.
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "0"}, "--epochs 0 is out of range: want an integer >= 1"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "-1"}, "--epochs -1 is out of range: want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--steps", "-5"}, "--steps -5 is out of range: want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "3", "--steps", "100"}, "--epochs and --steps are two budgets"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr-schedule", "step"}, "--lr-schedule: unknown learning-rate schedule"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--patience", "soon"}, "--patience \"soon\": want auto, off or an integer"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction 0 is out of range: want a number in (0, 1)"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, "--test-fraction 1 is out of range"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--val-fraction", "-0.1"}, "--val-fraction -0.1 is out of range"},
