@@ -376,6 +376,9 @@ func Load(dir string) (*Model, *Checkpoint, error) {
 	if err := m.Params.CopyFrom(ts); err != nil {
 		return nil, nil, fmt.Errorf("loading model %s: weights do not fit the architecture: %w", dir, err)
 	}
+	if err := loadMembers(dir, m, c); err != nil {
+		return nil, nil, fmt.Errorf("loading model %s: %w", dir, err)
+	}
 	return m, c, nil
 }
 

@@ -45,6 +45,7 @@ type TrainOptions struct {
 	NoBucketing  bool
 	MaxSegment   int
 	Heads        string
+	Ensemble     int
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -92,6 +93,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
+	f.IntVar(&o.Ensemble, "ensemble", 1, fmt.Sprintf("train this many models (seeds --seed, --seed+1, ...; 1..%d): predictions are their mean, their spread an uncertainty (eval, predict --json, tune --model)", gnn.MaxEnsemble))
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	return cmd
 }
@@ -101,7 +103,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
-	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule",
+	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -126,9 +128,12 @@ type TrainSummary struct {
 	Epochs    int      `json:"epochs"`
 	Stopped   string   `json:"stopped"`
 	// StopReason says why training stopped (budget or early stopping), in a sentence.
-	StopReason string      `json:"stop_reason"`
-	Best       gnn.Epoch   `json:"best"`
-	History    []gnn.Epoch `json:"history"`
+	StopReason string `json:"stop_reason"`
+	// Ensemble is the number of models trained (train --ensemble); the rest describes
+	// the first.
+	Ensemble int         `json:"ensemble"`
+	Best     gnn.Epoch   `json:"best"`
+	History  []gnn.Epoch `json:"history"`
 }
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
@@ -211,6 +216,12 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if err != nil {
 		return fmt.Errorf("--lr-schedule: %w", err)
 	}
+	if o.Ensemble < 1 || o.Ensemble > gnn.MaxEnsemble {
+		return fmt.Errorf("--ensemble %d is out of range: want an integer in [1, %d]", o.Ensemble, gnn.MaxEnsemble)
+	}
+	if o.Ensemble > 1 && o.Resume {
+		return fmt.Errorf("--ensemble %d with --resume: an ensemble is not resumed, train it again into a new directory", o.Ensemble)
+	}
 	if changed("epochs") && changed("steps") {
 		return fmt.Errorf("--epochs and --steps are two budgets: give one")
 	}
@@ -278,13 +289,13 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			data.SplitSeed = m.SplitSeed
 		}
 	}
-	res, err := gnn.TrainDataset(ctx, data, opts)
+	res, err := gnn.TrainEnsemble(ctx, data, opts, o.Ensemble)
 	if err != nil {
 		return trainFlagError(err)
 	}
 	c := res.Checkpoint
 	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History}
+		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members)}
 	if res.BestEpoch > 0 {
 		s.Best = res.History[res.BestEpoch-1]
 	}
@@ -308,6 +319,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason)
+	if n := len(res.Model.Members); n > 0 {
+		fmt.Fprintf(o.IO.Out, "ensemble of %d models (the table is the first's; the others are in %s/member-*)\n", n+1, o.Out)
+	}
 	return nil
 }
 
