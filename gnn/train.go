@@ -22,7 +22,8 @@ import (
 // TrainOptions configure TrainDataset. Zero values take the defaults named on each field.
 type TrainOptions struct {
 	Task dataset.Task // required
-	// Loss defaults to rank-hinge for relative tasks (tile, flags) and mse otherwise.
+	// Loss defaults to rank-hinge-gap for relative tasks (tile, flags), listmle for
+	// per-node configuration models and mse otherwise.
 	Loss Loss
 	// Model is the architecture (zero: DefaultConfig()).
 	Model Config
@@ -109,7 +110,7 @@ func (o *TrainOptions) defaults() error {
 		case o.Model.PerNode():
 			o.Loss = LossListMLE // the TpuGraphs layout baseline's
 		case o.Task.Relative():
-			o.Loss = LossRankHinge // the paper's
+			o.Loss = LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (README, Results)
 		default:
 			o.Loss = LossMSE
 		}

@@ -58,7 +58,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 		Short: "Train a GraphSAGE cost model on a dataset",
 		Long: "Train fits a GraphSAGE cost model (opcode embedding and node features, GraphSAGE layers over operands and users, per-kernel " +
 			"reductions, a feed-forward head over kernel and config features) to a dataset made by `tpucost gen`. Absolute tasks (fusion, layout) " +
-			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss. The dataset is split " +
+			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss with pairs weighted by their runtime gap (rank-hinge-gap). The dataset is split " +
 			"(--split, --test-fraction, --split-seed; the test part is left for `tpucost eval`), a validation part of the training rows is scored " +
 			"after every epoch (tile/flags: slowdown@1, fusion/layout: MAPE), training stops early when it no longer improves, and a checkpoint " +
 			"is written atomically to --out after every epoch; --resume continues it (only with the checkpoint's data and settings: " +
@@ -73,7 +73,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-hinge-gap, rank-logistic or listmle (default: rank-hinge-gap for tile/flags, mse for fusion/layout)")
 	f.IntVar(&o.Epochs, "epochs", 0, "passes over the training rows, an explicit budget (0: from --steps and the data size)")
 	f.IntVar(&o.Steps, "steps", 0, "budget in optimizer steps, turned into epochs by the data size (0: the task's default, tile/flags 4000, fusion/layout 6000)")
 	f.StringVar(&o.Schedule, "lr-schedule", string(gnn.ScheduleCosine), "learning-rate schedule over the budget: cosine (warm-up, then cosine decay) or constant")

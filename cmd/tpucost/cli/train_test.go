@@ -118,7 +118,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
-	if s.Epochs != 2 || s.BestEpoch < 1 || s.Loss != gnn.LossRankHinge || s.Metric != gnn.MetricSlowdown || s.History[0].Val == nil {
+	if s.Epochs != 2 || s.BestEpoch < 1 || s.Loss != gnn.LossRankHingeGap || s.Metric != gnn.MetricSlowdown || s.History[0].Val == nil {
 		t.Errorf("summary %+v", s)
 	}
 	if !strings.Contains(stderr, "epoch 2/2") {
