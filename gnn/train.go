@@ -98,6 +98,18 @@ func (o *TrainOptions) schema() features.Schema {
 	return o.Schema
 }
 
+// DefaultLoss is the loss training uses for task and model architecture m when none is
+// given.
+func DefaultLoss(task dataset.Task, m Config) Loss {
+	switch {
+	case m.PerNode():
+		return LossListMLE // the TpuGraphs layout baseline's
+	case task.Relative():
+		return LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (README, Results)
+	}
+	return LossMSE
+}
+
 func (o *TrainOptions) defaults() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("unknown task %q", o.Task)
@@ -106,14 +118,7 @@ func (o *TrainOptions) defaults() error {
 		o.Model = DefaultConfig()
 	}
 	if o.Loss == "" {
-		switch {
-		case o.Model.PerNode():
-			o.Loss = LossListMLE // the TpuGraphs layout baseline's
-		case o.Task.Relative():
-			o.Loss = LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (README, Results)
-		default:
-			o.Loss = LossMSE
-		}
+		o.Loss = DefaultLoss(o.Task, o.Model)
 	}
 	if o.Schedule == "" {
 		o.Schedule = ScheduleCosine
