@@ -207,6 +207,8 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--steps", "-5"}, "--steps -5 is out of range: want an integer >= 0"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "3", "--steps", "100"}, "--epochs and --steps are two budgets"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr-schedule", "step"}, "--lr-schedule: unknown learning-rate schedule"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "0"}, "--ensemble 0 is out of range: want an integer in [1, 32]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "2", "--resume"}, "an ensemble is not resumed"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--patience", "soon"}, "--patience \"soon\": want auto, off or an integer"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction 0 is out of range: want a number in (0, 1)"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, "--test-fraction 1 is out of range"},
