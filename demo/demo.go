@@ -60,15 +60,21 @@ type Options struct {
 // Settings are the sizes of each stage.
 type Settings struct {
 	TileConfigs, TileVariants, GraphConfigs int
-	TileEpochs, GraphEpochs                 int
-	SimBudget, ModelBudget                  int
+	TileEpochs, GraphEpochs                 int // 0: train's default budget
+	// TileEnsemble is the number of tile models trained (train --ensemble): the report
+	// shows their mean pick.
+	TileEnsemble           int
+	SimBudget, ModelBudget int
 }
 
 func (o Options) settings() Settings {
 	if o.Quick {
-		return Settings{TileConfigs: 8, TileVariants: 1, GraphConfigs: 3, TileEpochs: 2, GraphEpochs: 2, SimBudget: 40, ModelBudget: 10}
+		return Settings{TileConfigs: 8, TileVariants: 1, GraphConfigs: 3, TileEpochs: 2, GraphEpochs: 2, TileEnsemble: 1, SimBudget: 40, ModelBudget: 10}
 	}
-	return Settings{TileConfigs: 32, TileVariants: 2, GraphConfigs: 12, TileEpochs: 12, GraphEpochs: 16, SimBudget: 200, ModelBudget: 40}
+	// Epochs 0: train's default budget (steps scaled to the data, early stopping).
+	// An ensemble of 3 tile models: one model's pick on the held-out programs' few small
+	// kernels depends on its seed (README, Results).
+	return Settings{TileConfigs: 32, TileVariants: 2, GraphConfigs: 12, TileEnsemble: 3, SimBudget: 200, ModelBudget: 40}
 }
 
 // DatasetSummary is what the report shows of a dataset (tpucost inspect has the rest).
@@ -176,21 +182,49 @@ func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]
 	return nil, atomicfile.WriteFile(stampFile(o.Out), append(b, '\n'))
 }
 
-// trainModel trains the model of opts into opts.OutDir, or reuses the checkpoint there
-// when it verifies and was trained on the same data (fingerprints) with the same
-// settings: kept when complete, resumed when interrupted. Any other checkpoint there is
-// removed and retrained. It reports whether a complete checkpoint was reused.
-func trainModel(ctx context.Context, data gnn.DataOptions, opts gnn.TrainOptions, progress io.Writer) (bool, error) {
-	dir := opts.OutDir
+// checkOptions are the options a checkpoint of opts on data records (what
+// gnn.CheckResume compares): the default architecture, the data's fingerprints and meta.
+func checkOptions(data gnn.DataOptions, opts gnn.TrainOptions) (gnn.TrainOptions, error) {
 	check := opts
 	if reflect.DeepEqual(check.Model, gnn.Config{}) {
 		check.Model = gnn.DefaultConfig() // what Train uses: a checkpoint of another default is redone
 	}
 	var err error
 	if check.Datasets, err = gnn.Fingerprints(data.Dir); err != nil {
+		return check, err
+	}
+	_, _, check.Meta, err = gnn.OpenData(data, opts.Task)
+	return check, err
+}
+
+// trainModel trains the model of opts into opts.OutDir, or reuses the checkpoint there
+// when it verifies and was trained on the same data (fingerprints) with the same
+// settings: kept when complete, resumed when interrupted. Any other checkpoint there is
+// removed and retrained. It reports whether a complete checkpoint was reused.
+func trainModel(ctx context.Context, data gnn.DataOptions, opts gnn.TrainOptions, ensemble int, progress io.Writer) (bool, error) {
+	dir := opts.OutDir
+	if ensemble > 1 {
+		// An ensemble is complete (its manifest lists every member, all verified) or
+		// trained again: ensembles are not resumed.
+		check, err := checkOptions(data, opts)
+		if err != nil {
+			return false, err
+		}
+		if m, _, err := gnn.Load(dir); err == nil && len(m.Members) == ensemble-1 {
+			if c, err := gnn.CheckResume(dir, check); err == nil && c.Stopped != "" && c.Loss == gnn.DefaultLoss(opts.Task, gnn.DefaultConfig()) &&
+				c.Settings.Schedule == gnn.ScheduleCosine && (opts.Epochs != 0 || c.Settings.Steps == gnn.DefaultSteps(opts.Task)) {
+				fmt.Fprintf(progress, "demo: reusing %s (an ensemble of %d, verified, same data and settings)\n", dir, ensemble)
+				return true, nil
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return false, err
+		}
+		_, err = gnn.TrainEnsemble(ctx, data, opts, ensemble)
 		return false, err
 	}
-	if _, _, check.Meta, err = gnn.OpenData(data, opts.Task); err != nil {
+	check, err := checkOptions(data, opts)
+	if err != nil {
 		return false, err
 	}
 	c, err := gnn.CheckResume(dir, check)
@@ -199,8 +233,17 @@ func trainModel(ctx context.Context, data gnn.DataOptions, opts gnn.TrainOptions
 		if err := os.RemoveAll(dir); err != nil { // a directory without model.json holds nothing to keep
 			return false, err
 		}
-	case err == nil && c.Settings.Epochs != opts.Epochs:
+	case err == nil && opts.Epochs != 0 && c.Settings.Epochs != opts.Epochs:
 		err = fmt.Errorf("it was trained for %d epochs, not %d", c.Settings.Epochs, opts.Epochs)
+		fallthrough
+	case err == nil && opts.Epochs == 0 && c.Settings.Steps != gnn.DefaultSteps(opts.Task):
+		err = fmt.Errorf("it was trained with a budget of %d epochs (%d steps), not the default of %d steps", c.Settings.Epochs, c.Settings.Steps, gnn.DefaultSteps(opts.Task))
+		fallthrough
+	case err == nil && opts.Loss == "" && c.Loss != gnn.DefaultLoss(opts.Task, check.Model):
+		err = fmt.Errorf("it was trained with loss %s, not the default %s", c.Loss, gnn.DefaultLoss(opts.Task, check.Model))
+		fallthrough
+	case err == nil && c.Settings.Schedule != gnn.ScheduleCosine:
+		err = fmt.Errorf("it was trained with learning-rate schedule %q, not %s", c.Settings.Schedule, gnn.ScheduleCosine)
 		fallthrough
 	case err != nil:
 		fmt.Fprintf(progress, "demo: retraining %s: %v\n", dir, err)
@@ -290,21 +333,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// 2. Models: a tile ranker and a program-level model on fusion and layout data.
-	train := func(name string, task dataset.Task, dirs []string, epochs int) error {
+	train := func(name string, task dataset.Task, dirs []string, epochs, ensemble int) error {
 		reused, err := trainModel(ctx, gnn.DataOptions{Dir: strings.Join(dirs, ","), Split: dataset.SplitProgram, SplitSeed: o.Seed},
-			gnn.TrainOptions{Task: task, Epochs: epochs, Seed: o.Seed, OutDir: modelDir(o.Out, name)}, progress)
+			gnn.TrainOptions{Task: task, Epochs: epochs, Seed: o.Seed, OutDir: modelDir(o.Out, name)}, ensemble, progress)
 		if reused {
 			res.Reused = append(res.Reused, modelDir(o.Out, name))
 		}
 		return err
 	}
 	if err := stage("training the tile model (rank loss)", func() error {
-		return train("tile", dataset.TaskTile, []string{dataDir(o.Out, dataset.TaskTile)}, s.TileEpochs)
+		return train("tile", dataset.TaskTile, []string{dataDir(o.Out, dataset.TaskTile)}, s.TileEpochs, s.TileEnsemble)
 	}); err != nil {
 		return nil, err
 	}
 	if err := stage("training the program-level model (fusion and layout data, log-MSE)", func() error {
-		return train("fusion", dataset.TaskFusion, []string{dataDir(o.Out, dataset.TaskFusion), dataDir(o.Out, dataset.TaskLayout)}, s.GraphEpochs)
+		return train("fusion", dataset.TaskFusion, []string{dataDir(o.Out, dataset.TaskFusion), dataDir(o.Out, dataset.TaskLayout)}, s.GraphEpochs, 1)
 	}); err != nil {
 		return nil, err
 	}
@@ -432,8 +475,18 @@ func writeReport(res *Result, o Options) error {
 	fmt.Fprintf(&b, "tpucost gen --task tile --models %s --configs %d --variants %d --seed %d --out %s\n", models, s.TileConfigs, s.TileVariants, o.Seed, dataDir(o.Out, "tile"))
 	fmt.Fprintf(&b, "tpucost gen --task fusion --models %s --configs %d --seed %d --out %s\n", models, s.GraphConfigs, o.Seed, dataDir(o.Out, "fusion"))
 	fmt.Fprintf(&b, "tpucost gen --task layout --models %s --configs %d --seed %d --out %s\n", models, s.GraphConfigs, o.Seed, dataDir(o.Out, "layout"))
-	fmt.Fprintf(&b, "tpucost train --task tile --data %s --split program --split-seed %d --seed %d --epochs %d --out %s\n", dataDir(o.Out, "tile"), o.Seed, o.Seed, s.TileEpochs, modelDir(o.Out, "tile"))
-	fmt.Fprintf(&b, "tpucost train --task fusion --data %s,%s --split program --split-seed %d --seed %d --epochs %d --out %s\n", dataDir(o.Out, "fusion"), dataDir(o.Out, "layout"), o.Seed, o.Seed, s.GraphEpochs, modelDir(o.Out, "fusion"))
+	epochs := func(e int) string {
+		if e == 0 {
+			return "" // the default budget
+		}
+		return fmt.Sprintf(" --epochs %d", e)
+	}
+	ens := ""
+	if s.TileEnsemble > 1 {
+		ens = fmt.Sprintf(" --ensemble %d", s.TileEnsemble)
+	}
+	fmt.Fprintf(&b, "tpucost train --task tile --data %s --split program --split-seed %d --seed %d%s%s --out %s\n", dataDir(o.Out, "tile"), o.Seed, o.Seed, epochs(s.TileEpochs), ens, modelDir(o.Out, "tile"))
+	fmt.Fprintf(&b, "tpucost train --task fusion --data %s,%s --split program --split-seed %d --seed %d%s --out %s\n", dataDir(o.Out, "fusion"), dataDir(o.Out, "layout"), o.Seed, o.Seed, epochs(s.GraphEpochs), modelDir(o.Out, "fusion"))
 	fmt.Fprintf(&b, "tpucost eval --model %s --plots %s\n", modelDir(o.Out, "tile"), filepath.Join(o.Out, "plots", "tile"))
 	fmt.Fprintf(&b, "tpucost eval --model %s --plots %s\n", modelDir(o.Out, "fusion"), filepath.Join(o.Out, "plots", "fusion"))
 	for _, m := range o.TuneModels {

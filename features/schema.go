@@ -121,13 +121,22 @@ const (
 	// ConfigPlan adds what the tile implies statically (the plan: steps, bytes per step,
 	// VMEM footprint, MXU passes, vector work, edge waste).
 	ConfigPlan ConfigSet = "plan"
+	// ConfigTiling is the paper's set and features derived from it and the kernel's
+	// iteration space by arithmetic on the (8,128) tiling (TilingFeatures): the blocks in
+	// all, whether the kernel runs in one block (no overlap of DMA and compute), and per
+	// tiled dimension the tile's size against the dimension padded to its alignment and
+	// the waste beyond that padding. Nothing from the cost package's plan.
+	ConfigTiling ConfigSet = "tiling"
 )
 
 // PaperConfigWidth is the width of ConfigPaper: 3 tiled dimensions × 3 + 3 flags.
 const PaperConfigWidth = 12
 
+// TilingWidth is the number of features TilingFeatures derives.
+const TilingWidth = 2 + 3*2
+
 // ConfigSets lists the sets, the default first.
-func ConfigSets() []ConfigSet { return []ConfigSet{ConfigPaper, ConfigPlan} }
+func ConfigSets() []ConfigSet { return []ConfigSet{ConfigPaper, ConfigPlan, ConfigTiling} }
 
 // ParseConfigSet returns the set named s.
 func ParseConfigSet(s string) (ConfigSet, error) {
@@ -136,7 +145,7 @@ func ParseConfigSet(s string) (ConfigSet, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("unknown feature set %q (want paper or plan)", s)
+	return "", fmt.Errorf("unknown feature set %q (want paper, plan or tiling)", s)
 }
 
 // Width is the number of configuration features of the set (0 for an unknown set).
@@ -146,9 +155,30 @@ func (c ConfigSet) Width() int {
 		return PaperConfigWidth
 	case ConfigPlan:
 		return ConfigWidth
+	case ConfigTiling:
+		return PaperConfigWidth + TilingWidth
 	}
 	return 0
 }
 
-// Names lists the set's feature names (a prefix of the schema's Config names).
-func (c ConfigSet) Names() []string { return configNames()[:c.Width()] }
+// Stored is how many of the stored config features the set reads (a prefix); Derived
+// reports whether it appends TilingFeatures.
+func (c ConfigSet) Stored() int {
+	if c == ConfigTiling {
+		return PaperConfigWidth
+	}
+	return c.Width()
+}
+
+// Derived reports whether the set appends TilingFeatures to its stored prefix.
+func (c ConfigSet) Derived() bool { return c == ConfigTiling }
+
+// Names lists the set's feature names (a prefix of the schema's Config names, then the
+// derived ones).
+func (c ConfigSet) Names() []string {
+	n := configNames()[:c.Stored()]
+	if c.Derived() {
+		n = append(n, tilingNames()...)
+	}
+	return n
+}

@@ -126,8 +126,13 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c
 		if len(cf) != stored {
 			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(cf), stored)
 		}
-		nc := make([]float32, len(cf))
-		st.Config.Apply(nc, cf)
+		nc := make([]float32, max(len(cf), c.ConfigWidth))
+		st.Config.Apply(nc[:len(cf)], cf)
+		if set := c.ConfigSet(); set.Derived() {
+			// The stored prefix, normalized, then the derived features (of order 1,
+			// not normalized) of the raw vector.
+			features.TilingFeatures(nc[set.Stored():c.ConfigWidth], cf, g.KernelFeats)
+		}
 		k.cf = append(k.cf, nc[:c.ConfigWidth:c.ConfigWidth])
 	}
 	ins := make([][]int32, n)
@@ -249,7 +254,7 @@ type batch struct {
 	// Targets (training only).
 	y     []float32 // [S] standardized log runtime (mse)
 	w     []float32 // [S] sample weight (mse): 1/S_real for real samples, 0 for padding
-	rank  []float32 // [S] rank loss: the number of the kernel's sampled configs faster than this one
+	rank  []float32 // [S] rank loss: the number of the kernel's sampled configs faster than this one (gap-weighted: its log runtime)
 	kw    []float32 // [B] rank loss: 1 / (n(n−1)/2) / K₂ (pairwise) or 1 / K₂ (ListMLE) per kernel with n ≥ 2 samples, else 0
 	kspan []int     // [B+1] rank loss: sample offsets per kernel slot (padding slots are empty)
 }
@@ -465,6 +470,12 @@ func (b *batch) fillTargets() error {
 			}
 		}
 		for i, ci := range it.cfgs {
+			if b.loss.gapWeighted() {
+				// The log runtime orders the samples as the rank does and gives each
+				// pair its gap (pairWeight).
+				b.rank[b.starts[bi]+i] = float32(math.Log(it.k.runtimes[ci]))
+				continue
+			}
 			faster := 0
 			for _, cj := range it.cfgs {
 				if it.k.runtimes[cj] < it.k.runtimes[ci] {

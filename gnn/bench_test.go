@@ -139,13 +139,13 @@ func BenchmarkPredict(b *testing.B) {
 				preds += len(r.Choices)
 				flops += m.FlopsPerKernel(len(r.Kernel.Comp.Instructions)) + float64(len(r.Choices))*m.FlopsPerConfig()
 			}
-			if _, err := p.scoreRequests(reqs); err != nil { // warm up the bucket nets
+			if _, _, err := p.scoreRequests(reqs); err != nil { // warm up the bucket nets
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				if _, err := p.scoreRequests(reqs); err != nil {
+				if _, _, err := p.scoreRequests(reqs); err != nil {
 					b.Fatal(err)
 				}
 			}

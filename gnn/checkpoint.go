@@ -78,6 +78,13 @@ type Settings struct {
 	Patience      int     `json:"patience"`
 	ShuffleBuffer int     `json:"shuffle_buffer"`
 	Bucketing     bool    `json:"bucketing"`
+	// Steps is the step budget Epochs came from (0: Epochs was given).
+	Steps int `json:"steps,omitempty"`
+	// StepsPerEpoch is the estimated number of batches per epoch, the schedule's unit.
+	StepsPerEpoch int `json:"steps_per_epoch,omitempty"`
+	// Schedule is the learning-rate schedule ("": constant, checkpoints from before
+	// schedules).
+	Schedule Schedule `json:"schedule,omitempty"`
 }
 
 // Meta describes the data a model was trained on (informational, from the caller).
@@ -135,6 +142,7 @@ type Checkpoint struct {
 	Epochs               int             `json:"epochs"`     // completed
 	BestEpoch            int             `json:"best_epoch"` // 0: none
 	Stopped              string          `json:"stopped,omitempty"`
+	StopReason           string          `json:"stop_reason,omitempty"`
 	History              []Epoch         `json:"history"`
 	TrainedOn            *TrainedOn      `json:"trained_on,omitempty"` // nil for a model saved by Model.Save
 	Weights              FileRef         `json:"weights"`
@@ -370,6 +378,9 @@ func Load(dir string) (*Model, *Checkpoint, error) {
 	}
 	if err := m.Params.CopyFrom(ts); err != nil {
 		return nil, nil, fmt.Errorf("loading model %s: weights do not fit the architecture: %w", dir, err)
+	}
+	if err := loadMembers(dir, m, c); err != nil {
+		return nil, nil, fmt.Errorf("loading model %s: %w", dir, err)
 	}
 	return m, c, nil
 }

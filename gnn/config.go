@@ -82,10 +82,18 @@ const (
 	// baseline's): the negative log-likelihood of the true order, fastest first, under the
 	// Plackett–Luce model of the scores −ŷ (see listMLELoss).
 	LossListMLE Loss = "listmle"
+	// LossRankHingeGap is the pairwise hinge loss with each pair weighted by how much the
+	// two runtimes differ, min(1, |ln t_i − ln t_j| / ln(1+gapScale)) (see pairWeight): a
+	// near tie (two tiles within a fraction of a percent) no longer counts as much as a
+	// pair of which one is 3× slower, so the model spends its capacity on the picks that
+	// move a program's time.
+	LossRankHingeGap Loss = "rank-hinge-gap"
 )
 
 // Losses lists the losses.
-func Losses() []Loss { return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE} }
+func Losses() []Loss {
+	return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE, LossRankHingeGap}
+}
 
 // ParseLoss parses a loss name.
 func ParseLoss(s string) (Loss, error) {
@@ -94,15 +102,21 @@ func ParseLoss(s string) (Loss, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic, listmle)", s)
+	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic, listmle, rank-hinge-gap)", s)
 }
 
 // Rank reports whether l is a ranking loss over one kernel's configurations (pairwise or
 // listwise): a relative model.
-func (l Loss) Rank() bool { return l == LossRankHinge || l == LossRankLogistic || l == LossListMLE }
+func (l Loss) Rank() bool { return l.pairwise() || l == LossListMLE }
 
 // pairwise reports whether l is one of the pairwise rank losses (φ below).
-func (l Loss) pairwise() bool { return l == LossRankHinge || l == LossRankLogistic }
+func (l Loss) pairwise() bool {
+	return l == LossRankHinge || l == LossRankLogistic || l == LossRankHingeGap
+}
+
+// gapWeighted reports whether l weights pairs by their runtime gap (pairWeight); its
+// batches then carry each sample's log runtime where the others carry its rank.
+func (l Loss) gapWeighted() bool { return l == LossRankHingeGap }
 
 // MultiTask reports whether c has a head per task (Tasks).
 func (c Config) MultiTask() bool { return len(c.Tasks) > 0 }
@@ -262,7 +276,7 @@ func (c Config) ForData(p dataset.Provenance) (Config, error) {
 	if c.FeatureSet != "" && c.FeatureSet != p.FeatureSet {
 		return c, fmt.Errorf("the model reads feature set %s, the data has feature set %s", c.FeatureSet, p.FeatureSet)
 	}
-	if c.Features == features.ConfigPlan {
+	if c.Features != "" && c.Features != features.ConfigPaper {
 		return c, fmt.Errorf("configuration features %s are tpucost's own; the data has feature set %s, whose config features are read as they are", c.Features, p.FeatureSet)
 	}
 	node, kernel, config := p.Widths()

@@ -13,7 +13,9 @@ import (
 // to them), so the checkpoint must be of the same task and read the same features as the
 // data: another task, feature set or feature schema version is refused, as is an
 // architecture (Model) or a loss given (given: the options as the caller gave them,
-// before defaults) that differs from the checkpoint's. The optimizer starts afresh.
+// before defaults) that differs from the checkpoint's. The optimizer starts afresh. An
+// ensemble's first model is the start (of every member, when the fine-tuned model is an
+// ensemble too).
 func (t *trainer) initFrom(dir string, given TrainOptions) error {
 	m, ck, err := Load(dir)
 	if err != nil {
@@ -31,6 +33,7 @@ func (t *trainer) initFrom(dir string, given TrainOptions) error {
 	case given.Loss != "" && given.Loss != m.Loss:
 		return fmt.Errorf("train --init %s: the model was trained with loss %s, not %s", dir, m.Loss, given.Loss)
 	}
+	m.Members = nil // an ensemble (train --ensemble) starts every member from its first
 	t.m = m
 	t.opts.Model, t.opts.Loss = m.Config, m.Loss
 	t.opts.Meta.InitFrom = dir

@@ -104,18 +104,22 @@ func pairLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bo
 					continue
 				}
 				z := float64(out[i]) - float64(out[j])
-				sum += wk * phi(l, z)
+				wij := wk
+				if l.gapWeighted() { // rank holds log runtimes
+					wij *= pairWeight(float64(rank[i]) - float64(rank[j]))
+				}
+				sum += wij * phi(l, z)
 				if grad {
 					var dphi float64
-					if l == LossRankHinge {
+					if l == LossRankHinge || l == LossRankHingeGap {
 						if 1-z > 0 {
 							dphi = -1
 						}
 					} else {
 						dphi = -1 / (1 + math.Exp(z))
 					}
-					d[i] += T(wk * dphi)
-					d[j] -= T(wk * dphi)
+					d[i] += T(wij * dphi)
+					d[j] -= T(wij * dphi)
 				}
 			}
 		}

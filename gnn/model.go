@@ -22,6 +22,9 @@ type Model struct {
 	Norm   features.Stats
 	Target TargetStats
 	Params nn.Params
+	// Members are the other models of an ensemble (ensemble.go; nil: a single model),
+	// of the same architecture, task, loss and data.
+	Members []*Model
 }
 
 // NewModel returns a model with parameters initialized from seed (He-uniform weights,

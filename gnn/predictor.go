@@ -20,6 +20,7 @@ type Predictor struct {
 	m            *Model
 	target       cost.Target
 	eng          *engine
+	members      []*engine // an ensemble's other members (ensemble.go)
 	batchKernels int
 }
 
@@ -47,7 +48,7 @@ func NewPredictor(m *Model, t cost.Target, opts PredictorOptions) (*Predictor, e
 	if opts.BatchKernels <= 0 {
 		opts.BatchKernels = 64
 	}
-	return &Predictor{m: m, target: t, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+	return newPredictor(m, t, opts), nil
 }
 
 // NewRowPredictor returns a predictor of dataset rows (PredictRows, PredictSource), which
@@ -60,7 +61,15 @@ func NewRowPredictor(m *Model, opts PredictorOptions) (*Predictor, error) {
 	if opts.BatchKernels <= 0 {
 		opts.BatchKernels = 64
 	}
-	return &Predictor{m: m, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}, nil
+	return newPredictor(m, cost.Target{}, opts), nil
+}
+
+func newPredictor(m *Model, t cost.Target, opts PredictorOptions) *Predictor {
+	p := &Predictor{m: m, target: t, eng: newEngine(m, false, !opts.NoBucketing, defaultNetCache), batchKernels: opts.BatchKernels}
+	for _, mm := range m.Members {
+		p.members = append(p.members, newEngine(mm, false, !opts.NoBucketing, defaultNetCache))
+	}
+	return p
 }
 
 // Target is what a predictor scores kernels for: the chip (preset name), its VMEM size,
@@ -121,6 +130,9 @@ func (p *Predictor) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.eng.close()
+	for _, e := range p.members {
+		e.close()
+	}
 }
 
 // scoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
@@ -135,26 +147,34 @@ type scoreRequest struct {
 // featurized from its plan; one planned for another target than the predictor's is
 // planned for it, and scores +Inf (ranks last) when it is not valid there.
 func (p *Predictor) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]float64, error) {
-	out, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
+	out, _, err := p.ScoreKernelSpread(k, choices)
+	return out, err
+}
+
+// ScoreKernelSpread is ScoreKernel with an ensemble's spread of each choice's score (see
+// ensemble.go; nil for a single model; +Inf scores have spread 0).
+func (p *Predictor) ScoreKernelSpread(k *compiler.Kernel, choices []cost.Planned) (scores, spread []float64, err error) {
+	out, sp, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out[0], nil
+	return out[0], sp[0], nil
 }
 
 // scoreRequests is ScoreKernel for many kernels at once: their graphs and configurations share
 // batches, which is much faster than one call per kernel.
-func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
+func (p *Predictor) scoreRequests(reqs []scoreRequest) (out, spread [][]float64, err error) {
 	if p.target == (cost.Target{}) {
-		return nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
+		return nil, nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
 	}
-	out := make([][]float64, len(reqs))
+	out = make([][]float64, len(reqs))
+	spread = make([][]float64, len(reqs))
 	var ks []*kernel
 	var valid [][]int // per prepared kernel, the request's indices it scores
 	var owner []int   // per prepared kernel, its request
 	for ri, r := range reqs {
 		if r.Kernel == nil || r.Kernel.Info == nil || r.Kernel.Comp == nil {
-			return nil, fmt.Errorf("score request %d: no kernel", ri)
+			return nil, nil, fmt.Errorf("score request %d: no kernel", ri)
 		}
 		out[ri] = make([]float64, len(r.Choices))
 		var cfs [][]float32
@@ -174,7 +194,7 @@ func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
 		g := features.OfKernel(r.Kernel, p.target)
 		k, err := prepareKernel(&g, cfs, &p.m.Norm, p.m.Config, features.ConfigWidth)
 		if err != nil {
-			return nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
+			return nil, nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
 		}
 		k.key = r.Kernel.Key
 		ks = append(ks, k)
@@ -182,21 +202,27 @@ func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
 		owner = append(owner, ri)
 	}
 	if len(ks) == 0 {
-		return out, nil
+		return out, spread, nil
 	}
-	p.mu.Lock()
-	raw, err := p.eng.predict(ks, p.batchKernels)
-	p.mu.Unlock()
+	raw, spreads, err := p.run(ks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for j, o := range raw {
 		scores := p.m.report(o)
 		for i, s := range scores {
 			out[owner[j]][valid[j][i]] = s
 		}
+		if spreads != nil {
+			if spread[owner[j]] == nil {
+				spread[owner[j]] = make([]float64, len(out[owner[j]]))
+			}
+			for i, s := range spreads[j] {
+				spread[owner[j]][valid[j][i]] = s
+			}
+		}
 	}
-	return out, nil
+	return out, spread, nil
 }
 
 // PredictRows returns the model's prediction for every configuration of every row, in
@@ -204,15 +230,22 @@ func (p *Predictor) scoreRequests(reqs []scoreRequest) ([][]float64, error) {
 // own features (computed when the dataset was generated); the feature schema of the
 // dataset must be the model's.
 func (p *Predictor) PredictRows(rows []*dataset.Row) ([][]float64, error) {
+	out, _, err := p.PredictRowsSpread(rows)
+	return out, err
+}
+
+// PredictRowsSpread is PredictRows with an ensemble's spread of every prediction (see
+// ensemble.go; nil for a single model).
+func (p *Predictor) PredictRowsSpread(rows []*dataset.Row) (out, spread [][]float64, err error) {
 	ks := make([]*kernel, 0, len(rows))
 	for _, r := range rows {
 		k, err := p.m.prepare(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ks = append(ks, k)
 	}
-	out := make([][]float64, len(rows))
+	out = make([][]float64, len(rows))
 	var nonEmpty []*kernel
 	var pos []int
 	for i, k := range ks {
@@ -224,18 +257,22 @@ func (p *Predictor) PredictRows(rows []*dataset.Row) ([][]float64, error) {
 		}
 	}
 	if len(nonEmpty) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
-	p.mu.Lock()
-	raw, err := p.eng.predict(nonEmpty, p.batchKernels)
-	p.mu.Unlock()
+	raw, spreads, err := p.run(nonEmpty)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if spreads != nil {
+		spread = make([][]float64, len(rows))
 	}
 	for j, o := range raw {
 		out[pos[j]] = p.m.report(o)
+		if spreads != nil {
+			spread[pos[j]] = spreads[j]
+		}
 	}
-	return out, nil
+	return out, spread, nil
 }
 
 // PredictRow is PredictRows for one row; its signature is gnn/eval's Predict. (Calls with

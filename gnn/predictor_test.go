@@ -46,7 +46,7 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 				bad := cost.Planned{Info: k.Info, Key: k.Key, Config: cost.KernelConfig{Tile: cost.Tile{3, 5, 7}, Flags: k.Choice.Config.Flags}}
 				reqs = append(reqs, scoreRequest{Kernel: k, Choices: append(choices, bad)})
 			}
-			all, err := p.scoreRequests(reqs)
+			all, _, err := p.scoreRequests(reqs)
 			if err != nil {
 				t.Fatal(err)
 			}

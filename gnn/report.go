@@ -21,19 +21,25 @@ type OptionReport struct {
 	Tile  string  `json:"tile"`
 	Flags string  `json:"flags"`
 	Score float64 `json:"score"` // ns for absolute models
-	SimNs float64 `json:"sim_ns"`
+	// Spread is an ensemble's spread of the score (gnn/ensemble.go); absent for one model.
+	Spread *float64 `json:"spread,omitempty"`
+	SimNs  float64  `json:"sim_ns"`
 }
 
 // KernelReport is one kernel of a ProgramReport.
 type KernelReport struct {
-	Name         string  `json:"name"`
-	Kind         string  `json:"kind"`
-	Key          string  `json:"key"`
-	Tile         string  `json:"tile"`
-	Flags        string  `json:"flags"`
-	PredictedNs  float64 `json:"predicted_ns,omitempty"` // absolute models
-	SimNs        float64 `json:"sim_ns"`
-	AnalyticalNs float64 `json:"analytical_ns"`
+	Name        string  `json:"name"`
+	Kind        string  `json:"kind"`
+	Key         string  `json:"key"`
+	Tile        string  `json:"tile"`
+	Flags       string  `json:"flags"`
+	PredictedNs float64 `json:"predicted_ns,omitempty"` // absolute models
+	// Spread is an ensemble's spread of the prediction (absolute models: of the compiled
+	// config's log runtime; relative models: of the model's pick's standardized score);
+	// absent for one model.
+	Spread       *float64 `json:"spread,omitempty"`
+	SimNs        float64  `json:"sim_ns"`
+	AnalyticalNs float64  `json:"analytical_ns"`
 	// Relative tasks: the kernel's options (tiles with its flags for the tile task, flags
 	// with its tile for the flags task) ranked by the model, the top few listed.
 	Options      []OptionReport `json:"options,omitempty"`
@@ -94,7 +100,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		kd := byKey[key]
 		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
 	}
-	scores, err := p.scoreRequests(reqs)
+	scores, spreads, err := p.scoreRequests(reqs)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		pred    float64
 		options []OptionReport
 		count   int
+		spread  *float64
 		pickNs  float64
 		bestNs  float64
 		curRank int
@@ -112,8 +119,12 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		kd := byKey[key]
 		res := &result{pred: math.NaN()}
 		s := scores[i]
+		sp := spreads[i]
 		if !m.Relative() && kd.current >= 0 {
 			res.pred = s[kd.current]
+			if sp != nil {
+				res.spread = ptrFloat(sp[kd.current])
+			}
 		}
 		if m.Task.Relative() {
 			idx := make([]int, len(s))
@@ -131,13 +142,20 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 				res.bestNs = math.Min(res.bestNs, sim)
 				if rank == 0 {
 					res.pickNs = sim
+					if sp != nil {
+						res.spread = ptrFloat(sp[j])
+					}
 				}
 				if j == kd.current {
 					res.curRank = rank + 1
 				}
 				if rank < topK {
 					c := kd.choices[j].Config
-					res.options = append(res.options, OptionReport{Rank: rank + 1, Tile: c.Tile.String(), Flags: c.Flags.String(), Score: s[j], SimNs: sim})
+					o := OptionReport{Rank: rank + 1, Tile: c.Tile.String(), Flags: c.Flags.String(), Score: s[j], SimNs: sim}
+					if sp != nil {
+						o.Spread = ptrFloat(sp[j])
+					}
+					res.options = append(res.options, o)
 				}
 			}
 		}
@@ -149,7 +167,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 			return nil, fmt.Errorf("kernel %s: %w", k.Name, err)
 		}
 		res := results[k.Key]
-		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(), SimNs: sim, AnalyticalNs: an}
+		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(), SimNs: sim, AnalyticalNs: an, Spread: res.spread}
 		r.SimTotalNs += sim
 		r.AnalyticalTotalNs += an
 		if !m.Relative() {
@@ -195,3 +213,5 @@ func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) 
 	}
 	return opts, cur
 }
+
+func ptrFloat(x float64) *float64 { return &x }

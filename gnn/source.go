@@ -57,6 +57,12 @@ func fitStats(src RowSource) (features.Stats, TargetStats, error) {
 // configurable node's block of w.Config features as one config vector. The log runtimes
 // are those of the row's TargetTimes (runtime over normalizer where the data has them).
 func fitStatsFor(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, error) {
+	st, ts, _, err := fitStatsCount(src, version, w)
+	return st, ts, err
+}
+
+// fitStatsCount is fitStatsFor that also counts the rows with configurations.
+func fitStatsCount(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, int, error) {
 	f := features.NewFitterFor(version, w)
 	var n int64
 	var mean, m2 float64
@@ -94,14 +100,14 @@ func fitStatsFor(src RowSource, version int, w features.Widths) (features.Stats,
 		return nil
 	})
 	if err != nil {
-		return features.Stats{}, TargetStats{}, fmt.Errorf("fitting normalization: %w", err)
+		return features.Stats{}, TargetStats{}, 0, fmt.Errorf("fitting normalization: %w", err)
 	}
 	if rows == 0 {
-		return features.Stats{}, TargetStats{}, fmt.Errorf("fitting normalization: %w", errNoRows)
+		return features.Stats{}, TargetStats{}, 0, fmt.Errorf("fitting normalization: %w", errNoRows)
 	}
 	st, err := f.Stats()
 	if err != nil {
-		return features.Stats{}, TargetStats{}, err
+		return features.Stats{}, TargetStats{}, 0, err
 	}
-	return st, TargetStats{LogMean: mean, LogStd: math.Sqrt(m2 / float64(n))}, nil
+	return st, TargetStats{LogMean: mean, LogStd: math.Sqrt(m2 / float64(n))}, rows, nil
 }

@@ -1,6 +1,7 @@
 package gnn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,12 +22,20 @@ import (
 // TrainOptions configure TrainDataset. Zero values take the defaults named on each field.
 type TrainOptions struct {
 	Task dataset.Task // required
-	// Loss defaults to rank-hinge for relative tasks (tile, flags) and mse otherwise.
+	// Loss defaults to rank-hinge-gap for relative tasks (tile, flags), listmle for
+	// per-node configuration models and mse otherwise.
 	Loss Loss
 	// Model is the architecture (zero: DefaultConfig()).
 	Model Config
-	// Epochs is the number of passes over the training rows (default 20).
+	// Epochs is the number of passes over the training rows, an explicit budget (default:
+	// from Steps and the size of the training split, see schedule.go).
 	Epochs int
+	// Steps is the budget in optimizer steps when Epochs is not given (default
+	// DefaultSteps of the task); it must not be set with Epochs.
+	Steps int
+	// Schedule is the learning-rate schedule over the budget (default ScheduleCosine:
+	// warm-up, then cosine decay; see schedule.go).
+	Schedule Schedule
 	// BatchKernels is the number of kernels per batch (default 32). A kernel's sampled
 	// configurations always stay in one batch (the rank loss compares them).
 	BatchKernels int
@@ -39,7 +48,7 @@ type TrainOptions struct {
 	// give the same weights.
 	Seed int64
 	// Patience stops training after this many epochs without a better validation
-	// metric (default 5; negative: never stop early).
+	// metric (default autoPatience of the budget; negative: never stop early).
 	Patience int
 	// ShuffleBuffer is the number of kernels held for shuffling a streamed epoch
 	// (default 2048): memory stays bounded however large the dataset.
@@ -79,6 +88,10 @@ type TrainOptions struct {
 	// initFrom): fine-tuning a model on other data of its features, such as real TPU
 	// measurements. Not with Resume.
 	Init string
+
+	// stepsPerEpoch is the number of batches of an epoch, estimated from the training
+	// split's size before training (the schedule's unit; recorded for a resume).
+	stepsPerEpoch int
 }
 
 // schema is the feature schema the trained model reads.
@@ -89,6 +102,18 @@ func (o *TrainOptions) schema() features.Schema {
 	return o.Schema
 }
 
+// DefaultLoss is the loss training uses for task and model architecture m when none is
+// given.
+func DefaultLoss(task dataset.Task, m Config) Loss {
+	switch {
+	case m.PerNode():
+		return LossListMLE // the TpuGraphs layout baseline's
+	case task.Relative():
+		return LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (README, Results)
+	}
+	return LossMSE
+}
+
 func (o *TrainOptions) defaults() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("unknown task %q", o.Task)
@@ -97,17 +122,10 @@ func (o *TrainOptions) defaults() error {
 		o.Model = DefaultConfig()
 	}
 	if o.Loss == "" {
-		switch {
-		case o.Model.PerNode():
-			o.Loss = LossListMLE // the TpuGraphs layout baseline's
-		case o.Task.Relative():
-			o.Loss = LossRankHinge // the paper's
-		default:
-			o.Loss = LossMSE
-		}
+		o.Loss = DefaultLoss(o.Task, o.Model)
 	}
-	if o.Epochs == 0 {
-		o.Epochs = 20
+	if o.Schedule == "" {
+		o.Schedule = ScheduleCosine
 	}
 	if o.BatchKernels == 0 {
 		o.BatchKernels = 32
@@ -117,9 +135,6 @@ func (o *TrainOptions) defaults() error {
 	}
 	if o.LR == 0 {
 		o.LR = 1e-3
-	}
-	if o.Patience == 0 {
-		o.Patience = 5
 	}
 	if o.ShuffleBuffer == 0 {
 		o.ShuffleBuffer = 2048
@@ -138,15 +153,18 @@ func (o *TrainOptions) defaults() error {
 
 func (o *TrainOptions) settings() Settings {
 	return Settings{Epochs: o.Epochs, BatchKernels: o.BatchKernels, MaxConfigs: o.MaxConfigs, LR: o.LR, Seed: o.Seed,
-		Patience: o.Patience, ShuffleBuffer: o.ShuffleBuffer, Bucketing: !o.NoBucketing}
+		Patience: o.Patience, ShuffleBuffer: o.ShuffleBuffer, Bucketing: !o.NoBucketing,
+		Steps: o.Steps, StepsPerEpoch: o.stepsPerEpoch, Schedule: o.Schedule}
 }
 
 // TrainResult is the outcome of TrainDataset.
 type TrainResult struct {
-	Model      *Model // the best epoch's model: lowest validation metric, ties by validation loss (without validation rows: training loss)
-	History    []Epoch
-	BestEpoch  int    // 1-based
-	Stopped    string // "epochs" or "early-stopping"
+	Model     *Model // the best epoch's model: lowest validation metric, ties by validation loss (without validation rows: training loss)
+	History   []Epoch
+	BestEpoch int    // 1-based
+	Stopped   string // "epochs" (the budget ran out) or "early-stopping"
+	// StopReason says why training stopped, in a sentence.
+	StopReason string
 	Checkpoint *Checkpoint
 }
 
@@ -188,15 +206,22 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		if err := t.initFrom(opts.Init, given); err != nil {
 			return nil, err
 		}
+		// The initial model's statistics stay; the pass only sizes the budget.
+		_, _, rows, err := fitStatsCount(train, t.opts.schema().Version, t.opts.Model.dataWidths())
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		t.budget(rows)
 	} else {
 		t.progressf("fitting normalization on the training rows")
 		if opts.Model.FeatureSet != "" && opts.Schema.Version == 0 {
 			return nil, fmt.Errorf("train: a model of feature set %s needs its data's feature schema (TrainOptions.Schema)", opts.Model.FeatureSet)
 		}
-		norm, target, err := fitStatsFor(train, opts.schema().Version, opts.Model.dataWidths())
+		norm, target, rows, err := fitStatsCount(train, opts.schema().Version, opts.Model.dataWidths())
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
+		t.budget(rows)
 		if t.m, err = NewModel(opts.Model, opts.Task, opts.Loss, norm, target, opts.Seed); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
@@ -208,19 +233,19 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 	defer t.eng.close()
 	defer t.val.close()
 	stopped := "epochs"
-	for e := len(t.history) + 1; e <= t.opts.Epochs; e++ {
-		if t.opts.Patience >= 0 && t.bestEpoch > 0 && len(t.history)-t.bestEpoch >= t.opts.Patience {
-			stopped = "early-stopping"
-			break
-		}
+	patient := func() bool {
+		return t.opts.Patience >= 0 && t.bestEpoch > 0 && len(t.history)-t.bestEpoch >= t.opts.Patience
+	}
+	for e := len(t.history) + 1; e <= t.opts.Epochs && !patient(); e++ {
 		if err := t.epoch(ctx, e, train, val); err != nil {
 			return nil, err
 		}
 	}
-	if t.opts.Patience >= 0 && t.bestEpoch > 0 && len(t.history)-t.bestEpoch >= t.opts.Patience {
+	if patient() {
 		stopped = "early-stopping"
 	}
-	t.stopped = stopped
+	t.stopped, t.stopReason = stopped, t.reason(stopped)
+	t.progressf("stopped: %s", t.stopReason)
 	best := &Model{Config: t.m.Config, Task: t.m.Task, Loss: t.m.Loss, Norm: t.m.Norm, Target: t.m.Target, Params: t.best.Clone()}
 	c := t.checkpoint()
 	if t.opts.OutDir != "" {
@@ -228,7 +253,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 			return nil, err
 		}
 	}
-	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, Checkpoint: c}, nil
+	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c}, nil
 }
 
 // trainer is the state of one trainSources call.
@@ -241,10 +266,11 @@ type trainer struct {
 	val   *engine // inference nets (validation), sharing m's parameters
 	start time.Time
 
-	history   []Epoch
-	bestEpoch int
-	stopped   string
-	lossGiven bool // the caller chose the loss (else a resumed run takes the checkpoint's)
+	history    []Epoch
+	bestEpoch  int
+	stopped    string
+	stopReason string
+	lossGiven  bool // the caller chose the loss (else a resumed run takes the checkpoint's)
 
 	seen     map[uint64]bool // KernelIDs of the training and validation rows
 	programs map[string]bool // their programs
@@ -497,6 +523,9 @@ func (t *trainer) step(items []item) (float64, error) {
 			return 0, err
 		}
 	}
+	if t.opts.stepsPerEpoch > 0 { // else a trainer driven step by step: the optimizer's rate
+		t.adam.LR = lrAt(t.opts.Schedule, t.opts.LR, t.adam.Step(), int64(t.opts.Epochs)*int64(t.opts.stepsPerEpoch))
+	}
 	t.adam.Update(t.m.Params, grads)
 	return loss, nil
 }
@@ -573,7 +602,7 @@ func (t *trainer) checkpoint() *Checkpoint {
 		FeatureSchemaVersion: t.opts.schema().Version, FeatureSchema: t.opts.schema(),
 		Normalization: t.m.Norm, Target: t.m.Target, Metric: t.m.Metric(),
 		Settings: t.opts.settings(), Meta: t.opts.Meta,
-		Epochs: len(t.history), BestEpoch: t.bestEpoch, Stopped: t.stopped, History: slices.Clone(t.history),
+		Epochs: len(t.history), BestEpoch: t.bestEpoch, Stopped: t.stopped, StopReason: t.stopReason, History: slices.Clone(t.history),
 	}
 }
 
@@ -642,6 +671,10 @@ func (t *trainer) resume(given TrainOptions) error {
 	t.opts.BatchKernels, t.opts.MaxConfigs, t.opts.LR, t.opts.Seed = s.BatchKernels, s.MaxConfigs, s.LR, s.Seed
 	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
+	t.opts.Steps, t.opts.stepsPerEpoch, t.opts.Schedule = s.Steps, s.StepsPerEpoch, s.Schedule
+	if s.Schedule == "" {
+		t.opts.Schedule = ScheduleConstant // a checkpoint from before schedules
+	}
 	t.opts.Model = c.Config
 	if c.Config.FeatureSet != "" {
 		t.opts.Schema = c.FeatureSchema
@@ -729,6 +762,8 @@ func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
 		{"shuffle_buffer", given.ShuffleBuffer != 0, given.ShuffleBuffer, s.ShuffleBuffer},
 		{"bucketing", given.NoBucketing, !given.NoBucketing, s.Bucketing},
 		{"max_segment_nodes", given.MaxSegmentNodes != 0, given.MaxSegmentNodes, c.Config.MaxSegmentNodes},
+		{"steps", given.Steps != 0, given.Steps, s.Steps},
+		{"schedule", given.Schedule != "", given.Schedule, cmp.Or(s.Schedule, ScheduleConstant)},
 	} {
 		if m.set && m.giv != m.ckp {
 			return mismatchError(dir, m.field, fmt.Sprint(m.giv), fmt.Sprint(m.ckp))

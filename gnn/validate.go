@@ -73,7 +73,15 @@ func openUnit(field string, v float64) error {
 // Epochs, BatchKernels, MaxConfigs or LR are errors. Errors are FieldErrors (joined).
 func (o TrainOptions) Validate() error {
 	var errs []error
-	errs = append(errs, intField("epochs", o.Epochs, 1, math.MaxInt))
+	errs = append(errs, intField("epochs", o.Epochs, 0, math.MaxInt), intField("steps", o.Steps, 0, math.MaxInt))
+	if o.Epochs > 0 && o.Steps > 0 {
+		errs = append(errs, &FieldError{Field: "steps", Value: fmt.Sprint(o.Steps), Range: "0 when epochs is given (one budget or the other)"})
+	}
+	if o.Schedule != "" {
+		if _, err := ParseSchedule(string(o.Schedule)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	errs = append(errs, intField("batch_kernels", o.BatchKernels, 1, math.MaxInt))
 	minConfigs := 1
 	if o.Loss.Rank() {

@@ -21,8 +21,9 @@ func TestOptionsValidate(t *testing.T) {
 		field string
 		edit  func(*TrainOptions)
 	}{
-		{"epochs", func(o *TrainOptions) { o.Epochs = 0 }},
 		{"epochs", func(o *TrainOptions) { o.Epochs = -3 }},
+		{"steps", func(o *TrainOptions) { o.Steps = -1 }},
+		{"steps", func(o *TrainOptions) { o.Epochs, o.Steps = 3, 100 }},
 		{"batch_kernels", func(o *TrainOptions) { o.BatchKernels = 0 }},
 		{"max_configs", func(o *TrainOptions) { o.MaxConfigs = 1 }}, // a rank loss needs pairs
 		{"lr", func(o *TrainOptions) { o.LR = 0 }},

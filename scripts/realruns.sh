@@ -21,7 +21,7 @@ echo "simulated training models: $MODELS" > "$OUT/models.txt"
 $T validate "$PB" --model "$OUT/zero-shot" --json > "$OUT/zero-shot.json"
 for s in 1 2 3; do
   [ -e "$OUT/fine-tuned-$s/model.json" ] || $T train --task tile --data "$OUT/real" --out "$OUT/fine-tuned-$s" --init "$OUT/zero-shot" \
-    --split program --test-fraction 0.5 --val-fraction 0.3 --split-seed "$s" --epochs 30 --patience 0
+    --split program --test-fraction 0.5 --val-fraction 0.3 --split-seed "$s" --epochs 30 --patience off
   $T validate "$PB" --model "$OUT/fine-tuned-$s" --json > "$OUT/fine-tuned-$s.json"
 done
 python3 - "$OUT" <<'PY' | tee "$OUT/table.md"

@@ -64,6 +64,9 @@ type run struct {
 	kernMeas     int
 	hardwareS    float64
 	modelEvals   int
+	// modelKernels and uncertainKernels count an ensemble kernel model's kernels and the
+	// uncertain ones (Report).
+	modelKernels, uncertainKernels int
 
 	progCache map[string]float64 // program fingerprint -> measured ns
 	kernCache map[string]float64 // cost.Planned.ID() -> measured ns (kernel measurements)

@@ -117,3 +117,19 @@ func forStrategy(st Strategy, o Options) Options {
 	}
 	return o
 }
+
+// spreadModel is simModel as an ensemble that reports spread for every choice: a
+// SpreadModel.
+type spreadModel struct {
+	simModel
+	spread float64
+}
+
+func (m spreadModel) ScoreKernelSpread(k *compiler.Kernel, choices []cost.Planned) ([]float64, []float64, error) {
+	s, err := m.ScoreKernel(k, choices)
+	sp := make([]float64, len(s))
+	for i := range sp {
+		sp[i] = m.spread
+	}
+	return s, sp, err
+}

@@ -132,7 +132,16 @@ func (r *run) tuneKernels(ctx context.Context, inc *candidate, kind compiler.Kin
 				return nil, err
 			}
 			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(scores[a], scores[b]) })
-			order = order[:min(len(order), r.opts.TopKKernel)]
+			k := r.opts.TopKKernel
+			if sp, ok := r.kernelModel.spreadOf(opts[order[0]]); ok {
+				r.modelKernels++
+				if sp > r.opts.UncertainSpread {
+					// An ensemble unsure of its pick: measure twice as many of its options.
+					r.uncertainKernels++
+					k *= 2
+				}
+			}
+			order = order[:min(len(order), k)]
 		}
 		measure := make([]cost.Planned, len(order))
 		for j, i := range order {

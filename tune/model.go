@@ -20,20 +20,30 @@ type Model interface {
 	Relative() bool
 }
 
+// SpreadModel is a Model that also reports how unsure it is: an ensemble's spread of each
+// score (gnn.Predictor with train --ensemble; nil spreads for a single model). For a
+// relative model the spread is in units of the spread of the kernel's scores.
+type SpreadModel interface {
+	Model
+	ScoreKernelSpread(k *compiler.Kernel, choices []cost.Planned) (scores, spread []float64, err error)
+}
+
 // modelScorer calls a Model from one goroutine at a time (Model implementations need not
 // be safe for concurrent use) and caches kernel scores by the choice's ID.
 type modelScorer struct {
 	m     Model
 	mu    sync.Mutex
 	cache map[string]float64
-	calls int // ScoreKernel calls made
+	// spread caches the spreads of a SpreadModel's scores (absent: none reported).
+	spread map[string]float64
+	calls  int // ScoreKernel calls made
 }
 
 func newModelScorer(m Model) *modelScorer {
 	if m == nil {
 		return nil
 	}
-	return &modelScorer{m: m, cache: map[string]float64{}}
+	return &modelScorer{m: m, cache: map[string]float64{}, spread: map[string]float64{}}
 }
 
 // score returns the model's scores of kernel k with each choice, in order.
@@ -57,7 +67,13 @@ func (s *modelScorer) score(k *compiler.Kernel, choices []cost.Planned) ([]float
 	}
 	kc := *k
 	s.calls++
-	got, err := s.m.ScoreKernel(&kc, miss)
+	var got, spread []float64
+	var err error
+	if sm, ok := s.m.(SpreadModel); ok {
+		got, spread, err = sm.ScoreKernelSpread(&kc, miss)
+	} else {
+		got, err = s.m.ScoreKernel(&kc, miss)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model scoring kernel %s: %w", k.Name, err)
 	}
@@ -71,8 +87,20 @@ func (s *modelScorer) score(k *compiler.Kernel, choices []cost.Planned) ([]float
 		}
 		out[i] = v
 		s.cache[ids[i]] = v
+		if spread != nil {
+			s.spread[ids[i]] = spread[j]
+		}
 	}
 	return out, nil
+}
+
+// spreadOf returns the cached spread of choice c's score, and whether the model reported
+// one.
+func (s *modelScorer) spreadOf(c cost.Planned) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.spread[c.ID()]
+	return v, ok
 }
 
 // program sums an absolute model's predictions over the kernels of p, each with its

@@ -268,6 +268,28 @@ func TestModelGuided(t *testing.T) {
 	}
 }
 
+// TestUncertainKernels: an ensemble kernel model unsure of every pick has twice the top k
+// options of each kernel measured, and the report counts the kernels; a sure one the
+// top k.
+func TestUncertainKernels(t *testing.T) {
+	m, err := zoo.Resolve("mlp_768x3_b8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip := testChip(t)
+	rel := simModel{chip: chip, err: 0.05, relative: true}
+	run := func(spread float64) *Report {
+		return mustRun(t, m, Options{Chip: chip, Budget: 500, Seed: 2, KernelModel: spreadModel{rel, spread}, TopKKernel: 2, Kinds: []compiler.Kind{compiler.KindTile}})
+	}
+	sure, unsure := run(0.01), run(1)
+	if sure.ModelKernels == 0 || sure.UncertainKernels != 0 || unsure.UncertainKernels != unsure.ModelKernels {
+		t.Errorf("uncertain kernels: sure %d of %d, unsure %d of %d", sure.UncertainKernels, sure.ModelKernels, unsure.UncertainKernels, unsure.ModelKernels)
+	}
+	if unsure.KernelMeasures <= sure.KernelMeasures {
+		t.Errorf("kernel measurements: %d when unsure, %d when sure: want more when unsure", unsure.KernelMeasures, sure.KernelMeasures)
+	}
+}
+
 func TestOptionErrors(t *testing.T) {
 	m := smallModule(t)
 	chip := testChip(t)

@@ -14,6 +14,10 @@ import (
 // each row, in the row's config order (gnn.Predictor.PredictRows).
 type Predict func(rows []*dataset.Row) ([][]float64, error)
 
+// PredictSpread is Predict with an ensemble's spread of every prediction (nil spreads:
+// a single model; gnn.Predictor.PredictRowsSpread).
+type PredictSpread func(rows []*dataset.Row) (preds, spreads [][]float64, err error)
+
 // evalBatch is how many rows are predicted per call.
 const evalBatch = 256
 
@@ -70,6 +74,8 @@ type Report struct {
 	// analytical estimates (measurements imported from elsewhere, e.g. TpuGraphs).
 	Analytical *Metrics     `json:"analytical,omitempty"`
 	PerProgram []ProgramRow `json:"per_program"`
+	// Uncertainty describes an ensemble's spread (nil for a single model).
+	Uncertainty *Uncertainty `json:"uncertainty,omitempty"`
 
 	// Pairs for plots (absolute: one per kernel; ranked: one per config), capped.
 	Points []Point `json:"-"`
@@ -84,6 +90,85 @@ const maxPoints = 20000
 // kernelData is what evaluation keeps of a test row.
 type kernelData struct {
 	truth, learned, analytical []float64
+	spread                     []float64 // an ensemble's (nil: one model)
+}
+
+// Uncertainty relates an ensemble's spread to its errors: per kernel the spread of its
+// pick's score (ranked data) or of its prediction (absolute data, natural-log units),
+// and the error on the fifth of kernels with the largest spread against the rest. A
+// spread that knows when the model does not know shows a larger error on the uncertain
+// fifth.
+type Uncertainty struct {
+	MeanSpread float64 `json:"mean_spread"`
+	// UncertainShare is the fraction of kernels in the uncertain part (the top fifth by
+	// spread).
+	UncertainShare float64 `json:"uncertain_share"`
+	// ErrorUncertain and ErrorRest are slowdown@1 (ranked data, a fraction) or APE of
+	// the prediction (absolute data, %) averaged over the uncertain kernels and the rest.
+	ErrorUncertain float64 `json:"error_uncertain"`
+	ErrorRest      float64 `json:"error_rest"`
+	// AnalyticalUncertain is the analytical model's error on the uncertain kernels (NaN
+	// without estimates): what falling back to it would give there.
+	AnalyticalUncertain float64 `json:"analytical_uncertain"`
+}
+
+// uncertainFraction is the share of kernels Uncertainty calls uncertain.
+const uncertainFraction = 0.2
+
+// uncertainty computes Uncertainty over the kernels (nil without spreads).
+func uncertainty(ranked bool, keys []string, kernels map[string]*kernelData) *Uncertainty {
+	type ku struct{ spread, errL, errA float64 }
+	var us []ku
+	for _, k := range keys {
+		kd := kernels[k]
+		if kd.spread == nil || len(kd.truth) == 0 {
+			return nil
+		}
+		u := ku{errA: math.NaN()}
+		if ranked {
+			pick := argmin(kd.learned)
+			best := slices.Min(kd.truth)
+			u.spread, u.errL = kd.spread[pick], kd.truth[pick]/best-1
+			if len(kd.analytical) == len(kd.truth) {
+				u.errA = kd.truth[argmin(kd.analytical)]/best - 1
+			}
+		} else {
+			u.spread, u.errL = kd.spread[0], 100*math.Abs(kd.learned[0]-kd.truth[0])/kd.truth[0]
+			if len(kd.analytical) == len(kd.truth) {
+				u.errA = 100 * math.Abs(kd.analytical[0]-kd.truth[0]) / kd.truth[0]
+			}
+		}
+		us = append(us, u)
+	}
+	if len(us) == 0 {
+		return nil
+	}
+	sort.SliceStable(us, func(a, b int) bool { return us[a].spread > us[b].spread })
+	n := max(1, int(math.Round(uncertainFraction*float64(len(us)))))
+	r := &Uncertainty{UncertainShare: float64(n) / float64(len(us))}
+	var a float64
+	for i, u := range us {
+		r.MeanSpread += u.spread / float64(len(us))
+		if i < n {
+			r.ErrorUncertain += u.errL / float64(n)
+			a += u.errA / float64(n)
+		} else {
+			r.ErrorRest += u.errL / float64(len(us)-n)
+		}
+	}
+	r.AnalyticalUncertain = a
+	return r
+}
+
+// argmin is the index of the smallest value, the first of ties.
+func argmin(xs []float64) int {
+	j := 0
+	for i, x := range xs {
+		if x < xs[j] {
+			j = i
+		}
+	}
+	return j
 }
 
 // Evaluate scores the learned model (predict) and the analytical model (the rows'
@@ -95,6 +180,14 @@ type kernelData struct {
 // sum of kernel predictions with the measured program time, for every unit (program
 // variant) all of whose kernels are evaluated.
 func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude func(*dataset.Row) bool) (*Report, error) {
+	return EvaluateSpread(d, split, func(rows []*dataset.Row) ([][]float64, [][]float64, error) {
+		p, err := predict(rows)
+		return p, nil, err
+	}, exclude)
+}
+
+// EvaluateSpread is Evaluate of an ensemble: with spreads, the report has Uncertainty.
+func EvaluateSpread(d *dataset.Dataset, split *dataset.Split, predict PredictSpread, exclude func(*dataset.Row) bool) (*Report, error) {
 	task := d.Provenance.Task
 	ranked := d.Provenance.Ranked()
 	rep := &Report{Task: task, Ranked: ranked, Split: "all"}
@@ -110,7 +203,7 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 		if len(buf) == 0 {
 			return nil
 		}
-		preds, err := predict(buf)
+		preds, spreads, err := predict(buf)
 		if err != nil {
 			return fmt.Errorf("predicting: %w", err)
 		}
@@ -119,7 +212,11 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 			if len(p) != len(r.RuntimesNs) {
 				return fmt.Errorf("kernel %s: %d predictions for %d configs", r.KernelKey, len(p), len(r.RuntimesNs))
 			}
-			kernels[r.KernelKey] = &kernelData{truth: r.TargetTimes(), learned: p, analytical: r.AnalyticalNs}
+			kd := &kernelData{truth: r.TargetTimes(), learned: p, analytical: r.AnalyticalNs}
+			if spreads != nil {
+				kd.spread = spreads[i]
+			}
+			kernels[r.KernelKey] = kd
 			rep.Samples += len(r.RuntimesNs)
 		}
 		buf = buf[:0]
@@ -200,6 +297,7 @@ func Evaluate(d *dataset.Dataset, split *dataset.Split, predict Predict, exclude
 		return nil, err
 	}
 	rep.Learned, rep.Programs = m, len(progs)
+	rep.Uncertainty = uncertainty(ranked, keys, kernels)
 	for _, p := range progs {
 		rep.PerProgram = append(rep.PerProgram, ProgramRow{Program: p.program, Kernels: p.kernels, Learned: p.value, TrueNs: p.trueNs})
 	}

@@ -128,7 +128,7 @@ func Run(o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	defer pred.Close()
-	rep, err := Evaluate(d, split, pred.PredictRows, func(r *dataset.Row) bool { return seen.Contains(gnn.KernelID(r.KernelKey)) })
+	rep, err := EvaluateSpread(d, split, pred.PredictRowsSpread, func(r *dataset.Row) bool { return seen.Contains(gnn.KernelID(r.KernelKey)) })
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +224,14 @@ func (res *Result) WriteSummary(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if u := r.Uncertainty; u != nil {
+		what := "slowdown@1"
+		if !r.Ranked {
+			what = "APE %"
+		}
+		fmt.Fprintf(w, "\nensemble spread: mean %.3f; %s on the %.0f%% most uncertain kernels %.4g (analytical there %.4g), on the rest %.4g\n",
+			u.MeanSpread, what, 100*u.UncertainShare, u.ErrorUncertain, u.AnalyticalUncertain, u.ErrorRest)
 	}
 	if res.Source == "tpugraphs" {
 		res.writeTpuGraphs(w)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,8 @@ type TrainOptions struct {
 	Out          string
 	Loss         string
 	Epochs       int
+	Steps        int
+	Schedule     string
 	Batch        int
 	MaxConfigs   int
 	LR           float64
@@ -33,7 +36,7 @@ type TrainOptions struct {
 	TestFraction float64
 	ValFraction  float64
 	SplitSeed    int64
-	Patience     int
+	Patience     string
 	Layers       int
 	Hidden       int
 	Reduce       string
@@ -43,6 +46,7 @@ type TrainOptions struct {
 	MaxSegment   int
 	Heads        string
 	Init         string
+	Ensemble     int
 
 	changed func(flag string) bool // whether the user set the flag (nil: none)
 }
@@ -55,7 +59,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 		Short: "Train a GraphSAGE cost model on a dataset",
 		Long: "Train fits a GraphSAGE cost model (opcode embedding and node features, GraphSAGE layers over operands and users, per-kernel " +
 			"reductions, a feed-forward head over kernel and config features) to a dataset made by `tpucost gen`. Absolute tasks (fusion, layout) " +
-			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss. The dataset is split " +
+			"default to the MSE of the log runtime, relative tasks (tile, flags) to the paper's pairwise hinge rank loss with pairs weighted by their runtime gap (rank-hinge-gap). The dataset is split " +
 			"(--split, --test-fraction, --split-seed; the test part is left for `tpucost eval`), a validation part of the training rows is scored " +
 			"after every epoch (tile/flags: slowdown@1, fusion/layout: MAPE), training stops early when it no longer improves, and a checkpoint " +
 			"is written atomically to --out after every epoch; --resume continues it (only with the checkpoint's data and settings: " +
@@ -70,8 +74,10 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-logistic or listmle (default: rank-hinge for tile/flags, mse for fusion/layout)")
-	f.IntVar(&o.Epochs, "epochs", 20, "passes over the training rows")
+	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-hinge-gap, rank-logistic or listmle (default: rank-hinge-gap for tile/flags, mse for fusion/layout)")
+	f.IntVar(&o.Epochs, "epochs", 0, "passes over the training rows, an explicit budget (0: from --steps and the data size)")
+	f.IntVar(&o.Steps, "steps", 0, "budget in optimizer steps, turned into epochs by the data size (0: the task's default, tile/flags 4000, fusion/layout 6000)")
+	f.StringVar(&o.Schedule, "lr-schedule", string(gnn.ScheduleCosine), "learning-rate schedule over the budget: cosine (warm-up, then cosine decay) or constant")
 	f.IntVar(&o.Batch, "batch", 32, "kernels per batch (a kernel's configs stay in one batch)")
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
 	f.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
@@ -80,14 +86,15 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.TestFraction, "test-fraction", 0.2, "fraction held out for evaluation")
 	f.Float64Var(&o.ValFraction, "val-fraction", 0.1, "fraction of the training part used for validation")
 	f.Int64Var(&o.SplitSeed, "split-seed", 1, "seed of the split (use the same with tpucost eval)")
-	f.IntVar(&o.Patience, "patience", 5, "stop after this many epochs without a better validation metric (0 or negative: never)")
+	f.StringVar(&o.Patience, "patience", "auto", "stop after this many epochs without a better validation metric: auto (a tenth of the budget, at least 5), N, or off (0 or negative: off too)")
 	f.IntVar(&o.Layers, "layers", 3, "GraphSAGE layers")
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
-	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
+	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model), tiling (paper and arithmetic on the (8,128) tiling: blocks in all, one block or more, the tile against the padded dimension) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
+	f.IntVar(&o.Ensemble, "ensemble", 1, fmt.Sprintf("train this many models (seeds --seed, --seed+1, ...; 1..%d): predictions are their mean, their spread an uncertainty (eval, predict --json, tune --model)", gnn.MaxEnsemble))
 	f.BoolVar(&o.NoBucketing, "no-bucketing", false, "build a graph per batch shape instead of padding to cached bucket shapes")
 	f.StringVar(&o.Init, "init", "", "start from this trained model's weights (same task and features; its architecture, loss and normalization): fine-tuning, e.g. on measured rows from validate --rows")
 	return cmd
@@ -98,7 +105,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
-	"max_segment_nodes": "--max-segment-nodes",
+	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -115,15 +122,20 @@ func trainFlagError(err error) error {
 
 // TrainSummary is the JSON output of `tpucost train`.
 type TrainSummary struct {
-	Out       string      `json:"out"`
-	Task      string      `json:"task"`
-	Loss      gnn.Loss    `json:"loss"`
-	Metric    string      `json:"metric"`
-	BestEpoch int         `json:"best_epoch"`
-	Epochs    int         `json:"epochs"`
-	Stopped   string      `json:"stopped"`
-	Best      gnn.Epoch   `json:"best"`
-	History   []gnn.Epoch `json:"history"`
+	Out       string   `json:"out"`
+	Task      string   `json:"task"`
+	Loss      gnn.Loss `json:"loss"`
+	Metric    string   `json:"metric"`
+	BestEpoch int      `json:"best_epoch"`
+	Epochs    int      `json:"epochs"`
+	Stopped   string   `json:"stopped"`
+	// StopReason says why training stopped (budget or early stopping), in a sentence.
+	StopReason string `json:"stop_reason"`
+	// Ensemble is the number of models trained (train --ensemble); the rest describes
+	// the first.
+	Ensemble int         `json:"ensemble"`
+	Best     gnn.Epoch   `json:"best"`
+	History  []gnn.Epoch `json:"history"`
 }
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
@@ -198,13 +210,26 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
 	}
-	patience := o.Patience
-	if patience == 0 {
-		patience = -1 // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	patience, err := parsePatience(o.Patience)
+	if err != nil {
+		return err
+	}
+	sched, err := gnn.ParseSchedule(o.Schedule)
+	if err != nil {
+		return fmt.Errorf("--lr-schedule: %w", err)
+	}
+	if o.Ensemble < 1 || o.Ensemble > gnn.MaxEnsemble {
+		return fmt.Errorf("--ensemble %d is out of range: want an integer in [1, %d]", o.Ensemble, gnn.MaxEnsemble)
+	}
+	if o.Ensemble > 1 && o.Resume {
+		return fmt.Errorf("--ensemble %d with --resume: an ensemble is not resumed, train it again into a new directory", o.Ensemble)
+	}
+	if changed("epochs") && changed("steps") {
+		return fmt.Errorf("--epochs and --steps are two budgets: give one")
 	}
 	data := gnn.DataOptions{Dir: o.Data, Split: o.Split, TestFraction: o.TestFraction, ValFraction: o.ValFraction, SplitSeed: o.SplitSeed}
 	opts := gnn.TrainOptions{
-		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
+		Task: task, Loss: loss, Model: cfg, Epochs: o.Epochs, Steps: o.Steps, Schedule: sched, BatchKernels: o.Batch, MaxConfigs: o.MaxConfigs, LR: o.LR,
 		Seed: o.Seed, Patience: patience, NoBucketing: o.NoBucketing, OutDir: o.Out, Resume: o.Resume, Progress: o.IO.Err,
 		MaxSegmentNodes: o.MaxSegment,
 	}
@@ -247,7 +272,8 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			opts.Model = m
 		}
 		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes} {
+			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes,
+			"steps": &opts.Steps, "lr-schedule": &opts.Schedule} {
 			if !changed(flag) {
 				switch p := field.(type) {
 				case *int:
@@ -256,6 +282,8 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 					*p = 0
 				case *float64:
 					*p = 0
+				case *gnn.Schedule:
+					*p = ""
 				}
 			}
 		}
@@ -273,13 +301,13 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			data.SplitSeed = m.SplitSeed
 		}
 	}
-	res, err := gnn.TrainDataset(ctx, data, opts)
+	res, err := gnn.TrainEnsemble(ctx, data, opts, o.Ensemble)
 	if err != nil {
 		return trainFlagError(err)
 	}
 	c := res.Checkpoint
 	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, History: res.History}
+		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members)}
 	if res.BestEpoch > 0 {
 		s.Best = res.History[res.BestEpoch-1]
 	}
@@ -302,6 +330,28 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d (%s), saved to %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), res.Stopped, o.Out)
+	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason)
+	if n := len(res.Model.Members); n > 0 {
+		fmt.Fprintf(o.IO.Out, "ensemble of %d models (the table is the first's; the others are in %s/member-*)\n", n+1, o.Out)
+	}
 	return nil
+}
+
+// parsePatience reads --patience: "auto" (0: the library's default from the budget), "off"
+// or an integer (0 or negative: off, as before).
+func parsePatience(s string) (int, error) {
+	switch s {
+	case "auto":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("--patience %q: want auto, off or an integer number of epochs", s)
+	}
+	if n <= 0 {
+		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	}
+	return n, nil
 }

@@ -118,7 +118,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
-	if s.Epochs != 2 || s.BestEpoch < 1 || s.Loss != gnn.LossRankHinge || s.Metric != gnn.MetricSlowdown || s.History[0].Val == nil {
+	if s.Epochs != 2 || s.BestEpoch < 1 || s.Loss != gnn.LossRankHingeGap || s.Metric != gnn.MetricSlowdown || s.History[0].Val == nil {
 		t.Errorf("summary %+v", s)
 	}
 	if !strings.Contains(stderr, "epoch 2/2") {
@@ -132,7 +132,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train --resume: %v\n%s", err, stderr)
 	}
-	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 5 {
+	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 6 || !strings.Contains(stdout, "stopped: budget") {
 		t.Errorf("train output:\n%s", stdout)
 	}
 	// Resuming with another setting than the checkpoint's is refused, naming it.
@@ -203,7 +203,13 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", root + "/missing", "--out", root + "/o6"}, "missing"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o7", "--resume"}, "nothing to resume"},
 		// Out-of-range flags: the flag and its range, never a quiet default.
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "0"}, "--epochs 0 is out of range: want an integer >= 1"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "-1"}, "--epochs -1 is out of range: want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--steps", "-5"}, "--steps -5 is out of range: want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "3", "--steps", "100"}, "--epochs and --steps are two budgets"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr-schedule", "step"}, "--lr-schedule: unknown learning-rate schedule"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "0"}, "--ensemble 0 is out of range: want an integer in [1, 32]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "2", "--resume"}, "an ensemble is not resumed"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--patience", "soon"}, "--patience \"soon\": want auto, off or an integer"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction 0 is out of range: want a number in (0, 1)"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, "--test-fraction 1 is out of range"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--val-fraction", "-0.1"}, "--val-fraction -0.1 is out of range"},

@@ -268,6 +268,10 @@ func printTuneReport(o *TuneOptions, r *tune.Report, mismatch bool) error {
 	}
 	fmt.Fprintf(o.IO.Out, "default %.0f ns, tuned %.0f ns: speedup %.3fx; %d measurements (%d program, %d kernel), %.1f s hardware, %.2f s wall\n",
 		r.DefaultNs, r.TunedNs, r.Speedup, r.Measurements, r.ProgramMeasures, r.KernelMeasures, r.HardwareS, r.WallS)
+	if r.ModelKernels > 0 {
+		fmt.Fprintf(o.IO.Out, "ensemble kernel model: %d of %d kernels uncertain (the members disagree on the pick), twice the options measured there\n",
+			r.UncertainKernels, r.ModelKernels)
+	}
 	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)

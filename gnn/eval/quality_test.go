@@ -1,0 +1,74 @@
+package eval
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// The quality regression test (issue 20; after Halide's autoscheduler, which keeps one for
+// its cost model): a small fixed tile dataset, `train`'s defaults and a fixed seed, and
+// thresholds on the learned model against the analytical one on the same test rows. A
+// change that makes the default model worse than these fails here, in `make test`.
+//
+// The thresholds come from the measured margins (README, Results): on these rows, at
+// commit time, one default model's tile APE was 0.09–0.59× the analytical model's over
+// seeds 1–3 (seed 1, the test's: 0.59×) and its slowdown@1 below it.
+const (
+	// qualityAPERatio bounds learned APE / analytical APE on the random split: the
+	// issue's goal is 0.6× (met by the mean over seeds, 0.32×); one seed's model varies
+	// up to that, so the guard leaves a margin of a third for it and for changes of the
+	// simulator's timing, not for a model that loses its lead.
+	qualityAPERatio = 0.8
+	// qualitySlowdownRatio bounds learned slowdown@1 / analytical slowdown@1: the learned
+	// model's first pick must be better on average than the compiler's heuristic's.
+	qualitySlowdownRatio = 1.0
+)
+
+// qualityModels are the first 12 inference models of the zoo (as the issue's
+// measurement): 274 kernels with up to 16 tiles each.
+var qualityModels = []string{
+	"bert_base_s128_b8", "bert_base_s384_b1", "bert_large_s128_b1", "bert_medium_s256_b8", "bert_mini_s128_b16",
+	"bert_small_s128_b8", "bert_tiny_s128_b32", "convdraw_s12_c64_r32_b8", "convdraw_s16_c48_r64_b4",
+	"convdraw_s8_c128_r64_b1", "convdraw_s8_c32_r32_b16", "distilgpt2_s256_b4",
+}
+
+func TestQualityTileDefaults(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("trains a model with the default budget (about 15 s): skipped under -race and -short")
+	}
+	dir := t.TempDir()
+	data, out := filepath.Join(dir, "tile"), filepath.Join(dir, "model")
+	chip, err := tpusim.Preset("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: dataset.TaskTile, Models: qualityModels, Out: data,
+		Configs: 16, Chip: chip, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := gnn.TrainDataset(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitRandom, SplitSeed: 1},
+		gnn.TrainOptions{Task: dataset.TaskTile, Seed: 1, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(RunOptions{ModelDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, a := r.Learned, r.Analytical
+	if l.APE == nil || a == nil || a.APE == nil {
+		t.Fatalf("no APE in the report: %+v", r.Report)
+	}
+	t.Logf("%s; tile APE learned %.2f%% vs analytical %.2f%%, slowdown@1 %.4f vs %.4f", res.StopReason, *l.APE, *a.APE, l.SlowdownAt["1"], a.SlowdownAt["1"])
+	if *l.APE > qualityAPERatio**a.APE {
+		t.Errorf("tile APE: learned %.2f%%, analytical %.2f%%: want at most %.1f× analytical", *l.APE, *a.APE, qualityAPERatio)
+	}
+	if l.SlowdownAt["1"] > qualitySlowdownRatio*a.SlowdownAt["1"] {
+		t.Errorf("slowdown@1: learned %.4f, analytical %.4f: want at most %.1f× analytical", l.SlowdownAt["1"], a.SlowdownAt["1"], qualitySlowdownRatio)
+	}
+}
