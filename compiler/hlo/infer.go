@@ -402,6 +402,10 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		return Array(in.Shape.Elem, ops[0].Shape.Dims...), nil
 	case OpIsFinite:
 		return Array(PRED, ops[0].Shape.Dims...), nil
+	case OpReal, OpImag, OpAbs:
+		// XLA: the real part, imaginary part and magnitude of a complex number are real
+		// (c64 -> f32, c128 -> f64); of any other type, the operand's type.
+		return Array(ops[0].Shape.Elem.ComplexComponent(), ops[0].Shape.Dims...), nil
 	case OpSelect:
 		if ops[0].Shape.Elem != PRED {
 			return Shape{}, fmt.Errorf("select predicate must be pred, got %s", ops[0].Shape.Elem)
@@ -475,7 +479,9 @@ func inferReduce(in *Instruction) (Shape, error) {
 		if init := ops[n+i].Shape; init.Rank() != 0 {
 			return Shape{}, fmt.Errorf("reduce init value %d must be a scalar, got %s", i, init.StringNoLayout())
 		}
-		outs[i] = Array(s.Elem, dims...)
+		// XLA: the result takes the reducer's accumulator type, the init value's (a bf16
+		// input reduced into an f32 accumulator gives f32).
+		outs[i] = Array(ops[n+i].Shape.Elem, dims...)
 	}
 	if n == 1 {
 		return outs[0], nil
@@ -500,7 +506,11 @@ func inferReduceWindow(in *Instruction) (Shape, error) {
 		}
 		dims[i] = d
 	}
-	return Array(s.Elem, dims...), nil
+	if init := ops[1].Shape; init.Rank() != 0 {
+		return Shape{}, fmt.Errorf("reduce-window init value must be a scalar, got %s", init.StringNoLayout())
+	}
+	// As reduce: the accumulator's (init value's) type.
+	return Array(ops[1].Shape.Elem, dims...), nil
 }
 
 // windowOut is the output size of one windowed dimension.

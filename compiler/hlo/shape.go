@@ -112,6 +112,22 @@ func (t ElemType) IsFloat() bool {
 	return false
 }
 
+// IsComplex reports whether t is a complex type (c64, c128).
+func (t ElemType) IsComplex() bool { return t == C64 || t == C128 }
+
+// ComplexComponent is the type of the real and imaginary parts of a complex type (f32 for
+// c64, f64 for c128) and t itself for every other type, as XLA's
+// primitive_util::ComplexComponentType.
+func (t ElemType) ComplexComponent() ElemType {
+	switch t {
+	case C64:
+		return F32
+	case C128:
+		return F64
+	}
+	return t
+}
+
 // ParseElemType maps an HLO spelling to its ElemType.
 func ParseElemType(s string) (ElemType, bool) {
 	for i, n := range elemNames[:] {
