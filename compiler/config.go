@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/outpath"
 )
 
 // ConfigVersion is the version of the JSON config format.
@@ -141,6 +142,15 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	return ParseConfig(path, data)
+}
+
+// ConfigFileKind is the kind of file `compile --out` and `tune --out` write, for the
+// overwrite rule (internal/outpath): a file ParseConfig accepts.
+func ConfigFileKind() outpath.Kind {
+	return outpath.Kind{Name: "compiler config (JSON)", Is: func(path string, b []byte) bool {
+		_, err := ParseConfig(path, b)
+		return err == nil
+	}}
 }
 
 // WriteConfig writes c to path atomically (a temporary file renamed into place).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,7 +115,7 @@ type Writer struct {
 	kernel int
 	config int
 
-	lock         *shardLock
+	lock         *dirlock.Lock
 	manifest     Manifest // the committed parts
 	manifestPath string
 	tmpTag       string // ".<pid>": temporary names are "<name>.<pid>.tmp"
@@ -172,7 +173,7 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 	}
 	w.lock = lock
 	if err := w.scan(); err != nil {
-		lock.unlock()
+		lock.Release()
 		return nil, err
 	}
 	return w, nil
@@ -493,7 +494,7 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 // WritePart returns, so Close writes nothing. Calling Close again does nothing.
 func (w *Writer) Close() error {
 	w.closed = true
-	return w.lock.unlock()
+	return w.lock.Release()
 }
 
 // batchBounds splits rows into batches (see targetBatchBytes); batch i is

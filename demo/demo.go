@@ -25,6 +25,7 @@ import (
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -234,6 +235,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Chip = c
 	}
+	lock, err := dirlock.AcquireDir(o.Out, "demo directory")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	defer lock.Release()
 	if len(o.TrainModels) == 0 {
 		o.TrainModels = DefaultTrainModels()
 	}

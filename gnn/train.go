@@ -16,6 +16,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // TrainOptions configure TrainDataset. Zero values take the defaults named on each field.
@@ -70,6 +71,8 @@ type TrainOptions struct {
 	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
 	// OutDir. TrainDataset fills them.
 	Datasets []DatasetRef
+
+	locked bool // TrainDataset holds OutDir's lock already
 	// Schema is the feature schema of the rows when Model.FeatureSet names another set
 	// than tpucost's (TrainDataset fills it from the data's provenance); it is recorded
 	// in the checkpoint and gives the normalization statistics their version. Ignored for
@@ -163,6 +166,13 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
+	if opts.OutDir != "" && !opts.locked {
+		lock, err := lockModelDir(opts.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+	}
 	if !opts.Resume && opts.OutDir != "" {
 		if _, err := os.Stat(filepath.Join(opts.OutDir, ModelFile)); err == nil {
 			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
@@ -218,6 +228,17 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		}
 	}
 	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, Checkpoint: c}, nil
+}
+
+// lockModelDir takes the lock of a model directory: one writer per directory, so a
+// second run into it is refused while the first holds it (internal/dirlock), never left
+// to overwrite its checkpoint.
+func lockModelDir(dir string) (*dirlock.Lock, error) {
+	lock, err := dirlock.AcquireDir(dir, "model directory")
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	return lock, nil
 }
 
 // trainer is the state of one trainSources call.

@@ -12,6 +12,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tune"
 )
 
@@ -99,6 +100,12 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if err != nil {
 		return err
 	}
+	// The policy directory is checked and locked before training, not after.
+	lock, err := dirlock.AcquireDir(o.Out, "policy directory")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer lock.Release()
 	p, err := tune.TrainPolicy(ctx, mods, tune.TrainPolicyOptions{
 		Chip: c, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, LR: o.LR, Workers: o.Workers, Kinds: kinds,
 		Progress: func(r tune.EpisodeReport) {
