@@ -399,6 +399,9 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		if !in.Shape.IsArray() {
 			return Shape{}, fmt.Errorf("%s needs an array result type", in.Opcode)
 		}
+		if in.Opcode == OpBitcastConvert {
+			return bitcastConvertShape(ops[0].Shape, in.Shape.Elem)
+		}
 		return Array(in.Shape.Elem, ops[0].Shape.Dims...), nil
 	case OpIsFinite:
 		return Array(PRED, ops[0].Shape.Dims...), nil
@@ -442,6 +445,28 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		return Array(PRED, first.Dims...), nil
 	}
 	return Array(first.Elem, first.Dims...), nil
+}
+
+// bitcastConvertShape is XLA's bitcast-convert rule: between types of one width the
+// dimensions stay; to a narrower type a minor dimension of in/out bits is added
+// (f32[4] -> s8[4,4]); to a wider type the operand's minor dimension, which must be
+// out/in bits, is dropped (bf16[4,2] -> f32[4]).
+func bitcastConvertShape(x Shape, out ElemType) (Shape, error) {
+	ib, ob := x.Elem.Bits(), out.Bits()
+	switch {
+	case ib == ob || ib == 0 || ob == 0:
+		return Array(out, x.Dims...), nil
+	case ib > ob:
+		if ib%ob != 0 {
+			return Shape{}, fmt.Errorf("bitcast-convert from %s to %s: %d bits do not split into %d", x.Elem, out, ib, ob)
+		}
+		return Array(out, append(append([]int{}, x.Dims...), ib/ob)...), nil
+	}
+	r := x.Rank()
+	if ob%ib != 0 || r == 0 || x.Dims[r-1] != ob/ib {
+		return Shape{}, fmt.Errorf("bitcast-convert from %s to %s needs a minor dimension of %d, got %s", x.Elem, out, ob/max(ib, 1), x.StringNoLayout())
+	}
+	return Array(out, x.Dims[:r-1]...), nil
 }
 
 func inferReduce(in *Instruction) (Shape, error) {

@@ -34,6 +34,10 @@ func TestResultElementTypes(t *testing.T) {
 		{"is-finite", "a = bf16[4] parameter(0)\n  ROOT r = pred[4] is-finite(a)", true},
 		{"reduce into an f32 accumulator", "a = bf16[4,8] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[4] reduce(a, z), dimensions={1}, to_apply=add", true},
 		{"reduce-window into an f32 accumulator", "a = bf16[4,8] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[4,4] reduce-window(a, z), window={size=1x2 stride=1x2}, to_apply=add", true},
+		{"bitcast-convert to a narrower type", "p = f32[4] parameter(0)\n  ROOT r = s8[4,4] bitcast-convert(p)", true},
+		{"bitcast-convert to a wider type", "p = bf16[4,2] parameter(0)\n  ROOT r = f32[4] bitcast-convert(p)", true},
+		{"bitcast-convert of one width", "p = f32[4] parameter(0)\n  ROOT r = s32[4] bitcast-convert(p)", true},
+		{"bitcast-convert to a wider type, wrong minor dim", "p = bf16[4,3] parameter(0)\n  ROOT r = f32[4] bitcast-convert(p)", false},
 		{"partition-id", "ROOT r = u32[] partition-id()", true},
 		{"get-dimension-size", "a = f32[4] parameter(0)\n  ROOT r = s32[] get-dimension-size(a), dimensions={0}", true},
 	}
