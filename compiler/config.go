@@ -3,6 +3,7 @@ package compiler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/jsonerr"
 	"github.com/tpucost/tpucost/internal/outpath"
 )
 
@@ -107,7 +109,12 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			line, col := lineCol(data, te.Offset)
 			return nil, fmt.Errorf("%s:%d:%d: config field %q: expected %s, found a JSON %s", name, line, col, te.Field, jsonKind(te.Type), te.Value)
 		}
-		return nil, fmt.Errorf("%s: invalid config: %w", name, err)
+		e := jsonerr.ExplainFor(name, data, err, c) // FILE:LINE:COL: unknown field "x" (allowed: ...)
+		var je *jsonerr.Error
+		if errors.As(e, &je) {
+			je.Msg = "invalid config: " + je.Msg
+		}
+		return nil, e
 	}
 	if c.Version > ConfigVersion {
 		return nil, fmt.Errorf("%s: config version %d is newer than this tool's %d", name, c.Version, ConfigVersion)

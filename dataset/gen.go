@@ -19,6 +19,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -98,9 +99,9 @@ type GenResult struct {
 // rows and the unit count far from memory and integer limits, and above what any study
 // here needs.
 const (
-	MaxConfigs    = 1 << 16 // configs per kernel / program configs per model
-	MaxVariants   = 1 << 16 // program variants per model
-	MaxWorkers    = 1 << 10
+	MaxConfigs    = 1 << 16     // configs per kernel / program configs per model
+	MaxVariants   = 1 << 16     // program variants per model
+	MaxWorkers    = workers.Max // the one rule of every --workers (internal/workers)
 	MaxShards     = 1 << 16
 	MaxPartRows   = 1 << 20 // rows per part (held in memory until the part is written)
 	MaxNoiseRuns  = 1000
@@ -150,8 +151,8 @@ func (o *GenOptions) Validate() error {
 	if !o.Task.Relative() && o.Variants != 1 {
 		return fmt.Errorf("--variants %d: only the tile and flags tasks have variants (want 1); the %s task draws --configs random program configs per model", o.Variants, o.Task)
 	}
-	if o.Workers < 0 || o.Workers > MaxWorkers {
-		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, MaxWorkers)
+	if err := workers.Check("--workers", o.Workers); err != nil {
+		return err
 	}
 	if o.ShardCount < 1 || o.ShardCount > MaxShards || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
 		return fmt.Errorf("--shard %d/%d: want i/n with 1 <= n <= %d and 0 <= i < n", o.ShardIndex, o.ShardCount, MaxShards)

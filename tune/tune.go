@@ -63,6 +63,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -177,8 +178,9 @@ type Report struct {
 // useful: a run takes Budget measurements of Runs runs each.
 const (
 	maxRuns = 1000 // runs per measurement (the confirmation takes 10× that)
-	// MaxWorkers bounds Workers (0, all cores, is valid too).
-	MaxWorkers = 1 << 16
+	// MaxWorkers bounds Workers (0, all cores, is valid too): the one rule of every
+	// --workers (internal/workers).
+	MaxWorkers = workers.Max
 	maxBatch   = 4096
 	maxNoise   = 1.0 // σ of the multiplicative noise: runs up to ~4× their true time
 )
@@ -268,7 +270,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.Workers < 0 || o.Workers > MaxWorkers { // 0 is valid: all cores, as for every --workers
-		return &OptionError{Field: "Workers", Value: fmt.Sprint(o.Workers), Want: fmt.Sprintf("an integer in [0, %d] (0: all cores)", MaxWorkers)}
+		return &OptionError{Field: "Workers", Value: fmt.Sprint(o.Workers), Want: workers.Want}
 	}
 	if !(o.Noise >= 0 && o.Noise <= maxNoise) { // also rejects NaN
 		return &OptionError{Field: "Noise", Value: fmt.Sprint(o.Noise), Want: fmt.Sprintf("a number in [0, %g]", float64(maxNoise))}
