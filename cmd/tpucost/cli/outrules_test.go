@@ -113,3 +113,23 @@ func TestOutpathMarkersAreTheLibraries(t *testing.T) {
 		t.Error("internal/outpath's marker names differ from the libraries'")
 	}
 }
+
+// TestOutputDirCheckedBeforeTraining: gym train --agent and tune train-policy --out
+// refuse an unwritable directory at once, as train does (they checked it only after
+// training).
+func TestOutputDirCheckedBeforeTraining(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "sub")
+	for _, args := range [][]string{
+		{"gym", "train", "--agent", dir, "--iterations", "50"},
+		{"tune", "train-policy", "--programs", "mlp_96x2_b1", "--out", dir, "--episodes", "50"},
+	} {
+		_, errs, code := run(args...)
+		if code == 0 || !strings.Contains(errs, "not writable") || strings.Contains(errs, "iteration") || strings.Contains(errs, "episode 1") {
+			t.Errorf("%s: exit %d, stderr %q; want a refusal before training", strings.Join(args, " "), code, errs)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func TestTuneErrors(t *testing.T) {
 		{[]string{"mlp_96x2_b1", "--kernel-topk", "0"}, "--kernel-topk: got 0, want an integer >= 1"},
 		{[]string{"mlp_96x2_b1", "--model-evals", "0"}, "--model-evals: got 0, want"},
 		{[]string{"mlp_96x2_b1", "--runs", "0"}, "--runs: got 0, want an integer in [1, 1000]"},
-		{[]string{"mlp_96x2_b1", "--workers", "-1"}, "--workers: got -1, want an integer in [0, 65536] (0: all cores)"},
+		{[]string{"mlp_96x2_b1", "--workers", "-1"}, "--workers: got -1, want an integer in [0, 1024] (0: all cores)"},
 		{[]string{"mlp_96x2_b1", "--noise", "-0.5"}, "--noise: got -0.5, want a number in [0, 1]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "0"}, "--vmem: got 0, want MiB in [1, 1048576]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "99999999999999"}, "--vmem: got 99999999999999"},
