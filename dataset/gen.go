@@ -88,7 +88,7 @@ type GenResult struct {
 	DuplicateKernels int64         `json:"duplicate_kernels"`
 	Parts            int           `json:"parts"` // parts written by this run
 	Elapsed          time.Duration `json:"-"`
-	ElapsedSeconds   float64       `json:"elapsed_s"` // Elapsed in seconds
+	ElapsedSeconds   float64       `json:"wall_s"` // Elapsed in seconds, the wall_s of every command
 	SamplesPerSecond float64       `json:"samples_per_s"`
 	CompileSeconds   float64       `json:"compile_s"` // summed over workers
 	SimulateSeconds  float64       `json:"simulate_s"`

@@ -60,9 +60,13 @@ type Options struct {
 
 // Settings are the sizes of each stage.
 type Settings struct {
-	TileConfigs, TileVariants, GraphConfigs int
-	TileEpochs, GraphEpochs                 int
-	SimBudget, ModelBudget                  int
+	TileConfigs  int `json:"tile_configs"`
+	TileVariants int `json:"tile_variants"`
+	GraphConfigs int `json:"graph_configs"`
+	TileEpochs   int `json:"tile_epochs"`
+	GraphEpochs  int `json:"graph_epochs"`
+	SimBudget    int `json:"sim_budget"`
+	ModelBudget  int `json:"model_budget"`
 }
 
 func (o Options) settings() Settings {
@@ -95,16 +99,16 @@ type TuneRow struct {
 
 // Result is what the demo produced.
 type Result struct {
-	Out       string                     `json:"out"`
-	Chip      string                     `json:"chip"`
-	Settings  Settings                   `json:"settings"`
-	Datasets  map[string]*DatasetSummary `json:"datasets"`
-	Tile      *eval.Result               `json:"tile_eval"`
-	Graph     *eval.Result               `json:"fusion_eval"`
-	Tuning    []TuneRow                  `json:"tuning"`
-	Seconds   float64                    `json:"seconds"`
-	Report    string                     `json:"report"`
-	StageSecs map[string]float64         `json:"stage_seconds"`
+	Out        string                     `json:"out"`
+	Chip       string                     `json:"chip"`
+	Settings   Settings                   `json:"settings"`
+	Datasets   map[string]*DatasetSummary `json:"datasets"`
+	Tile       *eval.Result               `json:"tile_eval"`
+	Graph      *eval.Result               `json:"fusion_eval"`
+	Tuning     []TuneRow                  `json:"tuning"`
+	WallS      float64                    `json:"wall_s"`
+	Report     string                     `json:"report"`
+	StageWallS map[string]float64         `json:"stage_wall_s"`
 	// Reused lists the datasets and models of an earlier run that were complete, verified
 	// and made with the same settings, and so were kept rather than redone.
 	Reused []string `json:"reused"`
@@ -255,14 +259,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	s := o.settings()
 	start := time.Now()
-	res := &Result{Out: o.Out, Chip: o.Chip.Name, Settings: s, Datasets: map[string]*DatasetSummary{}, StageSecs: map[string]float64{}}
+	res := &Result{Out: o.Out, Chip: o.Chip.Name, Settings: s, Datasets: map[string]*DatasetSummary{}, StageWallS: map[string]float64{}}
 	stage := func(name string, f func() error) error {
 		fmt.Fprintf(progress, "demo: %s\n", name)
 		t0 := time.Now()
 		if err := f(); err != nil {
 			return fmt.Errorf("demo: %s: %w", name, err)
 		}
-		res.StageSecs[name] = time.Since(t0).Seconds()
+		res.StageWallS[name] = time.Since(t0).Seconds()
 		return nil
 	}
 
@@ -373,7 +377,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	res.Seconds = time.Since(start).Seconds()
+	res.WallS = time.Since(start).Seconds()
 	res.Report = filepath.Join(o.Out, "report.md")
 	if err := writeReport(res, o); err != nil {
 		return nil, err
@@ -393,7 +397,7 @@ func writeReport(res *Result, o Options) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tpucost demo report\n\n")
 	fmt.Fprintf(&b, "Chip %s (simulator %s), seed %d, %.0f s in all. Training models (%d): %s. Tuned (not trained on): %s.\n\n",
-		res.Chip, tpusim.Version, o.Seed, res.Seconds, len(o.TrainModels), strings.Join(o.TrainModels, ", "), strings.Join(o.TuneModels, ", "))
+		res.Chip, tpusim.Version, o.Seed, res.WallS, len(o.TrainModels), strings.Join(o.TrainModels, ", "), strings.Join(o.TuneModels, ", "))
 	fmt.Fprintf(&b, "## Datasets\n\n| task | rows | programs | samples | runtime min / median / max (ns) |\n|---|---|---|---|---|\n")
 	for _, t := range []string{"tile", "fusion", "layout"} {
 		if d := res.Datasets[t]; d != nil {

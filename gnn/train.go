@@ -387,8 +387,8 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		}
 		ep.Val = v
 	}
-	ep.Seconds = time.Since(start).Seconds()
-	ep.KernelsPerSec = float64(kernels) / trainSecs
+	ep.WallS = time.Since(start).Seconds()
+	ep.KernelsPerS = float64(kernels) / trainSecs
 	note := ""
 	if t.bestEpoch == 0 || better(ep, t.history[t.bestEpoch-1]) {
 		t.bestEpoch = e
@@ -400,10 +400,10 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	t.history = append(t.history, ep)
 	if ep.Val != nil {
 		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerS, ep.WallS)
 	} else {
 		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerS, ep.WallS)
 	}
 	if t.opts.OutDir != "" {
 		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
@@ -600,6 +600,10 @@ func (t *trainer) resume(given TrainOptions) error {
 	}
 	if c.State == nil {
 		return fmt.Errorf("train: %s holds a model without training state; it cannot be resumed", dir)
+	}
+	if c.Metric == legacyMetricSlowdown {
+		return fmt.Errorf("train: the checkpoint in %s records its validation slowdown in percent (%s, before tpucost's JSON vocabulary rule); "+
+			"this tpucost compares fractions (%s), so it cannot be resumed: train it again into another directory", dir, c.Metric, MetricSlowdown)
 	}
 	if c.Task != t.opts.Task {
 		return fmt.Errorf("train: the checkpoint in %s is for task %s, not %s", dir, c.Task, t.opts.Task)

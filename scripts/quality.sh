@@ -46,8 +46,8 @@ def fmt(task, m):
     if m is None:
         return "—"
     if task == "tile":
-        return f"APE {m['ape']:.2f}%, τ {m['kendall_tau']:.3f}, slowdown@1 {100*m['slowdown_at']['1']:.2f}%"
-    return f"MAPE {m['mape']:.2f}%, τ {m['kendall_tau']:.3f}"
+        return f"APE {m['ape_pct']:.2f}%, τ {m['kendall_tau']:.3f}, slowdown@1 {100*m['slowdown_at']['1']:.2f}%"
+    return f"MAPE {m['mape_pct']:.2f}%, τ {m['kendall_tau']:.3f}"
 for task in ["tile", "fusion"]:
     for split in ["random", "program", "family"]:
         for feats in ["paper", "plan"]:
