@@ -286,11 +286,11 @@ func (o Options) Validate() error {
 		return &OptionError{Field: "Strategy", Value: fmt.Sprintf("%q", o.Strategy), Want: "one of " + strings.Join(names, ", ")}
 	}
 	if len(o.Kinds) == 0 {
-		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
+		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + kindNames()}
 	}
 	for _, k := range o.Kinds {
 		if !slices.Contains(compiler.Kinds(), k) {
-			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
+			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + kindNames()}
 		}
 	}
 	if err := o.Chip.Validate(); err != nil {
@@ -590,4 +590,13 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 	}
 	b.WallS = time.Since(t0).Seconds()
 	return b, nil
+}
+
+// kindNames lists the config kinds for messages: "layout, fusion, tile, flags".
+func kindNames() string {
+	var ss []string
+	for _, k := range compiler.Kinds() {
+		ss = append(ss, string(k))
+	}
+	return strings.Join(ss, ", ")
 }
