@@ -36,6 +36,28 @@ const GeneratorVersion = "gen-2"
 // higher target than Go's 100 trades some heap for parallel scaling.
 const GenGCPercent = 400
 
+// GenMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the generation
+// command runs with for the given worker count (0: one per CPU): 512 MiB a worker. With
+// GenGCPercent the heap may grow to five times what is live; the limit makes the
+// collector run sooner instead, so that peak memory follows the workers, not the heap
+// target.
+func GenMemoryLimit(workers int) int64 {
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	return int64(workers) * GenMemoryPerWorker
+}
+
+// GenMemoryPerWorker is GenMemoryLimit's share of one worker.
+const GenMemoryPerWorker = 512 << 20
+
+// GenKernelsPerWorker is how many kernel analyses (compiler.KernelCache.MaxKernels) a
+// generation run keeps per worker: more than the distinct kernels of a model's default
+// compile and the variants a worker has in flight, so that they are rarely analyzed twice;
+// the rest are dropped, least recently used first. Unbounded, they grew with every config
+// (gen --task fusion --all --configs 16 peaked at 5.4-6.0 GB).
+const GenKernelsPerWorker = 2048
+
 // GenOptions configure a generation run. Zero values of Format, Configs, Variants,
 // ShardCount, MaxRowsPerPart and Noise.Runs mean their defaults (arrow, DefaultConfigs,
 // DefaultVariants, 1, DefaultPartRows, DefaultNoiseRuns); Validate gives the valid ranges.
@@ -255,7 +277,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	}
 	// Every model is built once, now: an unknown model or an unreadable HLO file fails
 	// before anything is written, and the units compile these modules.
-	g := &generator{opts: o, left: map[string]int{}}
+	g := newGenerator(o)
 	for _, m := range o.Models {
 		if _, err := g.module(m); err != nil {
 			return nil, err
@@ -518,6 +540,15 @@ func (g *generator) entry(model string) *spaceOnce {
 		g.spaces[model] = so
 	}
 	return so
+}
+
+// newGenerator returns the generator of a run with options o (Workers resolved).
+func newGenerator(o GenOptions) *generator {
+	g := &generator{opts: o, left: map[string]int{}}
+	// Kernel analyses are shared by every compile of the run but bounded by the workers
+	// (each works on about one model at a time), not by --configs or the model count.
+	g.kernels.MaxKernels = GenKernelsPerWorker * max(o.Workers, 1)
+	return g
 }
 
 // module returns model's module, built once per run.
