@@ -139,11 +139,13 @@ func inferShape(in *Instruction) (Shape, error) {
 			return Shape{}, fmt.Errorf("concatenate dimension %d out of range for rank %d", d, first.Rank())
 		}
 		dims := append([]int{}, first.Dims...)
+		elem := first.Elem
 		for i, op := range ops[1:] {
 			s := op.Shape
-			if s.Rank() != first.Rank() || s.Elem != first.Elem {
+			if s.Rank() != first.Rank() || (s.Elem != first.Elem && !(s.Elem.IsFloat() && first.Elem.IsFloat())) {
 				return Shape{}, fmt.Errorf("concatenate operand %d is %s, want rank %d %s", i+1, s.StringNoLayout(), first.Rank(), first.Elem)
 			}
+			elem = HigherPrecision(elem, s.Elem) // XLA: mixed float precisions give the higher
 			for k := range dims {
 				if k != d && s.Dims[k] != first.Dims[k] {
 					return Shape{}, fmt.Errorf("concatenate operand %d dimension %d is %d, want %d", i+1, k, s.Dims[k], first.Dims[k])
@@ -151,7 +153,7 @@ func inferShape(in *Instruction) (Shape, error) {
 			}
 			dims[d] += s.Dims[d]
 		}
-		return Array(first.Elem, dims...), nil
+		return Array(elem, dims...), nil
 	case OpPad:
 		s := ops[0].Shape
 		if ops[1].Shape.Rank() != 0 {
@@ -413,13 +415,13 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		if ops[0].Shape.Elem != PRED {
 			return Shape{}, fmt.Errorf("select predicate must be pred, got %s", ops[0].Shape.Elem)
 		}
-		if !ops[1].Shape.Compatible(ops[2].Shape) {
+		if !ops[1].Shape.CompatibleMixedPrecision(ops[2].Shape) {
 			return Shape{}, fmt.Errorf("select branches differ: %s vs %s", ops[1].Shape.StringNoLayout(), ops[2].Shape.StringNoLayout())
 		}
 		if ops[0].Shape.Rank() != 0 && !ops[0].Shape.SameDims(ops[1].Shape) {
 			return Shape{}, fmt.Errorf("select predicate %s does not match %s", ops[0].Shape.StringNoLayout(), ops[1].Shape.StringNoLayout())
 		}
-		return Array(ops[1].Shape.Elem, ops[1].Shape.Dims...), nil
+		return Array(HigherPrecision(ops[1].Shape.Elem, ops[2].Shape.Elem), ops[1].Shape.Dims...), nil
 	case OpClamp:
 		x := ops[1].Shape
 		for _, i := range []int{0, 2} {
@@ -431,20 +433,24 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		return Array(x.Elem, x.Dims...), nil
 	}
 	first := ops[0].Shape
+	elem := first.Elem
+	shift := in.Opcode == OpShiftLeft || in.Opcode == OpShiftRightArithmetic || in.Opcode == OpShiftRightLogical
 	for i, op := range ops[1:] {
 		s := op.Shape
 		if !s.SameDims(first) {
 			return Shape{}, fmt.Errorf("%s operand %d has shape %s, want dimensions of %s", in.Opcode, i+1, s.StringNoLayout(), first.StringNoLayout())
 		}
-		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical &&
-			!(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
+		if s.Elem != first.Elem && !shift && !(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
 			return Shape{}, fmt.Errorf("%s mixes element types %s and %s", in.Opcode, first.Elem, s.Elem)
+		}
+		if !shift {
+			elem = HigherPrecision(elem, s.Elem) // XLA: the mixed-precision result is the higher precision
 		}
 	}
 	if in.Opcode == OpCompare {
 		return Array(PRED, first.Dims...), nil
 	}
-	return Array(first.Elem, first.Dims...), nil
+	return Array(elem, first.Dims...), nil
 }
 
 // bitcastConvertShape is XLA's bitcast-convert rule: between types of one width the

@@ -38,6 +38,12 @@ func TestResultElementTypes(t *testing.T) {
 		{"bitcast-convert to a wider type", "p = bf16[4,2] parameter(0)\n  ROOT r = f32[4] bitcast-convert(p)", true},
 		{"bitcast-convert of one width", "p = f32[4] parameter(0)\n  ROOT r = s32[4] bitcast-convert(p)", true},
 		{"bitcast-convert to a wider type, wrong minor dim", "p = bf16[4,3] parameter(0)\n  ROOT r = f32[4] bitcast-convert(p)", false},
+		{"add bf16 f32 is f32", "a = bf16[4] parameter(0)\n  b = f32[4] parameter(1)\n  ROOT r = f32[4] add(a, b)", true},
+		{"multiply f32 bf16 is f32", "a = f32[4] parameter(0)\n  b = bf16[4] parameter(1)\n  ROOT r = f32[4] multiply(a, b)", true},
+		{"add bf16 f16 is bf16 (range first)", "a = f16[4] parameter(0)\n  b = bf16[4] parameter(1)\n  ROOT r = bf16[4] add(a, b)", true},
+		{"select of bf16 and f32 is f32", "p = pred[4] parameter(0)\n  a = bf16[4] parameter(1)\n  b = f32[4] parameter(2)\n  ROOT r = f32[4] select(p, a, b)", true},
+		{"concatenate bf16 f32 is f32", "a = bf16[4] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT r = f32[6] concatenate(a, b), dimensions={0}", true},
+		{"add s32 f32 mixes kinds", "a = s32[4] parameter(0)\n  b = f32[4] parameter(1)\n  ROOT r = f32[4] add(a, b)", false},
 		{"partition-id", "ROOT r = u32[] partition-id()", true},
 		{"get-dimension-size", "a = f32[4] parameter(0)\n  ROOT r = s32[] get-dimension-size(a), dimensions={0}", true},
 	}
