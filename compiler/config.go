@@ -3,6 +3,7 @@ package compiler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/jsonerr"
+	"github.com/tpucost/tpucost/internal/outpath"
 )
 
 // ConfigVersion is the version of the JSON config format.
@@ -131,7 +134,12 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			line, col := lineCol(data, te.Offset)
 			return nil, fmt.Errorf("%s:%d:%d: config field %q: expected %s, found a JSON %s", name, line, col, te.Field, jsonKind(te.Type), te.Value)
 		}
-		return nil, fmt.Errorf("%s: invalid config: %w", name, err)
+		e := jsonerr.ExplainFor(name, data, err, c) // FILE:LINE:COL: unknown field "x" (allowed: ...)
+		var je *jsonerr.Error
+		if errors.As(e, &je) {
+			je.Msg = "invalid config: " + je.Msg
+		}
+		return nil, e
 	}
 	if c.Version > ConfigVersion {
 		return nil, fmt.Errorf("%s: config version %d is newer than this tool's %d", name, c.Version, ConfigVersion)
@@ -169,6 +177,15 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	return ParseConfig(path, data)
+}
+
+// ConfigFileKind is the kind of file `compile --out` and `tune --out` write, for the
+// overwrite rule (internal/outpath): a file ParseConfig accepts.
+func ConfigFileKind() outpath.Kind {
+	return outpath.Kind{Name: "compiler config (JSON)", Is: func(path string, b []byte) bool {
+		_, err := ParseConfig(path, b)
+		return err == nil
+	}}
 }
 
 // WriteConfig writes c to path atomically (a temporary file renamed into place).

@@ -64,12 +64,15 @@ const (
 // Collective is a cross-chip collective. Bytes is the size the ring fractions apply to:
 // the operand of all-reduce, reduce-scatter, all-to-all and collective-permute, the
 // (gathered) result of all-gather. GroupSize is the number of chips in each replica
-// group; 0 means all chips of the program.
+// group; 0 means all chips of the program (replica_groups={} or none, as PyTorch/XLA
+// writes them). Devices is how many devices its groups name together (ids 0..Devices-1):
+// 16 for {{0,...,7},{8,...,15}}; 0 when no group is named.
 type Collective struct {
 	Name      string
 	Kind      string
 	Bytes     float64
 	GroupSize int
+	Devices   int
 	// Async marks a -start: the transfer overlaps the steps up to its Done step.
 	Async bool
 }
@@ -122,11 +125,11 @@ func newCollective(in *hlo.Instruction, kind string) (*Collective, error) {
 		}
 	}
 	if v, ok := in.ExtraAttr("replica_groups"); ok {
-		k, err := ReplicaGroupSize(v)
+		k, n, err := ReplicaGroups(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", in.Name, err)
 		}
-		c.GroupSize = k
+		c.GroupSize, c.Devices = k, n
 	}
 	return c, nil
 }
@@ -137,46 +140,68 @@ var iotaGroups = regexp.MustCompile(`^\[([0-9,\s]+)\]\s*<=\s*\[([0-9,\s]+)\](T\(
 // attribute: "{{0,1,2,3},{4,5,6,7}}" (explicit groups, which must have equal sizes),
 // "[2,4]<=[8]" (iota form: the last dimension is the group size) or "{}" (0: all chips).
 func ReplicaGroupSize(v string) (int, error) {
+	k, _, err := ReplicaGroups(v)
+	return k, err
+}
+
+// ReplicaGroups returns the group size of a replica_groups attribute (as
+// ReplicaGroupSize) and the number of devices its groups span: the largest id + 1 of
+// explicit groups, the product of the iota form's device dimensions ("[2,4]<=[8]": 8).
+// Both are 0 for "{}".
+func ReplicaGroups(v string) (size, devices int, err error) {
 	v = strings.TrimSpace(v)
 	if m := iotaGroups.FindStringSubmatch(v); m != nil {
 		dims := strings.Split(m[1], ",")
 		k, err := strconv.Atoi(strings.TrimSpace(dims[len(dims)-1]))
 		if err != nil || k <= 0 {
-			return 0, fmt.Errorf("replica_groups %q: bad group size", v)
+			return 0, 0, fmt.Errorf("replica_groups %q: bad group size", v)
 		}
-		return k, nil
+		n := 1
+		for _, d := range strings.Split(m[2], ",") {
+			x, err := strconv.Atoi(strings.TrimSpace(d))
+			if err != nil || x <= 0 || x > 1<<20 {
+				return 0, 0, fmt.Errorf("replica_groups %q: bad device count", v)
+			}
+			n *= x
+			if n > 1<<20 {
+				return 0, 0, fmt.Errorf("replica_groups %q: more than 2^20 devices", v)
+			}
+		}
+		return k, n, nil
 	}
 	if !strings.HasPrefix(v, "{") || !strings.HasSuffix(v, "}") {
-		return 0, fmt.Errorf("replica_groups %q: expected {{...},...} or [groups,size]<=[n]", v)
+		return 0, 0, fmt.Errorf("replica_groups %q: expected {{...},...} or [groups,size]<=[n]", v)
 	}
 	inner := strings.TrimSpace(v[1 : len(v)-1])
 	if inner == "" {
-		return 0, nil
+		return 0, 0, nil
 	}
-	size := -1
+	size = -1
 	for _, g := range strings.Split(inner, "}") {
 		g = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(g), ","))
 		if g == "" {
 			continue
 		}
 		if !strings.HasPrefix(g, "{") {
-			return 0, fmt.Errorf("replica_groups %q: expected a group {...}", v)
+			return 0, 0, fmt.Errorf("replica_groups %q: expected a group {...}", v)
 		}
 		n := 0
 		for _, x := range strings.Split(g[1:], ",") {
 			if x = strings.TrimSpace(x); x != "" {
-				if _, err := strconv.Atoi(x); err != nil {
-					return 0, fmt.Errorf("replica_groups %q: bad replica id %q", v, x)
+				id, err := strconv.Atoi(x)
+				if err != nil || id < 0 || id >= 1<<20 {
+					return 0, 0, fmt.Errorf("replica_groups %q: bad replica id %q (want 0..2^20-1)", v, x)
 				}
+				devices = max(devices, id+1)
 				n++
 			}
 		}
 		if size >= 0 && n != size {
-			return 0, fmt.Errorf("replica_groups %q: groups of different sizes (%d and %d)", v, size, n)
+			return 0, 0, fmt.Errorf("replica_groups %q: groups of different sizes (%d and %d)", v, size, n)
 		}
 		size = n
 	}
-	return max(size, 0), nil
+	return max(size, 0), devices, nil
 }
 
 // ModuleChips is the number of chips a module runs on from its header:
@@ -468,8 +493,10 @@ var knownTrip = regexp.MustCompile(`known_trip_count"?\s*[:=]\s*\{\s*"?n"?\s*[:=
 // its backend_config when present; else from the induction variable: element i of the
 // loop tuple whose init is an integer constant, which the body's root advances by a
 // constant step (add or subtract) and which the condition's root compares (lt, le, gt,
-// ge, ne) against a constant. src is "backend_config" or "induction"; ok is false when
-// neither applies.
+// ge, ne) against a constant. When the condition's root is a conjunction (`and(i < N,
+// not done)`, the generate loops of decoders, whose other conjuncts depend on data), a
+// conjunct of that form bounds the loop: the least such count is an upper bound, src
+// "bound". src is "backend_config", "induction" or "bound"; ok is false when none applies.
 func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	if v, has := w.ExtraAttr("backend_config"); has {
 		if m := knownTrip.FindStringSubmatch(strings.ReplaceAll(v, `\`, "")); m != nil {
@@ -481,9 +508,43 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	if w.Condition == nil || w.Body == nil || len(w.Operands) != 1 {
 		return 0, "", false
 	}
-	cmp := peel(w.Condition.Root)
-	if cmp.Opcode != hlo.OpCompare || len(cmp.Operands) != 2 {
+	root := peel(w.Condition.Root)
+	if root.Opcode != hlo.OpAnd {
+		n, ok := inductionTrips(w, root)
+		return n, "induction", ok
+	}
+	// A conjunction: every conjunct must hold to iterate, so each induction conjunct's
+	// count bounds the trips (nested ands flattened).
+	var conj []*hlo.Instruction
+	var flatten func(x *hlo.Instruction)
+	flatten = func(x *hlo.Instruction) {
+		x = peel(x)
+		if x.Opcode == hlo.OpAnd && len(conj) < 64 {
+			for _, op := range x.Operands {
+				flatten(op)
+			}
+			return
+		}
+		conj = append(conj, x)
+	}
+	flatten(root)
+	found := false
+	for _, c := range conj {
+		if k, ok := inductionTrips(w, c); ok && (!found || k < n) {
+			n, found = k, true
+		}
+	}
+	if !found {
 		return 0, "", false
+	}
+	return n, "bound", true
+}
+
+// inductionTrips is the trip count that the compare cmp of w's condition gives by
+// itself (see TripCount).
+func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, ok bool) {
+	if cmp.Opcode != hlo.OpCompare || len(cmp.Operands) != 2 {
+		return 0, false
 	}
 	dir := strings.ToUpper(cmp.Direction)
 	a, b := peel(cmp.Operands[0]), peel(cmp.Operands[1])
@@ -495,20 +556,20 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 		dir = map[string]string{"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}[dir]
 	}
 	if !okB || iv.Opcode != hlo.OpGetTupleElement || peel(iv.Operands[0]).Opcode != hlo.OpParameter {
-		return 0, "", false
+		return 0, false
 	}
 	i := iv.Index
 	init := peel(w.Operands[0])
 	if init.Opcode != hlo.OpTuple || i >= len(init.Operands) {
-		return 0, "", false
+		return 0, false
 	}
 	start, ok := intConstant(init.Operands[i])
 	if !ok {
-		return 0, "", false
+		return 0, false
 	}
 	root := w.Body.Root
 	if root.Opcode != hlo.OpTuple || i >= len(root.Operands) {
-		return 0, "", false
+		return 0, false
 	}
 	upd := peel(root.Operands[i])
 	isIV := func(x *hlo.Instruction) bool {
@@ -528,9 +589,12 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 		ok = false
 	}
 	if !ok || step == 0 {
-		return 0, "", false
+		return 0, false
 	}
 	d := bound - start
+	if (bound >= start) != (d >= 0) { // the difference overflows int64
+		return 0, false
+	}
 	switch {
 	case dir == "LT" && step > 0:
 		n = ceilDiv64(d, step)
@@ -543,9 +607,9 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	case dir == "NE" && d%step == 0 && d/step >= 0:
 		n = d / step
 	default:
-		return 0, "", false
+		return 0, false
 	}
-	return max(n, 0), "induction", true
+	return max(n, 0), true
 }
 
 func floorDiv64(a, b int64) int64 {

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"container/list"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,9 +22,18 @@ import (
 // custom-call rewriting and the simplification passes) per input module and pass
 // selection: a module compiled with a cache is identified by its pointer and must not be
 // modified afterwards.
+//
+// MaxKernels, when positive, bounds the kernel analyses kept: the least recently used is
+// dropped first, and a later compile that forms its kernel analyzes it again (the same
+// analysis: it depends on the key and target only). Zero keeps every analysis, which a
+// run that compiles one program's variants for long (dataset generation) cannot afford:
+// there they were 90% of the live heap, growing with every config.
 type KernelCache struct {
+	MaxKernels int
+
 	mu   sync.Mutex
 	m    map[kernelCacheKey]*kernelOnce
+	lru  *list.List // of kernelCacheKey, most recently used first (with MaxKernels)
 	prep map[prepKey]*prepOnce
 }
 
@@ -35,6 +45,7 @@ type kernelCacheKey struct {
 type kernelOnce struct {
 	once sync.Once
 	kc   *kernelCache
+	elem *list.Element // its place in KernelCache.lru
 }
 
 func (c *KernelCache) get(key string, t cost.Target, compute func() *kernelCache) *kernelCache {
@@ -45,10 +56,25 @@ func (c *KernelCache) get(key string, t cost.Target, compute func() *kernelCache
 	if c.m == nil {
 		c.m = map[kernelCacheKey]*kernelOnce{}
 	}
-	e := c.m[kernelCacheKey{key, t}]
+	k := kernelCacheKey{key, t}
+	e := c.m[k]
 	if e == nil {
 		e = &kernelOnce{}
-		c.m[kernelCacheKey{key, t}] = e
+		c.m[k] = e
+	}
+	if c.MaxKernels > 0 {
+		if c.lru == nil {
+			c.lru = list.New()
+		}
+		if e.elem == nil {
+			e.elem = c.lru.PushFront(k)
+		} else {
+			c.lru.MoveToFront(e.elem)
+		}
+		for c.lru.Len() > c.MaxKernels {
+			old := c.lru.Remove(c.lru.Back()).(kernelCacheKey)
+			delete(c.m, old) // a caller holding its entry still computes and reads it
+		}
 	}
 	c.mu.Unlock()
 	e.once.Do(func() { e.kc = compute() })

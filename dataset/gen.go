@@ -19,6 +19,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -34,6 +35,28 @@ const GeneratorVersion = "gen-2"
 // (runtime/debug.SetGCPercent): the work allocates quickly and keeps little alive, so a
 // higher target than Go's 100 trades some heap for parallel scaling.
 const GenGCPercent = 400
+
+// GenMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the generation
+// command runs with for the given worker count (0: one per CPU): 512 MiB a worker. With
+// GenGCPercent the heap may grow to five times what is live; the limit makes the
+// collector run sooner instead, so that peak memory follows the workers, not the heap
+// target.
+func GenMemoryLimit(workers int) int64 {
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	return int64(workers) * GenMemoryPerWorker
+}
+
+// GenMemoryPerWorker is GenMemoryLimit's share of one worker.
+const GenMemoryPerWorker = 512 << 20
+
+// GenKernelsPerWorker is how many kernel analyses (compiler.KernelCache.MaxKernels) a
+// generation run keeps per worker: more than the distinct kernels of a model's default
+// compile and the variants a worker has in flight, so that they are rarely analyzed twice;
+// the rest are dropped, least recently used first. Unbounded, they grew with every config
+// (gen --task fusion --all --configs 16 peaked at 5.4-6.0 GB).
+const GenKernelsPerWorker = 2048
 
 // GenOptions configure a generation run. Zero values of Format, Configs, Variants,
 // ShardCount, MaxRowsPerPart and Noise.Runs mean their defaults (arrow, DefaultConfigs,
@@ -87,7 +110,7 @@ type GenResult struct {
 	DuplicateKernels int64         `json:"duplicate_kernels"`
 	Parts            int           `json:"parts"` // parts written by this run
 	Elapsed          time.Duration `json:"-"`
-	ElapsedSeconds   float64       `json:"elapsed_s"` // Elapsed in seconds
+	ElapsedSeconds   float64       `json:"wall_s"` // Elapsed in seconds, the wall_s of every command
 	SamplesPerSecond float64       `json:"samples_per_s"`
 	CompileSeconds   float64       `json:"compile_s"` // summed over workers
 	SimulateSeconds  float64       `json:"simulate_s"`
@@ -98,9 +121,9 @@ type GenResult struct {
 // rows and the unit count far from memory and integer limits, and above what any study
 // here needs.
 const (
-	MaxConfigs    = 1 << 16 // configs per kernel / program configs per model
-	MaxVariants   = 1 << 16 // program variants per model
-	MaxWorkers    = 1 << 10
+	MaxConfigs    = 1 << 16     // configs per kernel / program configs per model
+	MaxVariants   = 1 << 16     // program variants per model
+	MaxWorkers    = workers.Max // the one rule of every --workers (internal/workers)
 	MaxShards     = 1 << 16
 	MaxPartRows   = 1 << 20 // rows per part (held in memory until the part is written)
 	MaxNoiseRuns  = 1000
@@ -150,8 +173,8 @@ func (o *GenOptions) Validate() error {
 	if !o.Task.Relative() && o.Variants != 1 {
 		return fmt.Errorf("--variants %d: only the tile and flags tasks have variants (want 1); the %s task draws --configs random program configs per model", o.Variants, o.Task)
 	}
-	if o.Workers < 0 || o.Workers > MaxWorkers {
-		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, MaxWorkers)
+	if err := workers.Check("--workers", o.Workers); err != nil {
+		return err
 	}
 	if o.ShardCount < 1 || o.ShardCount > MaxShards || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
 		return fmt.Errorf("--shard %d/%d: want i/n with 1 <= n <= %d and 0 <= i < n", o.ShardIndex, o.ShardCount, MaxShards)
@@ -254,7 +277,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 	}
 	// Every model is built once, now: an unknown model or an unreadable HLO file fails
 	// before anything is written, and the units compile these modules.
-	g := &generator{opts: o, left: map[string]int{}}
+	g := newGenerator(o)
 	for _, m := range o.Models {
 		if _, err := g.module(m); err != nil {
 			return nil, err
@@ -517,6 +540,15 @@ func (g *generator) entry(model string) *spaceOnce {
 		g.spaces[model] = so
 	}
 	return so
+}
+
+// newGenerator returns the generator of a run with options o (Workers resolved).
+func newGenerator(o GenOptions) *generator {
+	g := &generator{opts: o, left: map[string]int{}}
+	// Kernel analyses are shared by every compile of the run but bounded by the workers
+	// (each works on about one model at a time), not by --configs or the model count.
+	g.kernels.MaxKernels = GenKernelsPerWorker * max(o.Workers, 1)
+	return g
 }
 
 // module returns model's module, built once per run.

@@ -164,7 +164,7 @@ func TestJSONNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkJSONKeys(t, "gen", res, "units", "resumed_units", "rows", "samples", "duplicate_kernels", "parts",
-		"elapsed_s", "samples_per_s", "compile_s", "simulate_s", "featurize_s")
+		"wall_s", "samples_per_s", "compile_s", "simulate_s", "featurize_s")
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)

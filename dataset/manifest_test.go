@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // tinyDataset generates a small real dataset (one model, tile task) into a new directory.
@@ -330,7 +332,7 @@ func TestShardsWriteOneDirectoryConcurrently(t *testing.T) {
 		}
 	}
 	for name := range dirFiles(t, dir) {
-		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, lockSuffix) {
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, dirlock.Suffix) {
 			t.Errorf("%s left behind", name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,15 +115,16 @@ type Writer struct {
 	kernel int
 	config int
 
-	lock         *shardLock
+	lock         *dirlock.Lock
 	manifest     Manifest // the committed parts
 	manifestPath string
 	tmpTag       string // ".<pid>": temporary names are "<name>.<pid>.tmp"
 
-	nextUnit int64
-	seen     map[string]bool
-	nextPart int
-	closed   bool
+	nextUnit   int64
+	createdDir bool // NewWriter made dir (Discard removes it if it is left empty)
+	seen       map[string]bool
+	nextPart   int
+	closed     bool
 }
 
 // NewWriter creates Dir and takes the shard's lock (if another process holds it, the error
@@ -163,6 +165,9 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 		manifestPath: filepath.Join(opts.Dir, ManifestName(p.Task, p.ShardIndex, p.ShardCount)),
 		tmpTag:       fmt.Sprintf(".%d", os.Getpid())}
 	w.node, w.kernel, w.config = p.Widths()
+	if _, err := os.Stat(w.dir); errors.Is(err, os.ErrNotExist) {
+		w.createdDir = true
+	}
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
@@ -172,7 +177,7 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 	}
 	w.lock = lock
 	if err := w.scan(); err != nil {
-		lock.unlock()
+		lock.Release()
 		return nil, err
 	}
 	return w, nil
@@ -493,7 +498,29 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 // WritePart returns, so Close writes nothing. Calling Close again does nothing.
 func (w *Writer) Close() error {
 	w.closed = true
-	return w.lock.unlock()
+	return w.lock.Release()
+}
+
+// Discard ends a writer after a failure: if its shard holds no committed part, its
+// manifest is removed (and the directory, if NewWriter made it and nothing else is in
+// it), so a run that failed before writing anything leaves no stub that readers call an
+// incomplete dataset; with committed parts it is Close (a rerun resumes). It releases the
+// lock either way.
+func (w *Writer) Discard() error {
+	if w.closed {
+		return nil
+	}
+	var rerr error
+	if len(w.manifest.Parts) == 0 {
+		if err := os.Remove(w.manifestPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			rerr = fmt.Errorf("dataset: removing an empty manifest: %w", err)
+		}
+	}
+	cerr := w.Close()
+	if len(w.manifest.Parts) == 0 && w.createdDir {
+		_ = os.Remove(w.dir) // only if empty
+	}
+	return errors.Join(rerr, cerr)
 }
 
 // batchBounds splits rows into batches (see targetBatchBytes); batch i is

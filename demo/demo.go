@@ -25,6 +25,7 @@ import (
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -59,12 +60,16 @@ type Options struct {
 
 // Settings are the sizes of each stage.
 type Settings struct {
-	TileConfigs, TileVariants, GraphConfigs int
-	TileEpochs, GraphEpochs                 int // 0: train's default budget
+	TileConfigs  int `json:"tile_configs"`
+	TileVariants int `json:"tile_variants"`
+	GraphConfigs int `json:"graph_configs"`
+	TileEpochs   int `json:"tile_epochs"` // 0: train's default budget
+	GraphEpochs  int `json:"graph_epochs"`
 	// TileEnsemble is the number of tile models trained (train --ensemble): the report
 	// shows their mean pick.
-	TileEnsemble           int
-	SimBudget, ModelBudget int
+	TileEnsemble int `json:"tile_ensemble"`
+	SimBudget    int `json:"sim_budget"`
+	ModelBudget  int `json:"model_budget"`
 }
 
 func (o Options) settings() Settings {
@@ -100,16 +105,16 @@ type TuneRow struct {
 
 // Result is what the demo produced.
 type Result struct {
-	Out       string                     `json:"out"`
-	Chip      string                     `json:"chip"`
-	Settings  Settings                   `json:"settings"`
-	Datasets  map[string]*DatasetSummary `json:"datasets"`
-	Tile      *eval.Result               `json:"tile_eval"`
-	Graph     *eval.Result               `json:"fusion_eval"`
-	Tuning    []TuneRow                  `json:"tuning"`
-	Seconds   float64                    `json:"seconds"`
-	Report    string                     `json:"report"`
-	StageSecs map[string]float64         `json:"stage_seconds"`
+	Out        string                     `json:"out"`
+	Chip       string                     `json:"chip"`
+	Settings   Settings                   `json:"settings"`
+	Datasets   map[string]*DatasetSummary `json:"datasets"`
+	Tile       *eval.Result               `json:"tile_eval"`
+	Graph      *eval.Result               `json:"fusion_eval"`
+	Tuning     []TuneRow                  `json:"tuning"`
+	WallS      float64                    `json:"wall_s"`
+	Report     string                     `json:"report"`
+	StageWallS map[string]float64         `json:"stage_wall_s"`
 	// Reused lists the datasets and models of an earlier run that were complete, verified
 	// and made with the same settings, and so were kept rather than redone.
 	Reused []string `json:"reused"`
@@ -277,6 +282,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Chip = c
 	}
+	lock, err := dirlock.AcquireDir(o.Out, "demo directory")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	defer lock.Release()
 	if len(o.TrainModels) == 0 {
 		o.TrainModels = DefaultTrainModels()
 	}
@@ -292,14 +302,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	s := o.settings()
 	start := time.Now()
-	res := &Result{Out: o.Out, Chip: o.Chip.Name, Settings: s, Datasets: map[string]*DatasetSummary{}, StageSecs: map[string]float64{}}
+	res := &Result{Out: o.Out, Chip: o.Chip.Name, Settings: s, Datasets: map[string]*DatasetSummary{}, StageWallS: map[string]float64{}}
 	stage := func(name string, f func() error) error {
 		fmt.Fprintf(progress, "demo: %s\n", name)
 		t0 := time.Now()
 		if err := f(); err != nil {
 			return fmt.Errorf("demo: %s: %w", name, err)
 		}
-		res.StageSecs[name] = time.Since(t0).Seconds()
+		res.StageWallS[name] = time.Since(t0).Seconds()
 		return nil
 	}
 
@@ -410,7 +420,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	res.Seconds = time.Since(start).Seconds()
+	res.WallS = time.Since(start).Seconds()
 	res.Report = filepath.Join(o.Out, "report.md")
 	if err := writeReport(res, o); err != nil {
 		return nil, err
@@ -430,7 +440,7 @@ func writeReport(res *Result, o Options) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tpucost demo report\n\n")
 	fmt.Fprintf(&b, "Chip %s (simulator %s), seed %d, %.0f s in all. Training models (%d): %s. Tuned (not trained on): %s.\n\n",
-		res.Chip, tpusim.Version, o.Seed, res.Seconds, len(o.TrainModels), strings.Join(o.TrainModels, ", "), strings.Join(o.TuneModels, ", "))
+		res.Chip, tpusim.Version, o.Seed, res.WallS, len(o.TrainModels), strings.Join(o.TrainModels, ", "), strings.Join(o.TuneModels, ", "))
 	fmt.Fprintf(&b, "## Datasets\n\n| task | rows | programs | samples | runtime min / median / max (ns) |\n|---|---|---|---|---|\n")
 	for _, t := range []string{"tile", "fusion", "layout"} {
 		if d := res.Datasets[t]; d != nil {

@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden.json from this 
 // timingFields are the JSON fields that measure wall-clock time: the only values a seeded
 // run may change from one run to the next. Everything else must be byte-identical.
 var timingFields = map[string]bool{
-	"wall_s": true, "seconds": true, "stage_seconds": true, "kernels_per_sec": true,
+	"wall_s": true, "seconds": true, "stage_seconds": true, "kernels_per_sec": true, "stage_wall_s": true, "kernels_per_s": true,
 }
 
 // TestGolden pins the quick demo's outputs — datasets, weights, evaluation, tuning and the

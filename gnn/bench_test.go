@@ -222,7 +222,7 @@ func BenchmarkTrainEpoch(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(r.History[0].Samples), "samples/epoch")
-				b.ReportMetric(r.History[0].KernelsPerSec, "kernels/s")
+				b.ReportMetric(r.History[0].KernelsPerS, "kernels/s")
 				b.ReportMetric(float64(r.History[0].GraphBuilds), "graph-builds")
 			}
 			sec := time.Since(start).Seconds()
@@ -258,7 +258,7 @@ func BenchmarkTpuGraphsTileEpoch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		kps := r.History[0].KernelsPerSec
+		kps := r.History[0].KernelsPerS
 		b.ReportMetric(kps, "kernels/s")
 		b.ReportMetric(tpuGraphsTileTrain/kps, "s/tile-train-epoch")
 	}

@@ -58,14 +58,38 @@ type FileRef struct {
 
 // Epoch is one epoch of the training history.
 type Epoch struct {
-	Epoch         int        `json:"epoch"` // 1-based
-	TrainLoss     float64    `json:"train_loss"`
-	Val           *ValResult `json:"val,omitempty"` // nil without validation rows
-	Kernels       int        `json:"kernels"`       // training kernels seen
-	Samples       int        `json:"samples"`       // training (kernel, config) samples seen
-	Seconds       float64    `json:"seconds"`       // wall time of the epoch, validation included
-	KernelsPerSec float64    `json:"kernels_per_sec"`
-	GraphBuilds   int        `json:"graph_builds"` // Gorgonia graphs built for training batches this epoch
+	Epoch       int        `json:"epoch"` // 1-based
+	TrainLoss   float64    `json:"train_loss"`
+	Val         *ValResult `json:"val,omitempty"` // nil without validation rows
+	Kernels     int        `json:"kernels"`       // training kernels seen
+	Samples     int        `json:"samples"`       // training (kernel, config) samples seen
+	WallS       float64    `json:"wall_s"`        // wall time of the epoch, validation included
+	KernelsPerS float64    `json:"kernels_per_s"`
+	GraphBuilds int        `json:"graph_builds"` // Gorgonia graphs built for training batches this epoch
+}
+
+// UnmarshalJSON reads an epoch, also as checkpoints before the JSON vocabulary rule wrote
+// it ("seconds", "kernels_per_sec").
+func (e *Epoch) UnmarshalJSON(b []byte) error {
+	type plain Epoch
+	var v struct {
+		plain
+		Seconds       *float64 `json:"seconds"`
+		KernelsPerSec *float64 `json:"kernels_per_sec"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	*e = Epoch(v.plain)
+	if v.Seconds != nil {
+		e.WallS = *v.Seconds
+	}
+	if v.KernelsPerSec != nil {
+		e.KernelsPerS = *v.KernelsPerSec
+	}
+	return nil
 }
 
 // Settings are the training settings a checkpoint records (and a resumed run reuses).

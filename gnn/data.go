@@ -231,6 +231,13 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 				return nil, fmt.Errorf("train: the output directory %s is the dataset directory %s: write the model elsewhere", opts.OutDir, dir)
 			}
 		}
+		// The lock before any data is read: a second writer is refused at once.
+		lock, err := lockModelDir(opts.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		opts.locked = true
 	}
 	train, val, meta, prov, refs, err := openData(data, opts.Task, heads...)
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 // Validation metrics (in-training; the eval package computes the full set). All are
 // computed over the validation kernels as one pool, lower is better:
 //
-//   - slowdown@1_pct (ranked models, the early-stopping metric for tile, flags and per-node
-//     layout models; see Model.Ranked): per
-//     kernel with at least two configurations, 100·(t(ĉ) − min_c t(c)) / min_c t(c)
-//     where ĉ is the configuration the model ranks first; averaged over kernels.
+//   - slowdown_at_1 (ranked models, the early-stopping metric for tile, flags and per-node
+//     layout models; see Model.Ranked): per kernel with at least two configurations,
+//     (t(ĉ) − min_c t(c)) / min_c t(c), a fraction as eval's slowdown_at, where ĉ is the
+//     configuration the model ranks first; averaged over kernels.
 //   - ape_pct (relative tasks): the tile APE of the pool of validation kernels taken as
 //     one program, 100·|Σ_k t(k, ĉ_k) − Σ_k min_c t(k, c)| / Σ_k min_c t(k, c).
 //   - mape_pct (models that predict runtimes, i.e. the mse loss; the early-stopping
@@ -23,9 +23,14 @@ import (
 // L_k over kernels with at least two configurations (rank losses, all configurations),
 // or the mean squared error over all samples (mse).
 const (
-	MetricSlowdown = "slowdown@1_pct"
+	MetricSlowdown = "slowdown_at_1"
 	MetricAPE      = "ape_pct"
 	MetricMAPE     = "mape_pct"
+
+	// legacyMetricSlowdown is MetricSlowdown in percent, as checkpoints before the JSON
+	// vocabulary rule recorded it; such a checkpoint is not resumed (its history's
+	// metric is on another scale).
+	legacyMetricSlowdown = "slowdown@1_pct"
 )
 
 // Metric is the model's early-stopping metric: slowdown@1 for a model whose rows rank
@@ -96,7 +101,7 @@ func (a *valAccum) result() (ValResult, error) {
 			if err != nil {
 				return r, fmt.Errorf("validation kernel %d: %w", i, err)
 			}
-			slow += 100 * s
+			slow += s
 		}
 		r.Metrics[MetricSlowdown] = slow / float64(len(a.ranked))
 		ape, err := metric.ProgramAPE(a.ranked, nil)

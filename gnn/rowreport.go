@@ -20,13 +20,16 @@ type RowPrediction struct {
 	// prediction says nothing about unseen data.
 	Seen bool `json:"seen_in_training"`
 
-	// Ranked rows. Times are the row's target times (dataset.Row.TargetTimes): ns, or
-	// runtime over normalizer where the data has normalizers (RowReport.TimeUnit).
-	Pick     string   `json:"pick,omitempty"`      // the configuration the model ranks first
-	PickTime float64  `json:"pick_time,omitempty"` // its measured time
-	BestTime float64  `json:"best_time,omitempty"` // the row's fastest measured time
-	Slowdown *float64 `json:"slowdown,omitempty"`  // PickTime / BestTime − 1
-	Top      []string `json:"top,omitempty"`       // the model's first configurations, best first
+	// Ranked rows. Times are the row's target times (dataset.Row.TargetTimes): in ns
+	// (PickNs, BestNs), or runtime over normalizer, unitless, where the data has
+	// normalizers (PickNormalized, BestNormalized; RowReport.RuntimesNormalized).
+	Pick           string   `json:"pick,omitempty"`            // the configuration the model ranks first
+	PickNs         float64  `json:"pick_ns,omitempty"`         // its measured time
+	BestNs         float64  `json:"best_ns,omitempty"`         // the row's fastest measured time
+	PickNormalized float64  `json:"pick_normalized,omitempty"` // as PickNs, over the row's normalizer
+	BestNormalized float64  `json:"best_normalized,omitempty"` // as BestNs, over the row's normalizer
+	Slowdown       *float64 `json:"slowdown,omitempty"`        // pick / best − 1, a fraction
+	Top            []string `json:"top,omitempty"`             // the model's first configurations, best first
 
 	// Absolute rows (one runtime each; a row with several lists its first).
 	PredictedNs float64 `json:"predicted_ns,omitempty"`
@@ -38,9 +41,10 @@ type RowReport struct {
 	Model  string `json:"model"`
 	Data   string `json:"data"`
 	Ranked bool   `json:"ranked"`
-	// TimeUnit is "ns", or "runtime/normalizer" for data with runtime normalizers.
-	TimeUnit string          `json:"time_unit"`
-	Rows     []RowPrediction `json:"rows"`
+	// RuntimesNormalized says the rows' times are runtime over normalizer (data with
+	// runtime normalizers: *_normalized fields), not ns (*_ns fields).
+	RuntimesNormalized bool            `json:"runtimes_normalized"`
+	Rows               []RowPrediction `json:"rows"`
 	// SeenRows counts the rows whose kernels the model trained or validated on.
 	SeenRows int `json:"seen_rows"`
 	// MeanSlowdown is the mean Slowdown over the ranked rows the model has not seen (nil
@@ -75,10 +79,8 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 		return nil, err
 	}
 	defer pred.Close()
-	rep := &RowReport{Model: modelDir, Data: dir, Ranked: d.Provenance.Ranked(), TimeUnit: "ns", Rows: []RowPrediction{}}
-	if d.Provenance.RuntimeNormalizers {
-		rep.TimeUnit = "runtime/normalizer"
-	}
+	rep := &RowReport{Model: modelDir, Data: dir, Ranked: d.Provenance.Ranked(), RuntimesNormalized: d.Provenance.RuntimeNormalizers,
+		Rows: []RowPrediction{}}
 	var slow float64
 	nSlow := 0
 	errStop := fmt.Errorf("enough rows")
@@ -103,10 +105,15 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 			}
 			// Ties go to the first listed configuration, as in evaluation.
 			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(out[a], out[b]) })
-			rp.Pick, rp.PickTime = r.Configs[order[0]], times[order[0]]
-			rp.BestTime = slices.Min(times)
-			if rp.BestTime > 0 {
-				s := rp.PickTime/rp.BestTime - 1
+			pick, best := times[order[0]], slices.Min(times)
+			rp.Pick = r.Configs[order[0]]
+			if rep.RuntimesNormalized {
+				rp.PickNormalized, rp.BestNormalized = pick, best
+			} else {
+				rp.PickNs, rp.BestNs = pick, best
+			}
+			if best > 0 {
+				s := pick/best - 1
 				rp.Slowdown = &s
 				if !rp.Seen {
 					slow += s

@@ -17,6 +17,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // TrainOptions configure TrainDataset. Zero values take the defaults named on each field.
@@ -79,6 +80,8 @@ type TrainOptions struct {
 	// them, with dataset.Fingerprint), recorded in the checkpoint's TrainedOn relative to
 	// OutDir. TrainDataset fills them.
 	Datasets []DatasetRef
+
+	locked bool // TrainDataset holds OutDir's lock already
 	// Schema is the feature schema of the rows when Model.FeatureSet names another set
 	// than tpucost's (TrainDataset fills it from the data's provenance); it is recorded
 	// in the checkpoint and gives the normalization statistics their version. Ignored for
@@ -185,6 +188,13 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
+	if opts.OutDir != "" && !opts.locked {
+		lock, err := lockModelDir(opts.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+	}
 	if !opts.Resume && opts.OutDir != "" {
 		if _, err := os.Stat(filepath.Join(opts.OutDir, ModelFile)); err == nil {
 			return nil, fmt.Errorf("train: %s already holds a checkpoint: resume it or choose another output directory", opts.OutDir)
@@ -254,6 +264,17 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		}
 	}
 	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c}, nil
+}
+
+// lockModelDir takes the lock of a model directory: one writer per directory, so a
+// second run into it is refused while the first holds it (internal/dirlock), never left
+// to overwrite its checkpoint.
+func lockModelDir(dir string) (*dirlock.Lock, error) {
+	lock, err := dirlock.AcquireDir(dir, "model directory")
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	return lock, nil
 }
 
 // trainer is the state of one trainSources call.
@@ -403,8 +424,8 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		}
 		ep.Val = v
 	}
-	ep.Seconds = time.Since(start).Seconds()
-	ep.KernelsPerSec = float64(kernels) / trainSecs
+	ep.WallS = time.Since(start).Seconds()
+	ep.KernelsPerS = float64(kernels) / trainSecs
 	note := ""
 	if t.bestEpoch == 0 || better(ep, t.history[t.bestEpoch-1]) {
 		t.bestEpoch = e
@@ -416,10 +437,10 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	t.history = append(t.history, ep)
 	if ep.Val != nil {
 		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerS, ep.WallS)
 	} else {
 		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerSec, ep.Seconds)
+			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerS, ep.WallS)
 	}
 	if t.opts.OutDir != "" {
 		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
@@ -619,6 +640,10 @@ func (t *trainer) resume(given TrainOptions) error {
 	}
 	if c.State == nil {
 		return fmt.Errorf("train: %s holds a model without training state; it cannot be resumed", dir)
+	}
+	if c.Metric == legacyMetricSlowdown {
+		return fmt.Errorf("train: the checkpoint in %s records its validation slowdown in percent (%s, before tpucost's JSON vocabulary rule); "+
+			"this tpucost compares fractions (%s), so it cannot be resumed: train it again into another directory", dir, c.Metric, MetricSlowdown)
 	}
 	if c.Task != t.opts.Task {
 		return fmt.Errorf("train: the checkpoint in %s is for task %s, not %s", dir, c.Task, t.opts.Task)

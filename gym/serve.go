@@ -158,10 +158,10 @@ func (s *server) handle(line []byte) Response {
 		if err != nil {
 			return fail("%v", err)
 		}
-		s.env = nil
 		obs, err := env.Reset(req.Program)
 		if err != nil {
-			return fail("%v", err)
+			// The previous session, if any, goes on: a bad reset discards nothing.
+			return fail("%v (the previous episode, if any, continues)", err)
 		}
 		s.env, s.graph, s.ret = env, req.Graph == nil || *req.Graph, 0
 		return s.respond(obs, 0, false, -1)

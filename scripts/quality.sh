@@ -55,11 +55,11 @@ def fmt(task, m):
     if m is None:
         return "—"
     if task == "tile":
-        return f"APE {m['ape']:.2f}%, τ {m['kendall_tau']:.3f}, slowdown@1 {100*m['slowdown_at']['1']:.2f}%"
-    return f"MAPE {m['mape']:.2f}% (≥5µs {m['mape_ge5us']:.2f}%), τ {m['kendall_tau']:.3f}"
+        return f"APE {m['ape_pct']:.2f}%, τ {m['kendall_tau']:.3f}, slowdown@1 {100*m['slowdown_at']['1']:.2f}%"
+    return f"MAPE {m['mape_pct']:.2f}% (≥5µs {m['mape_ge5us_pct']:.2f}%), τ {m['kendall_tau']:.3f}"
 def seeds(task, name):
     ms = [json.load(open(f"{out}/eval-{name}-{m}.json"))["learned"] for m in ["seed1", "member-1", "member-2"]]
-    key = "ape" if task == "tile" else "mape"
+    key = "ape_pct" if task == "tile" else "mape_pct"
     v = [m[key] for m in ms]
     return f"{statistics.mean(v):.2f} ± {statistics.pstdev(v):.2f}%"
 rows = ["| task | split | features | learned (ensemble of 3) | learned, one seed (mean ± sd of 3) | analytical |", "|---|---|---|---|---|---|"]

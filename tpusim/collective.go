@@ -14,6 +14,31 @@ type CollectiveCost struct {
 	GroupSize    int     `json:"group_size"`
 }
 
+// CollectiveGroup is the number of chips collective c runs over. Replica groups named in
+// the instruction define it; chips (Options.Chips, `--chips`), else programChips (the
+// module header's replica_count × num_partitions), sizes only a collective that names no
+// group (replica_groups={}, as PyTorch/XLA writes them), and groups naming more devices
+// than chips asks for are an error, never a silently different ring. unsized reports a
+// collective whose group size nothing gives (no group, no chips, a header of one chip):
+// it is timed as a one-chip no-op, and callers count and report it.
+func CollectiveGroup(c *compiler.Collective, chips, programChips int) (k int, unsized bool, err error) {
+	if c.GroupSize > 0 {
+		if chips > 0 && max(c.Devices, c.GroupSize) > chips {
+			return 0, false, fmt.Errorf("replica groups span %d chips, more than the %d chips asked for (--chips): "+
+				"the groups written in the instruction define the group; --chips sizes only collectives without groups",
+				max(c.Devices, c.GroupSize), chips)
+		}
+		return c.GroupSize, false, nil
+	}
+	if chips > 0 {
+		return chips, false, nil
+	}
+	if programChips > 1 {
+		return programChips, false, nil
+	}
+	return 1, true, nil
+}
+
 // CollectiveTime times a collective of the given kind ("all-reduce", "all-gather",
 // "reduce-scatter", "all-to-all", "collective-permute") over a group of k chips of chip c.
 // bytes is what the ring fractions apply to: the operand of all-reduce, reduce-scatter,
@@ -56,4 +81,35 @@ func CollectiveTime(kind string, bytes float64, k int, c Chip) (CollectiveCost, 
 	}
 	cc.Ns = cc.BytesPerLink/c.ICILinkBandwidth*1e9 + float64(cc.Hops)*c.ICIHopNs + c.LaunchNs
 	return cc, nil
+}
+
+// collectiveSpan walks the schedule b and returns the most devices any collective's replica
+// groups name and how many collectives (each instruction once) are unsized (see
+// CollectiveGroup) under chips and programChips.
+func collectiveSpan(b *compiler.Block, chips, programChips int) (devices, unsized int) {
+	if b == nil {
+		return 0, 0
+	}
+	add := func(d, u int) {
+		devices, unsized = max(devices, d), unsized+u
+	}
+	for _, st := range b.Steps {
+		switch {
+		case st.Loop != nil:
+			add(collectiveSpan(st.Loop.Cond, chips, programChips))
+			add(collectiveSpan(st.Loop.Body, chips, programChips))
+		case st.Cond != nil:
+			for _, br := range st.Cond.Branches {
+				add(collectiveSpan(br, chips, programChips))
+			}
+		case st.Collective != nil:
+			c := st.Collective
+			u := 0
+			if _, uns, err := CollectiveGroup(c, chips, programChips); err == nil && uns {
+				u = 1
+			}
+			add(max(c.Devices, c.GroupSize), u)
+		}
+	}
+	return devices, unsized
 }

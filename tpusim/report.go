@@ -84,7 +84,11 @@ type Report struct {
 	ApproximateShare  float64 `json:"approximate_share"`
 	UnknownTripCounts int     `json:"unknown_trip_counts"`
 	CollectiveNs      float64 `json:"collective_ns"`
-	Kernels           []Entry `json:"kernels"`
+	// UnsizedCollectives counts the collectives (each instruction once) whose group size
+	// nothing gives: no replica groups, no Options.Chips, a module header of one chip.
+	// Each is timed as a one-chip no-op; a command reporting them warns.
+	UnsizedCollectives int     `json:"unsized_collectives"`
+	Kernels            []Entry `json:"kernels"`
 }
 
 // Simulate reports every kernel of p on chip c with its simulated (ground-truth) and
@@ -130,7 +134,10 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 	for i, k := range p.Kernels {
 		w.idx[k] = i
 	}
-	r.Chips = w.chips()
+	// The chips the program spans: the ones asked for (or the header's), or more if some
+	// collective's replica groups name more devices (a header without replica_count).
+	span, unsized := collectiveSpan(p.Schedule, opts.Chips, p.Chips)
+	r.Chips, r.UnsizedCollectives = max(w.chips(), span), unsized
 	r.Kernels, err = w.entries(p.Schedule, kr)
 	if err != nil {
 		return nil, err

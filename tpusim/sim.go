@@ -337,9 +337,9 @@ func (w *walker) chips() int {
 }
 
 func (w *walker) collective(c *compiler.Collective) (CollectiveCost, error) {
-	k := c.GroupSize
-	if k == 0 {
-		k = w.chips()
+	k, _, err := CollectiveGroup(c, w.s.opts.Chips, w.p.Chips)
+	if err != nil {
+		return CollectiveCost{}, err
 	}
 	return CollectiveTime(c.Kind, c.Bytes, k, w.s.chip)
 }

@@ -63,6 +63,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -192,8 +193,9 @@ const defaultUncertainSpread = 0.25
 // useful: a run takes Budget measurements of Runs runs each.
 const (
 	maxRuns = 1000 // runs per measurement (the confirmation takes 10× that)
-	// MaxWorkers bounds Workers (0, all cores, is valid too).
-	MaxWorkers = 1 << 16
+	// MaxWorkers bounds Workers (0, all cores, is valid too): the one rule of every
+	// --workers (internal/workers).
+	MaxWorkers = workers.Max
 	maxBatch   = 4096
 	maxNoise   = 1.0 // σ of the multiplicative noise: runs up to ~4× their true time
 )
@@ -289,7 +291,7 @@ func (o Options) Validate() error {
 		return &OptionError{Field: "UncertainSpread", Value: fmt.Sprint(o.UncertainSpread), Want: "a finite number >= 0"}
 	}
 	if o.Workers < 0 || o.Workers > MaxWorkers { // 0 is valid: all cores, as for every --workers
-		return &OptionError{Field: "Workers", Value: fmt.Sprint(o.Workers), Want: fmt.Sprintf("an integer in [0, %d] (0: all cores)", MaxWorkers)}
+		return &OptionError{Field: "Workers", Value: fmt.Sprint(o.Workers), Want: workers.Want}
 	}
 	if !(o.Noise >= 0 && o.Noise <= maxNoise) { // also rejects NaN
 		return &OptionError{Field: "Noise", Value: fmt.Sprint(o.Noise), Want: fmt.Sprintf("a number in [0, %g]", float64(maxNoise))}
@@ -305,11 +307,11 @@ func (o Options) Validate() error {
 		return &OptionError{Field: "Strategy", Value: fmt.Sprintf("%q", o.Strategy), Want: "one of " + strings.Join(names, ", ")}
 	}
 	if len(o.Kinds) == 0 {
-		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
+		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + kindNames()}
 	}
 	for _, k := range o.Kinds {
 		if !slices.Contains(compiler.Kinds(), k) {
-			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + fmt.Sprint(compiler.Kinds())}
+			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + kindNames()}
 		}
 	}
 	if err := o.Chip.Validate(); err != nil {
@@ -610,4 +612,13 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 	}
 	b.WallS = time.Since(t0).Seconds()
 	return b, nil
+}
+
+// kindNames lists the config kinds for messages: "layout, fusion, tile, flags".
+func kindNames() string {
+	var ss []string
+	for _, k := range compiler.Kinds() {
+		ss = append(ss, string(k))
+	}
+	return strings.Join(ss, ", ")
 }

@@ -139,11 +139,13 @@ func inferShape(in *Instruction) (Shape, error) {
 			return Shape{}, fmt.Errorf("concatenate dimension %d out of range for rank %d", d, first.Rank())
 		}
 		dims := append([]int{}, first.Dims...)
+		elem := first.Elem
 		for i, op := range ops[1:] {
 			s := op.Shape
-			if s.Rank() != first.Rank() || s.Elem != first.Elem {
+			if s.Rank() != first.Rank() || (s.Elem != first.Elem && !(s.Elem.IsFloat() && first.Elem.IsFloat())) {
 				return Shape{}, fmt.Errorf("concatenate operand %d is %s, want rank %d %s", i+1, s.StringNoLayout(), first.Rank(), first.Elem)
 			}
+			elem = HigherPrecision(elem, s.Elem) // XLA: mixed float precisions give the higher
 			for k := range dims {
 				if k != d && s.Dims[k] != first.Dims[k] {
 					return Shape{}, fmt.Errorf("concatenate operand %d dimension %d is %d, want %d", i+1, k, s.Dims[k], first.Dims[k])
@@ -151,7 +153,7 @@ func inferShape(in *Instruction) (Shape, error) {
 			}
 			dims[d] += s.Dims[d]
 		}
-		return Array(first.Elem, dims...), nil
+		return Array(elem, dims...), nil
 	case OpPad:
 		s := ops[0].Shape
 		if ops[1].Shape.Rank() != 0 {
@@ -399,20 +401,27 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		if !in.Shape.IsArray() {
 			return Shape{}, fmt.Errorf("%s needs an array result type", in.Opcode)
 		}
+		if in.Opcode == OpBitcastConvert {
+			return bitcastConvertShape(ops[0].Shape, in.Shape.Elem)
+		}
 		return Array(in.Shape.Elem, ops[0].Shape.Dims...), nil
 	case OpIsFinite:
 		return Array(PRED, ops[0].Shape.Dims...), nil
+	case OpReal, OpImag, OpAbs:
+		// XLA: the real part, imaginary part and magnitude of a complex number are real
+		// (c64 -> f32, c128 -> f64); of any other type, the operand's type.
+		return Array(ops[0].Shape.Elem.ComplexComponent(), ops[0].Shape.Dims...), nil
 	case OpSelect:
 		if ops[0].Shape.Elem != PRED {
 			return Shape{}, fmt.Errorf("select predicate must be pred, got %s", ops[0].Shape.Elem)
 		}
-		if !ops[1].Shape.Compatible(ops[2].Shape) {
+		if !ops[1].Shape.CompatibleMixedPrecision(ops[2].Shape) {
 			return Shape{}, fmt.Errorf("select branches differ: %s vs %s", ops[1].Shape.StringNoLayout(), ops[2].Shape.StringNoLayout())
 		}
 		if ops[0].Shape.Rank() != 0 && !ops[0].Shape.SameDims(ops[1].Shape) {
 			return Shape{}, fmt.Errorf("select predicate %s does not match %s", ops[0].Shape.StringNoLayout(), ops[1].Shape.StringNoLayout())
 		}
-		return Array(ops[1].Shape.Elem, ops[1].Shape.Dims...), nil
+		return Array(HigherPrecision(ops[1].Shape.Elem, ops[2].Shape.Elem), ops[1].Shape.Dims...), nil
 	case OpClamp:
 		x := ops[1].Shape
 		for _, i := range []int{0, 2} {
@@ -424,20 +433,46 @@ func inferElementwise(in *Instruction) (Shape, error) {
 		return Array(x.Elem, x.Dims...), nil
 	}
 	first := ops[0].Shape
+	elem := first.Elem
+	shift := in.Opcode == OpShiftLeft || in.Opcode == OpShiftRightArithmetic || in.Opcode == OpShiftRightLogical
 	for i, op := range ops[1:] {
 		s := op.Shape
 		if !s.SameDims(first) {
 			return Shape{}, fmt.Errorf("%s operand %d has shape %s, want dimensions of %s", in.Opcode, i+1, s.StringNoLayout(), first.StringNoLayout())
 		}
-		if s.Elem != first.Elem && in.Opcode != OpShiftLeft && in.Opcode != OpShiftRightArithmetic && in.Opcode != OpShiftRightLogical &&
-			!(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
+		if s.Elem != first.Elem && !shift && !(s.Elem.IsFloat() && first.Elem.IsFloat()) { // mixed precision, as XLA allows on TPU
 			return Shape{}, fmt.Errorf("%s mixes element types %s and %s", in.Opcode, first.Elem, s.Elem)
+		}
+		if !shift {
+			elem = HigherPrecision(elem, s.Elem) // XLA: the mixed-precision result is the higher precision
 		}
 	}
 	if in.Opcode == OpCompare {
 		return Array(PRED, first.Dims...), nil
 	}
-	return Array(first.Elem, first.Dims...), nil
+	return Array(elem, first.Dims...), nil
+}
+
+// bitcastConvertShape is XLA's bitcast-convert rule: between types of one width the
+// dimensions stay; to a narrower type a minor dimension of in/out bits is added
+// (f32[4] -> s8[4,4]); to a wider type the operand's minor dimension, which must be
+// out/in bits, is dropped (bf16[4,2] -> f32[4]).
+func bitcastConvertShape(x Shape, out ElemType) (Shape, error) {
+	ib, ob := x.Elem.Bits(), out.Bits()
+	switch {
+	case ib == ob || ib == 0 || ob == 0:
+		return Array(out, x.Dims...), nil
+	case ib > ob:
+		if ib%ob != 0 {
+			return Shape{}, fmt.Errorf("bitcast-convert from %s to %s: %d bits do not split into %d", x.Elem, out, ib, ob)
+		}
+		return Array(out, append(append([]int{}, x.Dims...), ib/ob)...), nil
+	}
+	r := x.Rank()
+	if ob%ib != 0 || r == 0 || x.Dims[r-1] != ob/ib {
+		return Shape{}, fmt.Errorf("bitcast-convert from %s to %s needs a minor dimension of %d, got %s", x.Elem, out, ob/max(ib, 1), x.StringNoLayout())
+	}
+	return Array(out, x.Dims[:r-1]...), nil
 }
 
 func inferReduce(in *Instruction) (Shape, error) {
@@ -475,7 +510,9 @@ func inferReduce(in *Instruction) (Shape, error) {
 		if init := ops[n+i].Shape; init.Rank() != 0 {
 			return Shape{}, fmt.Errorf("reduce init value %d must be a scalar, got %s", i, init.StringNoLayout())
 		}
-		outs[i] = Array(s.Elem, dims...)
+		// XLA: the result takes the reducer's accumulator type, the init value's (a bf16
+		// input reduced into an f32 accumulator gives f32).
+		outs[i] = Array(ops[n+i].Shape.Elem, dims...)
 	}
 	if n == 1 {
 		return outs[0], nil
@@ -500,7 +537,11 @@ func inferReduceWindow(in *Instruction) (Shape, error) {
 		}
 		dims[i] = d
 	}
-	return Array(s.Elem, dims...), nil
+	if init := ops[1].Shape; init.Rank() != 0 {
+		return Shape{}, fmt.Errorf("reduce-window init value must be a scalar, got %s", init.StringNoLayout())
+	}
+	// As reduce: the accumulator's (init value's) type.
+	return Array(ops[1].Shape.Elem, dims...), nil
 }
 
 // windowOut is the output size of one windowed dimension.

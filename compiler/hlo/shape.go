@@ -112,6 +112,46 @@ func (t ElemType) IsFloat() bool {
 	return false
 }
 
+// floatRange is a float type's (overflow exponent, significand width), the order in which
+// XLA's primitive_util::HigherPrecisionType prefers one float type over another: range
+// first, then precision.
+var floatRange = map[ElemType][2]int{
+	F64: {1024, 53}, F32: {128, 24}, BF16: {128, 8}, F8E8M0FNU: {128, 1}, F16: {16, 11},
+	F8E5M2: {16, 3}, F8E5M2FNUZ: {16, 3}, F8E4M3FN: {9, 4}, F8E4M3: {8, 4}, F8E4M3FNUZ: {8, 4},
+	F8E4M3B11FNUZ: {5, 4}, F8E3M4: {4, 5}, F4E2M1FN: {3, 2},
+}
+
+// HigherPrecision is the element type XLA gives the result of a mixed-precision
+// elementwise op, select or concatenate of float types a and b (f32 for bf16 and f32,
+// bf16 for bf16 and f16); a for any other pair.
+func HigherPrecision(a, b ElemType) ElemType {
+	ra, oka := floatRange[a]
+	rb, okb := floatRange[b]
+	if !oka || !okb {
+		return a
+	}
+	if rb[0] > ra[0] || (rb[0] == ra[0] && rb[1] > ra[1]) {
+		return b
+	}
+	return a
+}
+
+// IsComplex reports whether t is a complex type (c64, c128).
+func (t ElemType) IsComplex() bool { return t == C64 || t == C128 }
+
+// ComplexComponent is the type of the real and imaginary parts of a complex type (f32 for
+// c64, f64 for c128) and t itself for every other type, as XLA's
+// primitive_util::ComplexComponentType.
+func (t ElemType) ComplexComponent() ElemType {
+	switch t {
+	case C64:
+		return F32
+	case C128:
+		return F64
+	}
+	return t
+}
+
 // ParseElemType maps an HLO spelling to its ElemType.
 func ParseElemType(s string) (ElemType, bool) {
 	for i, n := range elemNames[:] {

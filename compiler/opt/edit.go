@@ -1,6 +1,7 @@
 package opt
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -97,7 +98,7 @@ func (mc *modCtx) knownLiteral(in *hlo.Instruction) ([]float64, bool, error) {
 		return nil, false, nil
 	}
 	v, err := mc.literal(in)
-	if err == errUnknownLiteral {
+	if errors.Is(err, errUnknownLiteral) { // wrapped with the constant and element
 		return nil, false, nil
 	}
 	if err != nil {

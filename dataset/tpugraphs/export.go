@@ -13,6 +13,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
@@ -74,6 +75,11 @@ func Export(ctx context.Context, o ExportOptions) (*ExportReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := dirlock.AcquireDir(o.Out, "export directory")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
 	p := d.Provenance
 	collection := CollectionTile
 	switch {

@@ -193,11 +193,22 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 // partBytes bounds the uncompressed size of one part's rows.
 const partBytes = 64 << 20
 
-func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile, dir string, rep *ImportReport, done *int, total int) (ImportedSet, error) {
-	set := ImportedSet{Dir: dir, Source: "tpugraphs", Collection: g.collection, Split: g.split, Files: len(files)}
+func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile, dir string, rep *ImportReport, done *int, total int) (_ ImportedSet, retErr error) {
+	sources := len(files)
+	if g.pb {
+		// Every .pb file is a unit of both pb datasets, but only the files with runs of
+		// this collection feed it.
+		sources = 0
+		for _, rows := range *g.pbRows {
+			if len(rows) > 0 {
+				sources++
+			}
+		}
+	}
+	set := ImportedSet{Dir: dir, Source: "tpugraphs", Collection: g.collection, Split: g.split, Files: sources}
 	prov := dataset.Provenance{
 		SchemaVersion: dataset.SchemaVersion, Source: "tpugraphs", Collection: g.collection, Split: g.split,
-		SourceFiles: len(files), ShardCount: 1, ToolVersion: ToolVersion, GeneratorVersion: ToolVersion,
+		SourceFiles: sources, ShardCount: 1, ToolVersion: ToolVersion, GeneratorVersion: ToolVersion,
 	}
 	schema := FeatureSchema(g.kind())
 	switch {
@@ -229,7 +240,13 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 	if err != nil {
 		return set, err
 	}
-	defer w.Close()
+	defer func() {
+		if retErr != nil {
+			w.Discard() // a failure before any part leaves no stub directory
+			return
+		}
+		w.Close()
+	}()
 	next, _, _ := w.Resume()
 	var (
 		rows      []dataset.Row

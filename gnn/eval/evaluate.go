@@ -25,13 +25,13 @@ const evalBatch = 256
 // they do not apply to the task.
 type Metrics struct {
 	// Relative tasks (tile, flags).
-	APE        *float64           `json:"ape,omitempty"`         // mean over programs of the per-program APE (%)
+	APE        *float64           `json:"ape_pct,omitempty"`     // mean over programs of the per-program APE (%)
 	SlowdownAt map[string]float64 `json:"slowdown_at,omitempty"` // "1", "5", "10": mean over kernels
 	// Absolute tasks (fusion, layout).
-	MAPE        *float64 `json:"mape,omitempty"`       // over all kernels (%)
-	MAPEGE5us   *float64 `json:"mape_ge5us,omitempty"` // kernels >= 5 us
-	MAPELT5us   *float64 `json:"mape_lt5us,omitempty"` // kernels < 5 us
-	ProgramMAPE *float64 `json:"program_mape,omitempty"`
+	MAPE        *float64 `json:"mape_pct,omitempty"`       // over all kernels (%)
+	MAPEGE5us   *float64 `json:"mape_ge5us_pct,omitempty"` // kernels >= 5 us
+	MAPELT5us   *float64 `json:"mape_lt5us_pct,omitempty"` // kernels < 5 us
+	ProgramMAPE *float64 `json:"program_mape_pct,omitempty"`
 	ProgramTau  *float64 `json:"program_kendall_tau,omitempty"`
 	// Kendall's tau-b: per kernel over its configs, averaged (relative tasks); over
 	// kernels (absolute tasks).
@@ -47,9 +47,9 @@ type Metrics struct {
 type ProgramRow struct {
 	Program    string   `json:"program"`
 	Kernels    int      `json:"kernels"`
-	Learned    float64  `json:"learned"`              // APE (ranked data) or program-time APE (absolute data), %
-	Analytical *float64 `json:"analytical,omitempty"` // the same for the analytical model (absent when the data has no estimates)
-	TrueNs     float64  `json:"true_ns"`              // sum of the program's best (ranked) or measured (absolute) kernel times
+	Learned    float64  `json:"learned_ape_pct"`              // APE (ranked data) or program-time APE (absolute data), %
+	Analytical *float64 `json:"analytical_ape_pct,omitempty"` // the same for the analytical model (absent when the data has no estimates)
+	TrueNs     float64  `json:"true_ns"`                      // sum of the program's best (ranked) or measured (absolute) kernel times
 }
 
 // Report is the evaluation of a learned model against the analytical baseline on the

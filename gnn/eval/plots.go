@@ -1,12 +1,15 @@
 package eval
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"gonum.org/v1/plot"
@@ -130,32 +133,93 @@ func scatterPlot(dir string, rep *Report) (string, error) {
 	return path, savePlot(p, 6*vg.Inch, 6*vg.Inch, path)
 }
 
+// maxProgramBars is how many programs programs.png draws as bars: with more, it draws
+// the worst ones and a histogram of all (116 programs once made a 40-inch-wide chart).
+const maxProgramBars = 40
+
+// worstPrograms returns up to n rows of rows, the largest learned error first (ties by
+// name).
+func worstPrograms(rows []ProgramRow, n int) []ProgramRow {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b ProgramRow) int {
+		if c := cmp.Compare(b.Learned, a.Learned); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Program, b.Program)
+	})
+	return out[:min(n, len(out))]
+}
+
+// legendOutside splits c into the area of the plots and a column on its right that holds
+// legends, so that no legend covers data.
+func legendOutside(c draw.Canvas, legends ...*plot.Legend) (plots, legend draw.Canvas) {
+	var w vg.Length
+	for _, l := range legends {
+		w = max(w, l.Rectangle(c).Size().X)
+	}
+	w += 6 * vg.Millimeter
+	return draw.Crop(c, 0, -w, 0, 0), draw.Crop(c, c.Size().X-w+3*vg.Millimeter, 0, 0, 0)
+}
+
+// takeLegend moves p's legend out of the data area (see legendOutside) and returns it,
+// drawn from the top of its column.
+func takeLegend(p *plot.Plot) *plot.Legend {
+	l := p.Legend
+	l.Top, l.Left = true, true
+	p.Legend = plot.NewLegend()
+	return &l
+}
+
+// readableTicks labels a log axis at powers of ten when the range spans them, else at
+// round values in between (a loss curve within one decade once had no labelled tick).
+type readableTicks struct{}
+
+func (readableTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled >= 2 {
+		return ticks
+	}
+	return plot.DefaultTicks{}.Ticks(lo, hi)
+}
+
 func programPlot(dir string, rep *Report) (string, error) {
 	if len(rep.PerProgram) == 0 {
 		return "", nil
 	}
-	p := plot.New()
 	metric := "APE (%)"
 	if !rep.Ranked {
 		metric = "program-time error (%)"
 	}
+	rows := worstPrograms(rep.PerProgram, maxProgramBars)
+	n := len(rows)
+	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: per-program %s", rep.Task, metric)
-	p.Y.Label.Text = metric
-	n := len(rep.PerProgram)
+	if n < len(rep.PerProgram) {
+		p.Title.Text = fmt.Sprintf("%s: per-program %s, the worst %d of %d", rep.Task, metric, n, len(rep.PerProgram))
+	}
+	p.X.Label.Text = metric
+	// Horizontal bars, sorted: the worst program on top (bar 0 is drawn at the bottom).
 	l, a := make(plotter.Values, n), make(plotter.Values, n)
 	names := make([]string, n)
-	for i, pr := range rep.PerProgram {
-		l[i], names[i] = pr.Learned, pr.Program
+	for i, pr := range rows {
+		j := n - 1 - i
+		l[j], names[j] = pr.Learned, pr.Program
 		if pr.Analytical != nil {
-			a[i] = *pr.Analytical
+			a[j] = *pr.Analytical
 		}
 	}
-	w := vg.Points(math.Max(4, math.Min(14, 400/float64(n))))
+	w := vg.Points(6)
 	bl, err := plotter.NewBarChart(l, w)
 	if err != nil {
 		return "", err
 	}
-	bl.Color, bl.LineStyle.Width, bl.Offset = learnedColor, 0, -w/2
+	bl.Horizontal, bl.Color, bl.LineStyle.Width, bl.Offset = true, learnedColor, 0, w/2
 	p.Add(bl)
 	p.Legend.Add("learned", bl)
 	if rep.Analytical != nil {
@@ -163,29 +227,101 @@ func programPlot(dir string, rep *Report) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		ba.Color, ba.LineStyle.Width, ba.Offset = analyticalColor, 0, w/2
+		ba.Horizontal, ba.Color, ba.LineStyle.Width, ba.Offset = true, analyticalColor, 0, -w/2
 		p.Add(ba)
 		p.Legend.Add("analytical", ba)
 	}
-	p.Legend.Top = true
-	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = math.Pi / 2.5
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
-	width := vg.Length(math.Max(6, float64(n)*0.35)) * vg.Inch
+	p.NominalY(names...)
+	p.Add(plotter.NewGrid())
+	legends := []*plot.Legend{takeLegend(p)}
+	plots := []*plot.Plot{p}
+	heights := []vg.Length{vg.Length(n)*0.2*vg.Inch + 1.2*vg.Inch}
+	if n < len(rep.PerProgram) {
+		h, err := programHistogram(rep, metric)
+		if err != nil {
+			return "", err
+		}
+		legends = append(legends, takeLegend(h))
+		plots = append(plots, h)
+		heights = append(heights, 3*vg.Inch)
+	}
+	width := 8 * vg.Inch
+	var total vg.Length
+	for _, h := range heights {
+		total += h
+	}
+	img := vgimg.New(width, total)
+	dc := draw.New(img)
+	area, col := legendOutside(dc, legends...)
+	top := area.Max.Y
+	for i, pl := range plots {
+		c := area
+		c.Max.Y, c.Min.Y = top, top-heights[i]
+		lc := col
+		lc.Max.Y, lc.Min.Y = top-0.4*vg.Inch, top-heights[i]
+		pl.Draw(c)
+		legends[i].Draw(lc)
+		top -= heights[i]
+	}
 	path := filepath.Join(dir, "programs.png")
-	return path, savePlot(p, width, 5*vg.Inch, path)
+	return path, atomicfile.Write(path, func(out io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(out)
+		return err
+	})
 }
 
-func trainingPlot(dir string, history []EpochPoint, metricName string) (string, error) {
-	// Two panels: losses (log scale) above, the validation metric below.
-	losses := plot.New()
+// programHistogram is the distribution of every program's error, learned and analytical.
+func programHistogram(rep *Report, metric string) (*plot.Plot, error) {
+	h := plot.New()
+	h.Title.Text = fmt.Sprintf("all %d programs", len(rep.PerProgram))
+	h.X.Label.Text = metric
+	h.Y.Label.Text = "programs"
+	var l, a plotter.Values
+	for _, pr := range rep.PerProgram {
+		l = append(l, pr.Learned)
+		if pr.Analytical != nil {
+			a = append(a, *pr.Analytical)
+		}
+	}
+	const bins = 20
+	add := func(v plotter.Values, c color.RGBA, name string) error {
+		if len(v) == 0 {
+			return nil
+		}
+		hist, err := plotter.NewHist(v, bins)
+		if err != nil {
+			return err
+		}
+		// Translucent (non-premultiplied alpha), so that the overlap of the two shows.
+		hist.FillColor, hist.LineStyle.Width = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 140}, 0
+		h.Add(hist)
+		h.Legend.Add(name, hist)
+		return nil
+	}
+	if err := add(l, learnedColor, "learned"); err != nil {
+		return nil, err
+	}
+	if rep.Analytical != nil {
+		if err := add(a, analyticalColor, "analytical"); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// trainingPlots are the two panels of training.png: losses (log scale, labelled ticks)
+// and the validation metric, with their legends taken out of the data areas.
+func trainingPlots(history []EpochPoint, metricName string) (losses, metric *plot.Plot, legends []*plot.Legend, err error) {
+	losses = plot.New()
 	losses.Title.Text = "training curve"
 	losses.Y.Label.Text = "loss"
 	losses.Y.Scale = plot.LogScale{}
-	losses.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	metric := plot.New()
+	losses.Y.Tick.Marker = readableTicks{}
+	losses.Add(plotter.NewGrid())
+	metric = plot.New()
 	metric.X.Label.Text = "epoch"
 	metric.Y.Label.Text = "validation " + metricName
+	metric.Add(plotter.NewGrid())
 	var tr, va, me plotter.XYs
 	for _, h := range history {
 		if h.TrainLoss > 0 {
@@ -210,25 +346,36 @@ func trainingPlot(dir string, history []EpochPoint, metricName string) (string, 
 		p.Legend.Add(name, l)
 		return nil
 	}
-	if err := line(losses, tr, "train", learnedColor); err != nil {
-		return "", err
+	if err := line(losses, tr, "train loss", learnedColor); err != nil {
+		return nil, nil, nil, err
 	}
-	if err := line(losses, va, "validation", analyticalColor); err != nil {
-		return "", err
+	if err := line(losses, va, "validation loss", analyticalColor); err != nil {
+		return nil, nil, nil, err
 	}
 	if err := line(metric, me, "validation "+metricName, color.RGBA{G: 140, A: 255}); err != nil {
+		return nil, nil, nil, err
+	}
+	return losses, metric, []*plot.Legend{takeLegend(losses), takeLegend(metric)}, nil
+}
+
+func trainingPlot(dir string, history []EpochPoint, metricName string) (string, error) {
+	losses, metric, legends, err := trainingPlots(history, metricName)
+	if err != nil {
 		return "", err
 	}
-	losses.Legend.Top = true
-	metric.Legend.Top = true
-	w, h := 7*vg.Inch, 6*vg.Inch
+	w, h := 8*vg.Inch, 6*vg.Inch
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 4}
-	plots := [][]*plot.Plot{{losses}, {metric}}
-	canvases := plot.Align(plots, tiles, dc)
-	losses.Draw(canvases[0][0])
-	metric.Draw(canvases[1][0])
+	area, col := legendOutside(dc, legends...)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2, PadY: vg.Millimeter * 4}
+	canvases := plot.Align([][]*plot.Plot{{losses}, {metric}}, tiles, area)
+	for i, p := range []*plot.Plot{losses, metric} {
+		c := canvases[i][0]
+		p.Draw(c)
+		lc := col
+		lc.Max.Y, lc.Min.Y = c.Max.Y-0.4*vg.Inch, c.Min.Y
+		legends[i].Draw(lc)
+	}
 	path := filepath.Join(dir, "training.png")
 	return path, atomicfile.Write(path, func(out io.Writer) error {
 		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(out)

@@ -1,14 +1,17 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // RunOptions select what `tpucost eval` evaluates.
@@ -60,6 +63,18 @@ type Result struct {
 // ExcludedRows). Data simulated for another target than the model's is refused unless
 // AllowMismatch is set.
 func Run(o RunOptions) (*Result, error) {
+	if o.Split != "" && !slices.Contains(dataset.SplitKinds(), o.Split) {
+		return nil, fmt.Errorf("--split %s: want one of %s (default: the model's own split)", o.Split, strings.Join(dataset.SplitKinds(), ", "))
+	}
+	if o.PlotsDir != "" {
+		// The plots directory is checked (and locked against a second writer) first, not
+		// after the evaluation.
+		lock, err := dirlock.AcquireDir(o.PlotsDir, "plots directory")
+		if err != nil {
+			return nil, fmt.Errorf("--plots: %w", err)
+		}
+		defer lock.Release()
+	}
 	m, ck, err := gnn.Load(o.ModelDir)
 	if err != nil {
 		return nil, err
@@ -88,6 +103,9 @@ func Run(o RunOptions) (*Result, error) {
 	}
 	d, err := dataset.Open(dir)
 	if err != nil {
+		if o.DataDir == "" && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("model %s was trained on %s, which is not there (moved or deleted?): pass --data DIR: %w", o.ModelDir, dir, err)
+		}
 		return nil, err
 	}
 	if t := d.Provenance.Task; t != ck.Task && !slices.Contains(ck.Config.Tasks, t) && (t.Relative() || ck.Task.Relative()) {

@@ -1,7 +1,8 @@
 // Command benchtable runs tpucost's benchmarks (`make bench`) and writes one table of the
 // numbers that matter — simulator evaluations/s, dataset samples/s with 1 and 2 workers,
 // training kernels/s, inference predictions/s, compile+simulate time of the largest zoo
-// model and of a 500k-node graph, peak memory, and the old-vs-new comparison of whole
+// model and of a 500k-node graph, peak memory (of a whole `gen --task fusion --all` run
+// too), and the old-vs-new comparison of whole
 // tpucost processes (dataset generation and tuning, the binary of the commit before
 // issue 11 against this tree's, side by side) — to BENCHMARKS.md, and into README.md
 // between the markers <!-- bench:start --> and <!-- bench:end -->.
@@ -148,6 +149,12 @@ func main() {
 	row("training epoch over 1M streamed samples: peak heap", "%.0f MiB", "TrainEpoch/samples=1000000", "peak-heap-MiB", 1)
 	row("  peak resident set", "%.0f MiB", "TrainEpoch/samples=1000000", "maxrss-MiB", 1)
 	row("TpuGraphs tile collection: one epoch over its train split (5,709 kernels; synthetic files of its shape)", "%.1f s", "TpuGraphsTileEpoch", "s/tile-train-epoch", 1)
+	memRow, memRaw, err := genMemory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable: generation memory:", err)
+		os.Exit(1)
+	}
+	b.WriteString(memRow)
 	oldNewRows, oldNewRaw, err := oldNew(5)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable: old vs new:", err)
@@ -158,6 +165,7 @@ func main() {
 
 	fmt.Print(table)
 	full := "# Benchmarks\n\n" + table + "\n## All benchmark lines\n\n```\n" + raw.String() + "```\n"
+	full += "\n## Peak memory of a whole generation run\n\n```\n" + memRaw + "```\n"
 	if oldNewRaw != "" {
 		full += "\n## Old vs new runs (whole processes)\n\n```\n" + oldNewRaw + "```\n"
 	}

@@ -55,7 +55,7 @@ func UnmarshalStrict(file string, data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Explain(file, data, err)
+		return ExplainFor(file, data, err, v)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		off := dec.InputOffset()

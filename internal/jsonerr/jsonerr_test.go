@@ -39,7 +39,9 @@ func TestMessages(t *testing.T) {
 		{"{\n  \"name\": \"a\"", false, "m.json:2:14: malformed JSON: unexpected end of file"},
 		{"{\n  \"name\": \"a\"", true, "m.json:2:14: malformed JSON: unexpected end of file"},
 		{"", true, "m.json: empty file"},
-		{`{"nope": 1}`, true, `m.json: unknown field "nope"`},
+		{`{"nope": 1}`, true, `m.json:1:2: unknown field "nope" (allowed: name, on, parts, scores, sizes)`},
+		{"{\"parts\": [{\"rows_file\": {\"rows\": 1}},\n {\"rows_file\": {\"rows\": 2, \"bogus\": 3}}]}", true,
+			`m.json:2:28: unknown field "bogus" in parts.rows_file (allowed: rows)`},
 		{"{}\n{}", true, "m.json:2:2: malformed JSON: data after the top-level value"},
 		{`{"parts": [{"rows_file": {"rows": "x"}}]}`, true, "m.json: field parts.rows_file.rows: want an integer, got a string"},
 	} {

@@ -25,6 +25,13 @@ type CalibrateOptions struct {
 	Prior      float64
 }
 
+// CalibrateResult is the JSON output of `tpucost calibrate`: the report and the preset file
+// written.
+type CalibrateResult struct {
+	*replay.CalibrateReport
+	Out string `json:"out"`
+}
+
 // NewCmdCalibrate builds `tpucost calibrate FILE.pb... --out F`.
 func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 	o := &CalibrateOptions{IO: ios, Globals: g}
@@ -76,10 +83,7 @@ func runCalibrate(o *CalibrateOptions) error {
 		return fmt.Errorf("--out %s: %w", o.Out, err)
 	}
 	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, struct {
-			*replay.CalibrateReport
-			Out string `json:"out"`
-		}{r, o.Out})
+		return writeJSON(o.IO.Out, CalibrateResult{r, o.Out})
 	}
 	return replay.WriteCalibrateText(o.IO.Out, r, o.Out)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/outpath"
 )
 
 // CompileOptions are the options of `tpucost compile`.
@@ -23,6 +24,7 @@ type CompileOptions struct {
 	Out       string
 	Passes    string // --passes: opt pass names, "none"; empty: the default pipeline
 	Check     bool
+	Force     bool
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
@@ -32,8 +34,8 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 		Use:   "compile SRC",
 		Short: "Compile a zoo model or HLO file and list its kernels",
 		Long: "Compile runs the target-independent simplification passes (default: " + strings.Join(opt.Names(), ", ") +
-			", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none none), then the pass pipeline (" +
-			fmt.Sprint(compiler.PassNames()) + ") with a JSON config (default: the XLA-like defaults) " +
+			", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none runs none), then the pass pipeline (" +
+			strings.Join(compiler.PassNames(), ", ") + ") with a JSON config (default: the XLA-like defaults) " +
 			"and lists the kernels: name, kind, node count, tile and flags. --dump-after PASS prints the HLO text after that pass instead; " +
 			"--out F writes the effective config, which reproduces the program (with the same --passes) and is a template to edit; " +
 			"--check runs the HLO verifier after every pass.",
@@ -46,6 +48,7 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
 	cmd.Flags().StringVar(&o.Passes, "passes", "", "comma-separated simplification passes to run once each instead of the default pipeline, or none ("+
 		strings.Join(opt.Names(), ", ")+")")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or a file of a model, dataset, policy or agent directory")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "run the HLO verifier after every pass (a failure names the pass)")
 	return cmd
 }
@@ -99,6 +102,11 @@ func runCompile(o *CompileOptions) error {
 	simp, err := compiler.ParseSimplify(o.Passes)
 	if err != nil {
 		return fmt.Errorf("--passes: %w", err)
+	}
+	if o.Out != "" {
+		if err := outpath.CheckFile("--out", o.Out, compiler.ConfigFileKind(), o.Force); err != nil {
+			return err
+		}
 	}
 	m, err := zoo.Resolve(o.Src)
 	if err != nil {

@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		return writeJSON(o.IO.Out, res)
 	}
 	w := o.IO.Out
-	fmt.Fprintf(w, "tpucost demo on %s, %.0f s\n", res.Chip, res.Seconds)
+	fmt.Fprintf(w, "tpucost demo on %s, %.0f s\n", res.Chip, res.WallS)
 	if len(res.Reused) > 0 {
 		fmt.Fprintf(w, "reused from an earlier run: %s\n", strings.Join(res.Reused, ", "))
 	}

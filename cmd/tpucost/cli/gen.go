@@ -76,6 +76,9 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	// Generation allocates fast and keeps little alive: collecting less often lets two
 	// workers scale to ~1.9x one (dataset.BenchmarkGenerate) for a larger heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(dataset.GenGCPercent))
+	// ... but no more than the workers need (gen --task fusion --all --configs 16 peaked at
+	// 7.3 GB on 2 workers; BenchmarkGenerateFusionMemory).
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(dataset.GenMemoryLimit(o.Workers)))
 	c, err := o.Target.chip()
 	if err != nil {
 		return err

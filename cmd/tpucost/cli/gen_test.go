@@ -69,7 +69,7 @@ func TestGenSecondRunOnOneShardIsRefused(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	for _, k := range []string{"units", "rows", "samples", "duplicate_kernels", "elapsed_s", "samples_per_s", "compile_s"} {
+	for _, k := range []string{"units", "rows", "samples", "duplicate_kernels", "wall_s", "samples_per_s", "compile_s"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("gen --json has no %q: %s", k, stdout)
 		}

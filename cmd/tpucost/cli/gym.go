@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/gym"
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // NewCmdGym builds `tpucost gym` and its subcommands.
@@ -121,6 +122,12 @@ func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
 	case !(o.Entropy >= 0) || math.IsInf(o.Entropy, 0):
 		return fmt.Errorf("--entropy: got %g, want a finite number >= 0 (0: no entropy bonus)", o.Entropy)
 	}
+	// The agent directory is checked and locked before training, not after.
+	lock, err := dirlock.AcquireDir(o.Agent, "agent directory")
+	if err != nil {
+		return fmt.Errorf("--agent: %w", err)
+	}
+	defer lock.Release()
 	entropy := o.Entropy
 	if entropy == 0 {
 		entropy = -1 // the library's "none" (its zero value means its default)

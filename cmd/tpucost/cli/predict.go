@@ -170,9 +170,17 @@ func runPredictData(o *PredictOptions) error {
 	}
 	w := table(o.IO.Out)
 	if r.Ranked {
-		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_TIME\tBEST_TIME\tSLOWDOWN\tSEEN\t\n")
+		unit := "NS"
+		if r.RuntimesNormalized {
+			unit = "NORMALIZED"
+		}
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_%s\tBEST_%s\tSLOWDOWN\tSEEN\t\n", unit, unit)
 		for _, p := range r.Rows {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, p.PickTime, p.BestTime, fmtPtr(p.Slowdown, "%.4f"), p.Seen)
+			pick, best := p.PickNs, p.BestNs
+			if r.RuntimesNormalized {
+				pick, best = p.PickNormalized, p.BestNormalized
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pick, best, fmtPtr(p.Slowdown, "%.4f"), p.Seen)
 		}
 	} else {
 		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
@@ -183,7 +191,11 @@ func runPredictData(o *PredictOptions) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, r.TimeUnit, r.SeenRows)
+	unit := "ns"
+	if r.RuntimesNormalized {
+		unit = "runtime/normalizer"
+	}
+	fmt.Fprintf(o.IO.Out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
 	if r.MeanSlowdown != nil {
 		fmt.Fprintf(o.IO.Out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/buildinfo"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -49,6 +50,9 @@ func NewRootCmd(ios IO) *cobra.Command {
 	root.SetErr(ios.Err)
 	root.SetIn(ios.In)
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "machine-readable JSON output on stdout")
+	root.SetFlagErrorFunc(flagError)
+	root.Version = buildinfo.Read().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
 		NewCmdZoo(ios, g),
 		NewCmdCompile(ios, g),
@@ -64,6 +68,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
 		NewCmdValidate(ios, g), NewCmdCalibrate(ios, g),
 	)
+	requireKnownSubcommands(root)
 	return root
 }
 

@@ -53,6 +53,10 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
+	if r.UnsizedCollectives > 0 {
+		fmt.Fprintf(o.IO.Err, "WARNING: %d collective(s) name no replica group and nothing gives their size (no --chips, the module header says 1 chip): "+
+			"each is timed as a 1-chip no-op (unsized_collectives in --json); pass --chips N\n", r.UnsizedCollectives)
+	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}
@@ -89,6 +93,9 @@ func printEntries(w io.Writer, es []tpusim.Entry, indent string) int {
 			trips := "unknown"
 			if *c.TripCount >= 0 {
 				trips = fmt.Sprint(*c.TripCount)
+			}
+			if c.TripSource == "bound" {
+				trips += " (upper bound)"
 			}
 			fmt.Fprintf(w, "%swhile %s x %s\twhile\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, trips, c.TotalNs)
 			n += printEntries(w, c.Condition, indent+"  cond: ")

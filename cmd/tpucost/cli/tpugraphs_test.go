@@ -147,12 +147,12 @@ func TestTpuGraphsEndToEnd(t *testing.T) {
 			Pick string `json:"pick"`
 			Seen bool   `json:"seen_in_training"`
 		} `json:"rows"`
-		TimeUnit string `json:"time_unit"`
+		Normalized bool `json:"runtimes_normalized"`
 	}
 	if err := json.Unmarshal([]byte(run("predict", "--model", tileModel, "--data", filepath.Join(out, "tile-xla-test"), "--json")), &pr); err != nil {
 		t.Fatal(err)
 	}
-	if len(pr.Rows) != 2 || pr.Rows[0].Pick == "" || pr.Rows[0].Seen || pr.TimeUnit != "runtime/normalizer" {
+	if len(pr.Rows) != 2 || pr.Rows[0].Pick == "" || pr.Rows[0].Seen || !pr.Normalized {
 		t.Errorf("predict --data: %+v", pr)
 	}
 	if s := run("predict", "--model", pbModel, "--data", filepath.Join(out, "tile-pb"), "--rows", "3"); !strings.Contains(s, "3 rows of") {

@@ -315,7 +315,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return writeJSON(o.IO.Out, s)
 	}
 	w := table(o.IO.Out)
-	fmt.Fprintf(w, "EPOCH\tTRAIN_LOSS\tVAL_LOSS\tVAL_%s\tKERNELS/S\tSECONDS\t\n", c.Metric)
+	fmt.Fprintf(w, "EPOCH\tTRAIN_LOSS\tVAL_LOSS\tVAL_%s\tKERNELS_PER_S\tWALL_S\t\n", strings.ToUpper(c.Metric))
 	for _, e := range res.History {
 		vl, vm := "-", "-"
 		if e.Val != nil {
@@ -325,7 +325,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		if e.Epoch == res.BestEpoch {
 			mark = "best"
 		}
-		fmt.Fprintf(w, "%d\t%.4g\t%s\t%s\t%.0f\t%.1f\t%s\n", e.Epoch, e.TrainLoss, vl, vm, e.KernelsPerSec, e.Seconds, mark)
+		fmt.Fprintf(w, "%d\t%.4g\t%s\t%s\t%.0f\t%.1f\t%s\n", e.Epoch, e.TrainLoss, vl, vm, e.KernelsPerS, e.WallS, mark)
 	}
 	if err := w.Flush(); err != nil {
 		return err

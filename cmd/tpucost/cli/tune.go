@@ -14,6 +14,8 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/outpath"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
@@ -39,6 +41,7 @@ type TuneOptions struct {
 	Runs       int
 	Workers    int
 	Out        string
+	Force      bool
 	Store      string
 	Policy     string // rl: the policy checkpoint directory
 	Kinds      string // comma-separated config kinds the non-XTAT strategies search
@@ -91,6 +94,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Runs, "runs", d.Runs, "runs per measurement, the minimum is reported (1-1000)")
 	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel measurements, 0-%d (0: all cores, the default); results do not depend on it", tune.MaxWorkers))
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
+	f.BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or write into a model, dataset, policy or agent directory")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint DIR (`tpucost tune train-policy`)")
 	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; layout,fusion for rl)")
@@ -130,6 +134,19 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	}
 	if o.Out != "" {
 		if err := checkOut(o.Out, batch); err != nil {
+			return err
+		}
+		if batch {
+			if err := outpath.CheckDir("--out", o.Out, o.Force); err != nil {
+				return err
+			}
+			// One writer per directory of tuned configs.
+			lock, err := dirlock.AcquireDir(o.Out, "tuned-config directory")
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			defer lock.Release()
+		} else if err := outpath.CheckFile("--out", o.Out, compiler.ConfigFileKind(), o.Force); err != nil {
 			return err
 		}
 	}
@@ -194,6 +211,10 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 					return
 				}
 				path = filepath.Join(o.Out, r.Program+".json")
+				if err := outpath.CheckFile("--out", path, compiler.ConfigFileKind(), o.Force); err != nil {
+					writeErr = err
+					return
+				}
 			}
 			if err := compiler.WriteConfig(path, r.Config); err != nil {
 				writeErr = fmt.Errorf("--out: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -134,7 +135,7 @@ func TestTuneErrors(t *testing.T) {
 		{[]string{"mlp_96x2_b1", "--kernel-topk", "0"}, "--kernel-topk: got 0, want an integer >= 1"},
 		{[]string{"mlp_96x2_b1", "--model-evals", "0"}, "--model-evals: got 0, want"},
 		{[]string{"mlp_96x2_b1", "--runs", "0"}, "--runs: got 0, want an integer in [1, 1000]"},
-		{[]string{"mlp_96x2_b1", "--workers", "-1"}, "--workers: got -1, want an integer in [0, 65536] (0: all cores)"},
+		{[]string{"mlp_96x2_b1", "--workers", "-1"}, "--workers: got -1, want an integer in [0, 1024] (0: all cores)"},
 		{[]string{"mlp_96x2_b1", "--noise", "-0.5"}, "--noise: got -0.5, want a number in [0, 1]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "0"}, "--vmem: got 0, want MiB in [1, 1048576]"},
 		{[]string{"mlp_96x2_b1", "--vmem", "99999999999999"}, "--vmem: got 99999999999999"},
@@ -371,6 +372,16 @@ func TestWorkersFlagRule(t *testing.T) {
 		f := cmd.Flags().Lookup("workers")
 		if f == nil || f.DefValue != "0" || !strings.Contains(f.Usage, "0: all cores") {
 			t.Errorf("%s --workers: %+v", cmd.Name(), f)
+		}
+	}
+	// One upper bound too (gen said 0-1024, tune 0-65536).
+	for _, args := range [][]string{
+		{"tune", "mlp_96x2_b1", "--budget", "3", "--workers", "2000"},
+		{"gen", "--models", "mlp_96x2_b1", "--out", t.TempDir(), "--workers", "2000"},
+		{"tune", "train-policy", "--programs", "mlp_96x2_b1", "--out", t.TempDir(), "--workers", "2000"},
+	} {
+		if _, errs, code := run(args...); code == 0 || !strings.Contains(errs, "--workers") || !strings.Contains(errs, workers.Want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", strings.Join(args, " "), code, errs, workers.Want)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tune"
 )
 
@@ -70,8 +72,9 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 		return fmt.Errorf("--samples %d: want an integer >= 2 (REINFORCE compares samples)", o.Samples)
 	case !(o.LR > 0 && o.LR <= 1):
 		return fmt.Errorf("--lr %g: want a number in (0, 1]", o.LR)
-	case o.Workers < 0 || o.Workers > tune.MaxWorkers:
-		return fmt.Errorf("--workers %d: want an integer in [0, %d] (0: all cores)", o.Workers, tune.MaxWorkers)
+	}
+	if err := workers.Check("--workers", o.Workers); err != nil {
+		return err
 	}
 	names, err := zoo.ParseList(o.Programs)
 	if err != nil {
@@ -99,6 +102,12 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if err != nil {
 		return err
 	}
+	// The policy directory is checked and locked before training, not after.
+	lock, err := dirlock.AcquireDir(o.Out, "policy directory")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer lock.Release()
 	p, err := tune.TrainPolicy(ctx, mods, tune.TrainPolicyOptions{
 		Chip: c, Seed: o.Seed, Episodes: o.Episodes, Samples: o.Samples, LR: o.LR, Workers: o.Workers, Kinds: kinds,
 		Progress: func(r tune.EpisodeReport) {

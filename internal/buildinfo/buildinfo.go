@@ -1,0 +1,63 @@
+// Package buildinfo says which tpucost this is: the module version and commit the binary
+// was built from, and the versions that decide whether data and models are comparable
+// (simulator, feature schema, dataset schema, generator). `tpucost --version` prints it.
+package buildinfo
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// Info is what Read finds.
+type Info struct {
+	Module        string `json:"module"`
+	Version       string `json:"version"`  // the module version, "(devel)" for a build from a work tree
+	Commit        string `json:"commit"`   // the VCS revision, "unknown" without VCS stamping
+	Modified      bool   `json:"modified"` // built from a work tree with uncommitted changes
+	Go            string `json:"go"`
+	Simulator     string `json:"simulator"`
+	FeatureSchema int    `json:"feature_schema"`
+	DatasetSchema int    `json:"dataset_schema"`
+	Generator     string `json:"generator"`
+}
+
+// Read returns the Info of the running binary.
+func Read() Info {
+	i := Info{Module: "github.com/tpucost/tpucost", Version: "(devel)", Commit: "unknown", Simulator: tpusim.Version,
+		FeatureSchema: features.SchemaVersion, DatasetSchema: dataset.SchemaVersion, Generator: dataset.GeneratorVersion}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return i
+	}
+	i.Go = bi.GoVersion
+	if bi.Main.Path != "" {
+		i.Module = bi.Main.Path
+	}
+	if bi.Main.Version != "" {
+		i.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			i.Commit = s.Value
+		case "vcs.modified":
+			i.Modified = s.Value == "true"
+		}
+	}
+	return i
+}
+
+// String is one line: "tpucost (devel) commit abc123 (modified), simulator tpusim-1.2,
+// feature schema 4, dataset schema 1, generator gen-2, go1.26.0".
+func (i Info) String() string {
+	commit := i.Commit
+	if i.Modified {
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("tpucost %s commit %s, simulator %s, feature schema %d, dataset schema %d, generator %s, %s",
+		i.Version, commit, i.Simulator, i.FeatureSchema, i.DatasetSchema, i.Generator, i.Go)
+}
