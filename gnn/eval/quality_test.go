@@ -17,8 +17,13 @@ import (
 //
 // The thresholds come from the measured margins (README, Results): on these rows, at
 // commit time, one default model's tile APE was 0.09–0.59× the analytical model's over
-// seeds 1–3 (seed 1, the test's: 0.59×) and its slowdown@1 below it.
+// seeds 1–3 (seed 1: 0.59×) and its slowdown@1 below it, an ensemble of 3's 0.14–0.17×.
+// One model is too fragile to guard: the OpenBLAS build (-tags blas), which only orders
+// the sums of the matrix products differently, trained seed 1 to 1.04×. The test trains
+// the ensemble `train --ensemble 3` makes.
 const (
+	// qualityEnsemble is the number of models the test trains (seeds 1..3).
+	qualityEnsemble = 3
 	// qualityAPERatio bounds learned APE / analytical APE on the random split: the
 	// issue's goal is 0.6× (met by the mean over seeds, 0.32×); one seed's model varies
 	// up to that, so the guard leaves a margin of a third for it and for changes of the
@@ -39,7 +44,7 @@ var qualityModels = []string{
 
 func TestQualityTileDefaults(t *testing.T) {
 	if raceEnabled || testing.Short() {
-		t.Skip("trains a model with the default budget (about 15 s): skipped under -race and -short")
+		t.Skip("trains 3 models with the default budget (about 30 s): skipped under -race and -short")
 	}
 	dir := t.TempDir()
 	data, out := filepath.Join(dir, "tile"), filepath.Join(dir, "model")
@@ -51,8 +56,8 @@ func TestQualityTileDefaults(t *testing.T) {
 		Configs: 16, Chip: chip, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := gnn.TrainDataset(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitRandom, SplitSeed: 1},
-		gnn.TrainOptions{Task: dataset.TaskTile, Seed: 1, OutDir: out})
+	res, err := gnn.TrainEnsemble(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitRandom, SplitSeed: 1},
+		gnn.TrainOptions{Task: dataset.TaskTile, Seed: 1, OutDir: out}, qualityEnsemble)
 	if err != nil {
 		t.Fatal(err)
 	}

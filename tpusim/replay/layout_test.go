@@ -59,18 +59,23 @@ func TestReplayRealLayoutRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles a 3,163-node module 113 times")
 	}
-	mts, err := tpugraphs.ReadTuningFile(realLayoutFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c, err := tpusim.Preset("v3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ReplayLayout(mts[0], c)
+	// Through Validate, as `tpucost validate` runs it: the report's layout half.
+	rep, err := Validate([]string{realLayoutFile}, Options{Chip: c})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lr := rep.Layout
+	if rep.Tile != nil || lr == nil || lr.Programs != 1 || lr.Configs != 112 || lr.Sim == nil || lr.Analytical == nil || lr.Default == nil {
+		t.Fatalf("report: tile %v, layout %+v", rep.Tile != nil, lr)
+	}
+	if lr.Sim.KendallTau < minTau || lr.Sim.KendallTauStrict < minStrictTau {
+		t.Errorf("reported sim τ %.3f (strict %.3f)", lr.Sim.KendallTau, lr.Sim.KendallTauStrict)
+	}
+	r := lr.Replayed[0]
 	if len(r.Runs) != 112 {
 		t.Fatalf("%d runs replayed, want the 112 timed ones", len(r.Runs))
 	}
