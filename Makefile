@@ -20,7 +20,7 @@ race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 # Runs every package's headline benchmarks and writes one table to BENCHMARKS.md and into
-# README.md (between the bench markers). A few minutes on 2 cores.
+# docs/benchmarks.md (between the bench markers). A few minutes on 2 cores.
 bench:
 	$(GO) run ./internal/benchtable
 

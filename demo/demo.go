@@ -78,7 +78,7 @@ func (o Options) settings() Settings {
 	}
 	// Epochs 0: train's default budget (steps scaled to the data, early stopping).
 	// An ensemble of 3 tile models: one model's pick on the held-out programs' few small
-	// kernels depends on its seed (README, Results).
+	// kernels depends on its seed (docs/training.md, Results).
 	return Settings{TileConfigs: 32, TileVariants: 2, GraphConfigs: 12, TileEnsemble: 3, SimBudget: 200, ModelBudget: 40}
 }
 

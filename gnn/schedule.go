@@ -63,7 +63,7 @@ const (
 )
 
 // DefaultSteps is the optimizer-step budget of a task when neither Epochs nor Steps is
-// given. Measured on the zoo (README, Training): rank models of tile and flags reach their
+// given. Measured on the zoo (docs/training.md, Training): rank models of tile and flags reach their
 // best validation slowdown within about 2,000 steps of 32 kernels on 12–20 programs and
 // stop early well before 4,000; absolute models (fusion, layout) fit a regression of
 // every kernel's runtime and keep improving longer.

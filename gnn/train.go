@@ -112,7 +112,7 @@ func DefaultLoss(task dataset.Task, m Config) Loss {
 	case m.PerNode():
 		return LossListMLE // the TpuGraphs layout baseline's
 	case task.Relative():
-		return LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (README, Results)
+		return LossRankHingeGap // the paper's hinge, pairs weighted by their runtime gap (docs/training.md, Results)
 	}
 	return LossMSE
 }

@@ -62,7 +62,7 @@ func BundledHLO() []string {
 // sizes) never trained on. A variant is a model whatever its batch size and whether it
 // is the inference graph or the training step (Variant): no variant is in both sets. The
 // default pipeline (opt.Default) removes 8–27% of the ops of the zoo's training steps and
-// 4–46% of the real dumps' listed here (README, Pass-ordering gym), so there is work for
+// 4–46% of the real dumps' listed here (docs/gym.md), so there is work for
 // an agent on every program listed; the other real dumps of compiler/hlo/testdata/real
 // are left out (the pipeline removes nothing or at most one op of them, or they are not
 // programs: import.hlo).

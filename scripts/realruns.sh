@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the "How faithful is the simulator" numbers of the learned model on real TPU
-# runs (README): a tile model trained on tpucost's simulated v3 data scores TpuGraphs' real
+# runs (docs/simulator.md): a tile model trained on tpucost's simulated v3 data scores TpuGraphs' real
 # tile runs zero-shot, then is fine-tuned on half the real kernels (train --init) and
 # compared with its zero-shot self, the simulator and XLA's default on the other half,
 # for three seeds of the kernel split (leave-kernels-out). A few minutes on 2 cores.

@@ -1,4 +1,4 @@
-// Command tpucost is the command line of the tpucost toolkit; see the README and
+// Command tpucost is the command line of the tpucost toolkit; see the README, docs/ and
 // `tpucost help`.
 package main
 

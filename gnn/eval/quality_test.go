@@ -15,7 +15,7 @@ import (
 // thresholds on the learned model against the analytical one on the same test rows. A
 // change that makes the default model worse than these fails here, in `make test`.
 //
-// The thresholds come from the measured margins (README, Results): on these rows, at
+// The thresholds come from the measured margins (docs/training.md, Results): on these rows, at
 // commit time, one default model's tile APE was 0.09–0.59× the analytical model's over
 // seeds 1–3 (seed 1: 0.59×) and its slowdown@1 below it, an ensemble of 3's 0.14–0.17×.
 // One model is too fragile to guard: the OpenBLAS build (-tags blas), which only orders

@@ -4,8 +4,8 @@
 // model and of a 500k-node graph, peak memory (of a whole `gen --task fusion --all` run
 // too), and the old-vs-new comparison of whole
 // tpucost processes (dataset generation and tuning, the binary of the commit before
-// issue 11 against this tree's, side by side) — to BENCHMARKS.md, and into README.md
-// between the markers <!-- bench:start --> and <!-- bench:end -->.
+// issue 11 against this tree's, side by side) — to BENCHMARKS.md, and into
+// docs/benchmarks.md between the markers <!-- bench:start --> and <!-- bench:end -->.
 package main
 
 import (
@@ -173,19 +173,38 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		return
-	}
-	const start, end = "<!-- bench:start -->", "<!-- bench:end -->"
-	s := string(readme)
-	i, j := strings.Index(s, start), strings.Index(s, end)
-	if i < 0 || j < i {
-		return
-	}
-	s = s[:i+len(start)] + "\n" + table + s[j:]
-	if err := os.WriteFile("README.md", []byte(s), 0o644); err != nil {
+	if err := writeBenchDoc(benchDoc, table); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
+}
+
+// benchDoc is the page whose table `make bench` rewrites, between benchStart and benchEnd.
+const (
+	benchDoc   = "docs/benchmarks.md"
+	benchStart = "<!-- bench:start -->"
+	benchEnd   = "<!-- bench:end -->"
+)
+
+// writeBenchDoc replaces what lies between the bench markers of the file at path by table.
+// A missing file or missing markers is an error naming the file: the table has one home.
+func writeBenchDoc(path, table string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s, err := spliceTable(string(doc), table)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// spliceTable returns doc with the text between its bench markers replaced by table.
+func spliceTable(doc, table string) (string, error) {
+	i, j := strings.Index(doc, benchStart), strings.Index(doc, benchEnd)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no %s ... %s markers", benchStart, benchEnd)
+	}
+	return doc[:i+len(benchStart)] + "\n" + table + doc[j:], nil
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// genMemoryArgs is the README's fusion example (every zoo model, 16 configs) whose peak
+// genMemoryArgs is docs/datasets.md's fusion example (every zoo model, 16 configs) whose peak
 // memory grew with --configs and the model count until issue 24 bounded it by the
 // workers; "OUT" is replaced by a fresh directory.
 var genMemoryArgs = []string{"gen", "--task", "fusion", "--all", "--configs", "16", "--workers", "2", "--out", "OUT"}

@@ -43,7 +43,7 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(o) },
 	}
 	o.Target.bind(cmd)
-	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see README: Configs)")
+	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see docs/compiler.md: Configs)")
 	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
 	cmd.Flags().StringVar(&o.Passes, "passes", "", "comma-separated simplification passes to run once each instead of the default pipeline, or none ("+

@@ -38,7 +38,7 @@ func NewCmdGymServe(ios IO, _ *Globals) *cobra.Command {
 		Short: "Serve the pass-ordering environment as line-delimited JSON on stdin/stdout",
 		Long: "Serve reads one JSON request per line on stdin ({\"op\":\"actions\"}, {\"op\":\"reset\",\"program\":P,\"seed\":S,\"max_steps\":N}, " +
 			"{\"op\":\"step\",\"action\":A}) and writes one JSON response per line on stdout (observation, reward, done, info; " +
-			"or ok=false with an error naming the line). It ends at EOF. See the README's Pass-ordering gym section.",
+			"or ok=false with an error naming the line). It ends at EOF. See docs/gym.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			programs, err := gymPrograms(o.Programs, false)

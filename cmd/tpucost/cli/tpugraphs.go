@@ -139,7 +139,7 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 		Long: "Writes every kernel of the dataset in DIR as one npz file of the TpuGraphs tile collection (node_feat, node_opcode, " +
 			"edge_index, config_feat, config_runtime, config_runtime_normalizers), or layout collection for imported per-node " +
 			"datasets, in NPZDIR/{train,valid,test} (--split), so that TpuGraphs' Python baselines can train on it. " +
-			"See the README's TpuGraphs section for what maps.",
+			"See docs/datasets.md (TpuGraphs) for what maps.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]

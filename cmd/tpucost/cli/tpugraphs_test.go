@@ -78,7 +78,7 @@ func TestImportExportTpuGraphs(t *testing.T) {
 	}
 }
 
-// TestTpuGraphsEndToEnd runs the TpuGraphs workflow of the README on synthetic files of the
+// TestTpuGraphsEndToEnd runs the TpuGraphs workflow of docs/datasets.md on synthetic files of the
 // release's layout (tile and layout collections, train/valid/test) and on the real .pb
 // tuning runs: import, inspect, train, eval (with the TpuGraphs metrics) and predict
 // --data; and the refusals between feature sets.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSpliceTable(t *testing.T) {
+	doc := "# Benchmarks\n\nprose\n\n" + benchStart + "\nold table\n" + benchEnd + "\n\n## After\n"
+	got, err := spliceTable(doc, "new table\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Benchmarks\n\nprose\n\n" + benchStart + "\nnew table\n" + benchEnd + "\n\n## After\n"
+	if got != want {
+		t.Errorf("spliceTable:\n got %q\nwant %q", got, want)
+	}
+	for _, bad := range []string{"no markers", benchEnd + " before " + benchStart, benchStart + " only"} {
+		if _, err := spliceTable(bad, "t\n"); err == nil {
+			t.Errorf("spliceTable(%q): no error", bad)
+		}
+	}
+}
+
+// TestBenchDocHasMarkers checks that the page `make bench` rewrites (docs/benchmarks.md, run
+// from the repository root) exists and holds the markers in order, and that the README
+// does not hold a second copy of the table.
+func TestBenchDocHasMarkers(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, benchDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spliceTable(string(doc), "t\n"); err != nil {
+		t.Errorf("%s: %v", benchDoc, err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(readme), benchStart) {
+		t.Errorf("README.md still holds %s: the table's one home is %s", benchStart, benchDoc)
+	}
+}
+
+func TestWriteBenchDoc(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.md")
+	if err := os.WriteFile(p, []byte("x\n"+benchStart+"\nold\n"+benchEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBenchDoc(p, "new\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if want := "x\n" + benchStart + "\nnew\n" + benchEnd + "\n"; string(b) != want {
+		t.Errorf("got %q, want %q", b, want)
+	}
+	if err := writeBenchDoc(filepath.Join(t.TempDir(), "missing.md"), "t\n"); err == nil {
+		t.Error("a missing file: no error")
+	}
+}
