@@ -76,6 +76,9 @@ type Options struct {
 	Budget   int         // simulator measurements (program and kernel); required > 0
 	Seed     int64       // seeds the search and the measurement noise
 	Workers  int         // measurement and compile goroutines; 0 (valid): GOMAXPROCS
+	// Shapes sizes the dynamic dimensions of every source RunMany resolves (a --shapes
+	// value, zoo.ResolveShapes); empty: each source's own shape.
+	Shapes string
 
 	// Measurement noise of the simulated hardware (tpusim.Options): a run takes
 	// true * (1 + |N(0, Noise)|) and a measurement is the min of Runs runs (default 3).
@@ -585,7 +588,7 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("before tuning %s: %w", src, err)
 		}
-		m, err := zoo.Resolve(src)
+		m, err := zoo.ResolveShapes(src, opts.Shapes)
 		if err != nil {
 			return nil, err
 		}

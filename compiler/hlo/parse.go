@@ -318,6 +318,25 @@ func (p *parser) run(ok func(byte) bool) string {
 }
 
 // name reads a name with an optional leading '%'; what names it in errors.
+// moduleName reads the module's name: a name that may also carry '@' and '=' (a zoo
+// model built at a shape is named "bert_tiny_s128_b32@seq=64").
+func (p *parser) moduleName() (string, error) {
+	p.skipSpace()
+	if p.off < len(p.src) && p.src[p.off] == '%' {
+		p.off++
+	}
+	i := p.off
+	for i < len(p.src) && (isNameChar(p.src[i]) || p.src[i] == '@' || p.src[i] == '=') {
+		i++
+	}
+	if i == p.off {
+		return "", p.errAt(i, "expected module name, found %s", p.found())
+	}
+	name := string(p.src[p.off:i])
+	p.off = i
+	return name, nil
+}
+
 func (p *parser) name(what string) (string, int, error) {
 	p.skipSpace()
 	start := p.off
@@ -765,7 +784,7 @@ func (p *parser) parseModule() (*Module, error) {
 		return nil, p.errAt(p.off, "expected \"HloModule\", found %s", p.found())
 	}
 	p.off += len("HloModule")
-	name, _, err := p.name("module name")
+	name, err := p.moduleName()
 	if err != nil {
 		return nil, err
 	}

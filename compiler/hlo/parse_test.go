@@ -691,3 +691,12 @@ func BenchmarkPrint(b *testing.B) {
 	}
 	b.ReportMetric(100000*float64(b.N)/b.Elapsed().Seconds(), "instrs/s")
 }
+
+// TestModuleNameWithShape: a module built at a shape is named "model@seq=64"; its text
+// parses back under that name.
+func TestModuleNameWithShape(t *testing.T) {
+	m, err := Parse("t", []byte("HloModule bert_tiny@seq=64, entry_computation_layout={()->f32[]}\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n"))
+	if err != nil || m.Name != "bert_tiny@seq=64" || len(m.Attrs) != 1 {
+		t.Fatalf("%v, %+v", err, m)
+	}
+}

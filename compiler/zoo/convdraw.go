@@ -78,7 +78,8 @@ func (c convdrawConfig) graph(n *net) []*hlo.Instruction {
 
 func convdrawVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c convdrawConfig) variant {
-		return variant{name: name, family: "convdraw", act: act, train: train, opt: adam, graph: c.graph}
+		return variant{name: name, family: "convdraw", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.steps, maxUnrolled,
+			func(seq int) graphFn { c := c; c.steps = seq; return c.graph })
 	}
 	return []variant{
 		v("convdraw_s8_c32_r32_b16", hlo.F32, true, convdrawConfig{batch: 16, res: 32, steps: 8, ch: 32, latent: 8, channels: 1}),

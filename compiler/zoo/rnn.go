@@ -98,7 +98,8 @@ func (c lstmConfig) graph(n *net) []*hlo.Instruction {
 
 func lstmVariants() []variant {
 	v := func(name string, act hlo.ElemType, c lstmConfig) variant {
-		return variant{name: name, family: "lstm", act: act, train: true, opt: sgdMomentum, graph: c.graph}
+		return variant{name: name, family: "lstm", act: act, train: true, opt: sgdMomentum, graph: c.graph}.withSeq(c.steps, maxUnrolled,
+			func(seq int) graphFn { c := c; c.steps = seq; return c.graph })
 	}
 	return []variant{
 		v("rnn_char_h96_t24_b1", hlo.F32, lstmConfig{batch: 1, steps: 24, vocab: 256, embed: 32, hidden: 96, vanilla: true}),
@@ -117,7 +118,8 @@ type nmtConfig struct {
 }
 
 func nmtVariant(name string, act hlo.ElemType, train bool, c nmtConfig) variant {
-	return variant{name: name, family: "translation", act: act, train: train, opt: adam, graph: c.graph}
+	return variant{name: name, family: "translation", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.srcLen, maxUnrolled,
+		func(seq int) graphFn { c := c; c.srcLen, c.tgtLen = seq, seq; return c.graph })
 }
 
 func (c nmtConfig) graph(n *net) []*hlo.Instruction {
@@ -219,7 +221,8 @@ func (c wavernnConfig) graph(n *net) []*hlo.Instruction {
 
 func wavernnVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c wavernnConfig) variant {
-		return variant{name: name, family: "wavernn", act: act, train: train, opt: adam, graph: c.graph}
+		return variant{name: name, family: "wavernn", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.steps, maxUnrolled,
+			func(seq int) graphFn { c := c; c.steps = seq; return c.graph })
 	}
 	return []variant{
 		v("wavernn_h384_t16_b1", hlo.F32, false, wavernnConfig{batch: 1, steps: 16, hidden: 384, cond: 80}),

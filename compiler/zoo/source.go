@@ -14,9 +14,22 @@ import (
 // *.hlo.pb); any other file is HLO text. Modules whose entry reaches an unbounded dynamic
 // dimension are refused (hlo.CheckBounded).
 func Resolve(src string) (*hlo.Module, error) {
+	if m, isFile, err := resolveFile(src); isFile {
+		return m, err
+	}
+	m, err := Lookup(src)
+	if err != nil {
+		return nil, err
+	}
+	return m.Build()
+}
+
+// resolveFile loads src when it names a file (isFile): one that exists, or a path that
+// looks like one (then the error says it is missing).
+func resolveFile(src string) (m *hlo.Module, isFile bool, err error) {
 	st, err := os.Stat(src)
 	if err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory; want an HLO file (text, or binary .pb) or a zoo model name (tpucost zoo list)", src)
+		return nil, true, fmt.Errorf("%s: is a directory; want an HLO file (text, or binary .pb) or a zoo model name (tpucost zoo list)", src)
 	}
 	if err == nil {
 		parse := hlo.ParseFile
@@ -25,21 +38,17 @@ func Resolve(src string) (*hlo.Module, error) {
 		}
 		m, err := parse(src)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if err := hlo.CheckBounded(m); err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
+			return nil, true, fmt.Errorf("%s: %w", src, err)
 		}
-		return m, nil
+		return m, true, nil
 	}
 	if strings.HasSuffix(src, ".hlo") || strings.HasSuffix(src, ".txt") || strings.HasSuffix(src, ".pb") || strings.ContainsRune(src, os.PathSeparator) {
-		return nil, fmt.Errorf("%s: no such HLO file", src)
+		return nil, true, fmt.Errorf("%s: no such HLO file", src)
 	}
-	m, err := Lookup(src)
-	if err != nil {
-		return nil, err
-	}
-	return m.Build()
+	return nil, false, nil
 }
 
 // Names lists every zoo model's name, in registry order.
@@ -91,8 +100,12 @@ func Select(models string, all bool) ([]string, error) {
 // model's inference graph and training step ("mlp_96x2_b1", "mlp_96x2_b1_train") and its
 // batch sizes ("resnet18_b1", "resnet18_b32") are one variant, named by the model name
 // without the "_train" and "_bN" suffixes ("mlp_96x2", "resnet18"). Any other program (a
-// bundled dump, an HLO file) is its own variant, with the same suffixes stripped.
+// bundled dump, an HLO file) is its own variant, with the same suffixes stripped. A
+// program built at a shape ("bert_tiny_s128_b32@seq=64", --shapes) is its model's variant.
 func Variant(program string) string {
+	if i := strings.IndexByte(program, '@'); i > 0 {
+		program = program[:i]
+	}
 	v := strings.TrimSuffix(program, "_train")
 	if i := strings.LastIndex(v, "_b"); i > 0 && i+2 < len(v) && allDigits(v[i+2:]) {
 		v = v[:i]

@@ -121,7 +121,7 @@ type bertConfig struct {
 }
 
 func (c bertConfig) graph(n *net) []*hlo.Instruction {
-	const vocab, maxPos, preds = 30522, 512, 20
+	const vocab, maxPos, preds = 30522, bertMaxPos, 20
 	b := n.b
 	B, S, D := c.batch, c.seq, c.hidden
 	ids := n.input(hlo.S32, B*S)
@@ -151,9 +151,18 @@ func (c bertConfig) graph(n *net) []*hlo.Instruction {
 	return []*hlo.Instruction{n.softmax(n.dense(pooled, 2, true), 1)}
 }
 
+// bertMaxPos and gpt2MaxPos are the learned position tables' lengths: the longest
+// sequences the models take.
+const bertMaxPos, gpt2MaxPos = 512, 1024
+
+// maxUnrolled bounds the sequence length of models unrolled over it (LSTMs, NMT,
+// ConvDRAW steps): their graphs grow with it. maxSeq bounds the other sequence models.
+const maxUnrolled, maxSeq = 256, 8192
+
 func bertVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c bertConfig) variant {
-		return variant{name: name, family: "bert", act: act, train: train, opt: adam, graph: c.graph}
+		return variant{name: name, family: "bert", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, bertMaxPos,
+			func(seq int) graphFn { c := c; c.seq = seq; return c.graph })
 	}
 	return []variant{
 		v("bert_tiny_s128_b32", hlo.F32, true, bertConfig{batch: 32, seq: 128, layers: 2, hidden: 128, heads: 2}),
@@ -175,7 +184,7 @@ type gpt2Config struct {
 }
 
 func (c gpt2Config) graph(n *net) []*hlo.Instruction {
-	const vocab, maxPos = 50257, 1024
+	const vocab, maxPos = 50257, gpt2MaxPos
 	B, S, D := c.batch, c.seq, c.hidden
 	ids := n.input(hlo.S32, B*S)
 	wte := n.weight(vocab, D)
@@ -193,7 +202,8 @@ func (c gpt2Config) graph(n *net) []*hlo.Instruction {
 
 func gpt2Variants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c gpt2Config) variant {
-		return variant{name: name, family: "gpt2", act: act, train: train, opt: adam, graph: c.graph}
+		return variant{name: name, family: "gpt2", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, gpt2MaxPos,
+			func(seq int) graphFn { c := c; c.seq = seq; return c.graph })
 	}
 	return []variant{
 		v("gpt2_tiny_s128_b8", hlo.F32, true, gpt2Config{batch: 8, seq: 128, layers: 4, hidden: 384, heads: 6}),
@@ -247,7 +257,8 @@ func (c transformerConfig) graph(n *net) []*hlo.Instruction {
 
 func translationVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c transformerConfig) variant {
-		return variant{name: name, family: "translation", act: act, train: train, opt: adam, graph: c.graph}
+		return variant{name: name, family: "translation", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.srcLen, maxSeq,
+			func(seq int) graphFn { c := c; c.srcLen, c.tgtLen = seq, seq; return c.graph })
 	}
 	return []variant{
 		v("transformer_tiny_s32_b64", hlo.F32, true, transformerConfig{batch: 64, srcLen: 32, tgtLen: 32, layers: 2, hidden: 256, heads: 4, ffn: 1024, vocab: 8000}),

@@ -23,7 +23,13 @@ type Model struct {
 	Name   string // e.g. "resnet50_b32"; training variants end in "_train"
 	Family string // e.g. "resnet_v1"
 	Kind   Kind
-	build  func() (*hlo.Module, error)
+	// Dynamic lists the dynamic dimensions the model's builder takes (sequence models:
+	// "seq", the sequence length); WithShapes builds the model at other sizes of them.
+	Dynamic []Dim
+	build   func() (*hlo.Module, error)
+	// buildSeq builds the model at sequence length seq, named name (nil: no "seq").
+	// Its errors carry the name.
+	buildSeq func(name string, seq int) (*hlo.Module, error)
 }
 
 // Build builds a fresh module named m.Name. Builds are deterministic: every call gives
@@ -49,6 +55,18 @@ type variant struct {
 	train  bool
 	opt    optimizer
 	graph  graphFn
+	// seq, when set, is the graph at another sequence length (the "seq" dimension),
+	// seqMax its largest accepted value and seqDefault the one graph uses.
+	seq        func(seq int) graphFn
+	seqDefault int
+	seqMax     int
+}
+
+// withSeq declares the sequence length of v: graph at seq is at(seq); def is the length
+// v's graph uses and max the largest accepted.
+func (v variant) withSeq(def, max int, at func(seq int) graphFn) variant {
+	v.seq, v.seqDefault, v.seqMax = at, def, max
+	return v
 }
 
 // variants lists every family's variants. It constructs the list on each call: the
@@ -70,18 +88,29 @@ func variants() []variant {
 func All() []Model {
 	var ms []Model
 	for _, v := range variants() {
-		ms = append(ms, Model{Name: v.name, Family: v.family, Kind: Inference, build: v.builder(v.name, Inference)})
+		ms = append(ms, v.model(v.name, Inference))
 		if v.train {
-			name := v.name + "_train"
-			ms = append(ms, Model{Name: name, Family: v.family, Kind: Training, build: v.builder(name, Training)})
+			ms = append(ms, v.model(v.name+"_train", Training))
 		}
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
 	return ms
 }
 
-func (v variant) builder(name string, kind Kind) func() (*hlo.Module, error) {
-	return func() (*hlo.Module, error) { return buildGraph(name, kind, v.act, v.opt, v.graph) }
+func (v variant) model(name string, kind Kind) Model {
+	m := Model{Name: name, Family: v.family, Kind: kind,
+		build: func() (*hlo.Module, error) { return buildGraph(name, kind, v.act, v.opt, v.graph) }}
+	if v.seq != nil {
+		m.Dynamic = []Dim{{Name: "seq", Default: v.seqDefault, Max: v.seqMax}}
+		m.buildSeq = func(name string, seq int) (*hlo.Module, error) {
+			mod, err := buildGraph(name, kind, v.act, v.opt, v.seq(seq))
+			if err != nil {
+				return nil, fmt.Errorf("zoo: building %s at seq=%d: %w", name, seq, err)
+			}
+			return mod, nil
+		}
+	}
+	return m
 }
 
 // Lookup returns the model called name. When there is none, the error lists a few of the

@@ -15,6 +15,7 @@ import (
 
 // CompileOptions are the options of `tpucost compile`.
 type CompileOptions struct {
+	Shapes    string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
 	IO        IO
 	Globals   *Globals
 	Target    TargetFlags
@@ -43,6 +44,7 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(o) },
 	}
 	o.Target.bind(cmd)
+	bindShapes(cmd, &o.Shapes)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see docs/compiler.md: Configs)")
 	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
@@ -108,7 +110,7 @@ func runCompile(o *CompileOptions) error {
 			return err
 		}
 	}
-	m, err := zoo.Resolve(o.Src)
+	m, err := zoo.ResolveShapes(o.Src, o.Shapes)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 // PredictOptions are the options of `tpucost predict`.
 type PredictOptions struct {
+	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
 	IO      IO
 	Globals *Globals
 	Target  TargetFlags
@@ -57,6 +58,7 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Data, "data", "", "score the rows of this dataset directory instead of compiling SRC")
 	cmd.Flags().IntVar(&o.MaxRows, "rows", 0, "with --data: report at most this many rows (0: all)")
 	o.Target.bind(cmd)
+	bindShapes(cmd, &o.Shapes)
 	cmd.Flags().StringVar(&o.Model, "model", "", "checkpoint directory (from tpucost train)")
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Top, "top", 3, "options listed per kernel for tile and flags models")
@@ -75,6 +77,8 @@ func runPredict(o *PredictOptions) error {
 		return fmt.Errorf("--rows: got %d, want an integer >= 0 (0: all)", o.MaxRows)
 	}
 	switch {
+	case o.Data != "" && o.Shapes != "":
+		return fmt.Errorf("--shapes sizes SRC: give it with SRC, not with --data")
 	case o.Data != "" && o.Src != "":
 		return fmt.Errorf("give SRC or --data, not both")
 	case o.Data == "" && o.Src == "":
@@ -107,7 +111,7 @@ func runPredict(o *PredictOptions) error {
 	if mismatch != "" {
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
-	p, err := compileSource(o.Src, o.Config, c, "", nil)
+	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
 	if err != nil {
 		return err
 	}

@@ -163,10 +163,43 @@ func (t *TargetFlags) chip() (tpusim.Chip, error) {
 	return c, nil
 }
 
-// compileSource loads SRC (a zoo model or an HLO file) and compiles it with the config
-// file cfgPath (empty: defaults), rejecting configs that name nodes the program lacks.
-func compileSource(src, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
-	m, err := zoo.Resolve(src)
+// shapesUsage is the help of --shapes, which every command that builds SRC has.
+const shapesUsage = "size dynamic dimensions, NAME=V[,NAME=V]: a zoo model's seq (zoo list: DYNAMIC), an HLO file's bounded dims d0, d1, ... " +
+	"(entry parameters' f32[<=N] dims in parameter order, V <= N); default: the model's own shape, the HLO bounds"
+
+// bindShapes binds --shapes to p: the one flag helper of every command that builds a
+// source. The value is parsed (zoo.ParseShapes) as the flag is set, so an empty value, a
+// list or a bad number fails naming the flag; zoo.ResolveShapes checks the names and
+// bounds against the source.
+func bindShapes(cmd *cobra.Command, p *string) {
+	cmd.Flags().Var(shapesValue{p}, "shapes", shapesUsage)
+}
+
+// shapesValue is the pflag.Value of --shapes.
+type shapesValue struct{ p *string }
+
+func (v shapesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v shapesValue) Set(s string) error {
+	if _, err := zoo.ParseShapes(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (shapesValue) Type() string { return "shapes" }
+
+// compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
+// own) and compiles it with the config file cfgPath (empty: defaults), rejecting configs
+// that name nodes the program lacks.
+func compileSource(src, shapes, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+	m, err := zoo.ResolveShapes(src, shapes)
 	if err != nil {
 		return nil, err
 	}

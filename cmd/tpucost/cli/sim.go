@@ -12,6 +12,7 @@ import (
 
 // SimOptions are the options of `tpucost sim`.
 type SimOptions struct {
+	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
 	IO      IO
 	Globals *Globals
 	Target  TargetFlags
@@ -32,6 +33,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runSim(o) },
 	}
 	o.Target.bind(cmd)
+	bindShapes(cmd, &o.Shapes)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
@@ -42,7 +44,7 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileSource(o.Src, o.Config, c, "", nil)
+	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
 	if err != nil {
 		return err
 	}

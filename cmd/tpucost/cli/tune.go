@@ -29,6 +29,7 @@ type TuneOptions struct {
 
 	Src        string
 	Models     string // comma-separated sources for batch mode
+	Shapes     string // --shapes: sizes of dynamic dimensions of every source
 	All        bool   // batch mode over the whole zoo
 	Strategy   string
 	ModelDir   string
@@ -78,6 +79,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		},
 	}
 	o.Target.bind(cmd)
+	bindShapes(cmd, &o.Shapes)
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
@@ -129,6 +131,12 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	if o.Shapes != "" {
+		if _, err := zoo.ParseShapes(o.Shapes); err != nil {
+			return fmt.Errorf("--shapes: %w", err)
+		}
+		opts.Shapes = o.Shapes
+	}
 	if err := opts.Validate(); err != nil {
 		return tuneFlagError(err)
 	}
