@@ -295,7 +295,7 @@ func kernelNames() []string {
 	return n
 }
 
-func kernelFeatures(k *cost.KernelInfo) []float32 {
+func kernelFeatures(k *cost.KernelInfo, t cost.Target) []float32 {
 	f := make([]float32, 0, KernelWidth)
 	for _, kind := range []cost.KernelKind{cost.KindLoop, cost.KindReduce, cost.KindGEMM, cost.KindOpaque} {
 		f = append(f, b2f(k.Kind == kind))
@@ -303,8 +303,11 @@ func kernelFeatures(k *cost.KernelInfo) []float32 {
 	var inB, inP float64
 	var transposed, resident, gather, stream int
 	for _, in := range k.Inputs {
-		inB += in.Bytes
-		inP += in.Padded
+		// What the kernel reads, not what its operands hold: a gathered table's rows,
+		// not the table (SchemaVersion 6).
+		b, p := k.ReadBytes(in, t)
+		inB += b
+		inP += p
 		switch in.Role {
 		case cost.RoleResident:
 			resident++
@@ -358,7 +361,7 @@ func Kernel(fc *hlo.Computation, info *cost.KernelInfo, t cost.Target) Graph {
 		g.Opcodes[i] = ids[in.Opcode]
 		nodeFeatures(g.NodeFeats[i*NodeWidth:(i+1)*NodeWidth], in, users[i], in == fc.Root, t)
 	}
-	g.KernelFeats = kernelFeatures(info)
+	g.KernelFeats = kernelFeatures(info, t)
 	return g
 }
 

@@ -22,8 +22,14 @@ import (
 // node feature for bounded dynamic dimensions (f32[<=N], sized at the bound). Version 5:
 // a GEMM kernel's M and N follow the MXU's orientation (the output's minor dimension on
 // the columns, cost.KernelInfo.ColsDim and DotSwapped, tpusim-1.3), so the kernel
-// features' M and N of reoriented dots and convolutions changed meaning.
-const SchemaVersion = 5
+// features' M and N of reoriented dots and convolutions changed meaning. Version 6: the
+// kernel features in_bytes_log and in_padded_log count the bytes the kernel reads
+// (cost.KernelInfo.ReadBytes), not the sizes of its operands: a gathered embedding table
+// (RoleGather) counts the rows it gathers, an operand updated in place (RoleAliased)
+// nothing. Gather kernels of the same ~2.7 µs ranged from 9 to 25 in in_bytes_log with
+// the size of their tables, so a held-out program with a bigger table extrapolated (issue
+// 20: dlrm_mlperf_b16 at 4,020% in a quality run of 20-epoch models; docs/training.md).
+const SchemaVersion = 6
 
 // MaxRank is the rank shapes are padded to in node features.
 const MaxRank = 6

@@ -808,3 +808,35 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 	}
 	return nil
 }
+
+// streamElems is the number of elements of the iteration space an input's Ratio is
+// relative to for a loop or reduce kernel (a loop's output, or its update for an in-place
+// kernel; a reduce's input), 0 for the other kinds.
+func (k *KernelInfo) streamElems() int64 {
+	switch k.Kind {
+	case KindLoop:
+		return k.OutElems
+	case KindReduce:
+		return k.InElems
+	}
+	return 0
+}
+
+// ReadBytes returns the logical and padded bytes the kernel reads of one of its inputs
+// from HBM on target t, once each: a gathered table (RoleGather) only the rows it gathers
+// (Ratio per element of the iteration space; a row gathered twice is read twice), each
+// row padded to whole lanes (t.Lanes) but not the table's row count to sublanes; an
+// operand updated in place (RoleAliased) nothing; any other input all of it.
+func (k *KernelInfo) ReadBytes(in Operand, t Target) (logical, padded float64) {
+	switch in.Role {
+	case RoleAliased:
+		return 0, 0
+	case RoleGather:
+		logical = in.Ratio * float64(k.streamElems()) * float64(in.ElemBytes)
+		if arrayShape(in.Shape).Rank() < 2 {
+			return logical, logical
+		}
+		return logical, logical * float64(roundUp(in.Minor, t.Lanes)) / float64(max(in.Minor, 1))
+	}
+	return in.Bytes, in.Padded
+}
