@@ -23,6 +23,9 @@ const Version = "tpusim-1.3"
 // parameters only the simulator uses.
 type Chip struct {
 	cost.Target
+	// Base is the built-in preset the chip is (Name, for a preset) or was loaded from (a
+	// chip file's base, see ChipFile).
+	Base         string
 	CoresPerChip int
 	HBMBytes     int64
 
@@ -59,7 +62,7 @@ func presets() map[string]Chip {
 				HBMBandwidth: hbmGBs * 1e9 / float64(cores), VMEMBytes: vmemMiB << 20, LaunchNs: launchNs,
 				StepOverheadCycles: 96,
 			},
-			CoresPerChip: cores, HBMBytes: hbmGiB << 30,
+			Base: name, CoresPerChip: cores, HBMBytes: hbmGiB << 30,
 			DMALatencyNs: 500, BurstNs: 4, SyncCycles: 24,
 			VALUSlots: 2, EUPCyclesPerVreg: 4, XLUCyclesPerVreg: 2,
 			MXUFillCycles: 128, WeightLoadCycles: 128, IMemOps: 256, IFetchCycles: 2, CodeLoadNsPerOp: 8,

@@ -65,12 +65,11 @@ func (p Planned) For(t Target) (Planned, error) {
 	if p.Target == t {
 		return p, nil
 	}
-	if u := t; true {
-		u.Name, u.LaunchNs, u.StepOverheadCycles = p.Target.Name, p.Target.LaunchNs, p.Target.StepOverheadCycles
-		if u == p.Target {
-			p.Target = t
-			return p, nil
-		}
+	u := t
+	u.Name, u.LaunchNs, u.StepOverheadCycles = p.Target.Name, p.Target.LaunchNs, p.Target.StepOverheadCycles
+	if u == p.Target {
+		p.Target = t
+		return p, nil
 	}
 	return PlanConfig(p.Info, p.Key, p.Config, t)
 }

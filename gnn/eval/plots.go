@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/pngplot"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -30,18 +31,6 @@ type EpochPoint struct {
 	Epoch              int
 	TrainLoss, ValLoss float64
 	ValMetric          float64
-}
-
-// savePlot writes p as a PNG atomically.
-func savePlot(p *plot.Plot, w, h vg.Length, path string) error {
-	wt, err := p.WriterTo(w, h, "png")
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return atomicfile.Write(path, func(out io.Writer) error {
-		_, err := wt.WriteTo(out)
-		return err
-	})
 }
 
 // WritePlots writes scatter.png (predicted vs true runtime, log-log, both models),
@@ -122,15 +111,11 @@ func scatterPlot(dir string, rep *Report) (string, error) {
 	if err := add(lxy, learnedColor, "learned"); err != nil {
 		return "", err
 	}
-	diag := plotter.NewFunction(func(x float64) float64 { return x })
-	diag.Color = color.Gray{Y: 120}
-	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-	p.Add(diag)
-	p.Legend.Add("y = x", diag)
+	pngplot.AddDiagonal(p)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo/2, hi*2, lo/2, hi*2
 	path := filepath.Join(dir, "scatter.png")
-	return path, savePlot(p, 6*vg.Inch, 6*vg.Inch, path)
+	return path, pngplot.Save(p, 6*vg.Inch, 6*vg.Inch, path)
 }
 
 // maxProgramBars is how many programs programs.png draws as bars: with more, it draws

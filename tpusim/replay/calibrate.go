@@ -227,19 +227,9 @@ func CalibrateKernels(ks []TileKernel, o CalibrateOptions) (*CalibrateReport, er
 		s.Identified = s.LossIncrease >= IdentifiedIncrease
 		rep.Constants = append(rep.Constants, s)
 	}
-	rep.File = tpusim.ChipFile{Name: o.Name, Base: baseName(o.Base.Name), Constants: tpusim.ConstantsFromVector(xb),
+	rep.File = tpusim.ChipFile{Name: o.Name, Base: o.Base.Base, Constants: tpusim.ConstantsFromVector(xb),
 		Calibration: &tpusim.CalibrationInfo{Seed: o.Seed, FitKernels: rep.Fit.Kernels, HeldoutKernels: rep.Heldout.Kernels, Simulator: tpusim.Version}}
 	return rep, nil
-}
-
-// baseName is the built-in preset a chip's name starts with ("v3" of "v3-x@hash").
-func baseName(name string) string {
-	for _, p := range tpusim.PresetNames() {
-		if name == p || len(name) > len(p) && name[:len(p)] == p && (name[len(p)] == '-' || name[len(p)] == '@') {
-			return p
-		}
-	}
-	return name
 }
 
 // RankMargin is the measured difference (in log units, about 2%) below which a pair of
@@ -314,13 +304,7 @@ func scoreOn(ks []TileKernel, c tpusim.Chip) (Scores, error) {
 		if err != nil {
 			return Scores{}, err
 		}
-		g := Group{Name: k.Name, Default: -1}
-		for i, r := range k.Runs {
-			g.Measured = append(g.Measured, r.MeasuredNs)
-			if r.Default {
-				g.Default = i
-			}
-		}
+		g, _, _ := columns(k.Name, k.Runs)
 		gs = append(gs, g)
 		pred = append(pred, sim)
 	}

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"image/color"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/pngplot"
 )
 
 // WritePlots draws simulated against measured time: for the tile runs log-log, one colour
@@ -74,19 +72,7 @@ func layoutPlot(dir string, r *Report) (string, error) {
 	mx, my := math.Max((xhi-xlo)/10, 1e-3), math.Max((yhi-ylo)/10, 1e-3)
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xlo-mx, xhi+mx, ylo-my, yhi+3*my
 	path := filepath.Join(dir, "layout_sim_vs_measured.png")
-	return path, savePNG(p, 8*vg.Inch, 6*vg.Inch, path)
-}
-
-// savePNG writes p to path as a PNG, atomically.
-func savePNG(p *plot.Plot, w, h vg.Length, path string) error {
-	wt, err := p.WriterTo(w, h, "png")
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return atomicfile.Write(path, func(out io.Writer) error {
-		_, err := wt.WriteTo(out)
-		return err
-	})
+	return path, pngplot.Save(p, 8*vg.Inch, 6*vg.Inch, path)
 }
 
 // tilePlot draws the tile runs' simulated against measured time (log-log).
@@ -117,14 +103,10 @@ func tilePlot(dir string, r *Report) (string, error) {
 		p.Add(s)
 		p.Legend.Add(fmt.Sprintf("%s (%d)", k.Name, len(k.Runs)), s)
 	}
-	diag := plotter.NewFunction(func(x float64) float64 { return x })
-	diag.Color = color.Gray{Y: 120}
-	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-	p.Add(diag)
-	p.Legend.Add("y = x", diag)
+	pngplot.AddDiagonal(p)
 	// The runs lie along the diagonal: the upper left corner is free for the legend.
 	p.Legend.Left, p.Legend.Top = true, true
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo/2, hi*2, lo/2, hi*2
 	path := filepath.Join(dir, "tile_sim_vs_measured.png")
-	return path, savePNG(p, 9*vg.Inch, 6*vg.Inch, path)
+	return path, pngplot.Save(p, 9*vg.Inch, 6*vg.Inch, path)
 }

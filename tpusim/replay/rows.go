@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -78,7 +77,7 @@ func WriteTileRows(dir string, r *Report, c tpusim.Chip) (int, error) {
 func maxConfigs(rows []dataset.Row) int {
 	m := 0
 	for _, r := range rows {
-		m = int(math.Max(float64(m), float64(len(r.Configs))))
+		m = max(m, len(r.Configs))
 	}
 	return m
 }

@@ -32,6 +32,34 @@ type Group struct {
 	Default  int       // index of the compiler's default configuration, -1 if none
 }
 
+// timedRun is what scoring reads of a replayed run (TileRun, LayoutRun).
+type timedRun interface {
+	times() (measured, sim, analytical float64, isDefault bool)
+}
+
+func (r TileRun) times() (float64, float64, float64, bool) {
+	return r.MeasuredNs, r.SimNs, r.AnalyticalNs, r.Default
+}
+
+func (r LayoutRun) times() (float64, float64, float64, bool) {
+	return r.MeasuredNs, r.SimNs, r.AnalyticalNs, r.Default
+}
+
+// columns is runs as a Group (named name, its measured times and its default run) and
+// the simulator's and the analytical model's times of each run.
+func columns[R timedRun](name string, runs []R) (g Group, sim, an []float64) {
+	g = Group{Name: name, Default: -1, Measured: make([]float64, len(runs))}
+	sim, an = make([]float64, len(runs)), make([]float64, len(runs))
+	for i, r := range runs {
+		var def bool
+		g.Measured[i], sim[i], an[i], def = r.times()
+		if def {
+			g.Default = i
+		}
+	}
+	return g, sim, an
+}
+
 // Resolution is the relative difference below which two predictions count as tied in
 // Scores.KendallTau: the finest the TPU measurements resolve. Identical configurations of
 // the layout file's 910 ms module measure up to 20 µs apart (2e-5); the tile files'

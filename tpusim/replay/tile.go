@@ -128,13 +128,12 @@ var ErrUnmapped = errors.New("not mapped")
 // physical returns the dims of s in its physical order, major to minor, with the logical
 // dimension number of each.
 func physical(s hlo.Shape) (dims, logical []int) {
-	l := s.LayoutOrDefault()
-	n := len(s.Dims)
-	dims, logical = make([]int, n), make([]int, n)
-	for i, d := range l.MinorToMajor {
-		dims[n-1-i], logical[n-1-i] = s.Dims[d], d
+	mtm := s.LayoutOrDefault().MinorToMajor
+	logical = make([]int, len(mtm))
+	for i, d := range mtm {
+		logical[len(mtm)-1-i] = d
 	}
-	return dims, logical
+	return s.PhysicalDims(), logical
 }
 
 // boundExtents converts one bound list of a TPU tile config into element extents per

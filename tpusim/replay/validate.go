@@ -117,7 +117,8 @@ func Validate(files []string, o Options) (*Report, error) {
 			return nil, err
 		}
 		for mi, mt := range mts {
-			if hasLayoutRuns(mt) {
+			hasTileRuns, hasLayoutRuns := runKinds(mt)
+			if hasLayoutRuns {
 				lr, err := ReplayLayout(mt, o.Chip)
 				if err != nil {
 					return nil, fmt.Errorf("%s: module %d: %w", f, mi, err)
@@ -129,19 +130,11 @@ func Validate(files []string, o Options) (*Report, error) {
 					layout.Configs += len(lr.Runs)
 				}
 				if len(lr.Runs) >= 2 {
-					g := Group{Name: lr.Program, Default: -1}
-					var s, a []float64
-					for i, r := range lr.Runs {
-						g.Measured = append(g.Measured, r.MeasuredNs)
-						s, a = append(s, r.SimNs), append(a, r.AnalyticalNs)
-						if r.Default {
-							g.Default = i
-						}
-					}
+					g, s, a := columns(lr.Program, lr.Runs)
 					lgroups, lsim, lan = append(lgroups, g), append(lsim, s), append(lan, a)
 				}
 			}
-			if !hasTileRuns(mt) {
+			if !hasTileRuns {
 				continue
 			}
 			hasTile = true
@@ -177,22 +170,12 @@ func Validate(files []string, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func hasLayoutRuns(mt tpugraphs.ModuleTuning) bool {
+// runKinds reports whether mt has tile runs and layout runs.
+func runKinds(mt tpugraphs.ModuleTuning) (tile, layout bool) {
 	for _, r := range mt.Runs {
-		if r.Layout != nil {
-			return true
-		}
+		tile, layout = tile || r.Tile != nil, layout || r.Layout != nil
 	}
-	return false
-}
-
-func hasTileRuns(mt tpugraphs.ModuleTuning) bool {
-	for _, r := range mt.Runs {
-		if r.Tile != nil {
-			return true
-		}
-	}
-	return false
+	return tile, layout
 }
 
 // score fills the report's predictors and per-kernel lines from its replayed kernels.
@@ -202,16 +185,9 @@ func (t *TileReport) score(o Options) error {
 	for _, k := range t.Replayed {
 		t.Kernels++
 		t.Configs += len(k.Runs)
-		g := Group{Name: k.Name, Default: -1}
-		var s, a []float64
+		g, s, a := columns(k.Name, k.Runs)
 		approx := 0
-		for i, r := range k.Runs {
-			g.Measured = append(g.Measured, r.MeasuredNs)
-			s = append(s, r.SimNs)
-			a = append(a, r.AnalyticalNs)
-			if r.Default {
-				g.Default = i
-			}
+		for _, r := range k.Runs {
 			if r.Approx != "" {
 				approx++
 			}
@@ -229,8 +205,12 @@ func (t *TileReport) score(o Options) error {
 			}
 		}
 		if len(k.Runs) >= 2 {
+			var kl [][]float64
+			if l != nil {
+				kl = [][]float64{l}
+			}
 			var err error
-			if ks.Predictors, err = predictors([]Group{g}, [][]float64{s}, [][]float64{a}, nilIf(l == nil, [][]float64{l})); err != nil {
+			if ks.Predictors, err = predictors([]Group{g}, [][]float64{s}, [][]float64{a}, kl); err != nil {
 				return err
 			}
 		}
@@ -250,15 +230,8 @@ func (t *TileReport) score(o Options) error {
 		return nil
 	}
 	var err error
-	t.Predictors, err = predictors(groups, sim, an, nilIf(o.Learned == nil, learned))
+	t.Predictors, err = predictors(groups, sim, an, learned)
 	return err
-}
-
-func nilIf(cond bool, v [][]float64) [][]float64 {
-	if cond {
-		return nil
-	}
-	return v
 }
 
 // predictors scores the simulator, the analytical model, the learned model (when

@@ -126,13 +126,7 @@ func TestCalibrateAndChipFile(t *testing.T) {
 // model of another task is refused.
 func TestValidateWithModel(t *testing.T) {
 	root := t.TempDir()
-	data := filepath.Join(root, "tile-data")
-	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "mlp_768x3_b8"}, 8)
-	model := filepath.Join(root, "tile-model")
-	if _, stderr, err := runCmd(NewCmdTrain, false, "--task", "tile", "--data", data, "--out", model, "--epochs", "1",
-		"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6"); err != nil {
-		t.Fatalf("train: %v\n%s", err, stderr)
-	}
+	model := trainTinyTileModel(t, root)
 	// The tiny dataset is simulated for v4; the files are v3 runs.
 	_, errOut, code := run("validate", opTuningFile, "--model", model)
 	if code == 0 || !strings.Contains(errOut, "--allow-mismatch") {
@@ -159,13 +153,7 @@ func TestValidateWithModel(t *testing.T) {
 // architecture, and refuses what would change it.
 func TestFineTuneOnMeasuredRows(t *testing.T) {
 	root := t.TempDir()
-	data := filepath.Join(root, "tile-data")
-	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "mlp_768x3_b8"}, 8)
-	model := filepath.Join(root, "tile-model")
-	if _, stderr, err := runCmd(NewCmdTrain, false, "--task", "tile", "--data", data, "--out", model, "--epochs", "1",
-		"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6"); err != nil {
-		t.Fatalf("train: %v\n%s", err, stderr)
-	}
+	model := trainTinyTileModel(t, root)
 	rows := filepath.Join(root, "real")
 	if _, errOut, code := run("validate", opTuningFile, "--rows", rows); code != 0 {
 		t.Fatalf("validate --rows: %s", errOut)
@@ -209,4 +197,18 @@ func TestFineTuneOnMeasuredRows(t *testing.T) {
 			t.Errorf("%v: %v, want an error with %q", c.args, err, c.want)
 		}
 	}
+}
+
+// trainTinyTileModel trains a small tile model (hidden 16, 2 layers, 1 epoch) on a tiny
+// dataset simulated for v4 under root and returns its directory.
+func trainTinyTileModel(t *testing.T, root string) string {
+	t.Helper()
+	data := filepath.Join(root, "tile-data")
+	writeTinyDataset(t, data, dataset.TaskTile, []string{"resnet18_b1", "mlp_768x3_b8"}, 8)
+	model := filepath.Join(root, "tile-model")
+	if _, stderr, err := runCmd(NewCmdTrain, false, "--task", "tile", "--data", data, "--out", model, "--epochs", "1",
+		"--hidden", "16", "--layers", "2", "--batch", "8", "--max-configs", "6"); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	return model
 }
