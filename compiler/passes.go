@@ -262,7 +262,8 @@ func prefixLen(passes []Pass) int {
 // State is what the passes of one compile share: its inputs, the choices made so far and
 // the products passes leave for later passes (see Product): what one pass hands to
 // another is a field here, documented with the product that fills it, rather than a side
-// table. Compile creates one State per compile, from the module as it enters the list.
+// table. Compile creates one State for the config-independent prefix (when it is not
+// memoized) and one for the rest of the list, each from the module as it enters them.
 type State struct {
 	// Options and Config are the compile's inputs (Options.Store and Config are never
 	// nil). Passes read them.
@@ -318,7 +319,7 @@ type KernelSite struct {
 	Choice      cost.Planned     // the kernel's planned tile and flags
 }
 
-// newState returns the State for compiling m (already prepared and cloned) with cfg.
+// newState returns the State for running passes on m with cfg.
 func newState(m *hlo.Module, cfg *Config, opts Options) (*State, error) {
 	s := &State{Options: opts, Config: cfg, Effective: NewConfig(), Space: &Space{},
 		names: map[string]bool{}, used: map[Kind]map[string]bool{}, usedOperand: map[string]bool{}}

@@ -381,10 +381,11 @@ func (c *KernelCache) Release(m *hlo.Module) {
 }
 
 // prepareModule clones m and runs the config-independent prefix on it, on a State whose
-// Options carry only Check (a prefix pass reads no other input), logging each run.
+// Options carry only Check (a prefix pass reads no other input; the store is empty and
+// the config too), logging each run.
 func prepareModule(m *hlo.Module, opts Options, prefix []Pass) *prepared {
 	mod := m.Clone()
-	s, err := newState(mod, NewConfig(), Options{Check: opts.Check})
+	s, err := newState(mod, NewConfig(), Options{Check: opts.Check, Store: nilStore{}})
 	if err != nil {
 		return &prepared{err: err}
 	}
