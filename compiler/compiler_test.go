@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/opt"
 )
 
 // testTarget is a v4-like core (the tpusim preset, restated here because compiler must
@@ -41,29 +42,33 @@ func mlpBlock(t *testing.T, name string, batch, d, h int) *hlo.Module {
 	return m
 }
 
+// TestPassList: the list is valid; its configurable passes read the config kinds in
+// order; everything before them (preparation, then the simplification group of opt's
+// default passes, iterated) is the config-independent prefix.
 func TestPassList(t *testing.T) {
 	ps := Passes()
 	if err := CheckPasses(ps); err != nil {
 		t.Error(err)
 	}
-	names := map[string]bool{}
-	kinds := map[Kind]int{}
-	for _, p := range ps {
-		if names[p.Name] {
-			t.Errorf("pass %s listed twice", p.Name)
-		}
-		names[p.Name] = true
-		kinds[p.Kind]++
-		if p.Run == nil {
-			t.Errorf("pass %s has no Run", p.Name)
-		}
-	}
 	var order []Kind
-	for _, p := range ps {
-		order = append(order, p.Kind)
+	first := -1
+	for i, p := range ps {
+		if p.Kind != "" {
+			order = append(order, p.Kind)
+			if first < 0 {
+				first = i
+			}
+		}
 	}
 	if !slices.Equal(order, Kinds()) {
 		t.Errorf("pass kinds in order %v, want %v", order, Kinds())
+	}
+	if n := prefixLen(ps); n != first {
+		t.Errorf("config-independent prefix of %d passes, want the %d before %s", n, first, ps[first].Name)
+	}
+	g := byName(ps, SimplifyGroup)
+	if !slices.Equal(passNames(g.Group), opt.Names()) || g.MaxIterations != opt.DefaultMaxIterations || g.Run != nil {
+		t.Errorf("simplification group %v (cap %d), want %v to a fixed point (cap %d)", passNames(g.Group), g.MaxIterations, opt.Names(), opt.DefaultMaxIterations)
 	}
 }
 

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 
@@ -46,6 +47,16 @@ var programRequires = []Product{ProductFlow, ProductKernels, ProductTiles, Produ
 // Options.Check, verifies the module after it. A pass reads only the products it
 // Requires and fills those it Provides; Invalidates names the products its rewrite does
 // not preserve (they must be provided again before anything requires them).
+//
+// A pass without Run is a group (after XLA's HloPassFix): its Group passes run in order,
+// once when MaxIterations is 0, else repeatedly until an iteration changes nothing (a
+// fixed point, opt.FixedPoint: the group fails with an error wrapping
+// opt.ErrNoFixedPoint when iteration MaxIterations still changed the module). Its
+// members are passes with a Run that read no config; their products are the group's.
+//
+// The leading passes of a list that read no config and provide nothing but ProductFlow
+// are its config-independent prefix: Compile runs them once per module (memoized in
+// Options.Kernels, keyed by their names), on a State whose Options carry only Check.
 type Pass struct {
 	Name string
 	// Kind is the kind of config the pass reads; "" for a pass that reads none (a
@@ -55,13 +66,30 @@ type Pass struct {
 	Provides    []Product
 	Invalidates []Product
 	Run         func(m *hlo.Module, s *State) (changed bool, err error)
+
+	Group         []Pass
+	MaxIterations int
 }
 
-// Passes returns the configurable pipeline, in order: layout assignment, fusion, tiling
-// and flags, one pass per config kind. The list is data; it is checked by CheckPasses
-// when the package is initialized.
+// SimplifyGroup names the group of simplification passes in Passes, the one
+// Options.Simplify selects the members of.
+const SimplifyGroup = "simplify"
+
+// Passes returns the pipeline, in order: the preparation passes (inline-calls, unfuse,
+// rewrite-custom-calls), the simplification group (opt.DefaultPasses iterated to a fixed
+// point), then the configurable passes, one per config kind: layout assignment, fusion,
+// tiling and flags. The list is data; it is checked by CheckPasses when the package is
+// initialized.
 func Passes() []Pass {
+	var simplify []Pass
+	for _, p := range opt.DefaultPasses() {
+		simplify = append(simplify, OptPass(p))
+	}
 	return []Pass{
+		rewrite("inline-calls", nil, runInlineCalls),
+		rewrite("unfuse", []Product{ProductFlow}, runUnfuse),
+		rewrite("rewrite-custom-calls", []Product{ProductFlow}, runRewriteCustomCalls),
+		{Name: SimplifyGroup, Group: simplify, MaxIterations: opt.DefaultMaxIterations},
 		{Name: "layout-assignment", Kind: KindLayout, Run: runLayout,
 			Requires: []Product{ProductFlow}, Provides: []Product{ProductLayouts}},
 		{Name: "fusion", Kind: KindFusion, Run: runFusion,
@@ -79,23 +107,27 @@ func init() {
 	}
 }
 
-// PassNames lists the names of Passes in order.
+// PassNames lists the names of Passes in order, a group's members after the group.
+// Options.DumpAfter takes any of them.
 func PassNames() []string { return passNames(Passes()) }
 
 func passNames(ps []Pass) []string {
 	n := make([]string, 0, len(ps))
 	for _, p := range ps {
 		n = append(n, p.Name)
+		n = append(n, passNames(p.Group)...)
 	}
 	return n
 }
 
 // CheckPasses reports whether passes can run in this order on a fresh State and leave
 // what a Program is built from (ProductFlow, ProductKernels, ProductTiles, ProductFlags):
-// every name is set and unique, every pass has a Run, each config kind is read by at most
+// every name is set and unique (group members included), every pass has a Run or is a
+// group of passes with a Run that read no config, each config kind is read by at most
 // one pass, and every product a pass requires is available when it runs — provided at
-// the start (ProductFlow) or by an earlier pass, and not invalidated since. An error
-// names the pass and the missing product.
+// the start (ProductFlow) or by an earlier pass, and not invalidated since (a group that
+// iterates is checked over two iterations). An error names the pass and the missing
+// product.
 func CheckPasses(passes []Pass) error {
 	have := map[Product]bool{ProductFlow: true}
 	lostBy := map[Product]string{} // the pass that invalidated an available product
@@ -110,23 +142,8 @@ func CheckPasses(passes []Pass) error {
 		}
 		return fmt.Errorf("pass list: %s requires %s, which no pass before it provides", who, r)
 	}
-	for i, p := range passes {
-		switch {
-		case p.Name == "":
-			return fmt.Errorf("pass list: pass %d has no name", i)
-		case names[p.Name]:
-			return fmt.Errorf("pass list: pass %s is listed twice", p.Name)
-		case p.Run == nil:
-			return fmt.Errorf("pass list: pass %s has no Run", p.Name)
-		case p.Kind != "" && !slices.Contains(Kinds(), p.Kind):
-			return fmt.Errorf("pass list: pass %s reads config kind %q, which is not one of %v", p.Name, p.Kind, Kinds())
-		case p.Kind != "" && kinds[p.Kind] != "":
-			return fmt.Errorf("pass list: passes %s and %s both read %s configs", kinds[p.Kind], p.Name, p.Kind)
-		}
-		names[p.Name] = true
-		if p.Kind != "" {
-			kinds[p.Kind] = p.Name
-		}
+	// products checks and applies p's products.
+	products := func(p Pass) error {
 		for _, r := range p.Requires {
 			if err := need("pass "+p.Name, r); err != nil {
 				return err
@@ -142,6 +159,54 @@ func CheckPasses(passes []Pass) error {
 			have[x] = true
 			delete(lostBy, x)
 		}
+		return nil
+	}
+	// declared checks p's declaration; in names the group p belongs to ("" at the top).
+	var declared func(i int, p Pass, in string) error
+	declared = func(i int, p Pass, in string) error {
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("pass list: pass %d has no name", i)
+		case names[p.Name]:
+			return fmt.Errorf("pass list: pass %s is listed twice", p.Name)
+		case p.Run == nil && (len(p.Group) == 0 || in != ""):
+			return fmt.Errorf("pass list: pass %s has no Run", p.Name)
+		case p.Run != nil && len(p.Group) > 0:
+			return fmt.Errorf("pass list: pass %s has both a Run and a group", p.Name)
+		case p.Kind != "" && (in != "" || p.Run == nil):
+			return fmt.Errorf("pass list: pass %s reads %s configs in a group; a group's passes read none", p.Name, p.Kind)
+		case p.Kind != "" && !slices.Contains(Kinds(), p.Kind):
+			return fmt.Errorf("pass list: pass %s reads config kind %q, which is not one of %v", p.Name, p.Kind, Kinds())
+		case p.Kind != "" && kinds[p.Kind] != "":
+			return fmt.Errorf("pass list: passes %s and %s both read %s configs", kinds[p.Kind], p.Name, p.Kind)
+		}
+		names[p.Name] = true
+		if p.Kind != "" {
+			kinds[p.Kind] = p.Name
+		}
+		for j, q := range p.Group {
+			if err := declared(j, q, p.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, p := range passes {
+		if err := declared(i, p, ""); err != nil {
+			return err
+		}
+		members := []Pass{p}
+		if p.Run == nil {
+			members = p.Group
+			if p.MaxIterations > 1 {
+				members = append(slices.Clone(p.Group), p.Group...)
+			}
+		}
+		for _, q := range members {
+			if err := products(q); err != nil {
+				return err
+			}
+		}
 	}
 	for _, r := range programRequires {
 		if err := need("the program", r); err != nil {
@@ -152,31 +217,53 @@ func CheckPasses(passes []Pass) error {
 }
 
 // OptPass adapts a target-independent simplification pass (package opt) to the pipeline's
-// contract, so that a list may run it ahead of layout assignment: it reads no config,
-// requires nothing, keeps ProductFlow up to date (after a change it re-derives the flow
-// computations and trip counts, since opt passes inline calls and simplify loops) and
-// invalidates every later product (an opt pass neither keeps layouts nor knows kernels),
-// so CheckPasses rejects it anywhere after layout assignment.
-//
-// Compile itself runs the simplification passes before the list, in its memoized,
-// config-independent preparation (Options.Simplify, KernelCache), not through OptPass:
-// gen and tune compile one module under many configs and simplify it once.
+// contract; Passes builds its simplification group from them. The pass reads no config,
+// requires nothing, keeps ProductFlow up to date (after a change the State re-derives
+// the flow computations and trip counts before a pass reads them, since opt passes
+// inline calls and simplify loops) and invalidates every later product (an opt pass
+// neither keeps layouts nor knows kernels), so CheckPasses rejects it anywhere after
+// layout assignment.
 func OptPass(p opt.Pass) Pass {
-	return Pass{Name: p.Name, Provides: []Product{ProductFlow},
+	return rewrite(p.Name, nil, func(m *hlo.Module, _ *State) (bool, error) { return p.Run(m) })
+}
+
+// rewrite makes a target-independent pass (an opt pass, a preparation pass) that reads no
+// config and requires the given products: it keeps ProductFlow up to date (the State
+// re-derives it after a change, before a pass requires it) and invalidates every later
+// product.
+func rewrite(name string, requires []Product, run func(m *hlo.Module, s *State) (bool, error)) Pass {
+	return Pass{Name: name, Requires: requires, Provides: []Product{ProductFlow},
 		Invalidates: []Product{ProductLayouts, ProductKernels, ProductTiles, ProductFlags},
 		Run: func(m *hlo.Module, s *State) (bool, error) {
-			changed, err := p.Run(m)
-			if err != nil || !changed {
-				return changed, err
-			}
-			return true, s.sync(m)
+			changed, err := run(m, s)
+			s.stale = s.stale || changed
+			return changed, err
 		}}
+}
+
+// prefixLen is the length of the config-independent prefix of passes (see Pass): the
+// leading passes that read no config and provide nothing but ProductFlow, which a new
+// State derives again from the module.
+func prefixLen(passes []Pass) int {
+	for i, p := range passes {
+		members := []Pass{p}
+		if p.Run == nil {
+			members = p.Group
+		}
+		for _, q := range members {
+			if q.Kind != "" || slices.ContainsFunc(q.Provides, func(x Product) bool { return x != ProductFlow }) {
+				return i
+			}
+		}
+	}
+	return len(passes)
 }
 
 // State is what the passes of one compile share: its inputs, the choices made so far and
 // the products passes leave for later passes (see Product): what one pass hands to
 // another is a field here, documented with the product that fills it, rather than a side
-// table. Compile creates one State per compile, from the module as it enters the list.
+// table. Compile creates one State for the config-independent prefix (when it is not
+// memoized) and one for the rest of the list, each from the module as it enters them.
 type State struct {
 	// Options and Config are the compile's inputs (Options.Store and Config are never
 	// nil). Passes read them.
@@ -202,6 +289,9 @@ type State struct {
 	// fusion instruction of Flow, the entry's first, each computation's in order.
 	Kernels []*KernelSite
 
+	// stale is set when a pass changed the module's control flow or names (a rewrite):
+	// ProductFlow is derived again before the next pass that requires it.
+	stale bool
 	names map[string]bool          // every instruction and computation name in use
 	used  map[Kind]map[string]bool // config entries that named a node (for Strict)
 	// usedOperand holds the operand_layout entries that named a node (for Strict).
@@ -229,7 +319,7 @@ type KernelSite struct {
 	Choice      cost.Planned     // the kernel's planned tile and flags
 }
 
-// newState returns the State for compiling m (already prepared and cloned) with cfg.
+// newState returns the State for running passes on m with cfg.
 func newState(m *hlo.Module, cfg *Config, opts Options) (*State, error) {
 	s := &State{Options: opts, Config: cfg, Effective: NewConfig(), Space: &Space{},
 		names: map[string]bool{}, used: map[Kind]map[string]bool{}, usedOperand: map[string]bool{}}
@@ -239,16 +329,20 @@ func newState(m *hlo.Module, cfg *Config, opts Options) (*State, error) {
 	return s, s.sync(m)
 }
 
+// flowOptions selects the flow computations of ProductFlow: the entry, then, in the order
+// met, the conditions and bodies of while loops and the branches of conditionals,
+// recursively (calls are inlined by then).
+func flowOptions() hlo.FlowOptions { return hlo.FlowOptions{Branches: true, Order: hlo.BreadthFirst} }
+
 // sync re-derives ProductFlow from m and records its names as taken: at the start and
-// after a pass that rewrote control flow (OptPass).
+// before a pass that requires ProductFlow after a rewrite changed the module.
 func (s *State) sync(m *hlo.Module) error {
-	flow, err := flowComputations(m)
+	f, err := hlo.FlowComputations(m, flowOptions())
 	if err != nil {
 		return err
 	}
-	s.Flow = flow
-	s.Trips = map[*hlo.Instruction]Trip{}
-	for _, c := range flow {
+	s.Flow, s.Trips, s.stale = f.Computations, map[*hlo.Instruction]Trip{}, false
+	for _, c := range s.Flow {
 		for _, in := range c.Instructions {
 			if in.Opcode == hlo.OpWhile {
 				n, src, ok := TripCount(in)
@@ -301,18 +395,100 @@ func (s *State) uniqueName(base string) string {
 	return name
 }
 
-// runPass runs one pass body and, under check, the verifier after it, and returns the log
-// entry. The errors name the pass: "pass NAME: ..." for the pass's own error, "after
-// pass NAME: ..." for the verifier's.
-func runPass(name string, run func() (bool, error), m *hlo.Module, check bool, iter int) (PassRun, error) {
-	changed, err := run()
-	if err != nil {
-		return PassRun{}, fmt.Errorf("pass %s: %w", name, err)
+// PassRun is one entry of a program's pass log: a pass that ran, whether it changed the
+// module, and opt.OpCount of the module after it. Iteration is the fixed-point iteration
+// (from 1) of a pass of a group that iterates (the simplification group), 0 otherwise.
+type PassRun struct {
+	Name      string
+	Changed   bool
+	OpCount   int
+	Iteration int
+}
+
+// runner runs passes on one module and State: it logs every run, verifies the module
+// after it under Options.Check, dumps it after the pass Options.DumpAfter names and
+// measures the op count around the simplification group.
+type runner struct {
+	mod  *hlo.Module
+	s    *State
+	opts Options
+	log  []PassRun
+	// before and after are opt.OpCount entering and leaving the group SimplifyGroup,
+	// once simplified is set.
+	before, after int
+	simplified    bool
+}
+
+func newRunner(mod *hlo.Module, s *State, opts Options) *runner {
+	return &runner{mod: mod, s: s, opts: opts}
+}
+
+// run runs passes in order (iter is the iteration of the group they belong to, 0 at the
+// top) and reports whether any changed the module.
+func (r *runner) run(passes []Pass, iter int) (changed bool, err error) {
+	for _, p := range passes {
+		c, err := r.pass(p, iter)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
 	}
-	if check {
-		if err := hlo.Verify(m); err != nil {
-			return PassRun{}, fmt.Errorf("after pass %s: %w", name, err)
+	return changed, nil
+}
+
+// pass runs one pass or group. The errors name the pass: "pass NAME: ..." for the pass's
+// own error, "after pass NAME: ..." for the verifier's.
+func (r *runner) pass(p Pass, iter int) (changed bool, err error) {
+	if p.Run == nil {
+		return r.group(p)
+	}
+	if r.s.stale && slices.Contains(p.Requires, ProductFlow) {
+		if err := r.s.sync(r.mod); err != nil {
+			return false, fmt.Errorf("before pass %s: %w", p.Name, err)
 		}
 	}
-	return PassRun{Name: name, Changed: changed, OpCount: opt.OpCount(m), Iteration: iter}, nil
+	if changed, err = p.Run(r.mod, r.s); err != nil {
+		return changed, fmt.Errorf("pass %s: %w", p.Name, err)
+	}
+	if r.opts.Check {
+		if err := hlo.Verify(r.mod); err != nil {
+			return changed, fmt.Errorf("after pass %s: %w", p.Name, err)
+		}
+	}
+	r.log = append(r.log, PassRun{Name: p.Name, Changed: changed, OpCount: opt.OpCount(r.mod), Iteration: iter})
+	// A pass that iterates is dumped after its first run: the module as it found it,
+	// rewritten by it once.
+	return changed, r.dump(p.Name, iter <= 1)
+}
+
+// group runs a group's passes, once or to a fixed point (see Pass).
+func (r *runner) group(p Pass) (changed bool, err error) {
+	if p.Name == SimplifyGroup {
+		r.before = opt.OpCount(r.mod)
+	}
+	if p.MaxIterations == 0 {
+		changed, err = r.run(p.Group, 0)
+	} else {
+		var n int
+		n, err = opt.FixedPoint(p.MaxIterations, func(it int) (bool, error) { return r.run(p.Group, it) })
+		changed = n > 1
+	}
+	if err != nil {
+		return changed, fmt.Errorf("group %s: %w", p.Name, err)
+	}
+	if p.Name == SimplifyGroup {
+		r.after, r.simplified = opt.OpCount(r.mod), true
+	}
+	return changed, r.dump(p.Name, true)
+}
+
+// dump writes the module to Options.Dump when name is Options.DumpAfter and now is set.
+func (r *runner) dump(name string, now bool) error {
+	if !now || name != r.opts.DumpAfter || r.opts.Dump == nil {
+		return nil
+	}
+	if _, err := io.WriteString(r.opts.Dump, r.mod.String()); err != nil {
+		return fmt.Errorf("dumping after %s: %w", name, err)
+	}
+	return nil
 }

@@ -9,6 +9,11 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
+// byName returns the pass of ps named name.
+func byName(ps []Pass, name string) Pass {
+	return ps[slices.IndexFunc(ps, func(p Pass) bool { return p.Name == name })]
+}
+
 // without returns ps without the pass named name.
 func without(ps []Pass, name string) []Pass {
 	return slices.DeleteFunc(slices.Clone(ps), func(p Pass) bool { return p.Name == name })
@@ -28,7 +33,12 @@ func optPasses(t *testing.T, names ...string) []Pass {
 // after layout assignment is an error naming the pass and the missing product.
 func TestCheckPasses(t *testing.T) {
 	ps := Passes()
-	layout, fusion, tiling, flags := ps[0], ps[1], ps[2], ps[3]
+	layout, fusion, tiling, flags := byName(ps, "layout-assignment"), byName(ps, "fusion"), byName(ps, "tiling"), byName(ps, "flags")
+	simplify := byName(ps, SimplifyGroup)
+	dupMember, kindMember, nested := simplify, simplify, simplify
+	dupMember.Group = append(slices.Clone(simplify.Group), simplify.Group[0])
+	kindMember.Group = []Pass{layout}
+	nested.Group = []Pass{{Name: "inner", Group: simplify.Group}}
 	algsimp := optPasses(t, "algsimp")[0]
 	noRun := fusion
 	noRun.Run = nil
@@ -42,7 +52,7 @@ func TestCheckPasses(t *testing.T) {
 		want string // "" for a valid list
 	}{
 		{"default", ps, ""},
-		{"opt passes first", append(optPasses(t, "algsimp", "dce"), ps...), ""},
+		{"opt passes first", append(optPasses(t, "algsimp", "dce"), without(ps, SimplifyGroup)...), ""},
 		{"swapped", []Pass{fusion, layout, tiling, flags}, "pass fusion requires layouts, which no pass before it provides"},
 		{"no tiling", without(ps, "tiling"), "pass flags requires tiles, which no pass before it provides"},
 		{"no layout", without(ps, "layout-assignment"), "pass fusion requires layouts, which no pass before it provides"},
@@ -52,13 +62,19 @@ func TestCheckPasses(t *testing.T) {
 			"pass fusion requires layouts, which pass algsimp before it does not preserve"},
 		{"opt after fusion", []Pass{layout, fusion, algsimp, tiling, flags},
 			"pass tiling requires kernels, which pass algsimp before it does not preserve"},
-		{"opt last", append(slices.Clone(ps), algsimp),
+		{"opt last", append(without(ps, SimplifyGroup), algsimp),
 			"the program requires kernels, which pass algsimp before it does not preserve"},
 		{"duplicate name", []Pass{layout, algsimp, layout}, "pass layout-assignment is listed twice"},
 		{"duplicate kind", []Pass{layout, fusion, tiling, twoTilers, flags}, "passes tiling and tiling-again both read tile configs"},
 		{"unknown kind", []Pass{badKind, fusion, tiling, flags}, `pass layout-assignment reads config kind "colour"`},
 		{"no run", []Pass{layout, noRun, tiling, flags}, "pass fusion has no Run"},
 		{"no name", []Pass{{Run: layout.Run}}, "pass 0 has no name"},
+		{"group member listed twice", []Pass{dupMember, layout, fusion, tiling, flags}, "pass call-inliner is listed twice"},
+		{"group member named like a pass", append(optPasses(t, "algsimp"), ps...), "pass algsimp is listed twice"},
+		{"configurable group member", []Pass{kindMember, fusion, tiling, flags}, "pass layout-assignment reads layout configs in a group"},
+		{"nested group", []Pass{nested, layout, fusion, tiling, flags}, "pass inner has no Run"},
+		{"group after fusion", []Pass{layout, fusion, simplify, tiling, flags},
+			"pass tiling requires kernels, which pass call-inliner before it does not preserve"},
 	}
 	for _, c := range cases {
 		err := CheckPasses(c.list)
@@ -107,8 +123,9 @@ ENTRY main {
 `
 
 // TestOptPassAheadOfLayout: opt passes adapted by OptPass run in the pass list ahead of
-// layout assignment and give the same program, pass log included, as the same passes
-// selected by Options.Simplify, also when they rewrite control flow.
+// layout assignment (in place of the simplification group) and give the same program,
+// pass log included, as the same passes selected by Options.Simplify, also when they
+// rewrite control flow.
 func TestOptPassAheadOfLayout(t *testing.T) {
 	for _, c := range []struct {
 		src    string
@@ -127,8 +144,10 @@ func TestOptPassAheadOfLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Simplify = Simplify{None: true}
-		got, err := compile(m, nil, o, append(optPasses(t, c.passes...), Passes()...))
+		o.Simplify = Simplify{}
+		ps := without(Passes(), SimplifyGroup)
+		at := slices.IndexFunc(ps, func(p Pass) bool { return p.Name == "layout-assignment" })
+		got, err := compile(m, nil, o, slices.Insert(ps, at, optPasses(t, c.passes...)...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +157,7 @@ func TestOptPassAheadOfLayout(t *testing.T) {
 		if !reflect.DeepEqual(got.Passes, want.Passes) {
 			t.Errorf("%s: pass log %+v, want %+v", m.Name, got.Passes, want.Passes)
 		}
-		if !got.Passes[0].Changed {
+		if first := slices.IndexFunc(got.Passes, func(r PassRun) bool { return r.Name == c.passes[0] }); !got.Passes[first].Changed {
 			t.Errorf("%s: %s recorded as not changing the module", m.Name, c.passes[0])
 		}
 		if !reflect.DeepEqual(got.Config, want.Config) || len(got.Kernels) != len(want.Kernels) {

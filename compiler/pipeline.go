@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -21,14 +20,16 @@ type Options struct {
 	Strict bool
 	// Check verifies the module after every pass.
 	Check bool
-	// DumpAfter names a pass after which the module's HLO text is written to Dump.
+	// DumpAfter names a pass (any of PassNames, a group's members included) after which
+	// the module's HLO text is written to Dump: after its first run for a pass that a
+	// group iterates.
 	DumpAfter string
 	Dump      io.Writer
 	// Kernels, when set, shares kernel analyses and the simplified module across
 	// compiles (see KernelCache).
 	Kernels *KernelCache
-	// Simplify selects the target-independent passes run before layout assignment (zero
-	// value: opt's default pipeline to a fixed point).
+	// Simplify selects the passes of the simplification group (zero value: opt's default
+	// pipeline to a fixed point).
 	Simplify Simplify
 }
 
@@ -72,11 +73,11 @@ type Program struct {
 	// Chips is the number of chips the module runs on, from its header (replica_count ×
 	// num_partitions; 1 when absent).
 	Chips int
-	// Passes logs every pass run, in order: the simplification passes (each run of each
-	// fixed-point iteration), then the compiler passes.
+	// Passes logs every pass run, in order: the preparation passes, the simplification
+	// passes (each run of each fixed-point iteration), then the configurable passes.
 	Passes []PassRun
 	// OpCountBefore and OpCountAfter are opt.OpCount of the module before and after the
-	// simplification passes (before: after call inlining, unfusing the input's fusions
+	// simplification group (before: after call inlining, unfusing the input's fusions
 	// and rewriting library custom-calls).
 	OpCountBefore, OpCountAfter int
 }
@@ -137,10 +138,10 @@ type nilStore struct{}
 
 func (nilStore) Lookup(Kind, string) (Entry, bool) { return Entry{}, false }
 
-// Compile runs the pipeline on a copy of m with cfg (nil: all defaults) and returns the
-// program: call inlining, unfusing, custom-call rewriting and the simplification passes
-// opts.Simplify selects (memoized in opts.Kernels, see KernelCache), then the passes of
-// Passes. The input module is not modified.
+// Compile runs the pass list, Passes, on a copy of m with cfg (nil: all defaults) and
+// returns the program. The simplification group runs the passes opts.Simplify selects;
+// the config-independent prefix (preparation and simplification) is memoized in
+// opts.Kernels (see KernelCache). The input module is not modified.
 func Compile(m *hlo.Module, cfg *Config, opts Options) (*Program, error) {
 	return compile(m, cfg, opts, nil)
 }
@@ -155,16 +156,23 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	if err := opts.Target.Validate(); err != nil {
 		return nil, err
 	}
+	passes, err := opts.Simplify.apply(passes)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Store == nil {
 		opts.Store = nilStore{}
 	}
 	if cfg == nil {
 		cfg = NewConfig()
 	}
-	if names := passNames(passes); opts.DumpAfter != "" && !slices.Contains(names, opts.DumpAfter) {
-		return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, names)
+	if opts.DumpAfter != "" {
+		if names := passNames(passes); !slices.Contains(names, opts.DumpAfter) {
+			return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, names)
+		}
 	}
-	prep := prepare(m, opts)
+	n := prefixLen(passes)
+	prep := prepare(m, opts, passes[:n])
 	if prep.err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, prep.err)
 	}
@@ -173,18 +181,15 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
-	log := append([]PassRun(nil), prep.log...)
-	for _, p := range passes {
-		run, err := runPass(p.Name, func() (bool, error) { return p.Run(mod, s) }, mod, opts.Check, 0)
-		if err != nil {
+	r := newRunner(mod, s, opts)
+	r.log = append([]PassRun(nil), prep.log...)
+	if _, err := r.run(passes[n:], 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	if s.stale {
+		if err := s.sync(mod); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
-		if opts.DumpAfter == p.Name && opts.Dump != nil {
-			if _, err := io.WriteString(opts.Dump, mod.String()); err != nil {
-				return nil, fmt.Errorf("dumping after %s: %w", p.Name, err)
-			}
-		}
-		log = append(log, run)
 	}
 	if opts.Strict {
 		if err := s.checkUnused(); err != nil {
@@ -195,7 +200,7 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	if err != nil {
 		return nil, err
 	}
-	prog.Passes, prog.OpCountBefore, prog.OpCountAfter = log, prep.before, prep.after
+	prog.Passes, prog.OpCountBefore, prog.OpCountAfter = r.log, prep.before, prep.after
 	return prog, nil
 }
 
@@ -262,75 +267,6 @@ func approximate(fc *hlo.Computation, info *cost.KernelInfo) bool {
 		}
 	}
 	return false
-}
-
-// block builds the schedule of flow computation c, run mult times per program run,
-// adding mult to the weight of each of its kernels.
-func (s *State) block(mod *hlo.Module, c *hlo.Computation, mult float64, kernels map[*hlo.Instruction]*Kernel) (*Block, error) {
-	b := &Block{Name: c.Name}
-	started := map[*hlo.Instruction]*Collective{}
-	for _, in := range c.Instructions {
-		switch in.Opcode {
-		case hlo.OpFusion:
-			k := kernels[in]
-			if k == nil {
-				return nil, fmt.Errorf("fusion %s is not in the kernel table", in.Name)
-			}
-			k.Weight += mult
-			b.Steps = append(b.Steps, Step{Kernel: k})
-			continue
-		case hlo.OpWhile:
-			ti := s.Trips[in]
-			l := &Loop{Name: in.Name, TripCount: ti.N, TripKnown: ti.Known, TripSource: ti.Source}
-			var err error
-			if l.Cond, err = s.block(mod, in.Condition, mult*float64(ti.N), kernels); err != nil {
-				return nil, err
-			}
-			if l.Body, err = s.block(mod, in.Body, mult*float64(ti.N), kernels); err != nil {
-				return nil, err
-			}
-			b.Steps = append(b.Steps, Step{Loop: l})
-			continue
-		case hlo.OpConditional:
-			bs, err := branchComputations(mod, in)
-			if err != nil {
-				return nil, err
-			}
-			cd := &Conditional{Name: in.Name, Weights: make([]float64, len(bs))}
-			if taken := branchIndex(in, len(bs)); taken >= 0 {
-				cd.Weights[taken] = 1
-			} else {
-				for i := range cd.Weights {
-					cd.Weights[i] = 1 / float64(len(bs))
-				}
-			}
-			for i, bc := range bs {
-				blk, err := s.block(mod, bc, mult*cd.Weights[i], kernels)
-				if err != nil {
-					return nil, err
-				}
-				cd.Branches = append(cd.Branches, blk)
-			}
-			b.Steps = append(b.Steps, Step{Cond: cd})
-			continue
-		}
-		kind, ok := collectiveKind(in)
-		switch {
-		case ok && kind != "":
-			col, err := newCollective(in, kind)
-			if err != nil {
-				return nil, err
-			}
-			if strings.HasSuffix(in.Opcode.String(), "-start") {
-				col.Async = true
-				started[in] = col
-			}
-			b.Steps = append(b.Steps, Step{Collective: col})
-		case ok && len(in.Operands) == 1 && started[in.Operands[0]] != nil:
-			b.Steps = append(b.Steps, Step{Done: started[in.Operands[0]]})
-		}
-	}
-	return b, nil
 }
 
 // KernelByName returns the kernel named name, or nil.

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -43,6 +44,22 @@ func mustPasses(t *testing.T, names ...string) []opt.Pass {
 	return ps
 }
 
+// listLog is the pass log of Passes when the simplification group runs sims once each:
+// the passes before the group, sims, then the passes after it.
+func listLog(sims ...string) []string {
+	ps := Passes()
+	i := slices.IndexFunc(ps, func(p Pass) bool { return p.Name == SimplifyGroup })
+	var out []string
+	for _, p := range ps[:i] {
+		out = append(out, p.Name)
+	}
+	out = append(out, sims...)
+	for _, p := range ps[i+1:] {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
 func runNames(log []PassRun) []string {
 	var ns []string
 	for _, r := range log {
@@ -60,10 +77,13 @@ func TestSimplifyZooDefault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := prepareModule(m, Options{Target: testTarget})
+		ps := Passes()
+		p := prepareModule(m, Options{Target: testTarget}, ps[:prefixLen(ps)])
 		if p.err != nil {
 			t.Fatalf("%s: %v", zm.Name, p.err)
 		}
+		// The preparation passes (iteration 0) may grow the op count: unfusing does.
+		p.log = slices.DeleteFunc(p.log, func(r PassRun) bool { return r.Iteration == 0 })
 		prev := p.before
 		last := 0
 		for _, r := range p.log {
@@ -98,15 +118,16 @@ func TestCompileExplicitPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append([]string{"dce", "algsimp", "cse"}, PassNames()...)
+	want := listLog("dce", "algsimp", "cse")
 	if got := runNames(p.Passes); !slices.Equal(got, want) {
 		t.Fatalf("pass log %v, want %v", got, want)
 	}
+	sims := p.Passes[slices.Index(want, "dce"):]
 	// dce drops the negate; algsimp turns multiply(p0, broadcast(1)) into p0; cse finds
 	// nothing. The op count excludes parameters.
 	wantChanged := []bool{true, true, false}
 	wantOps := []int{4, 1, 1}
-	for i, r := range p.Passes[:3] {
+	for i, r := range sims[:3] {
 		if r.Changed != wantChanged[i] || r.OpCount != wantOps[i] || r.Iteration != 0 {
 			t.Errorf("pass %s: changed %v, op count %d, iteration %d; want %v, %d, 0", r.Name, r.Changed, r.OpCount, r.Iteration, wantChanged[i], wantOps[i])
 		}
@@ -114,7 +135,7 @@ func TestCompileExplicitPasses(t *testing.T) {
 	if p.OpCountBefore != 5 || p.OpCountAfter != 1 {
 		t.Errorf("op count %d -> %d, want 5 -> 1", p.OpCountBefore, p.OpCountAfter)
 	}
-	if !p.Passes[4].Changed { // fusion forms the kernel
+	if !p.Passes[slices.Index(want, "fusion")].Changed { // fusion forms the kernel
 		t.Errorf("fusion recorded as not changing the module")
 	}
 
@@ -123,8 +144,8 @@ func TestCompileExplicitPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := runNames(p.Passes); !slices.Equal(got, PassNames()) {
-		t.Errorf("with None the pass log is %v, want only %v", got, PassNames())
+	if got := runNames(p.Passes); !slices.Equal(got, listLog()) {
+		t.Errorf("with None the pass log is %v, want only %v", got, listLog())
 	}
 	if p.OpCountBefore != 5 || p.OpCountAfter != 5 {
 		t.Errorf("with None the op count is %d -> %d, want 5 -> 5", p.OpCountBefore, p.OpCountAfter)
@@ -146,8 +167,8 @@ func TestCompileDefaultSimplifies(t *testing.T) {
 	if p.OpCountBefore != 5 || p.OpCountAfter != 1 {
 		t.Errorf("op count %d -> %d, want 5 -> 1", p.OpCountBefore, p.OpCountAfter)
 	}
-	if n := len(p.Passes); n != 2*len(opt.DefaultPasses())+len(PassNames()) {
-		t.Errorf("%d pass runs, want two iterations of the default passes and the compiler passes", n)
+	if n := len(p.Passes); n != 2*len(opt.DefaultPasses())+len(listLog()) {
+		t.Errorf("%d pass runs, want two iterations of the default passes, the preparation and the configurable passes", n)
 	}
 	if len(p.Kernels) != 1 || p.Kernels[0].Info.NumOps != 1 {
 		t.Errorf("kernels %d (first has %d ops), want one kernel of the dot alone", len(p.Kernels), p.Kernels[0].Info.NumOps)
@@ -233,4 +254,44 @@ func passRuns(ps []opt.Pass) []PassRun {
 		out = append(out, PassRun{Name: p.Name})
 	}
 	return out
+}
+
+// TestDumpAfterSimplificationPass: --dump-after takes a pass of the simplification group
+// and prints the module after its first run — algsimp has removed the multiply by one,
+// dce (after it) has not yet removed the dead negate — also when the prefix is memoized.
+func TestDumpAfterSimplificationPass(t *testing.T) {
+	m := parseSimplifiable(t)
+	o := opts()
+	o.Kernels = &KernelCache{}
+	if _, err := Compile(m, nil, o); err != nil { // memoizes the prefix
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	o.DumpAfter, o.Dump = "algsimp", &buf
+	p, err := Compile(m, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := buf.String()
+	if strings.Contains(txt, "multiply") || !strings.Contains(txt, "negate") || strings.Count(txt, "HloModule") != 1 {
+		t.Errorf("dump after algsimp:\n%s\nwant one module, without the multiply, with the negate", txt)
+	}
+	if strings.Contains(p.Module.String(), "negate") {
+		t.Error("the compiled module kept the dead negate")
+	}
+	o.Simplify = Simplify{Passes: mustPasses(t, "dce")}
+	if _, err := Compile(m, nil, o); err == nil || !strings.Contains(err.Error(), `"algsimp": no such pass`) {
+		t.Errorf("dump after a pass the selection does not run: err = %v", err)
+	}
+}
+
+// TestSimplifyNeedsTheGroup: selecting simplification passes for a list without the
+// simplification group is an error, not a silent no-op.
+func TestSimplifyNeedsTheGroup(t *testing.T) {
+	o := opts()
+	o.Simplify = Simplify{Passes: mustPasses(t, "dce")}
+	if _, err := compile(parseSimplifiable(t), nil, o, without(Passes(), SimplifyGroup)); err == nil ||
+		!strings.Contains(err.Error(), "no simplify group") {
+		t.Errorf("err = %v, want the missing group named", err)
+	}
 }

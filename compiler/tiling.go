@@ -18,10 +18,10 @@ import (
 // compile one module under many configs, pass one cache to all their compiles. Safe for
 // concurrent use; the zero value is ready; a nil *KernelCache caches nothing.
 //
-// It also memoizes the config-independent start of Compile (call inlining, unfusing,
-// custom-call rewriting and the simplification passes) per input module and pass
-// selection: a module compiled with a cache is identified by its pointer and must not be
-// modified afterwards.
+// It also memoizes the config-independent prefix of the pass list (preparation and the
+// simplification group, see Pass) per input module, prefix (by pass names) and
+// Options.Check: a module compiled with a cache is identified by its pointer and must not
+// be modified afterwards.
 //
 // MaxKernels, when positive, bounds the kernel analyses kept: the least recently used is
 // dropped first, and a later compile that forms its kernel analyzes it again (the same

@@ -57,48 +57,16 @@ func NodeFeatureNames() []string {
 		"is_root", "is_parameter", "is_known_constant", "in_loop")
 }
 
-// flowComputations returns the entry and the computations its call and while
-// instructions run, recursively, each once, in the order first reached, with whether
-// each runs inside a loop.
-func flowComputations(m *hlo.Module) ([]*hlo.Computation, map[*hlo.Computation]bool) {
-	var order []*hlo.Computation
-	inLoop := map[*hlo.Computation]bool{}
-	seen := map[*hlo.Computation]bool{}
-	var visit func(c *hlo.Computation, loop bool)
-	visit = func(c *hlo.Computation, loop bool) {
-		if c == nil {
-			return
-		}
-		if seen[c] {
-			inLoop[c] = inLoop[c] || loop
-			return
-		}
-		seen[c] = true
-		inLoop[c] = loop
-		order = append(order, c)
-		for _, in := range c.Instructions {
-			switch in.Opcode {
-			case hlo.OpCall:
-				if in.Calls != nil && !in.Calls.IsFusion {
-					visit(in.Calls, loop)
-				}
-			case hlo.OpWhile:
-				visit(in.Condition, true)
-				visit(in.Body, true)
-			}
-		}
-	}
-	visit(m.Entry, false)
-	return order, inLoop
-}
-
 // BuildGraph returns the graph tensors of m (see Graph). It fails for a module without
-// an entry computation.
+// an entry computation or with a while loop that has no condition or body.
 func BuildGraph(m *hlo.Module) (Graph, error) {
-	if m == nil || m.Entry == nil {
-		return Graph{}, fmt.Errorf("gym: module has no entry computation")
+	// The entry and the computations its call and while instructions run, recursively,
+	// each once, in the order first reached.
+	flow, err := hlo.FlowComputations(m, hlo.FlowOptions{Calls: true, Order: hlo.DepthFirst})
+	if err != nil {
+		return Graph{}, fmt.Errorf("gym: %w", err)
 	}
-	comps, inLoop := flowComputations(m)
+	comps, inLoop := flow.Computations, flow.InLoop
 	pos := map[*hlo.Instruction]int32{}
 	var g Graph
 	for _, c := range comps {

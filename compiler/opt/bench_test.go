@@ -12,11 +12,7 @@ const largestZooModel = "transformer_base_s128_b16_train"
 
 func buildZoo(b *testing.B, name string) *hlo.Module {
 	b.Helper()
-	zm, err := zoo.Lookup(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := zm.Build()
+	m, err := zoo.Build(name)
 	if err != nil {
 		b.Fatal(err)
 	}

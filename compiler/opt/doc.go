@@ -18,8 +18,10 @@
 //
 // All returns them in that order, Lookup finds one by name, and Default is the default
 // pipeline: the same list iterated to a fixed point (at most DefaultMaxIterations times).
-// Run and RunToFixedPoint apply any list; OpCount is the measure every pass may only
-// reduce (the pass-ordering gym's reward is its reduction).
+// Run and RunToFixedPoint apply any list; FixedPoint is the fixed-point loop they and the
+// compiler's simplification group share. OpCount is the measure every pass may only
+// reduce (the pass-ordering gym's reward is its reduction). The passes rewrite the
+// computations hlo.FlowComputations gives with calls followed, in module order.
 //
 // # Contract
 //

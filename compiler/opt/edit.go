@@ -142,38 +142,20 @@ func (mc *modCtx) removable(in *hlo.Instruction) bool {
 	return in.Opcode != hlo.OpParameter && mc.pure(in)
 }
 
-// flowComputations returns the entry and every computation reachable from it through
-// call and while instructions, in module order. These are the computations the passes
-// rewrite and OpCount counts; reducers (to_apply), fusion bodies, sort comparators and
-// conditional branches are left alone.
+// passFlow selects the computations the passes rewrite and OpCount counts: the entry and
+// every computation reachable from it through call and while instructions, in module
+// order; reducers (to_apply), fusion bodies, sort comparators and conditional branches
+// are left alone.
+func passFlow() hlo.FlowOptions { return hlo.FlowOptions{Calls: true, Order: hlo.ModuleOrder} }
+
+// flowComputations returns the computations passFlow selects. newPass checks that the
+// module's flow resolves before a pass runs, so a failure here means the pass broke it.
 func flowComputations(m *hlo.Module) []*hlo.Computation {
-	reach := map[*hlo.Computation]bool{}
-	var visit func(c *hlo.Computation)
-	visit = func(c *hlo.Computation) {
-		if c == nil || reach[c] {
-			return
-		}
-		reach[c] = true
-		for _, in := range c.Instructions {
-			switch in.Opcode {
-			case hlo.OpCall:
-				if in.Calls != nil && !in.Calls.IsFusion {
-					visit(in.Calls)
-				}
-			case hlo.OpWhile:
-				visit(in.Condition)
-				visit(in.Body)
-			}
-		}
+	f, err := hlo.FlowComputations(m, passFlow())
+	if err != nil {
+		internalf("%v", err)
 	}
-	visit(m.Entry)
-	var out []*hlo.Computation
-	for _, c := range m.Computations {
-		if reach[c] {
-			out = append(out, c)
-		}
-	}
-	return out
+	return f.Computations
 }
 
 // removeUnreferenced deletes the computations that no instruction reachable from the

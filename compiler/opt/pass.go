@@ -21,12 +21,13 @@ type Pass struct {
 	Run  func(m *hlo.Module) (changed bool, err error)
 }
 
-// newPass wraps a pass body: it checks the module has an entry and turns a panic inside
-// the pass into an error naming it.
+// newPass wraps a pass body: it checks that the module's flow computations resolve (an
+// entry, a condition and a body for every while) and turns a panic inside the pass into
+// an error naming it.
 func newPass(name, doc string, body func(m *hlo.Module) (bool, error)) Pass {
 	return Pass{Name: name, Doc: doc, Run: func(m *hlo.Module) (bool, error) {
-		if m == nil || m.Entry == nil {
-			return false, fmt.Errorf("opt: pass %s: module has no entry computation", name)
+		if _, err := hlo.FlowComputations(m, passFlow()); err != nil {
+			return false, fmt.Errorf("opt: pass %s: %w", name, err)
 		}
 		return guard(name, func() (bool, error) { return body(m) })
 	}}
@@ -138,8 +139,21 @@ func Run(m *hlo.Module, passes ...Pass) (bool, error) {
 // nothing, and returns the number of iterations run (the last one changed nothing). It
 // returns an error wrapping ErrNoFixedPoint when maxIter iterations all changed m.
 func RunToFixedPoint(m *hlo.Module, passes []Pass, maxIter int) (int, error) {
+	n, err := FixedPoint(maxIter, func(int) (bool, error) { return Run(m, passes...) })
+	if errors.Is(err, ErrNoFixedPoint) {
+		err = fmt.Errorf("opt: passes %s on %s: %w", passNames(passes), m.Name, err)
+	}
+	return n, err
+}
+
+// FixedPoint is the fixed-point loop of every pass pipeline (RunToFixedPoint, the
+// compiler's simplification group): it calls iteration(1), iteration(2), ... until one
+// reports no change and returns the number of iterations run (the last one changed
+// nothing). An iteration's error is returned as "iteration N: ...". When maxIter
+// iterations all changed, the error wraps ErrNoFixedPoint.
+func FixedPoint(maxIter int, iteration func(it int) (changed bool, err error)) (int, error) {
 	for it := 1; it <= maxIter; it++ {
-		changed, err := Run(m, passes...)
+		changed, err := iteration(it)
 		if err != nil {
 			return it, fmt.Errorf("iteration %d: %w", it, err)
 		}
@@ -147,8 +161,7 @@ func RunToFixedPoint(m *hlo.Module, passes []Pass, maxIter int) (int, error) {
 			return it, nil
 		}
 	}
-	return maxIter, fmt.Errorf("opt: passes %s still changed %s after %d iterations: %w",
-		passNames(passes), m.Name, maxIter, ErrNoFixedPoint)
+	return maxIter, fmt.Errorf("still changing after %d iterations: %w", maxIter, ErrNoFixedPoint)
 }
 
 // OpCount is the size measure the passes reduce (and the pass-ordering gym rewards): the

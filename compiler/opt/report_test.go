@@ -107,11 +107,7 @@ var orderCases = []orderCase{
 
 func TestOrderMatters(t *testing.T) {
 	for _, c := range orderCases {
-		zm, err := zoo.Lookup(c.model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := zm.Build()
+		m, err := zoo.Build(c.model)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -142,6 +142,15 @@ func Lookup(name string) (Model, error) {
 	return Model{}, fmt.Errorf("zoo: no model named %q (close: %s)", name, strings.Join(close, ", "))
 }
 
+// Build builds the model called name (Lookup, then Model.Build).
+func Build(name string) (*hlo.Module, error) {
+	m, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return m.Build()
+}
+
 // Families returns the family names of the zoo, sorted.
 func Families() []string {
 	var fs []string

@@ -98,6 +98,11 @@ func TestCompileConfigRoundTrip(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "fusion(") || !strings.HasPrefix(out, "HloModule") {
 		t.Errorf("--dump-after fusion: exit %d, %.60q", code, out)
 	}
+	// A simplification pass is a pass of the one list: its dump has no kernels yet.
+	out, _, code = run("compile", "mlp_768x3_b8", "--dump-after", "algsimp")
+	if code != 0 || strings.Contains(out, "fusion(") || !strings.HasPrefix(out, "HloModule") {
+		t.Errorf("--dump-after algsimp: exit %d, %.60q", code, out)
+	}
 	// With --json the dump is a field of the one JSON document (it was printed as text).
 	out, _, code = run("compile", "mlp_768x3_b8", "--dump-after", "fusion", "--json")
 	var res CompileResult

@@ -34,10 +34,10 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compile SRC",
 		Short: "Compile a zoo model or HLO file and list its kernels",
-		Long: "Compile runs the target-independent simplification passes (default: " + strings.Join(opt.Names(), ", ") +
-			", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none runs none), then the pass pipeline (" +
-			strings.Join(compiler.PassNames(), ", ") + ") with a JSON config (default: the XLA-like defaults) " +
-			"and lists the kernels: name, kind, node count, tile and flags. --dump-after PASS prints the HLO text after that pass instead; " +
+		Long: "Compile runs the pass list (" + strings.Join(listedPasses(), ", ") + ") with a JSON config (default: the XLA-like defaults) " +
+			"and lists the kernels: name, kind, node count, tile and flags. The simplify group runs the target-independent simplification passes " +
+			"(default: " + strings.Join(opt.Names(), ", ") + ", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none runs none). " +
+			"--dump-after PASS prints the HLO text after that pass instead (any pass of the list; a pass the group iterates, after its first run); " +
 			"--out F writes the effective config, which reproduces the program (with the same --passes) and is a template to edit; " +
 			"--check runs the HLO verifier after every pass.",
 		Args: cobra.ExactArgs(1),
@@ -53,6 +53,15 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or a file of a model, dataset, policy or agent directory")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "run the HLO verifier after every pass (a failure names the pass)")
 	return cmd
+}
+
+// listedPasses names the passes of compiler.Passes, not the simplify group's members.
+func listedPasses() []string {
+	var ns []string
+	for _, p := range compiler.Passes() {
+		ns = append(ns, p.Name)
+	}
+	return ns
 }
 
 // CompiledKernel is one kernel of `compile --json`.
