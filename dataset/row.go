@@ -2,8 +2,11 @@
 // per kernel (its graph tensors and its measured configurations), plus the occurrences of
 // kernels in programs, with provenance metadata. It writes shards atomically and
 // resumably, reads them back as a stream with bounded memory, merges shards, and splits
-// rows into train and test sets at random or by held-out program. The generation driver
-// (Generate) compiles zoo models under random configurations and times them on tpusim.
+// rows into train and test sets at random, by held-out program or by held-out model
+// family. It does not
+// compile or simulate anything: the generation driver that compiles zoo models under
+// random configurations and times them on tpusim is package dataset/gen, so that readers
+// (gnn, eval) do not depend on the simulator or the zoo.
 package dataset
 
 import (

@@ -1,4 +1,4 @@
-package dataset
+package gen
 
 import (
 	"runtime"
@@ -8,19 +8,19 @@ import (
 // TestGenerationMemoryFollowsWorkers: the kernel analyses a generation run shares across
 // its compiles are bounded by the workers (they were never dropped: 90% of the live heap,
 // growing with every config; gen --task fusion --all --configs 16 peaked at 7.3 GB on 2
-// workers, 1.0 GB with the bound and GenMemoryLimit: make bench), and so is the soft
+// workers, 1.0 GB with the bound and MemoryLimit: make bench), and so is the soft
 // memory limit the command runs with.
 func TestGenerationMemoryFollowsWorkers(t *testing.T) {
 	for _, w := range []int{1, 2, 16} {
-		g := newGenerator(GenOptions{Workers: w, Configs: 64})
-		if got := g.kernels.MaxKernels; got != GenKernelsPerWorker*w {
-			t.Errorf("%d workers: %d kernel analyses kept, want %d", w, got, GenKernelsPerWorker*w)
+		g := newGenerator(Options{Workers: w, Configs: 64})
+		if got := g.kernels.MaxKernels; got != KernelsPerWorker*w {
+			t.Errorf("%d workers: %d kernel analyses kept, want %d", w, got, KernelsPerWorker*w)
 		}
-		if got := GenMemoryLimit(w); got != int64(w)*GenMemoryPerWorker {
-			t.Errorf("%d workers: memory limit %d, want %d", w, got, int64(w)*GenMemoryPerWorker)
+		if got := MemoryLimit(w); got != int64(w)*MemoryPerWorker {
+			t.Errorf("%d workers: memory limit %d, want %d", w, got, int64(w)*MemoryPerWorker)
 		}
 	}
-	if GenMemoryLimit(0) != int64(runtime.NumCPU())*GenMemoryPerWorker {
-		t.Error("GenMemoryLimit(0) is not one share per CPU")
+	if MemoryLimit(0) != int64(runtime.NumCPU())*MemoryPerWorker {
+		t.Error("MemoryLimit(0) is not one share per CPU")
 	}
 }
