@@ -101,7 +101,7 @@ func TestChecksumDetectsFlippedRuntime(t *testing.T) {
 	// Without the manifest check the damage goes unnoticed: the file decodes to another
 	// runtime (the bug this guards against).
 	if found {
-		du, err := open(dir, false)
+		du, err := open(dir, false, nil)
 		if err != nil {
 			t.Fatalf("unverified open: %v", err)
 		}

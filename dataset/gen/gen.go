@@ -248,9 +248,19 @@ func (o *Options) variantsPerModel() int {
 	return o.Configs
 }
 
-// provenance is what every file of the run records.
+// provenance is what every file of the run records, with the model family of each zoo
+// model (an HLO file, or a name the zoo does not list, is left out: a family of its own).
 func (o *Options) provenance() dataset.Provenance {
-	return dataset.Provenance{
+	var families map[string]string // nil when empty: read back, an omitted map is nil
+	for _, name := range o.Models {
+		if m, err := zoo.Lookup(name); err == nil {
+			if families == nil {
+				families = map[string]string{}
+			}
+			families[name] = m.Family
+		}
+	}
+	return dataset.Provenance{Families: families,
 		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
 		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
