@@ -109,6 +109,8 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 	}
 }
 
+// TestGenerateRowsAreValid checks a run's rows, and that its provenance records the zoo
+// family of each zoo model, so that a family split of its data needs no zoo.
 func TestGenerateRowsAreValid(t *testing.T) {
 	dir := t.TempDir()
 	o := genOpts(t, dataset.TaskTile, dir)
@@ -118,6 +120,18 @@ func TestGenerateRowsAreValid(t *testing.T) {
 	d, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range o.Models {
+		m, err := zoo.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := d.Provenance.Family(name); err != nil || f != m.Family {
+			t.Errorf("%s: recorded family %q (%v), the zoo's is %q", name, f, err, m.Family)
+		}
+	}
+	if _, err := dataset.NewSplit(d, dataset.SplitFamily, 0.3, 1); err != nil {
+		t.Errorf("family split of generated data: %v", err)
 	}
 	keys := map[string]bool{}
 	err = d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
@@ -389,31 +403,5 @@ func TestShardsWriteOneDirectoryConcurrently(t *testing.T) {
 		if strings.HasSuffix(name, atomicfile.TmpSuffix) || strings.HasSuffix(name, dirlock.Suffix) {
 			t.Errorf("%s left behind", name)
 		}
-	}
-}
-
-// TestFamiliesRecorded: a run records the zoo family of each zoo model in the provenance,
-// so that a family split of its data needs no zoo.
-func TestFamiliesRecorded(t *testing.T) {
-	dir := t.TempDir()
-	o := genOpts(t, dataset.TaskFusion, dir)
-	if _, err := Generate(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	d, err := dataset.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range o.Models {
-		m, err := zoo.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f, err := d.Provenance.Family(name); err != nil || f != m.Family {
-			t.Errorf("%s: recorded family %q (%v), the zoo's is %q", name, f, err, m.Family)
-		}
-	}
-	if _, err := dataset.NewSplit(d, dataset.SplitFamily, 0.3, 1); err != nil {
-		t.Errorf("family split of generated data: %v", err)
 	}
 }
