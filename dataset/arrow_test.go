@@ -37,12 +37,14 @@ type rowGen struct {
 	maxNodes int // nodes per graph are drawn from [0, maxNodes]
 	configs  int // configs per row are drawn from [0, configs]
 	special  bool
-	lean     bool // provenance without the feature names (smaller files, for fuzzing)
+	lean     bool              // provenance without the feature names (smaller files, for fuzzing)
+	families map[string]string // Provenance.Families
 }
 
 // prov is the provenance of g's datasets.
 func (g rowGen) prov(shard, count int) Provenance {
 	p := testProv(g.task, shard, count)
+	p.Families = g.families
 	if g.lean {
 		p.FeatureSchema = features.Schema{Version: features.SchemaVersion}
 		p.Models = nil
@@ -350,7 +352,7 @@ func TestSchemaMetadata(t *testing.T) {
 	defer r.Close()
 	md := r.Schema().Metadata()
 	want := map[string]string{
-		MetaSchemaVersion: "1", MetaFeatureVersion: strconv.Itoa(features.SchemaVersion), MetaSimulator: "tpusim-test",
+		MetaSchemaVersion: strconv.Itoa(SchemaVersion), MetaFeatureVersion: strconv.Itoa(features.SchemaVersion), MetaSimulator: "tpusim-test",
 		MetaChip: "v4", MetaTask: "flags", MetaSeed: "7", MetaNodeFeatureWidth: strconv.Itoa(features.NodeWidth),
 		MetaKernelFeatureWidth: strconv.Itoa(features.KernelWidth), MetaConfigFeatureWidth: strconv.Itoa(features.ConfigWidth),
 		MetaUnitFirst: "1", MetaUnitLast: "3", MetaPart: "0", MetaShard: "1of2", MetaContent: "rows",

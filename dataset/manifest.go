@@ -107,8 +107,8 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 	if m.ManifestVersion != ManifestVersion {
 		return nil, ferr("manifest_version is %d, this tpucost reads %d", m.ManifestVersion, ManifestVersion)
 	}
-	if m.SchemaVersion != SchemaVersion {
-		return nil, ferr("schema_version is %d, this tpucost reads %d", m.SchemaVersion, SchemaVersion)
+	if m.SchemaVersion < MinSchemaVersion || m.SchemaVersion > SchemaVersion {
+		return nil, ferr("schema_version is %d, this tpucost reads %d to %d", m.SchemaVersion, MinSchemaVersion, SchemaVersion)
 	}
 	if err := sealed.Verify(b); errors.Is(err, sealed.ErrNoChecksum) {
 		return nil, ferr("no checksum: written by a tpucost older than manifest checksums, or damaged; regenerate the dataset")

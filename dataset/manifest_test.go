@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,21 +12,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// tinyDataset generates a small real dataset (one model, tile task) into a new directory.
+// tinyDataset writes a small dataset (one shard of three parts, tile task, rows of
+// rowGen) into a new directory, as the generation driver would.
 func tinyDataset(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	o := genOpts(t, TaskTile, dir)
-	o.Models = o.Models[:1]
-	if _, err := Generate(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	writeShard(t, dir, FormatArrow, memory.DefaultAllocator, rowGen{task: TaskTile, maxNodes: 6, configs: 8}, testUnits(1, 12, 2, 20), 0, 1, 4)
 	return dir
 }
 
@@ -70,7 +65,7 @@ func TestChecksumDetectsFlippedRuntime(t *testing.T) {
 	}
 	var runtime float64
 	err = d.Rows(ReadOptions{}, func(r *Row) error {
-		if runtime == 0 && r.Unit == d.parts[0].meta.UnitFirst {
+		if runtime == 0 && r.Unit == d.parts[0].meta.UnitFirst && len(r.RuntimesNs) > 0 {
 			runtime = r.RuntimesNs[len(r.RuntimesNs)-1]
 		}
 		return nil
@@ -106,7 +101,7 @@ func TestChecksumDetectsFlippedRuntime(t *testing.T) {
 	// Without the manifest check the damage goes unnoticed: the file decodes to another
 	// runtime (the bug this guards against).
 	if found {
-		du, err := open(dir, false)
+		du, err := open(dir, false, nil)
 		if err != nil {
 			t.Fatalf("unverified open: %v", err)
 		}
@@ -126,17 +121,6 @@ func TestManifestErrors(t *testing.T) {
 	manifest := ManifestName(TaskTile, 0, 1)
 	rows0, occ0 := PartFileNames(TaskTile, 0, 1, 0, FormatArrow)
 	rows9, _ := PartFileNames(TaskTile, 0, 1, 9, FormatArrow)
-	copyDir := func(skip ...string) string {
-		dir := t.TempDir()
-		for name, b := range dirFiles(t, ref) {
-			if !contains(skip, name) {
-				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		return dir
-	}
 	for _, tc := range []struct {
 		what   string
 		change func(dir string) error
@@ -190,7 +174,7 @@ func TestManifestErrors(t *testing.T) {
 			return os.WriteFile(filepath.Join(dir, manifest), []byte("{\n  \"manifest_version\": 1,\n  }"), 0o644)
 		}, manifest, manifest + ":3:3: not a readable manifest: malformed JSON"},
 	} {
-		dir := copyDir()
+		dir := copyDir(t, ref)
 		if err := tc.change(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -225,15 +209,6 @@ func editManifest(dir, manifest string, re *regexp.Regexp, repl func(n int) stri
 	return os.WriteFile(path, b, 0o644)
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // TestSecondWriterOfAShardIsRefused: two gen runs on one directory and shard used to share
 // temporary names, and one died renaming a file the other had renamed. The second is now
 // refused, saying who holds the shard.
@@ -250,13 +225,6 @@ func TestSecondWriterOfAShardIsRefused(t *testing.T) {
 		t.Fatalf("second writer: err = %v, want ErrLocked", err)
 	}
 	checkOneLineNaming(t, "second writer", err, lock, fmt.Sprintf("pid %d", os.Getpid()), "started", "command")
-	// Through Generate, as a second `gen` would.
-	o := genOpts(t, TaskTile, dir)
-	o.Models = o.Models[:1]
-	o.ShardIndex, o.ShardCount = 0, 2
-	if _, err := Generate(context.Background(), o); !errors.Is(err, ErrLocked) {
-		t.Errorf("second gen: err = %v, want ErrLocked", err)
-	}
 	// A run with another shard count, task or format may not share the directory, even
 	// before the first run commits a part.
 	for _, other := range []struct {
@@ -293,49 +261,6 @@ func TestSecondWriterOfAShardIsRefused(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 	w.Close()
-}
-
-// TestShardsWriteOneDirectoryConcurrently runs the shards of one run at the same time into
-// one directory: all succeed and the union equals a single run.
-func TestShardsWriteOneDirectoryConcurrently(t *testing.T) {
-	const shards = 3
-	single := t.TempDir()
-	if _, err := Generate(context.Background(), genOpts(t, TaskTile, single)); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var wg sync.WaitGroup
-	errs := make([]error, shards)
-	for i := range shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := genOpts(t, TaskTile, dir)
-			o.ShardIndex, o.ShardCount = i, shards
-			_, errs[i] = Generate(context.Background(), o)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("shard %d: %v", i, err)
-		}
-	}
-	a, b := readDir(t, single), readDir(t, dir)
-	if len(a) == 0 || len(a) != len(b) {
-		t.Fatalf("single run %d kernels, concurrent shards %d", len(a), len(b))
-	}
-	for k, r := range a {
-		s := b[k]
-		if diff := rowDiff(&r, &s); diff != "" {
-			t.Errorf("kernel %s: %s differ", k, diff)
-		}
-	}
-	for name := range dirFiles(t, dir) {
-		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, dirlock.Suffix) {
-			t.Errorf("%s left behind", name)
-		}
-	}
 }
 
 func readDir(t *testing.T, dir string) map[string]Row {

@@ -399,9 +399,19 @@ type Dataset struct {
 	checksums []ManifestFile
 	manifests []string // base names, sorted
 
+	mem memory.Allocator // the caller's (OpenOptions.Alloc), for every read without its own
+
 	mu    sync.Mutex
 	index *keyIndex
 	occ   []Occurrence
+}
+
+// OpenOptions configure OpenWith.
+type OpenOptions struct {
+	// Alloc allocates the Arrow buffers of every read of the dataset: the metadata Open
+	// reads, Occurrences, the key index and Rows (unless ReadOptions.Alloc is set). nil:
+	// memory.DefaultAllocator. Every buffer is released before the call returns.
+	Alloc memory.Allocator
 }
 
 // partInfo is one complete part.
@@ -426,12 +436,20 @@ type partInfo struct {
 // Later reads check that files did not change since Open (size and modification time).
 // Errors are one line naming the offending file.
 func Open(dir string) (*Dataset, error) {
-	return open(dir, true)
+	return OpenWith(dir, OpenOptions{})
 }
 
-// open is Open; with verify false it ignores manifests and opens every complete part on
+// OpenWith is Open with options: reads allocate from o.Alloc.
+func OpenWith(dir string, o OpenOptions) (*Dataset, error) {
+	return open(dir, true, o.Alloc)
+}
+
+// open is OpenWith; with verify false it ignores manifests and opens every complete part on
 // disk (the decoders' own checks then face damaged files: the tests of those use it).
-func open(dir string, verify bool) (*Dataset, error) {
+func open(dir string, verify bool, mem memory.Allocator) (*Dataset, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -473,7 +491,7 @@ func open(dir string, verify bool) (*Dataset, error) {
 			rows[k] = fn
 		}
 	}
-	d := &Dataset{Dir: dir, stamps: map[string]fileStamp{}}
+	d := &Dataset{Dir: dir, stamps: map[string]fileStamp{}, mem: mem}
 	listed := map[string]ManifestFile{} // committed files by base name
 	manifestOf := map[string]string{}   // and the path of the manifest listing each
 	if verify {
@@ -541,7 +559,7 @@ func open(dir string, verify bool) (*Dataset, error) {
 				}
 				d.checksums = append(d.checksums, listed[name])
 			}
-			bf, err := openBatchFile(path, fn.format, memory.DefaultAllocator, 0)
+			bf, err := openBatchFile(path, fn.format, mem, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -622,7 +640,7 @@ type keyIndex struct {
 // and unit columns).
 func (d *Dataset) keys(mem memory.Allocator) (*keyIndex, error) {
 	if mem == nil {
-		mem = memory.DefaultAllocator
+		mem = d.mem
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -693,7 +711,7 @@ func (p SplitPart) String() string {
 type ReadOptions struct {
 	Split     *Split           // required for Train and Test
 	Part      SplitPart        // All (default), Train or Test
-	Alloc     memory.Allocator // nil: memory.DefaultAllocator
+	Alloc     memory.Allocator // nil: the dataset's (OpenOptions.Alloc)
 	BatchRows int              // rows per batch read from Parquet files (0: 256); Arrow files are read in the batches they were written in
 }
 
@@ -709,7 +727,7 @@ type ReadOptions struct {
 func (d *Dataset) Rows(opts ReadOptions, fn func(*Row) error) error {
 	mem := opts.Alloc
 	if mem == nil {
-		mem = memory.DefaultAllocator
+		mem = d.mem
 	}
 	if opts.Part != All && opts.Split == nil {
 		return fmt.Errorf("dataset: reading the %s part needs a split", opts.Part)
@@ -789,7 +807,7 @@ func (d *Dataset) Occurrences() ([]Occurrence, error) {
 	seen := map[uk]bool{}
 	in := interner{}
 	for _, p := range d.parts {
-		bf, err := d.openPart(p.occ, memory.DefaultAllocator, 0)
+		bf, err := d.openPart(p.occ, d.mem, 0)
 		if err != nil {
 			return nil, err
 		}

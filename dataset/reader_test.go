@@ -92,11 +92,11 @@ func TestDedupeAcrossShards(t *testing.T) {
 
 // readEverything opens dir and reads all of it, as a trainer and inspect would.
 //
-// It opens the directory without the manifest check (open(dir, false)), which would
+// It opens the directory without the manifest check (open(dir, false, nil)), which would
 // refuse a damaged file before any decoder sees it: the decoders' own defenses are what
 // the callers test.
 func readEverything(dir string) error {
-	d, err := open(dir, false)
+	d, err := open(dir, false, nil)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func TestOpenErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir2, r1), b1, 0o644)
 	os.WriteFile(filepath.Join(dir2, o1), b2, 0o644)
 	// Without the manifest check, the provenance check refuses them.
-	if _, err := open(dir2, false); err == nil || !strings.Contains(err.Error(), "seed") || !strings.Contains(err.Error(), r1) {
+	if _, err := open(dir2, false, nil); err == nil || !strings.Contains(err.Error(), "seed") || !strings.Contains(err.Error(), r1) {
 		t.Errorf("mixed runs: %v", err)
 	}
 	// With it, part 1 is the shard's uncommitted next part (as a writer killed before
@@ -464,5 +464,44 @@ func BenchmarkReadRows1M(b *testing.B) {
 				b.ReportMetric(float64(disk)/float64(rows*configs), "disk-B/sample")
 			})
 		}
+	}
+}
+
+// countingAlloc counts the allocations made through it.
+type countingAlloc struct {
+	*memory.CheckedAllocator
+	n *int
+}
+
+func (a countingAlloc) Allocate(size int) []byte {
+	*a.n++
+	return a.CheckedAllocator.Allocate(size)
+}
+
+// TestReadsUseTheCallersAllocator: OpenWith's allocator serves the reads (Occurrences used
+// memory.DefaultAllocator whatever the caller gave), and every buffer is released.
+func TestReadsUseTheCallersAllocator(t *testing.T) {
+	dir := tinyDataset(t)
+	checked := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer checked.AssertSize(t, 0)
+	var n int
+	d, err := OpenWith(dir, OpenOptions{Alloc: countingAlloc{checked, &n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterOpen := n // reading the files' schemas may allocate no buffer at all
+	if _, err := d.Occurrences(); err != nil {
+		t.Fatal(err)
+	}
+	afterOcc := n
+	if afterOcc == afterOpen {
+		t.Error("Occurrences allocated nothing from the caller's allocator")
+	}
+	rows := 0
+	if err := d.Rows(ReadOptions{}, func(*Row) error { rows++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 || n == afterOcc {
+		t.Errorf("Rows read %d rows with %d allocations from the caller's allocator", rows, n-afterOcc)
 	}
 }

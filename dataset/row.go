@@ -2,17 +2,29 @@
 // per kernel (its graph tensors and its measured configurations), plus the occurrences of
 // kernels in programs, with provenance metadata. It writes shards atomically and
 // resumably, reads them back as a stream with bounded memory, merges shards, and splits
-// rows into train and test sets at random or by held-out program. The generation driver
-// (Generate) compiles zoo models under random configurations and times them on tpusim.
+// rows into train and test sets at random, by held-out program or by held-out model
+// family. It does not
+// compile or simulate anything: the generation driver that compiles zoo models under
+// random configurations and times them on tpusim is package dataset/gen, so that readers
+// (gnn, eval) do not depend on the simulator or the zoo.
 package dataset
 
 import (
+	"fmt"
+
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/features"
 )
 
-// SchemaVersion is the version of the dataset's Arrow schema.
-const SchemaVersion = 1
+// SchemaVersion is the version of the dataset's schema (columns and provenance) that this
+// tpucost writes. Version 2 records each program's model family in the provenance
+// (Provenance.Families), so that reading a dataset never asks the model zoo.
+const SchemaVersion = 2
+
+// MinSchemaVersion is the oldest schema version this tpucost reads. Version 1 datasets
+// read as before, except that they record no model families: a family split of one is
+// refused (Provenance.Family), since the family is no longer looked up in the zoo.
+const MinSchemaVersion = 1
 
 // FeatureSetTpuGraphs is the feature set of TpuGraphs' npz files (Provenance.FeatureSet):
 // their 140 node features and opcode ids, no kernel features, 24 tile config features per
@@ -93,6 +105,20 @@ func (p Provenance) Ranked() bool { return p.Task.Relative() || p.PerNodeConfigs
 // tpucost's own features (of .pb modules) were computed for.
 func (p Provenance) Measured() bool { return p.Source != "" && p.SimulatorVersion == "" }
 
+// Family returns the model family of program as the dataset records it: Families[program]
+// when listed, else the program itself (a family of its own). A schema 1 dataset records
+// no families: for it Family is an error saying so, since the family is never looked up
+// in the model zoo when reading.
+func (p Provenance) Family(program string) (string, error) {
+	if p.SchemaVersion < 2 {
+		return "", fmt.Errorf("written with dataset schema %d, which records no model families (schema 2 and later do): regenerate it with tpucost gen, or split by program", p.SchemaVersion)
+	}
+	if f, ok := p.Families[program]; ok {
+		return f, nil
+	}
+	return program, nil
+}
+
 // Samples is the number of measured configurations of the row.
 func (r *Row) Samples() int { return len(r.RuntimesNs) }
 
@@ -124,6 +150,11 @@ type Provenance struct {
 	ShardCount       int             `json:"shard_count"`
 	ToolVersion      string          `json:"tool_version"`
 	GeneratorVersion string          `json:"generator_version"`
+	// Families is the model family of each program its writer knew one for (schema 2 on):
+	// the zoo family of every zoo model a tpucost gen run built. A program absent from it
+	// (an HLO file, an imported or replayed program) is a family of its own. Omitted from
+	// the JSON when empty.
+	Families map[string]string `json:"families,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.

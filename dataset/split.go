@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -20,15 +19,6 @@ const (
 
 // SplitKinds lists the kinds of split.
 func SplitKinds() []string { return []string{SplitRandom, SplitProgram, SplitFamily} }
-
-// Family is the model family of a program: the zoo's family for zoo models; a program
-// from outside the zoo (an HLO file) is a family of its own.
-func Family(program string) string {
-	if m, err := zoo.Lookup(program); err == nil {
-		return m.Family
-	}
-	return program
-}
 
 // Split divides a dataset's rows into train and test, deterministically given its seed.
 type Split struct {
@@ -51,7 +41,8 @@ type Split struct {
 // them, are held out, chosen by a hash of (seed, program name); a row is in test when its
 // kernel occurs in any held-out program (by the dataset's occurrences) or it comes from
 // one, so that no kernel of a held-out program is trained on. Kind "family": the same with
-// whole model families (Family) in place of programs — max(1, round(testFraction·families)),
+// whole model families (as the dataset records them: Provenance.Family; a schema 1
+// dataset, which records none, cannot be split by family) in place of programs — max(1, round(testFraction·families)),
 // never all, chosen by a hash of (seed, family) — so the test programs come from families
 // the model never saw (train on CNNs, test on transformers). testFraction must be in
 // (0, 1).
@@ -92,9 +83,15 @@ func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split
 			}
 			s.HeldOut = heldOutOf("program", programs)
 		} else {
+			familyOf := map[string]string{}
 			var families []string
 			for _, p := range programs {
-				families = append(families, Family(p))
+				f, err := d.Provenance.Family(p)
+				if err != nil {
+					return nil, fmt.Errorf("dataset: a family split of %s: %w", d.Dir, err)
+				}
+				familyOf[p] = f
+				families = append(families, f)
 			}
 			slices.Sort(families)
 			families = slices.Compact(families)
@@ -103,7 +100,7 @@ func NewSplit(d *Dataset, kind string, testFraction float64, seed int64) (*Split
 			}
 			s.HeldOutFamilies = heldOutOf("family", families)
 			for _, p := range programs {
-				if slices.Contains(s.HeldOutFamilies, Family(p)) {
+				if slices.Contains(s.HeldOutFamilies, familyOf[p]) {
 					s.HeldOut = append(s.HeldOut, p)
 				}
 			}

@@ -2,8 +2,11 @@ package dataset
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -148,16 +151,22 @@ func TestSplitHashIsFrozen(t *testing.T) {
 	}
 }
 
-// TestFamilySplit holds out whole model families: every program of a held-out family is
-// in test with all its kernels, no program of a training family is, and programs outside
-// the zoo are families of their own.
+// TestFamilySplit holds out whole model families, as the dataset records them: every
+// program of a held-out family is in test with all its kernels, no program of a training
+// family is, and programs the provenance gives no family are families of their own.
 func TestFamilySplit(t *testing.T) {
-	// 12 zoo programs of 4 families (3 each), named onto the synthetic units.
+	// 12 programs of 4 families (3 each), named onto the synthetic units. They carry zoo
+	// model names but families the zoo does not use (fam_*): the split must take the
+	// provenance's, never the zoo's.
 	zooNames := []string{
 		"resnet18_b1", "resnet50_b32", "resnet34_b8",
 		"bert_tiny_s128_b32", "bert_base_s128_b8", "bert_mini_s128_b16",
 		"mlp_96x2_b1", "mlp_768x3_b8", "mlp_1000x4_b64",
 		"gpt2_tiny_s128_b8", "gpt2_small_s128_b8", "gpt2_medium_s256_b2",
+	}
+	families := map[string]string{}
+	for i, p := range zooNames {
+		families[p] = []string{"fam_resnet", "fam_bert", "fam_mlp", "fam_gpt2"}[i/3]
 	}
 	units := testUnits(11, 300, 12, 400)
 	for i := range units {
@@ -166,10 +175,13 @@ func TestFamilySplit(t *testing.T) {
 		units[i].program = zooNames[p]
 	}
 	dir := t.TempDir()
-	writeShard(t, dir, FormatArrow, memory.DefaultAllocator, rowGen{task: TaskTile, maxNodes: 3, configs: 2}, units, 0, 1, 50)
+	writeShard(t, dir, FormatArrow, memory.DefaultAllocator, rowGen{task: TaskTile, maxNodes: 3, configs: 2, families: families}, units, 0, 1, 50)
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !maps.Equal(d.Provenance.Families, families) {
+		t.Fatalf("families read back %v, written %v", d.Provenance.Families, families)
 	}
 	s, err := NewSplit(d, SplitFamily, 0.25, 42)
 	if err != nil {
@@ -180,8 +192,8 @@ func TestFamilySplit(t *testing.T) {
 	}
 	for _, p := range zooNames {
 		held := slices.Contains(s.HeldOut, p)
-		if held != (Family(p) == s.HeldOutFamilies[0]) {
-			t.Errorf("program %s (family %s): held out %v, held-out family %s", p, Family(p), held, s.HeldOutFamilies[0])
+		if held != (families[p] == s.HeldOutFamilies[0]) {
+			t.Errorf("program %s (family %s): held out %v, held-out family %s", p, families[p], held, s.HeldOutFamilies[0])
 		}
 	}
 	occ, _ := d.Occurrences()
@@ -194,8 +206,8 @@ func TestFamilySplit(t *testing.T) {
 			t.Errorf("kernel %s of held-out program %s is in train", o.KernelKey, o.Program)
 		}
 	}
-	if Family("my_dump.hlo") != "my_dump.hlo" {
-		t.Error("a program outside the zoo must be its own family")
+	if f, err := d.Provenance.Family("my_dump.hlo"); err != nil || f != "my_dump.hlo" {
+		t.Errorf("a program without a recorded family: family %q, %v; want its own", f, err)
 	}
 	// The synthetic dataset's programs are outside the zoo: one family each, so a family
 	// split there equals a program split.
@@ -207,5 +219,37 @@ func TestFamilySplit(t *testing.T) {
 	ps, _ := NewSplit(sd, SplitProgram, 0.25, 42)
 	if len(fs.HeldOut) != len(ps.HeldOut) {
 		t.Errorf("family split of single-program families holds out %d programs, program split %d", len(fs.HeldOut), len(ps.HeldOut))
+	}
+}
+
+// TestSchema1DatasetHasNoFamilies: a dataset written with schema 1 (before families were
+// recorded: the committed golden dataset) still opens, reads and splits by program, but a
+// family split is refused with one line saying why, instead of asking the zoo.
+func TestSchema1DatasetHasNoFamilies(t *testing.T) {
+	d, err := Open(filepath.Join("testdata", "golden", string(FormatArrow)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Provenance.SchemaVersion != 1 {
+		t.Fatalf("the golden dataset has schema %d; this test needs a schema 1 one", d.Provenance.SchemaVersion)
+	}
+	if _, err := NewSplit(d, SplitProgram, 0.5, 1); err != nil {
+		t.Errorf("program split of a schema 1 dataset: %v", err)
+	}
+	_, err = NewSplit(d, SplitFamily, 0.5, 1)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "schema 1") || !strings.Contains(err.Error(), "split by program") {
+		t.Errorf("family split of a schema 1 dataset: %v; want one line naming schema 1 and the way out", err)
+	}
+	// Nor may a writer record families under schema 1, or write a schema this tpucost
+	// does not know.
+	p := d.Provenance
+	p.Families = map[string]string{"prog0": "f"}
+	if _, err := NewWriter(WriterOptions{Dir: t.TempDir(), Provenance: p}); err == nil {
+		t.Error("a schema 1 writer accepted families")
+	}
+	p = testProv(TaskTile, 0, 1)
+	p.SchemaVersion = SchemaVersion + 1
+	if _, err := NewWriter(WriterOptions{Dir: t.TempDir(), Provenance: p}); err == nil {
+		t.Errorf("a writer accepted schema %d", p.SchemaVersion)
 	}
 }

@@ -93,7 +93,7 @@ func PartFileNames(task Task, shard, count, part int, format Format) (rows, occ 
 type WriterOptions struct {
 	Dir        string
 	Format     Format           // default arrow
-	Provenance Provenance       // ShardIndex/ShardCount identify this writer's shard
+	Provenance Provenance       // ShardIndex/ShardCount identify this writer's shard; SchemaVersion 0 is SchemaVersion
 	Alloc      memory.Allocator // nil: memory.DefaultAllocator
 }
 
@@ -159,6 +159,15 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 	}
 	if !slices.Contains(Tasks(), p.Task) {
 		return nil, fmt.Errorf("dataset: unknown task %q", p.Task)
+	}
+	if p.SchemaVersion == 0 {
+		p.SchemaVersion = SchemaVersion
+	}
+	if p.SchemaVersion < MinSchemaVersion || p.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("dataset: schema version %d: this tpucost writes %d to %d", p.SchemaVersion, MinSchemaVersion, SchemaVersion)
+	}
+	if p.SchemaVersion < 2 && len(p.Families) > 0 {
+		return nil, fmt.Errorf("dataset: schema version %d records no model families; families need schema 2", p.SchemaVersion)
 	}
 	w := &Writer{dir: opts.Dir, format: opts.Format, prov: p, mem: opts.Alloc,
 		prefix: shardPrefix(p.Task, p.ShardIndex, p.ShardCount), seen: map[string]bool{},
@@ -243,7 +252,7 @@ func (w *Writer) scan() error {
 			return &FileError{File: filepath.Join(w.dir, rows), Err: fmt.Errorf("%s holds parts of this shard but no manifest %s: "+
 				"it was written by a tpucost older than dataset manifests; regenerate it into a new directory", w.dir, manifestName)}
 		}
-		m = &Manifest{ManifestVersion: ManifestVersion, SchemaVersion: SchemaVersion, Task: w.prov.Task, Format: w.format,
+		m = &Manifest{ManifestVersion: ManifestVersion, SchemaVersion: w.prov.SchemaVersion, Task: w.prov.Task, Format: w.format,
 			ShardIndex: w.prov.ShardIndex, ShardCount: w.prov.ShardCount, Parts: []ManifestPart{}}
 		if err := w.writeManifest(m); err != nil {
 			return err

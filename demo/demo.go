@@ -22,6 +22,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/internal/atomicfile"
@@ -134,7 +135,7 @@ type stamp struct {
 	Chip        string       `json:"chip"`
 	VMEMBytes   int64        `json:"vmem_bytes"`
 	Simulator   string       `json:"simulator"`
-	Generator   string       `json:"generator"` // dataset.GeneratorVersion: the compiler's output is part of it
+	Generator   string       `json:"generator"` // gen.Version: the compiler's output is part of it
 	Fingerprint string       `json:"fingerprint"`
 }
 
@@ -142,10 +143,10 @@ type stamp struct {
 // complete with the same settings and its files still have the stamped fingerprint.
 // Anything else in o.Out (partial, other settings, damaged) is removed and redone.
 // It returns the reused directory, if any.
-func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]string, error) {
+func generate(ctx context.Context, o gen.Options, progress io.Writer) ([]string, error) {
 	want := stamp{Task: o.Task, Models: o.Models, Configs: o.Configs, Variants: o.Variants, Seed: o.Seed, Chip: o.Chip.Name,
 		VMEMBytes: o.Chip.VMEMBytes, Simulator: tpusim.Version,
-		Generator: dataset.GeneratorVersion}
+		Generator: gen.Version}
 	if b, err := os.ReadFile(stampFile(o.Out)); err == nil {
 		var got stamp
 		if json.Unmarshal(b, &got) == nil {
@@ -172,7 +173,7 @@ func generate(ctx context.Context, o dataset.GenOptions, progress io.Writer) ([]
 	if err := os.RemoveAll(o.Out); err != nil {
 		return nil, err
 	}
-	if _, err := dataset.Generate(ctx, o); err != nil {
+	if _, err := gen.Generate(ctx, o); err != nil {
 		return nil, err
 	}
 	fp, err := dataset.Fingerprint(o.Out)
@@ -314,8 +315,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// 1. Datasets.
-	gen := func(task dataset.Task, configs, variants int) error {
-		gopts := dataset.GenOptions{Task: task, Models: o.TrainModels, Out: dataDir(o.Out, task),
+	generateTask := func(task dataset.Task, configs, variants int) error {
+		gopts := gen.Options{Task: task, Models: o.TrainModels, Out: dataDir(o.Out, task),
 			Configs: configs, Variants: variants, Seed: o.Seed, Chip: o.Chip, ToolVersion: "demo"}
 		reused, err := generate(ctx, gopts, progress)
 		if err != nil {
@@ -337,7 +338,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		task              dataset.Task
 		configs, variants int
 	}{{dataset.TaskTile, s.TileConfigs, s.TileVariants}, {dataset.TaskFusion, s.GraphConfigs, 1}, {dataset.TaskLayout, s.GraphConfigs, 1}} {
-		if err := stage("generating the "+string(st.task)+" dataset", func() error { return gen(st.task, st.configs, st.variants) }); err != nil {
+		if err := stage("generating the "+string(st.task)+" dataset", func() error { return generateTask(st.task, st.configs, st.variants) }); err != nil {
 			return nil, err
 		}
 	}

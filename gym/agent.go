@@ -12,6 +12,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/reinforce"
 )
 
 // The pass-ordering agent: a policy over the gym's actions that reads the module through
@@ -34,7 +35,7 @@ import (
 // point) only stop is left.
 //
 // Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
-// to go and an entropy bonus (Train), with nn.Adam (gradient norm clipped at gradClip).
+// to go and an entropy bonus (Train), with internal/reinforce (Adam, gradient norm clipped at reinforce.GradClip).
 
 // Agent dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
@@ -87,7 +88,7 @@ type Agent struct {
 	params nn.Params // as agentParams lists them
 	// Meta describes how the agent was trained (saved with it).
 	Meta AgentMeta
-	adam *nn.Adam
+	opt  reinforce.Optimizer
 }
 
 // AgentMeta is the training record an agent checkpoint carries.
@@ -146,7 +147,9 @@ func encode(o Observation) input {
 	}
 	k += 3
 	for i, idle := range o.Idle {
-		glob[k+i] = b2f(idle)
+		if idle {
+			glob[k+i] = 1
+		}
 	}
 	k += NumActions()
 	if len(o.History) > 0 {
@@ -388,19 +391,9 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 // in float32).
 const maskLogit = -1e4
 
-// gradClip is the global gradient-norm clip of agent training (as tune's policy
-// training): REINFORCE gradients are heavy-tailed.
-const gradClip = 5.0
-
-// step applies one Adam update with learning rate lr to gradients gs.
-func (a *Agent) step(gs [][]float32, lr float64) {
-	if a.adam == nil {
-		a.adam = nn.NewAdam(a.params, lr)
-		a.adam.ClipNorm = gradClip
-	}
-	a.adam.LR = lr
-	a.adam.Update(a.params, gs)
-}
+// step applies one update (reinforce.Optimizer, as tune's policy training: Adam, the
+// gradients' norm clipped at reinforce.GradClip) with learning rate lr to gradients gs.
+func (a *Agent) step(gs [][]float32, lr float64) { a.opt.Step(a.params, gs, lr) }
 
 // passCount is the number of pass actions (the stop action excluded).
 func passCount() int { return len(opt.All()) }

@@ -2,7 +2,6 @@ package gym
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/features"
@@ -35,27 +34,19 @@ type Graph struct {
 // Nodes is the number of nodes.
 func (g *Graph) Nodes() int { return len(g.Opcodes) }
 
-// numCategories is the number of opcode categories (hlo.CatSource..hlo.CatOther).
-const numCategories = int(hlo.CatOther) + 1
+// nodeBlocks are the module-graph feature blocks of the gym's graphs: categories, size
+// scalars and the context flags (features.ModuleNodeNames).
+func nodeBlocks() features.ModuleBlocks { return features.ModuleBlocks{Context: true} }
 
-// nodeScalars is the number of non-category node features.
-const nodeScalars = 9
-
-// NodeWidth is the number of features per node: the opcode category one-hot, then
-// log2(1+elements)/32, log2(1+bytes)/40, rank/6, log2(1+operands)/4, log2(1+users)/4,
-// is_root, is_parameter, is_known_constant (a constant whose literal the text spells
-// out) and in_loop (the node is in a while condition or body, at any depth).
-const NodeWidth = numCategories + nodeScalars
+// NodeWidth is the number of features per node (features.ModuleNodeWidth(nodeBlocks())):
+// the opcode category one-hot, then log2(1+elements)/32, log2(1+bytes)/40, rank/6,
+// log2(1+operands)/4, log2(1+users)/4 (elements, bytes and rank of a tuple's first
+// element), is_root, is_parameter, is_known_constant (a constant whose literal the text
+// spells out) and in_loop (the node is in a while condition or body, at any depth).
+const NodeWidth = features.ModuleCategoryWidth + features.ModuleScalarWidth + features.ModuleContextWidth
 
 // NodeFeatureNames names the node feature columns, in order.
-func NodeFeatureNames() []string {
-	var ns []string
-	for c := range numCategories {
-		ns = append(ns, "cat_"+hlo.Category(c).String())
-	}
-	return append(ns, "elements_log", "bytes_log", "rank", "operands_log", "users_log",
-		"is_root", "is_parameter", "is_known_constant", "in_loop")
-}
+func NodeFeatureNames() []string { return features.ModuleNodeNames(nodeBlocks()) }
 
 // BuildGraph returns the graph tensors of m (see Graph). It fails for a module without
 // an entry computation or with a while loop that has no condition or body.
@@ -123,42 +114,20 @@ func BuildGraph(m *hlo.Module) (Graph, error) {
 	for _, c := range comps {
 		for _, in := range c.Instructions {
 			i := pos[in]
-			nodeFeatures(g.NodeFeats[int(i)*NodeWidth:(int(i)+1)*NodeWidth], in, users[i], in == c.Root, inLoop[c])
+			features.ModuleNodeFeatures(g.NodeFeats[int(i)*NodeWidth:(int(i)+1)*NodeWidth],
+				features.ModuleNode{In: in, Shape: firstArray(in.Shape), Users: users[i], Root: in == c.Root, InLoop: inLoop[c]}, nodeBlocks())
 		}
 	}
 	return g, nil
 }
 
-func lg(x float64) float64 { return math.Log2(1 + math.Max(x, 0)) }
-
-func b2f(b bool) float32 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// nodeFeatures writes in's features (NodeFeatureNames) into dst.
-func nodeFeatures(dst []float32, in *hlo.Instruction, users int, isRoot, inLoop bool) {
-	dst[int(in.Opcode.Category())] = 1
-	s := in.Shape
+// firstArray is the value a node of shape s stands for in the size features: s, or for a
+// tuple its first element (recursively; an empty tuple stays itself: no size).
+func firstArray(s hlo.Shape) hlo.Shape {
 	for s.IsTuple() && len(s.Tuple) > 0 {
 		s = s.Tuple[0]
 	}
-	o := numCategories
-	var elems, bytes float64
-	if s.IsArray() {
-		elems, bytes = float64(s.Elements()), float64(s.Bytes())
-	}
-	dst[o] = float32(lg(elems) / 32)
-	dst[o+1] = float32(lg(bytes) / 40)
-	dst[o+2] = float32(s.Rank()) / 6
-	dst[o+3] = float32(lg(float64(len(in.Operands))) / 4)
-	dst[o+4] = float32(lg(float64(users)) / 4)
-	dst[o+5] = b2f(isRoot)
-	dst[o+6] = b2f(in.Opcode == hlo.OpParameter)
-	dst[o+7] = b2f(in.Opcode == hlo.OpConstant && in.Literal != "" && in.Literal != "{...}")
-	dst[o+8] = b2f(inLoop)
+	return s
 }
 
 // Histogram returns the op-count histogram of m by opcode: element i is the number of

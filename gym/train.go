@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/tpucost/tpucost/internal/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -147,7 +148,10 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 	}
 	a := NewAgent(o.Seed)
 	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps}
-	base := make([][]float64, len(o.Programs))
+	baselines, err := reinforce.NewBaselines(len(o.Programs), o.Baseline)
+	if err != nil {
+		return nil, fmt.Errorf("training a gym agent: %w", err)
+	}
 	for it := 1; it <= o.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -185,33 +189,16 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 				rep.MeanSteps += float64(len(rs)) / float64(len(o.Programs)*o.Samples)
 				batch = append(batch, ep{b, rtg, pi})
 			}
-			// Baseline per step: the moving average of the return to go at step t
-			// (initialized to this iteration's mean), updated after the advantages.
-			mean := make([]float64, o.MaxSteps)
-			cnt := make([]float64, o.MaxSteps)
-			for _, e := range batch {
-				for t, r := range e.rtg {
-					mean[t] += r
-					cnt[t]++
-				}
+			// Advantages against the per-(program, step) moving-average baseline of the
+			// return to go (a program's first batch sets it), updated after them.
+			rtgs := make([][]float64, len(batch))
+			for k, e := range batch {
+				rtgs[k] = e.rtg
 			}
-			if base[pi] == nil {
-				base[pi] = make([]float64, o.MaxSteps)
-				for t := range mean {
-					if cnt[t] > 0 {
-						base[pi][t] = mean[t] / cnt[t]
-					}
-				}
-			}
-			for _, e := range batch {
-				e.b.weights = make([]float32, len(e.rtg))
-				for t, r := range e.rtg {
-					e.b.weights[t] = float32(r - base[pi][t])
-				}
-			}
-			for t := range mean {
-				if cnt[t] > 0 {
-					base[pi][t] = o.Baseline*base[pi][t] + (1-o.Baseline)*mean[t]/cnt[t]
+			for k, adv := range baselines.Advantages(pi, rtgs) {
+				batch[k].b.weights = make([]float32, len(adv))
+				for t, a := range adv {
+					batch[k].b.weights[t] = float32(a)
 				}
 			}
 			eps = append(eps, batch...)
@@ -226,15 +213,7 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 				return nil, fmt.Errorf("training a gym agent: %w", err)
 			}
 			rep.Loss += loss
-			if sum == nil {
-				sum = gs
-				continue
-			}
-			for j := range gs {
-				for k := range gs[j] {
-					sum[j][k] += gs[j][k]
-				}
-			}
+			sum = reinforce.AddGrads(sum, gs)
 		}
 		a.step(sum, o.LR)
 		a.Meta.History = append(a.Meta.History, rep)

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/internal/reinforce"
 )
 
 // ErrNoPolicy is wrapped by the error of the rl strategy run without a policy.
@@ -17,6 +18,9 @@ var ErrNoPolicy = errors.New("strategy rl needs a trained policy (--policy DIR; 
 // rlFineTuneLR is the learning rate of on-the-fly fine-tuning during a search: a tenth of
 // the training default, since a search has a few dozen samples of a single program.
 const rlFineTuneLR = 0.001
+
+// rlFineTuneBaseline is the decay of fine-tuning's moving-average reward baseline.
+const rlFineTuneBaseline = 0.8
 
 // rl searches layout and fusion (the kinds of Options.Kinds, one or both) with the
 // policy (Options.Policy): it measures the start, then the policy's most likely config,
@@ -54,7 +58,10 @@ func (s *search) rl(ctx context.Context) error {
 	}
 	pol := s.r.opts.Policy.clone()
 	startNs := got[0].value
-	baseline, haveBase := 0.0, false
+	baselines, err := reinforce.NewBaselines(1, rlFineTuneBaseline)
+	if err != nil {
+		return err
+	}
 	first := true
 	for !s.done() {
 		pr, err := pol.probs(d)
@@ -96,18 +103,14 @@ func (s *search) rl(ctx context.Context) error {
 		if len(rs) < 2 {
 			continue
 		}
-		mean := 0.0
-		for _, r := range rs {
-			mean += r / float64(len(rs))
-		}
-		if !haveBase {
-			baseline, haveBase = mean, true
+		returns := make([][]float64, len(rs)) // one step each
+		for k, r := range rs {
+			returns[k] = []float64{r}
 		}
 		adv := make([]float64, len(rs))
-		for k, r := range rs {
-			adv[k] = r - baseline
+		for k, a := range baselines.Advantages(0, returns) {
+			adv[k] = a[0]
 		}
-		baseline = 0.8*baseline + 0.2*mean
 		_, gs, err := pol.grads(d, reinforceCoef(d, sa, adv))
 		if err != nil {
 			return err

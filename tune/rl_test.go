@@ -16,6 +16,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/sealed"
 	"github.com/tpucost/tpucost/tpusim"
@@ -627,5 +628,25 @@ func BenchmarkRLPolicyStep(b *testing.B) {
 		if _, _, err := p.grads(d, reinforceCoef(d, acts, adv)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRLNodeFeaturesAreShared: the policy reads the shared module-graph featurizer's
+// columns (features.ModuleNodeNames with the mover block), and its checkpoint schema
+// names each of them: the categories and movers by name, then the five size scalars.
+func TestRLNodeFeaturesAreShared(t *testing.T) {
+	names := features.ModuleNodeNames(rlNodeBlocks())
+	if len(names) != rlNodeFeatures {
+		t.Fatalf("policy node width %d, the featurizer's %d columns", rlNodeFeatures, len(names))
+	}
+	schema := rlFeatureSchema()
+	for _, n := range names[:features.ModuleCategoryWidth+features.ModuleMoverWidth] {
+		_, name, _ := strings.Cut(n, "_")
+		if !strings.Contains(schema, name+",") {
+			t.Errorf("feature schema %q does not name column %s", schema, n)
+		}
+	}
+	if !strings.Contains(schema, ";log_elements,log_bytes,rank,log_fan_in,log_fan_out;") {
+		t.Errorf("feature schema %q does not name the five size scalars", schema)
 	}
 }

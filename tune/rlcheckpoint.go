@@ -3,31 +3,30 @@ package tune
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/internal/atomicfile"
-	"github.com/tpucost/tpucost/internal/jsonerr"
-	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/internal/sealedckpt"
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
 // the policy's dimensions, its parameters (nn.Saved: names and shapes, their values in
-// base64) and training record, sealed with the SHA-256 of all of it (internal/sealed). It is
-// written atomically (a crash leaves the previous or the new checkpoint), and a
-// checkpoint whose checksum, format or dimensions do not match this build is refused.
+// base64) and training record, sealed with the SHA-256 of all of it and written atomically
+// (internal/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
+// previous or the new checkpoint), and a checkpoint whose checksum, format or dimensions
+// do not match this build is refused.
 
 // PolicyFormat identifies the policy checkpoint format. Format 2 added the layout head
 // (layout and fusion decisions); format 3 reads the graph through the shared GraphSAGE
 // encoder (gnn/nn: per-block weights, a degree cap). Older checkpoints are refused with a
 // message to retrain them.
-const PolicyFormat = "tpucost-rl-policy/3"
+const PolicyFormat = policyFormatPrefix + "3"
 
-// policyFormatPrefix is what every policy checkpoint's format starts with.
-const policyFormatPrefix = "tpucost-rl-policy/"
+// policyFormatPrefix is what every policy checkpoint's format starts with, and
+// policyFormatVersion the version PolicyFormat ends with.
+const (
+	policyFormatPrefix  = "tpucost-rl-policy/"
+	policyFormatVersion = 3
+)
 
 // PolicyFile is the name of a policy checkpoint's file in its directory.
 const PolicyFile = "policy.json"
@@ -52,56 +51,33 @@ type policyFile struct {
 	Meta PolicyMeta `json:"meta"`
 }
 
+// policyCheckpoint is the kind of a policy checkpoint (internal/sealedckpt).
+func policyCheckpoint() sealedckpt.Kind {
+	return sealedckpt.Kind{What: "policy", File: PolicyFile, Prefix: policyFormatPrefix, Version: policyFormatVersion,
+		Older: func(v int) string {
+			if v < 2 {
+				return "format 1 decided fusion only; this build's policy decides layout and fusion"
+			}
+			return "format 2 aggregated the graph with its own layer; this build's policy reads it through the shared GraphSAGE encoder"
+		},
+		Retrain: "tpucost tune train-policy", Mismatch: ErrPolicyMismatch, Corrupt: ErrPolicyCorrupt}
+}
+
 // SavePolicy writes p to directory dir (created if needed) atomically.
 func SavePolicy(dir string, p *Policy) error {
-	f := policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
-		Hidden: rlHidden, Schema: rlFeatureSchema(), Saved: nn.Save(p.params), Meta: p.Meta}
-	b, err := sealed.Marshal(&f)
-	if err != nil {
-		return fmt.Errorf("saving policy %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("saving policy: %w", err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, PolicyFile), b); err != nil {
-		return fmt.Errorf("saving policy: %w", err)
-	}
-	return nil
+	return policyCheckpoint().Save(dir, &policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
+		Hidden: rlHidden, Schema: rlFeatureSchema(), Saved: nn.Save(p.params), Meta: p.Meta})
 }
 
 // LoadPolicy reads the policy checkpoint in directory dir. It refuses a checkpoint whose
 // checksum fails (ErrPolicyCorrupt) or whose format or dimensions differ from this
 // build's (ErrPolicyMismatch).
 func LoadPolicy(dir string) (*Policy, error) {
-	path := filepath.Join(dir, PolicyFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
-	}
-	// The format first, whatever the other fields: an older checkpoint has other ones.
-	var hdr struct {
-		Format string `json:"format"`
-	}
-	if err := jsonerr.Unmarshal(path, b, &hdr); err != nil {
-		return nil, fmt.Errorf("loading policy: %w: %w", ErrPolicyCorrupt, err)
-	}
-	if hdr.Format != PolicyFormat {
-		if v, err := strconv.Atoi(strings.TrimPrefix(hdr.Format, policyFormatPrefix)); err == nil && strings.HasPrefix(hdr.Format, policyFormatPrefix) && v < 3 {
-			why := "format 2 aggregated the graph with its own layer; this build's policy reads it through the shared GraphSAGE encoder"
-			if v < 2 {
-				why = "format 1 decided fusion only; this build's policy decides layout and fusion"
-			}
-			return nil, fmt.Errorf("loading policy %s: %w: format %q is an older policy (%s, %q): retrain it with `tpucost tune train-policy`",
-				path, ErrPolicyMismatch, hdr.Format, why, PolicyFormat)
-		}
-		return nil, fmt.Errorf("loading policy %s: %w: format %q, want %q", path, ErrPolicyMismatch, hdr.Format, PolicyFormat)
-	}
-	if err := sealed.Verify(b); err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
-	}
 	var f policyFile
-	if err := jsonerr.UnmarshalStrict(path, b, &f); err != nil {
-		return nil, fmt.Errorf("loading policy: %w: %w", ErrPolicyCorrupt, err)
+	ck := policyCheckpoint()
+	path, err := ck.Load(dir, &f)
+	if err != nil {
+		return nil, err
 	}
 	if f.NodeFeatures != rlNodeFeatures || f.EdgeFeatures != rlEdgeFeatures || f.OptFeatures != rlOptionFeatures || f.Hidden != rlHidden {
 		return nil, fmt.Errorf("loading policy %s: %w: node/edge/option features and hidden width %d/%d/%d/%d, this build has %d/%d/%d/%d",
@@ -111,10 +87,8 @@ func LoadPolicy(dir string) (*Policy, error) {
 		return nil, fmt.Errorf("loading policy %s: %w: feature schema %q, this build has %q", path, ErrPolicyMismatch, f.Schema, rlFeatureSchema())
 	}
 	p := &Policy{params: policyParams(), Meta: f.Meta}
-	if err := f.Restore(p.params); errors.Is(err, nn.ErrLayout) {
-		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyMismatch, err)
-	} else if err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w: %w", path, ErrPolicyCorrupt, err)
+	if err := ck.Restore(path, f.Saved, p.params); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

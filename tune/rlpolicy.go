@@ -13,7 +13,9 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/internal/reinforce"
 )
 
 // The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for
@@ -26,8 +28,9 @@ import (
 //
 // Architecture (float32):
 //
-//	x_v      node features (rlNodeFeatures): opcode category and a few opcodes one-hot,
-//	         log element count, log bytes, rank, log fan-in, log fan-out
+//	x_v      node features (rlNodeFeatures; features.ModuleNodeFeatures with the mover
+//	         block): opcode category and a few opcodes one-hot, log element count, log
+//	         bytes, rank, log fan-in, log fan-out
 //	h_v      relu(x_v W_self + mean_{u->v} x_u W_in + mean_{v->w} x_w W_out + b)
 //	         (one layer of the shared GraphSAGE encoder nn.SAGE over every node of the
 //	         module, operands and users in the node's computation, at most rlMaxDegree of
@@ -56,7 +59,7 @@ import (
 
 // Policy dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
-	rlNodeFeatures    = rlNumCategories + len(rlMovers) + 5
+	rlNodeFeatures    = features.ModuleCategoryWidth + features.ModuleMoverWidth + features.ModuleScalarWidth // features.ModuleNodeWidth(rlNodeBlocks())
 	rlEdgeFeatures    = 5
 	rlOptionFeatures  = 8
 	rlHidden          = 32
@@ -65,23 +68,22 @@ const (
 	rlLayoutPriorInit = 3.0 // initial layout prior: p(default) ≈ sigmoid(3) ≈ 0.95 (see build)
 )
 
-// rlMovers are the data-movement opcodes with their own feature column (fusing them is
-// what most fusion decisions are about).
-var rlMovers = [...]hlo.Opcode{hlo.OpBroadcast, hlo.OpReshape, hlo.OpTranspose, hlo.OpCopy, hlo.OpSlice, hlo.OpConcatenate}
-
-// rlNumCategories is the number of opcode categories (hlo.CatSource..hlo.CatOther).
-const rlNumCategories = int(hlo.CatOther) + 1
+// rlNodeBlocks are the module-graph feature blocks the policy reads
+// (features.ModuleNodeNames): categories, the data-movement opcodes and the size scalars.
+func rlNodeBlocks() features.ModuleBlocks { return features.ModuleBlocks{Movers: true} }
 
 // rlFeatureSchema names the node, edge and option feature columns: a checkpoint made
-// with other columns (categories or opcodes renamed, added or reordered) is refused.
+// with other columns (categories or opcodes renamed, added or reordered) is refused. The
+// node columns are features.ModuleNodeNames(rlNodeBlocks()), spelled as policy format 3
+// first wrote them (so that saved policies stay readable).
 func rlFeatureSchema() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "v3;max_degree:%d;categories:", rlMaxDegree)
-	for c := range rlNumCategories {
+	for c := range features.ModuleCategoryWidth {
 		b.WriteString(hlo.Category(c).String() + ",")
 	}
 	b.WriteString(";opcodes:")
-	for _, op := range rlMovers {
+	for _, op := range features.ModuleMovers() {
 		b.WriteString(op.String() + ",")
 	}
 	b.WriteString(";log_elements,log_bytes,rank,log_fan_in,log_fan_out;edge:default,dup,operand,log_size_ratio,log_producer_bytes")
@@ -95,7 +97,7 @@ type Policy struct {
 	params nn.Params // as policyParams lists them
 	// Meta describes how the policy was trained (saved with it).
 	Meta PolicyMeta
-	adam *nn.Adam
+	opt  reinforce.Optimizer
 }
 
 // PolicyMeta is the training record a policy checkpoint carries.
@@ -260,7 +262,8 @@ func newGraphIndex(m *hlo.Module) *graphIndex {
 		gi.x = append(gi.x, make([]float32, len(c.Instructions)*F)...)
 		for i, in := range c.Instructions {
 			gi.node[in] = off + i
-			nodeFeatures(in, len(users[i]), gi.x[(off+i)*F:(off+i+1)*F])
+			// A tuple is itself here: 0 elements, the bytes of all its elements, rank 0.
+			features.ModuleNodeFeatures(gi.x[(off+i)*F:(off+i+1)*F], features.ModuleNode{In: in, Shape: in.Shape, Users: len(users[i])}, rlNodeBlocks())
 			gi.users[in] = len(users[i])
 		}
 		for i, in := range c.Instructions {
@@ -425,22 +428,6 @@ func optionFeatures(s hlo.Shape, opts [][]int, i, def int, t cost.Target) []floa
 		logDim(mo[0]), logDim(mo[1]),
 		b(mo[0] == mr[0]), b(mo[0] == md[0]),
 	}
-}
-
-// nodeFeatures writes in's features into dst (rlNodeFeatures long).
-func nodeFeatures(in *hlo.Instruction, fanOut int, dst []float32) {
-	dst[int(in.Opcode.Category())] = 1
-	for j, op := range rlMovers {
-		if in.Opcode == op {
-			dst[rlNumCategories+j] = 1
-		}
-	}
-	o := rlNumCategories + len(rlMovers)
-	dst[o] = float32(math.Log2(float64(in.Shape.Elements())+1) / 32)
-	dst[o+1] = float32(math.Log2(float64(in.Shape.Bytes())+1) / 40)
-	dst[o+2] = float32(in.Shape.Rank()) / 6
-	dst[o+3] = float32(math.Log2(float64(len(in.Operands))+1) / 4)
-	dst[o+4] = float32(math.Log2(float64(fanOut)+1) / 4)
 }
 
 // policyGraph is one Gorgonia graph of the policy over one program's decisions.
@@ -689,21 +676,11 @@ func (p *Policy) grads(d *decisions, c *coefs) (float64, [][]float32, error) {
 	return loss, out, nil
 }
 
-// gradClip is the global gradient-norm clip of policy training: REINFORCE gradients are
-// heavy-tailed.
-const gradClip = 5.0
-
-// step applies one Adam update (nn.Adam, the gradients' norm clipped at gradClip) with
-// learning rate lr to gradients gs (summed over the batch by the caller; zero for a head
-// without decisions, whose parameters still follow their momentum).
-func (p *Policy) step(gs [][]float32, lr float64) {
-	if p.adam == nil {
-		p.adam = nn.NewAdam(p.params, lr)
-		p.adam.ClipNorm = gradClip
-	}
-	p.adam.LR = lr
-	p.adam.Update(p.params, gs)
-}
+// step applies one update (reinforce.Optimizer: Adam, the gradients' norm clipped at
+// reinforce.GradClip) with learning rate lr to gradients gs (summed over the batch by the
+// caller; zero for a head without decisions, whose parameters still follow their
+// momentum).
+func (p *Policy) step(gs [][]float32, lr float64) { p.opt.Step(p.params, gs, lr) }
 
 // sampleAction draws one action from pr: a Bernoulli per fusion edge, a categorical per
 // layout node.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/internal/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -203,8 +204,10 @@ func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) 
 
 // trainPolicy runs o.Episodes episodes of REINFORCE on envs, updating p in place.
 func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOptions) ([]EpisodeReport, error) {
-	baseline := make([]float64, len(envs))
-	haveBase := make([]bool, len(envs))
+	baselines, err := reinforce.NewBaselines(len(envs), o.Baseline)
+	if err != nil {
+		return nil, err
+	}
 	var hist []EpisodeReport
 	for ep := 1; ep <= o.Episodes; ep++ {
 		if err := ctx.Err(); err != nil {
@@ -235,30 +238,20 @@ func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOpti
 			greedy := rs[o.Samples]
 			acts, rs = acts[:o.Samples], rs[:o.Samples]
 			mean := 0.0
-			for _, r := range rs {
+			returns := make([][]float64, len(rs)) // one step each
+			for k, r := range rs {
 				mean += r / float64(len(rs))
-			}
-			if !haveBase[i] {
-				baseline[i], haveBase[i] = mean, true
+				returns[k] = []float64{r}
 			}
 			adv := make([]float64, len(rs))
-			for k, r := range rs {
-				adv[k] = r - baseline[i]
+			for k, a := range baselines.Advantages(i, returns) {
+				adv[k] = a[0]
 			}
-			baseline[i] = o.Baseline*baseline[i] + (1-o.Baseline)*mean
 			loss, gs, err := p.grads(d, reinforceCoef(d, acts, adv))
 			if err != nil {
 				return nil, err
 			}
-			if sum == nil {
-				sum = gs
-			} else {
-				for j := range gs {
-					for k := range gs[j] {
-						sum[j][k] += gs[j][k]
-					}
-				}
-			}
+			sum = reinforce.AddGrads(sum, gs)
 			rep.Loss += loss
 			rep.MeanReward += mean
 			rep.GreedyMean += greedy

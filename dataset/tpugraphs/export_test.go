@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 )
 
 // genTile writes a small simulated tile dataset.
 func genTile(t *testing.T, task dataset.Task, models ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "gen")
-	_, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: task, Models: models, Out: dir,
+	_, err := gen.Generate(context.Background(), gen.Options{Task: task, Models: models, Out: dir,
 		Configs: 6, Variants: 1, Seed: 3, Chip: v4(t), Workers: 1, ToolVersion: "test"})
 	if err != nil {
 		t.Fatal(err)

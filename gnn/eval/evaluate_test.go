@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-func gen(t *testing.T, task dataset.Task, models ...string) *dataset.Dataset {
+func genData(t *testing.T, task dataset.Task, models ...string) *dataset.Dataset {
 	t.Helper()
 	chip, err := tpusim.Preset("v4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), string(task))
-	if _, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: task, Models: models, Out: dir, Configs: 6, Chip: chip, Seed: 3}); err != nil {
+	if _, err := gen.Generate(context.Background(), gen.Options{Task: task, Models: models, Out: dir, Configs: 6, Chip: chip, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := dataset.Open(dir)
@@ -28,7 +29,7 @@ func gen(t *testing.T, task dataset.Task, models ...string) *dataset.Dataset {
 }
 
 func TestEvaluateRelative(t *testing.T) {
-	d := gen(t, dataset.TaskTile, "mlp_96x2_b1", "resnet18_b1")
+	d := genData(t, dataset.TaskTile, "mlp_96x2_b1", "resnet18_b1")
 	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
 	rep, err := Evaluate(d, nil, perfect, nil)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestEvaluateRelative(t *testing.T) {
 }
 
 func TestEvaluateAbsolute(t *testing.T) {
-	d := gen(t, dataset.TaskFusion, "mlp_96x2_b1", "resnet18_b1")
+	d := genData(t, dataset.TaskFusion, "mlp_96x2_b1", "resnet18_b1")
 	perfect := batch(func(r *dataset.Row) []float64 { return slices.Clone(r.RuntimesNs) })
 	rep, err := Evaluate(d, nil, perfect, nil)
 	if err != nil {

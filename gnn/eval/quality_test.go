@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -52,7 +53,7 @@ func TestQualityTileDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: dataset.TaskTile, Models: qualityModels, Out: data,
+	if _, err := gen.Generate(context.Background(), gen.Options{Task: dataset.TaskTile, Models: qualityModels, Out: data,
 		Configs: 16, Chip: chip, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}

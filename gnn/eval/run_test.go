@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -22,7 +23,7 @@ func genAt(t *testing.T, dir, chipName string, seed int64, models ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dataset.Generate(context.Background(), dataset.GenOptions{Task: dataset.TaskTile, Models: models, Out: dir, Configs: 6, Chip: chip, Seed: seed}); err != nil {
+	if _, err := gen.Generate(context.Background(), gen.Options{Task: dataset.TaskTile, Models: models, Out: dir, Configs: 6, Chip: chip, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -146,7 +147,7 @@ func TestRunRefusesOtherChip(t *testing.T) {
 }
 
 func TestEvaluateNothingLeft(t *testing.T) {
-	d := gen(t, dataset.TaskTile, "mlp_96x2_b1")
+	d := genData(t, dataset.TaskTile, "mlp_96x2_b1")
 	perfect := batch(func(r *dataset.Row) []float64 { return r.RuntimesNs })
 	_, err := Evaluate(d, nil, perfect, func(*dataset.Row) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "trained or validated on") {

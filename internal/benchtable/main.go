@@ -32,7 +32,7 @@ func runs() []run {
 	return []run{
 		{"./tpusim", "Simulate(Kernel|Choice)$", "200000x"},
 		{"./tpusim", "LargestZooModel|Synthetic500k", "1x"},
-		{"./dataset", "Generate", "2x"},
+		{"./dataset/gen", "Generate", "2x"},
 		{"./dataset", "ReadRows1M", "1x"},
 		{"./gnn", "TrainStep|Predict", "20x"},
 		{"./gnn", "TrainEpoch", "1x"},

@@ -17,7 +17,7 @@ import (
 // another; TPUCOST_BENCH_OLD=none skips the comparison.
 const oldCommit = "0814419"
 
-// benchModels are the dataset benchmark's 24 models (dataset.BenchmarkGenerate).
+// benchModels are the dataset benchmark's 24 models (gen.BenchmarkGenerate in dataset/gen).
 var benchModels = "resnet50_b32,bert_base_s128_b8,mobilenet_v2_100_224_b32,gpt2_small_s128_b8,dlrm_criteo_b64,unet_d4_c64_r256_b1," +
 	"vit_s16_224_b16,ssd300_voc_b32,lstm2_lm_h650_t20_b32,wavernn_h512_t24_b16,convdraw_s8_c128_r64_b1,resnet18v2_b16," +
 	"resnet34_b8,bert_mini_s128_b16,mobilenet_v1_075_192_b8,transformer_small_s64_b32,dlrm_small_b32,unet_d3_c32_r128_b8," +
@@ -192,6 +192,6 @@ func oldNew(runs int) (rows, raw string, err error) {
 				c.what, median(oldWall), median(newWall), median(wallR), median(cpuR), cmd)
 		}
 	}
-	fmt.Fprintf(&r, "|   old = %s (before issue 11), new = this tree; MODELS = the 24 models of `dataset.BenchmarkGenerate`; medians of %d alternated runs | | |\n", commit, runs)
+	fmt.Fprintf(&r, "|   old = %s (before issue 11), new = this tree; MODELS = the 24 models of `gen.BenchmarkGenerate` (dataset/gen); medians of %d alternated runs | | |\n", commit, runs)
 	return r.String(), w.String(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -28,7 +29,7 @@ type Info struct {
 // Read returns the Info of the running binary.
 func Read() Info {
 	i := Info{Module: "github.com/tpucost/tpucost", Version: "(devel)", Commit: "unknown", Simulator: tpusim.Version,
-		FeatureSchema: features.SchemaVersion, DatasetSchema: dataset.SchemaVersion, Generator: dataset.GeneratorVersion}
+		FeatureSchema: features.SchemaVersion, DatasetSchema: dataset.SchemaVersion, Generator: gen.Version}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return i

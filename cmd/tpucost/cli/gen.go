@@ -9,6 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -59,7 +60,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "output directory")
 	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout)")
 	f.IntVar(&o.Variants, "variants", 1, "program variants per model for tile/flags (variant 0 = default compile, others perturb layout and fusion)")
-	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel workers, 0-%d (0: all cores, the default); the data does not depend on it", dataset.MaxWorkers))
+	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel workers, 0-%d (0: all cores, the default); the data does not depend on it", gen.MaxWorkers))
 	f.Int64Var(&o.Seed, "seed", 1, "seed for config sampling, variants and noise")
 	f.StringVar(&o.Format, "format", "arrow", "arrow (IPC, zstd) or parquet (zstd)")
 	f.StringVar(&o.Shard, "shard", "0/1", "run shard i of n (i/n)")
@@ -74,11 +75,11 @@ func runGen(ctx context.Context, o *GenOptions) error {
 		ctx = context.Background()
 	}
 	// Generation allocates fast and keeps little alive: collecting less often lets two
-	// workers scale to ~1.9x one (dataset.BenchmarkGenerate) for a larger heap.
-	defer debug.SetGCPercent(debug.SetGCPercent(dataset.GenGCPercent))
+	// workers scale to ~1.9x one (gen.BenchmarkGenerate in dataset/gen) for a larger heap.
+	defer debug.SetGCPercent(debug.SetGCPercent(gen.GCPercent))
 	// ... but no more than the workers need (gen --task fusion --all --configs 16 peaked at
 	// 7.3 GB on 2 workers; BenchmarkGenerateFusionMemory).
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(dataset.GenMemoryLimit(o.Workers)))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(gen.MemoryLimit(o.Workers)))
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
@@ -87,16 +88,16 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err != nil {
 		return err
 	}
-	si, sn, err := dataset.ParseShard(o.Shard)
+	si, sn, err := gen.ParseShard(o.Shard)
 	if err != nil {
 		return err
 	}
 	rep := progress.NewLazy(o.IO.Err, "gen "+o.Task)
-	opts := dataset.GenOptions{
+	opts := gen.Options{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
 		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version,
-		Progress: func(p dataset.Progress) {
+		Progress: func(p gen.Progress) {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
 			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
 		},
@@ -106,7 +107,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	res, err := dataset.Generate(ctx, opts) // builds every model first: a bad one fails before any output
+	res, err := gen.Generate(ctx, opts) // builds every model first: a bad one fails before any output
 	rep.Done()
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
 	"github.com/tpucost/tpucost/demo"
 	"github.com/tpucost/tpucost/gnn"
@@ -35,7 +36,7 @@ func jsonOutputs() map[string][]any {
 		"zoo list":          {[]ZooEntry{}},
 		"compile":           {CompileResult{}},
 		"sim":               {tpusim.Report{}},
-		"gen":               {dataset.GenResult{}},
+		"gen":               {gen.Result{}},
 		"inspect":           {dataset.Summary{}},
 		"train":             {TrainSummary{}},
 		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},

@@ -1,4 +1,4 @@
-package dataset
+package gen
 
 import (
 	"bytes"
@@ -11,12 +11,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-func genOpts(t *testing.T, task Task, dir string) GenOptions {
+func genOpts(t *testing.T, task dataset.Task, dir string) Options {
 	t.Helper()
 	chip, err := tpusim.Preset("v4")
 	if err != nil {
@@ -26,7 +31,7 @@ func genOpts(t *testing.T, task Task, dir string) GenOptions {
 	if !task.Relative() {
 		variants = 1 // fusion and layout vary programs through Configs
 	}
-	return GenOptions{Task: task, Models: []string{"mlp_96x2_b1", "resnet18_b1", "dlrm_bag4_d32_b8"}, Out: dir,
+	return Options{Task: task, Models: []string{"mlp_96x2_b1", "resnet18_b1", "dlrm_bag4_d32_b8"}, Out: dir,
 		Configs: 8, Variants: variants, Seed: 7, Chip: chip, MaxRowsPerPart: 16, Workers: 1}
 }
 
@@ -61,10 +66,10 @@ func sameFiles(t *testing.T, what string, a, b map[string][]byte) {
 }
 
 func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
-	for _, task := range Tasks() {
+	for _, task := range dataset.Tasks() {
 		t.Run(string(task), func(t *testing.T) {
 			var ref map[string][]byte
-			var refRes *GenResult
+			var refRes *Result
 			for _, workers := range []int{1, 2, 4} {
 				dir := t.TempDir()
 				o := genOpts(t, task, dir)
@@ -78,7 +83,7 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 				}
 				// Every distinct kernel of every unit is an occurrence; those that got
 				// no row were duplicates, whichever worker met them first.
-				d, err := Open(dir)
+				d, err := dataset.Open(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,18 +109,32 @@ func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
 	}
 }
 
+// TestGenerateRowsAreValid checks a run's rows, and that its provenance records the zoo
+// family of each zoo model, so that a family split of its data needs no zoo.
 func TestGenerateRowsAreValid(t *testing.T) {
 	dir := t.TempDir()
-	o := genOpts(t, TaskTile, dir)
+	o := genOpts(t, dataset.TaskTile, dir)
 	if _, err := Generate(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(dir)
+	d, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range o.Models {
+		m, err := zoo.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := d.Provenance.Family(name); err != nil || f != m.Family {
+			t.Errorf("%s: recorded family %q (%v), the zoo's is %q", name, f, err, m.Family)
+		}
+	}
+	if _, err := dataset.NewSplit(d, dataset.SplitFamily, 0.3, 1); err != nil {
+		t.Errorf("family split of generated data: %v", err)
+	}
 	keys := map[string]bool{}
-	err = d.Rows(ReadOptions{}, func(r *Row) error {
+	err = d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
 		if keys[r.KernelKey] {
 			t.Errorf("kernel %s twice", r.KernelKey)
 		}
@@ -153,12 +172,12 @@ func TestGenerateRowsAreValid(t *testing.T) {
 // rowsByKey reads a dataset into (key -> program, configs, runtimes) for comparisons.
 func rowsByKey(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	d, err := Open(dir)
+	d, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	err = d.Rows(ReadOptions{}, func(r *Row) error {
+	err = d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
 		out[r.KernelKey] = r.Program + "|" + r.KernelName + "|" + stringsOf(r.Configs) + floatsOf(r.RuntimesNs)
 		return nil
 	})
@@ -183,13 +202,13 @@ func floatsOf(f []float64) string {
 
 func TestShardsUnionEqualsSingleRun(t *testing.T) {
 	single := t.TempDir()
-	if _, err := Generate(context.Background(), genOpts(t, TaskFusion, single)); err != nil {
+	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskFusion, single)); err != nil {
 		t.Fatal(err)
 	}
 	// Three shards into one directory, as three machines writing to shared storage would.
 	sharded := t.TempDir()
 	for i := 0; i < 3; i++ {
-		o := genOpts(t, TaskFusion, sharded)
+		o := genOpts(t, dataset.TaskFusion, sharded)
 		o.ShardIndex, o.ShardCount = i, 3
 		if _, err := Generate(context.Background(), o); err != nil {
 			t.Fatal(err)
@@ -206,7 +225,7 @@ func TestShardsUnionEqualsSingleRun(t *testing.T) {
 	}
 	// Occurrences agree too.
 	occ := func(dir string) []string {
-		d, _ := Open(dir)
+		d, _ := dataset.Open(dir)
 		oc, err := d.Occurrences()
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +244,7 @@ func TestShardsUnionEqualsSingleRun(t *testing.T) {
 
 func TestGenerateResumesAfterInterrupt(t *testing.T) {
 	ref := t.TempDir()
-	if _, err := Generate(context.Background(), genOpts(t, TaskTile, ref)); err != nil {
+	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, ref)); err != nil {
 		t.Fatal(err)
 	}
 	want := dirFiles(t, ref)
@@ -234,7 +253,7 @@ func TestGenerateResumesAfterInterrupt(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := genOpts(t, TaskTile, dir)
+	o := genOpts(t, dataset.TaskTile, dir)
 	o.Progress = func(p Progress) {
 		if p.UnitsDone == p.UnitsTotal-1 {
 			cancel() // Ctrl-C before the last unit
@@ -267,16 +286,16 @@ func TestGenerateResumesAfterInterrupt(t *testing.T) {
 }
 
 func TestGenerateOptionErrors(t *testing.T) {
-	base := genOpts(t, TaskTile, t.TempDir())
+	base := genOpts(t, dataset.TaskTile, t.TempDir())
 	for _, tc := range []struct {
 		name string
-		mod  func(*GenOptions)
+		mod  func(*Options)
 	}{
-		{"task", func(o *GenOptions) { o.Task = "speed" }},
-		{"models", func(o *GenOptions) { o.Models = nil }},
-		{"shard", func(o *GenOptions) { o.ShardIndex, o.ShardCount = 3, 3 }},
-		{"format", func(o *GenOptions) { o.Format = "csv" }},
-		{"model name", func(o *GenOptions) { o.Models = []string{"no_such_model"} }},
+		{"task", func(o *Options) { o.Task = "speed" }},
+		{"models", func(o *Options) { o.Models = nil }},
+		{"shard", func(o *Options) { o.ShardIndex, o.ShardCount = 3, 3 }},
+		{"format", func(o *Options) { o.Format = "csv" }},
+		{"model name", func(o *Options) { o.Models = []string{"no_such_model"} }},
 	} {
 		o := base
 		tc.mod(&o)
@@ -289,34 +308,34 @@ func TestGenerateOptionErrors(t *testing.T) {
 // TestGenOptionsValidate: every out-of-range option is an error naming its gen flag and
 // the valid range, never a quiet default.
 func TestGenOptionsValidate(t *testing.T) {
-	base := genOpts(t, TaskTile, t.TempDir())
-	base.Format, base.Noise.Runs, base.ShardCount = FormatArrow, 1, 1
+	base := genOpts(t, dataset.TaskTile, t.TempDir())
+	base.Format, base.Noise.Runs, base.ShardCount = dataset.FormatArrow, 1, 1
 	if err := base.Validate(); err != nil {
 		t.Fatalf("valid options: %v", err)
 	}
 	for _, tc := range []struct {
-		mod  func(*GenOptions)
+		mod  func(*Options)
 		want string // the flag and the range the error must state
 	}{
-		{func(o *GenOptions) { o.Configs = 0 }, "--configs 0: want an integer in [1, 65536]"},
-		{func(o *GenOptions) { o.Configs = -1 }, "--configs -1: want an integer in [1, 65536]"},
-		{func(o *GenOptions) { o.Configs = MaxConfigs + 1 }, "--configs 65537"},
-		{func(o *GenOptions) { o.Variants = 0 }, "--variants 0: want an integer in [1, 65536]"},
-		{func(o *GenOptions) { o.Task, o.Variants = TaskFusion, 3 }, "--variants 3: only the tile and flags tasks"},
-		{func(o *GenOptions) { o.Workers = -1 }, "--workers -1: want an integer in [0, 1024]"},
-		{func(o *GenOptions) { o.MaxRowsPerPart = 0 }, "--part-rows 0: want an integer in [1, 1048576]"},
-		{func(o *GenOptions) { o.Noise.Runs = 0 }, "--runs 0: want an integer in [1, 1000]"},
-		{func(o *GenOptions) { o.Noise.NoiseSigma = -0.1 }, "--noise -0.1: want a sigma in [0, 1]"},
-		{func(o *GenOptions) { o.Noise.NoiseSigma = math.NaN() }, "--noise NaN"},
-		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = 3, 3 }, "--shard 3/3: want i/n"},
-		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = 0, 0 }, "--shard 0/0: want i/n"},
-		{func(o *GenOptions) { o.ShardIndex, o.ShardCount = -1, 2 }, "--shard -1/2"},
-		{func(o *GenOptions) { o.Task = "speed" }, `--task "speed": want tile, flags, fusion or layout`},
-		{func(o *GenOptions) { o.Format = "csv" }, `--format "csv": want arrow or parquet`},
-		{func(o *GenOptions) { o.Models = nil }, "--models a,b or --all"},
-		{func(o *GenOptions) { o.Models = []string{"a", "a"} }, "--models: a is listed twice"},
-		{func(o *GenOptions) { o.Models = []string{"a", " "} }, "--models: model 2 of 2 is an empty name"},
-		{func(o *GenOptions) { o.Out = "" }, "--out"},
+		{func(o *Options) { o.Configs = 0 }, "--configs 0: want an integer in [1, 65536]"},
+		{func(o *Options) { o.Configs = -1 }, "--configs -1: want an integer in [1, 65536]"},
+		{func(o *Options) { o.Configs = MaxConfigs + 1 }, "--configs 65537"},
+		{func(o *Options) { o.Variants = 0 }, "--variants 0: want an integer in [1, 65536]"},
+		{func(o *Options) { o.Task, o.Variants = dataset.TaskFusion, 3 }, "--variants 3: only the tile and flags tasks"},
+		{func(o *Options) { o.Workers = -1 }, "--workers -1: want an integer in [0, 1024]"},
+		{func(o *Options) { o.MaxRowsPerPart = 0 }, "--part-rows 0: want an integer in [1, 1048576]"},
+		{func(o *Options) { o.Noise.Runs = 0 }, "--runs 0: want an integer in [1, 1000]"},
+		{func(o *Options) { o.Noise.NoiseSigma = -0.1 }, "--noise -0.1: want a sigma in [0, 1]"},
+		{func(o *Options) { o.Noise.NoiseSigma = math.NaN() }, "--noise NaN"},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = 3, 3 }, "--shard 3/3: want i/n"},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = 0, 0 }, "--shard 0/0: want i/n"},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = -1, 2 }, "--shard -1/2"},
+		{func(o *Options) { o.Task = "speed" }, `--task "speed": want tile, flags, fusion or layout`},
+		{func(o *Options) { o.Format = "csv" }, `--format "csv": want arrow or parquet`},
+		{func(o *Options) { o.Models = nil }, "--models a,b or --all"},
+		{func(o *Options) { o.Models = []string{"a", "a"} }, "--models: a is listed twice"},
+		{func(o *Options) { o.Models = []string{"a", " "} }, "--models: model 2 of 2 is an empty name"},
+		{func(o *Options) { o.Out = "" }, "--out"},
 	} {
 		o := base
 		o.Models = slices.Clone(base.Models)
@@ -341,5 +360,48 @@ func TestGenOptionsValidate(t *testing.T) {
 	}
 	if i, n, err := ParseShard("2/5"); err != nil || i != 2 || n != 5 {
 		t.Errorf("ParseShard(2/5) = %d, %d, %v", i, n, err)
+	}
+}
+
+// TestShardsWriteOneDirectoryConcurrently runs the shards of one run at the same time into
+// one directory (each holds its own shard's lock and manifest): all succeed, nothing
+// temporary is left, and the union equals a single run.
+func TestShardsWriteOneDirectoryConcurrently(t *testing.T) {
+	const shards = 3
+	single := t.TempDir()
+	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, single)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, shards)
+	for i := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := genOpts(t, dataset.TaskTile, dir)
+			o.ShardIndex, o.ShardCount = i, shards
+			_, errs[i] = Generate(context.Background(), o)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("shard %d: %v", i, err)
+		}
+	}
+	a, b := rowsByKey(t, single), rowsByKey(t, dir)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("single run %d kernels, concurrent shards %d", len(a), len(b))
+	}
+	for k, r := range a {
+		if b[k] != r {
+			t.Errorf("kernel %s differs: %s vs %s", k, r, b[k])
+		}
+	}
+	for name := range dirFiles(t, dir) {
+		if strings.HasSuffix(name, atomicfile.TmpSuffix) || strings.HasSuffix(name, dirlock.Suffix) {
+			t.Errorf("%s left behind", name)
+		}
 	}
 }

@@ -1,7 +1,8 @@
-package dataset
+package gen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,13 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tpucost/tpucost/dataset"
 )
 
 // The child half of TestGenerateSurvivesKill9: a slow generation run that the parent kills.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("TPUCOST_GEN_CHILD"); dir != "" {
 		t := &testing.T{}
-		o := genOpts(t, TaskTile, dir)
+		o := genOpts(t, dataset.TaskTile, dir)
 		o.Progress = func(Progress) { time.Sleep(300 * time.Millisecond) }
 		if _, err := Generate(context.Background(), o); err != nil {
 			os.Exit(3)
@@ -31,7 +34,7 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	ref := t.TempDir()
-	if _, err := Generate(context.Background(), genOpts(t, TaskTile, ref)); err != nil {
+	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, ref)); err != nil {
 		t.Fatal(err)
 	}
 	want := dirFiles(t, ref)
@@ -44,10 +47,11 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 	// Kill -9 as soon as the first part is committed (listed in the manifest), mid-run.
 	// (Between the part's rename and the manifest's, the part is not committed yet and
 	// the dataset may have no part to open: TestResume covers that state.)
-	manifest := filepath.Join(dir, ManifestName(TaskTile, 0, 1))
+	manifest := filepath.Join(dir, dataset.ManifestName(dataset.TaskTile, 0, 1))
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if m, err := readManifest(manifest, TaskTile, 0, 1); err == nil && len(m.Parts) > 0 {
+		var m dataset.Manifest // written atomically: the old one or the new one, never a mix
+		if b, err := os.ReadFile(manifest); err == nil && json.Unmarshal(b, &m) == nil && len(m.Parts) > 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -64,17 +68,17 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		if strings.HasSuffix(name, ".tmp") {
 			continue // a temporary file is allowed; readers ignore it and the next run removes it
 		}
-		if name == filepath.Base(manifest) || name == LockName(TaskTile, 0, 1) {
+		if name == filepath.Base(manifest) || name == dataset.LockName(dataset.TaskTile, 0, 1) {
 			continue // the manifest lists fewer parts; the lock file names the killed process
 		}
 		if string(want[name]) != string(b) {
 			t.Errorf("killed run left %s, which is not a complete part of the reference run", name)
 		}
 	}
-	if _, err := Open(dir); err != nil {
+	if _, err := dataset.Open(dir); err != nil {
 		t.Errorf("dataset of the killed run does not open: %v", err)
 	}
-	if _, err := Generate(context.Background(), genOpts(t, TaskTile, dir)); err != nil {
+	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, dir)); err != nil {
 		t.Fatal(err)
 	}
 	sameFiles(t, "after kill -9 and resume", want, dirFiles(t, dir))
@@ -97,7 +101,7 @@ func TestSecondGenProcessIsRefused(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	lock := filepath.Join(dir, LockName(TaskTile, 0, 1))
+	lock := filepath.Join(dir, dataset.LockName(dataset.TaskTile, 0, 1))
 	holder := fmt.Sprintf("pid %d", cmd.Process.Pid)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -106,8 +110,8 @@ func TestSecondGenProcessIsRefused(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_, err := Generate(context.Background(), genOpts(t, TaskTile, dir))
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), lock) {
-		t.Fatalf("second gen: err = %v; want ErrLocked naming %s and %s", err, lock, holder)
+	_, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, dir))
+	if !errors.Is(err, dataset.ErrLocked) || !strings.Contains(err.Error(), holder) || !strings.Contains(err.Error(), lock) {
+		t.Fatalf("second gen: err = %v; want dataset.ErrLocked naming %s and %s", err, lock, holder)
 	}
 }

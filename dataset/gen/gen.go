@@ -1,4 +1,10 @@
-package dataset
+// Package gen is the dataset generation driver (`tpucost gen`): it compiles zoo models
+// and HLO files under random configurations, times their kernels on tpusim, featurizes
+// them and writes the rows, occurrences and provenance (including each program's model
+// family) through package dataset's writer. It sits beside the storage package, not in
+// it, so that what only reads datasets (gnn, gnn/eval) depends on neither the simulator
+// nor the model zoo.
+package gen
 
 import (
 	"context"
@@ -17,55 +23,56 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// GeneratorVersion identifies the generation procedure (which configs are sampled, how
+// Version identifies the generation procedure (which configs are sampled, how
 // work is split into units). Bump it when a change would make the same options produce
 // different data.
 //
 // gen-2: compile runs the simplification passes (package compiler/opt) before layout
 // assignment, so the programs, kernels and configs of every model changed.
-const GeneratorVersion = "gen-2"
+const Version = "gen-2"
 
-// GenGCPercent is the garbage-collector target the generation command runs with
+// GCPercent is the garbage-collector target the generation command runs with
 // (runtime/debug.SetGCPercent): the work allocates quickly and keeps little alive, so a
 // higher target than Go's 100 trades some heap for parallel scaling.
-const GenGCPercent = 400
+const GCPercent = 400
 
-// GenMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the generation
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the generation
 // command runs with for the given worker count (0: one per CPU): 512 MiB a worker. With
-// GenGCPercent the heap may grow to five times what is live; the limit makes the
+// GCPercent the heap may grow to five times what is live; the limit makes the
 // collector run sooner instead, so that peak memory follows the workers, not the heap
 // target.
-func GenMemoryLimit(workers int) int64 {
+func MemoryLimit(workers int) int64 {
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	return int64(workers) * GenMemoryPerWorker
+	return int64(workers) * MemoryPerWorker
 }
 
-// GenMemoryPerWorker is GenMemoryLimit's share of one worker.
-const GenMemoryPerWorker = 512 << 20
+// MemoryPerWorker is MemoryLimit's share of one worker.
+const MemoryPerWorker = 512 << 20
 
-// GenKernelsPerWorker is how many kernel analyses (compiler.KernelCache.MaxKernels) a
+// KernelsPerWorker is how many kernel analyses (compiler.KernelCache.MaxKernels) a
 // generation run keeps per worker: more than the distinct kernels of a model's default
 // compile and the variants a worker has in flight, so that they are rarely analyzed twice;
 // the rest are dropped, least recently used first. Unbounded, they grew with every config
 // (gen --task fusion --all --configs 16 peaked at 5.4-6.0 GB).
-const GenKernelsPerWorker = 2048
+const KernelsPerWorker = 2048
 
-// GenOptions configure a generation run. Zero values of Format, Configs, Variants,
+// Options configure a generation run. Zero values of Format, Configs, Variants,
 // ShardCount, MaxRowsPerPart and Noise.Runs mean their defaults (arrow, DefaultConfigs,
 // DefaultVariants, 1, DefaultPartRows, DefaultNoiseRuns); Validate gives the valid ranges.
-type GenOptions struct {
-	Task   Task
+type Options struct {
+	Task   dataset.Task
 	Models []string // zoo model names or HLO file paths, in this order
 	Out    string
-	Format Format
+	Format dataset.Format
 	// Configs is the number of configs per kernel (tile, flags: sampled without
 	// replacement from the valid options; the compiler's choice always included and
 	// listed first, so that ties in a model's ranking go to it) or of random
@@ -97,9 +104,9 @@ type Progress struct {
 	Elapsed               time.Duration
 }
 
-// GenResult summarizes a finished run.
+// Result summarizes a finished run.
 // Its JSON form (the `gen --json` output) is snake_case with units in the names.
-type GenResult struct {
+type Result struct {
 	Units   int64 `json:"units"`         // units of this shard
 	Resumed int64 `json:"resumed_units"` // units skipped because an earlier run wrote them
 	Rows    int64 `json:"rows"`          // written by this run
@@ -143,8 +150,8 @@ const (
 // zero Configs, Variants, MaxRowsPerPart, ShardCount and Noise.Runs are not (Generate
 // gives those zero values their defaults before validating; the command passes every
 // flag's value, so `--configs 0` is an error, never a default).
-func (o *GenOptions) Validate() error {
-	if !slices.Contains(Tasks(), o.Task) {
+func (o *Options) Validate() error {
+	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("--task %q: want tile, flags, fusion or layout", o.Task)
 	}
 	if len(o.Models) == 0 {
@@ -211,9 +218,9 @@ func ParseShard(s string) (index, count int, err error) {
 
 // withDefaults returns o with its zero-valued options given their defaults (see the field
 // docs); Workers 0 becomes the number of CPUs.
-func (o GenOptions) withDefaults() GenOptions {
+func (o Options) withDefaults() Options {
 	if o.Format == "" {
-		o.Format = FormatArrow
+		o.Format = dataset.FormatArrow
 	}
 	if o.Configs == 0 {
 		o.Configs = DefaultConfigs
@@ -234,28 +241,38 @@ func (o GenOptions) withDefaults() GenOptions {
 }
 
 // variantsPerModel is the number of work units per model.
-func (o *GenOptions) variantsPerModel() int {
+func (o *Options) variantsPerModel() int {
 	if o.Task.Relative() {
 		return o.Variants
 	}
 	return o.Configs
 }
 
-// provenance is what every file of the run records.
-func (o *GenOptions) provenance() Provenance {
-	return Provenance{
-		SchemaVersion: SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
+// provenance is what every file of the run records, with the model family of each zoo
+// model (an HLO file, or a name the zoo does not list, is left out: a family of its own).
+func (o *Options) provenance() dataset.Provenance {
+	var families map[string]string // nil when empty: read back, an omitted map is nil
+	for _, name := range o.Models {
+		if m, err := zoo.Lookup(name); err == nil {
+			if families == nil {
+				families = map[string]string{}
+			}
+			families[name] = m.Family
+		}
+	}
+	return dataset.Provenance{Families: families,
+		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
 		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
-		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: GeneratorVersion,
+		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: Version,
 	}
 }
 
 // unitResult is what a worker returns for one unit.
 type unitResult struct {
 	unit int64
-	rows []Row
-	occ  []Occurrence
+	rows []dataset.Row
+	occ  []dataset.Occurrence
 	err  error
 
 	compileS, simulateS, featurizeS float64
@@ -267,7 +284,7 @@ type unitResult struct {
 // output depends only on the options (not on Workers or timing). A run resumes after the
 // last complete part of an earlier run with the same options; cancelling ctx stops after
 // the parts completed so far (no partial file is left).
-func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
+func Generate(ctx context.Context, o Options) (*Result, error) {
 	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -283,7 +300,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 			return nil, err
 		}
 	}
-	w, err := NewWriter(WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +323,7 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 		}
 		units = append(units, u)
 	}
-	res := &GenResult{Units: int64(len(units)) + resumed, Resumed: resumed}
+	res := &Result{Units: int64(len(units)) + resumed, Resumed: resumed}
 	start := time.Now()
 
 	g.written = newKeySet(seen)
@@ -358,8 +375,8 @@ func Generate(ctx context.Context, o GenOptions) (*GenResult, error) {
 
 	// Write in unit order: a reorder buffer holds results that arrive early.
 	pending := map[int64]unitResult{}
-	var rows []Row
-	var occ []Occurrence
+	var rows []dataset.Row
+	var occ []dataset.Occurrence
 	first := int64(-1)
 	next := 0
 	flush := func(last int64) error {
@@ -502,7 +519,7 @@ func (s *keySet) has(k string) bool {
 }
 
 type generator struct {
-	opts    GenOptions
+	opts    Options
 	sim     *tpusim.Simulator
 	written *keySet
 
@@ -543,11 +560,11 @@ func (g *generator) entry(model string) *spaceOnce {
 }
 
 // newGenerator returns the generator of a run with options o (Workers resolved).
-func newGenerator(o GenOptions) *generator {
+func newGenerator(o Options) *generator {
 	g := &generator{opts: o, left: map[string]int{}}
 	// Kernel analyses are shared by every compile of the run but bounded by the workers
 	// (each works on about one model at a time), not by --configs or the model count.
-	g.kernels.MaxKernels = GenKernelsPerWorker * max(o.Workers, 1)
+	g.kernels.MaxKernels = KernelsPerWorker * max(o.Workers, 1)
 	return g
 }
 
@@ -620,7 +637,7 @@ func (g *generator) unit(u int64, perModel int64) unitResult {
 		counts[k.Key]++
 	}
 	for _, k := range order {
-		res.occ = append(res.occ, Occurrence{Unit: u, Program: model, Variant: variant, KernelKey: k.Key, Count: counts[k.Key]})
+		res.occ = append(res.occ, dataset.Occurrence{Unit: u, Program: model, Variant: variant, KernelKey: k.Key, Count: counts[k.Key]})
 		if g.written.has(k.Key) {
 			continue
 		}
@@ -647,9 +664,9 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	r := g.rng("variant", model, fmt.Sprint(v))
 	var kinds []compiler.Kind
 	switch g.opts.Task {
-	case TaskFusion:
+	case dataset.TaskFusion:
 		kinds = []compiler.Kind{compiler.KindFusion}
-	case TaskLayout:
+	case dataset.TaskLayout:
 		kinds = []compiler.Kind{compiler.KindLayout}
 	default:
 		kinds = []compiler.Kind{compiler.KindLayout, compiler.KindFusion}
@@ -690,7 +707,7 @@ func (g *generator) configsFor(p *compiler.Program, k *compiler.Kernel) (opts []
 	}
 	r := g.rng("configs", string(o.Task), k.Key)
 	switch o.Task {
-	case TaskTile:
+	case dataset.TaskTile:
 		idx := sampleIndices(r, len(opts), o.Configs, own)
 		picks = make([]pick, len(idx))
 		for i, j := range idx {
@@ -742,7 +759,7 @@ func sampleIndices(r *rand.Rand, n, k, must int) []int {
 // row measures and featurizes one kernel: each configuration is the kernel's planned
 // choice or one of its tile options (planned once, by the compiler) with other flags, and
 // is timed, estimated, named and featurized from that one value.
-func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (Row, float64, float64, error) {
+func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (dataset.Row, float64, float64, error) {
 	t := g.opts.Chip.Target
 	opts, picks := g.configsFor(p, k)
 	choice := func(pk pick) (cost.Planned, error) {
@@ -751,18 +768,18 @@ func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u
 		}
 		return opts[pk.opt].WithFlags(pk.flags)
 	}
-	row := Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
+	row := dataset.Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
 		Configs: make([]string, len(picks)), ConfigFeats: make([][]float32, len(picks)),
 		RuntimesNs: make([]float64, len(picks)), AnalyticalNs: make([]float64, len(picks))}
 	t0 := time.Now()
 	for i, pk := range picks {
 		c, err := choice(pk)
 		if err != nil {
-			return Row{}, 0, 0, err
+			return dataset.Row{}, 0, 0, err
 		}
 		m, err := g.sim.MeasureChoice(c, 0)
 		if err != nil {
-			return Row{}, 0, 0, err
+			return dataset.Row{}, 0, 0, err
 		}
 		row.RuntimesNs[i] = m.Ns
 		row.AnalyticalNs[i] = c.Analytical()
