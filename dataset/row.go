@@ -124,6 +124,9 @@ type Provenance struct {
 	ShardCount       int             `json:"shard_count"`
 	ToolVersion      string          `json:"tool_version"`
 	GeneratorVersion string          `json:"generator_version"`
+	// Fusion is the fusion rule of the programs' default compile (GenOptions.Fusion):
+	// omitted for the XLA-like default, so that such datasets are unchanged by it.
+	Fusion string `json:"fusion,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.
