@@ -44,6 +44,18 @@ const partitionMaxSize = DefaultFusionSize
 // kernel (bitcasts included: inside kernels they are fused like any producer).
 func partitionMember(in *hlo.Instruction) bool { return !isFree(in) || in.Opcode == hlo.OpBitcast }
 
+// layoutOp reports whether in only moves or retypes data: what a dot or convolution
+// reads its operands through (prologue). Arithmetic stays out of a prologue: a TPU
+// matmul recomputes its prologue for every output tile, work the planned cost (the
+// analytical roofline) does not see.
+func layoutOp(in *hlo.Instruction) bool {
+	switch in.Opcode {
+	case hlo.OpConvert, hlo.OpBroadcast, hlo.OpBitcast, hlo.OpCopy, hlo.OpReshape, hlo.OpTranspose:
+		return true
+	}
+	return false
+}
+
 // isCompute reports whether in is a compute-heavy op: the seed of a partition.
 func isCompute(in *hlo.Instruction) bool {
 	return in.Opcode == hlo.OpDot || in.Opcode == hlo.OpConvolution
@@ -69,23 +81,25 @@ type partitionGraph struct {
 // duplicate joins p and x (PartitionConfig's seed is the XLA-like compile, so that every
 // XLA-like kernel lies within one partition and a partition's parts are its XLA-like
 // kernels). It then grows the partitions by the partition rule, a union of producer ->
-// consumer edges visited in program order (consumers in order, each consumer's operands
-// in order), each union kept only when the merged partition holds at most one hero (dot,
-// convolution or reduce: one kernel's worth of expensive work) and at most
-// partitionMaxSize instructions:
+// consumer edges visited from the root up (consumers in reverse program order, each
+// consumer's operands in order), each union kept only when the merged partition holds
+// at most one hero (dot, convolution or reduce: one kernel's worth of expensive work)
+// and at most partitionMaxSize instructions:
 //
-//   - into a dot or convolution (prologue): a producer that is a cheap layout or
-//     arithmetic op (cheapPrologue), read by no one else;
+//   - into a dot or convolution, and into its prologue members (prologue): a producer
+//     that only moves data (a transpose or a copy; layoutOp), read by no one else;
 //   - out of a dot, convolution or reduce (epilogue): an elementwise consumer (or a
-//     reshape, a bitcast) of the same element count, when the hero has no other user;
+//     bitcast) of the same element count, when the hero has no other user;
 //   - between memory-bound ops, and from a memory-bound op into a reduce or any other
 //     kernel: when the producer has a single user, or when every user of the producer is
 //     memory-bound or a reduce (sibling fusion: independent consumers of one input join
-//     its partition, a multi-output partition).
+//     its partition, a multi-output partition);
+//   - a bitcast joins its one consumer.
 //
-// A producer that is cheap to duplicate (broadcast, iota, reshape, convert) joins no
-// partition through its consumers: like XLA, every consumer recomputes it (its edges
-// keep the XLA-like default); it may still join its own producer's partition.
+// An op that is cheap to duplicate (broadcast, iota, reshape, convert) takes part in no
+// union of the rule, as producer or as consumer: like XLA, every consumer recomputes it
+// (its edges keep the XLA-like default), and what it pulls into a kernel then never
+// depends on a partition.
 func formPartitions(c *hlo.Computation, seed func(p, x *hlo.Instruction) bool) *partitionGraph {
 	n := len(c.Instructions)
 	users := c.Users()
@@ -128,8 +142,14 @@ func formPartitions(c *hlo.Computation, seed func(p, x *hlo.Instruction) bool) *
 			}
 		}
 	}
-	for _, x := range c.Instructions {
-		if !partitionMember(x) {
+	// The rule, consumers from the root up, so that a consumer's place on the operand
+	// side of a dot or convolution (prologue) is known before its producers are met.
+	prologue := make([]bool, n)
+	for i := n - 1; i >= 0; i-- {
+		x := c.Instructions[i]
+		if !partitionMember(x) || cheapToDuplicate(x) && x.Opcode != hlo.OpBitcast {
+			// A consumer cheap to duplicate is recomputed in its consumers' kernels
+			// (the XLA-like default): what it pulls in must not depend on a partition.
 			continue
 		}
 		for _, p := range x.Operands {
@@ -138,18 +158,21 @@ func formPartitions(c *hlo.Computation, seed func(p, x *hlo.Instruction) bool) *
 			}
 			us := users[p.ID]
 			switch {
+			case isCompute(x) || prologue[x.ID]:
+				if len(us) == 1 && layoutOp(p) && !cheapToDuplicate(p) {
+					union(p.ID, x.ID)
+				}
+				if find(p.ID) == find(x.ID) {
+					prologue[p.ID] = true
+				}
 			case p.Opcode == hlo.OpBitcast:
 				// Always fused into its kernels: it belongs with its one consumer.
 				if len(us) == 1 {
 					union(p.ID, x.ID)
 				}
 			case cheapToDuplicate(p):
-			case isCompute(x):
-				if len(us) == 1 && cheapPrologue(p) {
-					union(p.ID, x.ID)
-				}
 			case isHero(p):
-				if len(us) == 1 && (x.Opcode.IsElementwise() || x.Opcode == hlo.OpBitcast || x.Opcode == hlo.OpReshape) && x.Shape.IsArray() && x.Shape.Elements() == p.Shape.Elements() {
+				if len(us) == 1 && (x.Opcode.IsElementwise() || x.Opcode == hlo.OpBitcast) && x.Shape.IsArray() && x.Shape.Elements() == p.Shape.Elements() {
 					union(p.ID, x.ID)
 				}
 			case memoryBound(p):

@@ -32,9 +32,10 @@ func partitionsOf(m *hlo.Module, seed func(p, x *hlo.Instruction) bool) map[stri
 func noSeed(_, _ *hlo.Instruction) bool { return false }
 
 // TestFormPartitionsRule checks the rule on a graph where every clause applies once:
-// a dot with a transpose prologue and a bias-add epilogue, a reduce with an elementwise
-// epilogue of its size, and an elementwise op whose two consumers (independent,
-// memory-bound) are siblings.
+// a dot with a transpose prologue, a bias add the dot and a row sum both want (the sum,
+// met first from the root up, takes it as its input; the dot then has a second hero on
+// the far side and stays alone with its prologue), the sum's elementwise epilogue, and
+// an elementwise op whose two consumers (independent, memory-bound) are siblings.
 func TestFormPartitionsRule(t *testing.T) {
 	b := hlo.NewBuilder("rule")
 	x := b.Param(hlo.F32, 256, 512)
@@ -54,8 +55,8 @@ func TestFormPartitionsRule(t *testing.T) {
 	}
 	got := partitionsOf(m, noSeed)
 	want := map[string]string{
-		wt.Name: wt.Name, d.Name: wt.Name, e.Name: wt.Name, // dot: prologue, hero, epilogue
-		r.Name: r.Name, s.Name: r.Name, // reduce and its epilogue
+		wt.Name: wt.Name, d.Name: wt.Name, // dot and its prologue
+		e.Name: e.Name, r.Name: e.Name, s.Name: e.Name, // reduce, its input and its epilogue
 		a.Name: a.Name, n1.Name: a.Name, n2.Name: a.Name, // the producer and its siblings
 	}
 	for name, p := range want {
