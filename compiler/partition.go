@@ -56,7 +56,8 @@ func layoutOp(in *hlo.Instruction) bool {
 	return false
 }
 
-// isCompute reports whether in is a compute-heavy op: the seed of a partition.
+// isCompute reports whether in is a compute-heavy op: what a partition grows around
+// through its prologue and epilogue.
 func isCompute(in *hlo.Instruction) bool {
 	return in.Opcode == hlo.OpDot || in.Opcode == hlo.OpConvolution
 }
@@ -69,8 +70,8 @@ func memoryBound(in *hlo.Instruction) bool {
 }
 
 // partitionGraph is one flow computation's partitions: part[i] is the partition of
-// instruction i (-1 for free instructions and parameters), its members bounded by
-// partitionMaxSize and holding at most one hero.
+// instruction i, named by its first member's index (-1 for instructions no kernel holds:
+// parameters, constants, tuples, control flow).
 type partitionGraph struct {
 	c    *hlo.Computation
 	part []int
@@ -215,9 +216,11 @@ type PartitionStats struct {
 // Apollo, Zhao et al., MLSys 2022), and what it did:
 //
 //  1. Partition: every flow computation, laid out as cfg's layout entries say, is
-//     partitioned by formPartitions' rule (grow around dots and convolutions through
-//     memory-bound neighbours; sibling consumers of one input join it; a partition with
-//     several outputs becomes one kernel per output sharing the duplicated producers).
+//     partitioned by formPartitions, seeded with the XLA-like compile's kernels (so a
+//     partition's parts are XLA-like kernels) and grown by the partition rule (around
+//     dots and convolutions through memory-bound neighbours; sibling consumers of one
+//     input join it; a partition with several outputs becomes one kernel per output, the
+//     shared producers duplicated into each).
 //  2. Candidate kernels: the edges inside a partition are fused and the edges between
 //     partitions are not (a producer cheap to duplicate follows the XLA-like default);
 //     the parts of a partition are the XLA-like default decisions on its inner edges.
@@ -271,9 +274,9 @@ func PartitionConfig(m *hlo.Module, cfg *Config, opts Options) (*Config, Partiti
 	if err != nil {
 		return nil, st, err
 	}
-	xlaDef, xlaChosen := map[string]bool{}, map[string]bool{}
+	xlaChosen := map[string]bool{} // the XLA-like compile's decisions
 	for _, f := range xla.Space.Fusion {
-		xlaDef[f.Name], xlaChosen[f.Name] = f.Default, f.Chosen
+		xlaChosen[f.Name] = f.Chosen
 	}
 
 	type edge struct {
@@ -331,9 +334,9 @@ func PartitionConfig(m *hlo.Module, cfg *Config, opts Options) (*Config, Partiti
 			v := false
 			switch {
 			case e.duplicate:
-				v = xlaDef[e.name]
+				v = xlaChosen[e.name]
 			case e.part != "":
-				v = fused(e.part) || xlaDef[e.name]
+				v = fused(e.part) || xlaChosen[e.name]
 			}
 			c.Set(KindFusion, e.name, Entry{Fusion: v})
 		}

@@ -70,6 +70,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"Before reporting, the search's best, the starting program and the default compile are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the default compile (nor the start). " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
+			"--fusion partition starts every strategy from the partition-fusion program (the default compile competes with it). " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
