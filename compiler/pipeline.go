@@ -31,6 +31,11 @@ type Options struct {
 	// Simplify selects the passes of the simplification group (zero value: opt's default
 	// pipeline to a fixed point).
 	Simplify Simplify
+	// Fusion is the rule that forms the fusion decisions the config leaves open:
+	// FusionXLA (or "") the fusion pass's XLA-like defaults, FusionPartition
+	// partition-based fusion (PartitionConfig, run before the passes; the program's
+	// effective config then holds its decisions as ordinary fusion entries).
+	Fusion FusionRule
 }
 
 // Kernel is one launched kernel of a compiled program.
@@ -165,6 +170,18 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	}
 	if cfg == nil {
 		cfg = NewConfig()
+	}
+	switch opts.Fusion {
+	case "", FusionXLA:
+	case FusionPartition:
+		var err error
+		if cfg, _, err = PartitionConfig(m, cfg, opts); err != nil {
+			return nil, fmt.Errorf("partition fusion: %w", err)
+		}
+		opts.Fusion = FusionXLA
+	default:
+		_, err := ParseFusionRule(string(opts.Fusion))
+		return nil, err
 	}
 	if opts.DumpAfter != "" {
 		if names := passNames(passes); !slices.Contains(names, opts.DumpAfter) {

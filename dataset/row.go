@@ -155,6 +155,9 @@ type Provenance struct {
 	// (an HLO file, an imported or replayed program) is a family of its own. Omitted from
 	// the JSON when empty.
 	Families map[string]string `json:"families,omitempty"`
+	// Fusion is the fusion rule of the programs' default compile (gen.Options.Fusion):
+	// omitted for the XLA-like default, so that such datasets are unchanged by it.
+	Fusion string `json:"fusion,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.

@@ -344,6 +344,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"Strategy", func(o *Options) { o.Strategy = "nope" }, true},
 		{"Strategy", func(o *Options) { o.Strategy = "" }, false},
 		{"Kinds", func(o *Options) { o.Kinds = []compiler.Kind{"tiles"} }, true},
+		{"Fusion", func(o *Options) { o.Fusion = "apollo" }, true},
 	} {
 		o := good
 		tc.set(&o)

@@ -76,6 +76,11 @@ type Options struct {
 	Budget   int         // simulator measurements (program and kernel); required > 0
 	Seed     int64       // seeds the search and the measurement noise
 	Workers  int         // measurement and compile goroutines; 0 (valid): GOMAXPROCS
+	// Fusion is the fusion rule of the starting program: "" or compiler.FusionXLA, the
+	// default compile (the store-repaired one with a store); compiler.FusionPartition, the
+	// partition-fusion config (compiler.PartitionConfig), which then leads the start
+	// (the default compile competes with it, and confirmation compares against both).
+	Fusion compiler.FusionRule
 	// Shapes sizes the dynamic dimensions of every source RunMany resolves (a --shapes
 	// value, zoo.ResolveShapes); empty: each source's own shape.
 	Shapes string
@@ -309,6 +314,11 @@ func (o Options) Validate() error {
 		}
 		return &OptionError{Field: "Strategy", Value: fmt.Sprintf("%q", o.Strategy), Want: "one of " + strings.Join(names, ", ")}
 	}
+	if o.Fusion != "" {
+		if _, err := compiler.ParseFusionRule(string(o.Fusion)); err != nil {
+			return &OptionError{Field: "Fusion", Value: fmt.Sprintf("%q", o.Fusion), Want: "xla or partition"}
+		}
+	}
 	if len(o.Kinds) == 0 {
 		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + kindNames()}
 	}
@@ -377,6 +387,19 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 		if c.fp != def.fp {
 			// The store-repaired program leads; the default competes with it.
 			start = []*candidate{c, def}
+		}
+	}
+	if o.Fusion == compiler.FusionPartition {
+		pcfg, _, err := compiler.PartitionConfig(m, nil, compiler.Options{Target: o.Chip.Target, Kernels: kernels})
+		if err != nil {
+			return nil, fmt.Errorf("tuning %s: %w", m.Name, err)
+		}
+		c, err := cc.compile(pcfg)
+		if err != nil {
+			return nil, fmt.Errorf("tuning %s: partition start: %w", m.Name, err)
+		}
+		if !slices.ContainsFunc(start, func(s *candidate) bool { return s.fp == c.fp }) {
+			start = append([]*candidate{c}, start...)
 		}
 	}
 	r := &run{opts: o, sim: sim, cc: cc, workers: o.Workers, budget: o.Budget,

@@ -95,6 +95,10 @@ type Options struct {
 	ToolVersion    string
 	// Progress, if set, is called from one goroutine after every unit.
 	Progress func(Progress)
+	// Fusion is the fusion rule of every program's default compile ("" or
+	// compiler.FusionXLA: the XLA-like heuristic; compiler.FusionPartition: partition
+	// fusion). The variants perturb around that compile's decisions.
+	Fusion compiler.FusionRule
 }
 
 // Progress reports a running generation.
@@ -167,6 +171,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Out == "" {
 		return errors.New("--out: no output directory")
+	}
+	if o.Fusion != "" {
+		if _, err := compiler.ParseFusionRule(string(o.Fusion)); err != nil {
+			return fmt.Errorf("--fusion: %w", err)
+		}
 	}
 	if !o.Format.Valid() {
 		return fmt.Errorf("--format %q: want arrow or parquet", o.Format)
@@ -265,7 +274,16 @@ func (o *Options) provenance() dataset.Provenance {
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
 		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: Version,
+		Fusion: provenanceFusion(o.Fusion),
 	}
+}
+
+// provenanceFusion is the Provenance.Fusion of rule r: empty for the XLA-like default.
+func provenanceFusion(r compiler.FusionRule) string {
+	if r == compiler.FusionXLA {
+		return ""
+	}
+	return string(r)
 }
 
 // unitResult is what a worker returns for one unit.
@@ -594,7 +612,7 @@ func (g *generator) done(model string) {
 func (g *generator) defaultProgram(m *hlo.Module, model string) (*compiler.Program, error) {
 	so := g.entry(model)
 	so.compile.Do(func() {
-		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
+		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels, Fusion: g.opts.Fusion})
 	})
 	return so.def, so.defErr
 }

@@ -26,6 +26,7 @@ type CompileOptions struct {
 	Passes    string // --passes: opt pass names, "none"; empty: the default pipeline
 	Check     bool
 	Force     bool
+	Fusion    compiler.FusionRule // --fusion
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
@@ -45,6 +46,7 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
+	bindFusion(cmd, &o.Fusion)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see docs/compiler.md: Configs)")
 	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
@@ -123,7 +125,7 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp})
+	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion})
 	if err != nil {
 		return err
 	}

@@ -195,15 +195,53 @@ func (v shapesValue) Set(s string) error {
 
 func (shapesValue) Type() string { return "shapes" }
 
+// fusionUsage is the help of --fusion, which compile, sim, gen and tune have.
+const fusionUsage = "fusion rule for the decisions a config leaves open: xla (the XLA-like heuristic) or partition " +
+	"(partition-based fusion after Apollo, refined by the tile-cost feedback; docs/compiler.md)"
+
+// bindFusion binds --fusion to p (default xla): the one flag helper of every command
+// that picks a fusion rule. The value is parsed (compiler.ParseFusionRule) as the flag is
+// set, so a bad rule fails naming the flag.
+func bindFusion(cmd *cobra.Command, p *compiler.FusionRule) {
+	*p = compiler.FusionXLA
+	cmd.Flags().Var(fusionValue{p}, "fusion", fusionUsage)
+}
+
+// fusionValue is the pflag.Value of --fusion.
+type fusionValue struct{ p *compiler.FusionRule }
+
+func (v fusionValue) String() string {
+	if v.p == nil {
+		return string(compiler.FusionXLA)
+	}
+	return string(*v.p)
+}
+
+func (v fusionValue) Set(s string) error {
+	r, err := compiler.ParseFusionRule(s)
+	if err != nil {
+		return err
+	}
+	*v.p = r
+	return nil
+}
+
+func (fusionValue) Type() string { return "rule" }
+
 // compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
 // own) and compiles it with the config file cfgPath (empty: defaults), rejecting configs
 // that name nodes the program lacks.
 func compileSource(src, shapes, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+	return compileSourceWith(src, shapes, cfgPath, compiler.Options{Target: c.Target, DumpAfter: dumpAfter, Dump: dump})
+}
+
+// compileSourceWith is compileSource under opts (its fusion rule, say).
+func compileSourceWith(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
 	m, err := zoo.ResolveShapes(src, shapes)
 	if err != nil {
 		return nil, err
 	}
-	return compileModule(m, cfgPath, c, dumpAfter, dump)
+	return compileModuleWith(m, cfgPath, opts)
 }
 
 func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {

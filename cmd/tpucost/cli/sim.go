@@ -19,6 +19,7 @@ type SimOptions struct {
 	Src     string
 	Config  string
 	Chips   int
+	Fusion  compiler.FusionRule // --fusion
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
@@ -34,6 +35,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
+	bindFusion(cmd, &o.Fusion)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
@@ -44,7 +46,7 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
+	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion})
 	if err != nil {
 		return err
 	}

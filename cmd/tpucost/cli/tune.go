@@ -44,8 +44,9 @@ type TuneOptions struct {
 	Out        string
 	Force      bool
 	Store      string
-	Policy     string // rl: the policy checkpoint directory
-	Kinds      string // comma-separated config kinds the non-XTAT strategies search
+	Policy     string              // rl: the policy checkpoint directory
+	Kinds      string              // comma-separated config kinds the non-XTAT strategies search
+	Fusion     compiler.FusionRule // --fusion: the starting program's fusion rule
 	// AllowMismatch tunes with a --model trained for another chip, VMEM size or simulator
 	// than the one tuned for, with a warning and chip_mismatch in --json.
 	AllowMismatch bool
@@ -69,6 +70,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"Before reporting, the search's best, the starting program and the default compile are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the default compile (nor the start). " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
+			"--fusion partition starts every strategy from the partition-fusion program (the default compile competes with it). " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,6 +82,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
+	bindFusion(cmd, &o.Fusion)
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
@@ -131,6 +134,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	opts.Fusion = o.Fusion
 	if o.Shapes != "" {
 		if _, err := zoo.ParseShapes(o.Shapes); err != nil {
 			return fmt.Errorf("--shapes: %w", err)
@@ -301,7 +305,7 @@ func printTuneReport(o *TuneOptions, r *tune.Report, mismatch bool) error {
 		fmt.Fprintf(o.IO.Out, "ensemble kernel model: %d of %d kernels uncertain (the members disagree on the pick), twice the options measured there\n",
 			r.UncertainKernels, r.ModelKernels)
 	}
-	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation))
+	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation, o.Fusion))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
@@ -363,7 +367,7 @@ func checkOut(out string, batch bool) error {
 // tuneFlag names the flag of a tune.Options field the command line sets.
 func tuneFlag(field string) (string, bool) {
 	switch field {
-	case "Strategy", "Budget", "Runs", "Workers", "Noise":
+	case "Strategy", "Budget", "Runs", "Workers", "Noise", "Fusion":
 		return "--" + strings.ToLower(field), true
 	case "TopKGraph":
 		return "--topk", true
@@ -394,26 +398,32 @@ func strategyNames() string {
 	return strings.Join(names, ", ")
 }
 
-// confirmationLine says what the final confirmation of a tuning run decided.
-func confirmationLine(c tune.Confirmation) string {
+// confirmationLine says what the final confirmation of a tuning run decided; fusion is
+// the run's --fusion (a partition run starts from the partition-fusion program, another
+// from the store-repaired one when it differs from the default compile).
+func confirmationLine(c tune.Confirmation, fusion compiler.FusionRule) string {
+	start := "store-repaired"
+	if fusion == compiler.FusionPartition {
+		start = "partition-fusion"
+	}
 	switch c.Outcome {
 	case tune.KeptWinner:
 		if c.DefaultNs > 0 {
-			return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the store-repaired start's %.0f ns and the default compile's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
-				c.WinnerNs, c.StartNs, c.DefaultNs, c.RunsEach, 100*c.Margin)
+			return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the %s start's %.0f ns and the default compile's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
+				c.WinnerNs, start, c.StartNs, c.DefaultNs, c.RunsEach, 100*c.Margin)
 		}
 		return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the start's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
 			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
 	case tune.KeptStart:
 		if c.DefaultNs > 0 {
-			return fmt.Sprintf("confirmation: kept the store-repaired starting program (%.0f ns): the search's best (%.0f ns) is not faster beyond the noise margin of %.2f%%, and the start is faster than the default compile (%.0f ns; min of %d runs each)",
-				c.StartNs, c.WinnerNs, 100*c.Margin, c.DefaultNs, c.RunsEach)
+			return fmt.Sprintf("confirmation: kept the %s starting program (%.0f ns): the search's best (%.0f ns) is not faster beyond the noise margin of %.2f%%, and the start is faster than the default compile (%.0f ns; min of %d runs each)",
+				start, c.StartNs, c.WinnerNs, 100*c.Margin, c.DefaultNs, c.RunsEach)
 		}
 		return fmt.Sprintf("confirmation: kept the starting program: the search's best (%.0f ns) is not faster than the start (%.0f ns; min of %d runs each) beyond the noise margin of %.2f%%",
 			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
 	case tune.KeptDefault:
-		return fmt.Sprintf("confirmation: kept the default compile (%.0f ns): neither the search's best (%.0f ns) nor the store-repaired start (%.0f ns; min of %d runs each) is faster beyond the noise margin of %.2f%%",
-			c.DefaultNs, c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
+		return fmt.Sprintf("confirmation: kept the default compile (%.0f ns): neither the search's best (%.0f ns) nor the %s start (%.0f ns; min of %d runs each) is faster beyond the noise margin of %.2f%%",
+			c.DefaultNs, c.WinnerNs, start, c.StartNs, c.RunsEach, 100*c.Margin)
 	default:
 		return "confirmation: the search's best is the starting program"
 	}
