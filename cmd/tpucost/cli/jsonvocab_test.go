@@ -40,7 +40,7 @@ func jsonOutputs() map[string][]any {
 		"train":             {TrainSummary{}},
 		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},
 		"eval":              {eval.Result{}},
-		"tune":              {tuneOut{}, tuneBatchOut{}},
+		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},
 		"demo":              {demo.Result{}},
 		"gym serve":         {gym.Response{}},

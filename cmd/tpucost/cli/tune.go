@@ -27,25 +27,27 @@ type TuneOptions struct {
 	Globals *Globals
 	Target  TargetFlags
 
-	Src        string
-	Models     string // comma-separated sources for batch mode
-	Shapes     string // --shapes: sizes of dynamic dimensions of every source
-	All        bool   // batch mode over the whole zoo
-	Strategy   string
-	ModelDir   string
-	TopK       int
-	KernelTopK int
-	ModelEvals int
-	Budget     int
-	Seed       int64
-	Noise      float64
-	Runs       int
-	Workers    int
-	Out        string
-	Force      bool
-	Store      string
-	Policy     string // rl: the policy checkpoint directory
-	Kinds      string // comma-separated config kinds the non-XTAT strategies search
+	Src    string
+	Models string // comma-separated sources for batch mode
+	Shapes string // --shapes: sizes of dynamic dimensions of every source, or a list of one's (shape-generic)
+	// ComparePerShape: with a --shapes list, also tune each size on its own (the baseline).
+	ComparePerShape bool
+	All             bool // batch mode over the whole zoo
+	Strategy        string
+	ModelDir        string
+	TopK            int
+	KernelTopK      int
+	ModelEvals      int
+	Budget          int
+	Seed            int64
+	Noise           float64
+	Runs            int
+	Workers         int
+	Out             string
+	Force           bool
+	Store           string
+	Policy          string // rl: the policy checkpoint directory
+	Kinds           string // comma-separated config kinds the non-XTAT strategies search
 	// AllowMismatch tunes with a --model trained for another chip, VMEM size or simulator
 	// than the one tuned for, with a warning and chip_mismatch in --json.
 	AllowMismatch bool
@@ -69,7 +71,8 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"Before reporting, the search's best, the starting program and the default compile are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the default compile (nor the start). " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
-			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
+			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized. " +
+			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -79,8 +82,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		},
 	}
 	o.Target.bind(cmd)
-	bindShapes(cmd, &o.Shapes)
 	f := cmd.Flags()
+	f.Var(tuneShapesValue{&o.Shapes}, "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
+	f.BoolVar(&o.ComparePerShape, "compare-per-shape", false, "with a --shapes list: also tune each size on its own with the same strategy, seed and budget (the baseline; per_shape in --json)")
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
 	d := tune.Defaults()
@@ -131,6 +135,12 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	if list, ok := shapeList(o.Shapes); ok {
+		return runTuneShapes(ctx, o, srcs, batch, list, opts)
+	}
+	if o.ComparePerShape {
+		return errors.New("--compare-per-shape: give --shapes a list of sizes (e.g. seq=64,128,256)")
+	}
 	if o.Shapes != "" {
 		if _, err := zoo.ParseShapes(o.Shapes); err != nil {
 			return fmt.Errorf("--shapes: %w", err)
@@ -454,4 +464,95 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 		return nil, nil, false, fmt.Errorf("--model: %w", err)
 	}
 	return graph, kernel, mismatch, nil
+}
+
+// tuneShapesValue is the pflag.Value of tune's --shapes: a --shapes value of every command
+// (zoo.ParseShapes) or a list of one dimension's sizes (zoo.ParseShapeList).
+type tuneShapesValue struct{ p *string }
+
+func (v tuneShapesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v tuneShapesValue) Set(s string) error {
+	_, errList := zoo.ParseShapeList(s)
+	if errList == nil {
+		*v.p = s
+		return nil
+	}
+	if _, err := zoo.ParseShapes(s); err != nil {
+		if strings.Count(s, "=") > 1 {
+			return err
+		}
+		return errList
+	}
+	*v.p = s
+	return nil
+}
+
+func (tuneShapesValue) Type() string { return "shapes" }
+
+// shapeList returns the sizes of a --shapes value that lists several of one dimension.
+func shapeList(s string) (zoo.ShapeList, bool) {
+	l, err := zoo.ParseShapeList(s)
+	return l, err == nil && len(l.Values) > 1
+}
+
+// runTuneShapes is `tune SRC --shapes NAME=V,V,...`: one shape-generic search
+// (tune.RunShapes), with --compare-per-shape the per-size baseline.
+func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch bool, list zoo.ShapeList, opts tune.Options) error {
+	switch {
+	case batch:
+		return errors.New("--shapes with a list of sizes tunes one SRC, not --models or --all")
+	case o.Out != "":
+		return errors.New("--out: a shape-generic run has one config per size: they are in --json's shapes[].config")
+	case o.Store != "":
+		return errors.New("--store: a shape-generic run does not read or record a config store")
+	case o.ModelDir != "":
+		return errors.New("--model: a shape-generic run measures every candidate on the simulator")
+	}
+	if err := opts.Validate(); err != nil {
+		return tuneFlagError(err)
+	}
+	var bar *progress.Reporter
+	prog := ""
+	opts.Progress = func(p tune.Progress) {
+		if bar != nil && p.Program+p.Phase != prog { // the per-shape baseline's next run
+			bar.Done()
+			bar = nil
+		}
+		if bar == nil {
+			bar, prog = progress.New(o.IO.Err, "tune "+p.Program+" ["+p.Phase+"]", int64(p.Budget)), p.Program+p.Phase
+		}
+		bar.Update(int64(p.Measurements), "")
+	}
+	rep, err := tune.RunShapes(ctx, srcs[0], list, opts, o.ComparePerShape)
+	if bar != nil {
+		bar.Done()
+	}
+	if err != nil {
+		return err
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, rep)
+	}
+	fmt.Fprintf(o.IO.Out, "%s at %s on %s (%s), strategy %s, budget %d, seed %d: one shape-generic search\n", rep.Source, list, rep.Chip, rep.Simulator, rep.Strategy, rep.Budget, rep.Seed)
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "VALUE\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
+	for _, s := range rep.Shapes {
+		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "shape-generic: %d measurements over %d sizes (%d configs), mean speedup %.3fx, %.1f s hardware, %.2f s wall\n",
+		rep.Measurements, len(rep.Shapes), rep.Candidates, rep.MeanSpeedup, rep.HardwareS, rep.WallS)
+	fmt.Fprintf(o.IO.Out, "dispatch: %s\n", rep.Dispatch)
+	if p := rep.PerShape; p != nil {
+		fmt.Fprintf(o.IO.Out, "per-shape baseline: %d measurements (%d to each size's best), mean speedup %.3fx\n", p.Measurements, p.MeasurementsToBest, p.MeanSpeedup)
+	}
+	return nil
 }
