@@ -16,6 +16,7 @@ import (
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/gym"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/tpusim/replay"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -34,7 +35,7 @@ func jsonOutputs() map[string][]any {
 	return map[string][]any{
 		"zoo list":          {[]ZooEntry{}},
 		"compile":           {CompileResult{}},
-		"sim":               {tpusim.Report{}},
+		"sim":               {tpusim.Report{}, ragged.Report{}},
 		"gen":               {dataset.GenResult{}},
 		"inspect":           {dataset.Summary{}},
 		"train":             {TrainSummary{}},
