@@ -23,11 +23,12 @@ import (
 //
 //   - layout entries by instruction name and fusion entries by edge name, as they are
 //     (the zoo builds every size with the same names);
-//   - tiles by kernel name: the reference kernel's tile is a micro-kernel, applied to
-//     the kernel of the same name at a smaller size as the valid tile option of that
-//     kernel nearest to it (per dimension, in log2 of the size; ties to the first option
-//     in TileOptions' order). A tile dimension above a smaller kernel's padded extent
-//     thus becomes the full extent, and one it cannot fit (VMEM) the nearest that fits;
+//   - tiles by kernel name, relative to the padded extent: at another size, the kernel
+//     of the same name takes the share of each dimension's padded extent the reference
+//     kernel's tile takes (scaleTile), rounded to the nearest of its valid tile options
+//     (nearestTile: per dimension in log2 of the size, ties to the first option in
+//     TileOptions' order), so a tile that no longer fits (VMEM) gives way to the nearest
+//     that does;
 //   - flags by kernel name, applied where they are among the kernel's valid options for
 //     its tile, else the kernel keeps its default flags.
 //
@@ -365,8 +366,9 @@ func (e *genericEval) eval(ctx context.Context, cands []*candidate) error {
 
 // applyGeneric compiles the shape-generic config of ref (a candidate of the reference
 // size) at the size cc compiles: its layout and fusion entries by name, then each
-// kernel's tile nearest to the reference kernel of the same name's (nearestTile), then
-// its flags where valid with that tile.
+// kernel's tile as the reference kernel of the same name's, scaled to its padded extents
+// (scaleTile) and rounded to a valid option (nearestTile), then its flags where valid
+// with that tile.
 func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 	cfg := compiler.NewConfig()
 	for _, k := range []compiler.Kind{compiler.KindLayout, compiler.KindFusion} {
@@ -379,24 +381,24 @@ func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]cost.KernelConfig{}
+	byName := map[string]cost.Planned{}
 	for _, k := range ref.prog.Kernels {
 		if _, ok := byName[k.Name]; !ok {
-			byName[k.Name] = k.Choice.Config
+			byName[k.Name] = k.Choice
 		}
 	}
-	lookup := func(names []string) (cost.KernelConfig, bool) {
+	lookup := func(names []string) (cost.Planned, bool) {
 		for _, n := range names {
 			if kc, ok := byName[n]; ok {
 				return kc, true
 			}
 		}
-		return cost.KernelConfig{}, false
+		return cost.Planned{}, false
 	}
 	tiled := false
 	for _, tc := range c.prog.Space.Tile {
-		if kc, ok := lookup(tc.Kernels); ok {
-			if i := nearestTile(tc.Options, kc.Tile); i >= 0 {
+		if kc, ok := lookup(tc.Kernels); ok && len(tc.Planned()) > 0 {
+			if i := nearestTile(tc.Options, scaleTile(kc.Config.Tile, kc.Info, tc.Planned()[0].Info)); i >= 0 {
 				cfg.Set(compiler.KindTile, tc.Key, compiler.Entry{Tile: tc.Options[i]})
 				tiled = true
 			}
@@ -409,8 +411,8 @@ func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 	}
 	flagged := false
 	for _, fc := range c.prog.Space.Flags {
-		if kc, ok := lookup(fc.Kernels); ok && slices.Contains(fc.Options, kc.Flags) {
-			cfg.Set(compiler.KindFlags, fc.Key, compiler.Entry{Flags: kc.Flags})
+		if kc, ok := lookup(fc.Kernels); ok && slices.Contains(fc.Options, kc.Config.Flags) {
+			cfg.Set(compiler.KindFlags, fc.Key, compiler.Entry{Flags: kc.Config.Flags})
 			flagged = true
 		}
 	}
@@ -418,6 +420,28 @@ func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 		return cc.compile(cfg)
 	}
 	return c, nil
+}
+
+// scaleTile is the reference tile t of kernel info from as a share of each dimension's
+// padded extent, applied to the padded extents of kernel info to: the tile "relative to
+// the padded extent" at another size. Dimensions are matched by position; a kernel of
+// another rank gets t unchanged (nearestTile then finds no option of its rank).
+func scaleTile(t cost.Tile, from, to *cost.KernelInfo) cost.Tile {
+	if from == nil || to == nil || len(from.Dims) != len(t) || len(to.Dims) != len(t) {
+		return t
+	}
+	out := make(cost.Tile, len(t))
+	for i, x := range t {
+		out[i] = max(1, int(math.Round(float64(x)*float64(paddedExtent(to.Dims[i]))/float64(paddedExtent(from.Dims[i])))))
+	}
+	return out
+}
+
+// paddedExtent is a tiled dimension's size rounded up to its alignment, as the tile
+// options of the dimension reach it (cost.KernelInfo.Options).
+func paddedExtent(d cost.IterDim) int {
+	a := max(d.Align, d.Min, 1)
+	return (max(d.Size, 1) + a - 1) / a * a
 }
 
 // nearestTile returns the index of the option nearest to want: the least sum over

@@ -134,6 +134,25 @@ func TestNearestTile(t *testing.T) {
 	}
 }
 
+// TestScaleTile: a reference tile keeps its share of each dimension's padded extent at
+// another size (the extent rounded up to the alignment); a kernel of another rank keeps
+// the tile as it is.
+func TestScaleTile(t *testing.T) {
+	from := &cost.KernelInfo{Dims: []cost.IterDim{{Size: 2048, Align: 8}, {Size: 128, Align: 128}}}
+	to := &cost.KernelInfo{Dims: []cost.IterDim{{Size: 250, Align: 8}, {Size: 128, Align: 128}}}
+	// 250 pads to 256: a 1024-row tile (half of 2048) becomes 128, half of 256.
+	if got := scaleTile(cost.Tile{1024, 128}, from, to); !got.Equal(cost.Tile{128, 128}) {
+		t.Errorf("got %s, want 128x128", got)
+	}
+	if got := scaleTile(cost.Tile{8, 128}, from, to); !got.Equal(cost.Tile{1, 128}) {
+		t.Errorf("got %s, want 1x128 (nearestTile then picks the smallest option)", got)
+	}
+	other := &cost.KernelInfo{Dims: []cost.IterDim{{Size: 256, Align: 8}}}
+	if got := scaleTile(cost.Tile{1024, 128}, from, other); !got.Equal(cost.Tile{1024, 128}) {
+		t.Errorf("another rank: got %s", got)
+	}
+}
+
 // TestRunShapesRefusals: what a shape-generic run does not take is refused with one line.
 func TestRunShapesRefusals(t *testing.T) {
 	chip := testChip(t)
