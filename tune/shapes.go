@@ -143,7 +143,17 @@ type shapeCtx struct {
 // opts.Kinds: its kernel phases time single kernels of one shape. The rl strategy, learned
 // models, a store and opts.Shapes are refused: they are not shape-generic.
 func RunShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options, compare bool) (*ShapesReport, error) {
+	return runShapes(ctx, src, list, opts, compare, nil)
+}
+
+// runShapes is RunShapes; with counts (one per size), a candidate's value is the
+// count-weighted sum of its times over the same sum for the starting config (a ragged
+// batch's time relative to the start, RunRagged) in place of the mean of per-size ratios.
+func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options, compare bool, counts []int) (*ShapesReport, error) {
 	t0 := time.Now()
+	if counts != nil && len(counts) != len(list.Values) {
+		return nil, fmt.Errorf("shape-generic tuning: %d counts for %d sizes", len(counts), len(list.Values))
+	}
 	switch {
 	case len(list.Values) == 0:
 		return nil, errors.New("shape-generic tuning: no sizes")
@@ -186,7 +196,7 @@ func RunShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	ref := shapes[len(shapes)-1]
 	r := &run{opts: o, sim: sim, cc: ref.cc, workers: o.Workers, budget: o.Budget,
 		progCache: map[string]float64{}, kernCache: map[string]float64{}, kernTime: map[string]float64{}, bestNs: math.Inf(1)}
-	ge := &genericEval{r: r, shapes: shapes, cache: map[string]float64{}}
+	ge := &genericEval{r: r, shapes: shapes, counts: counts, cache: map[string]float64{}}
 	r.beginPhase("shape-generic")
 	s := newSearch(r, ge, newKindSet(o.Kinds), "shape-generic", []*candidate{ref.def})
 	if err := s.run(ctx, o.Strategy); err != nil {
@@ -259,6 +269,7 @@ func truthNs(p *compiler.Program, c tpusim.Chip) (float64, error) {
 type genericEval struct {
 	r      *run
 	shapes []*shapeCtx
+	counts []int              // per size, for a count-weighted value (nil: the mean of ratios)
 	cache  map[string]float64 // reference fingerprint -> value
 	n      int                // distinct candidates evaluated
 }
@@ -332,7 +343,7 @@ func (e *genericEval) eval(ctx context.Context, cands []*candidate) error {
 		r.hardwareS += res[i].CostS
 	}
 	for i, c := range todo {
-		v := 0.0
+		v, num, den := 0.0, 0.0, 0.0
 		for j, sh := range e.shapes {
 			a := at[i*ns+j]
 			t := r.progCache[a.fp]
@@ -343,6 +354,13 @@ func (e *genericEval) eval(ctx context.Context, cands []*candidate) error {
 				sh.best, sh.bestNs = a, t
 			}
 			v += t / sh.scale / float64(ns)
+			if e.counts != nil {
+				num += float64(e.counts[j]) * t
+				den += float64(e.counts[j]) * sh.scale
+			}
+		}
+		if e.counts != nil {
+			v = num / den
 		}
 		c.value, c.evaluated, c.fresh = v, true, true
 		e.cache[c.fp] = v

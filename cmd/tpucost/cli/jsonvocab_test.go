@@ -41,7 +41,7 @@ func jsonOutputs() map[string][]any {
 		"train":             {TrainSummary{}},
 		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},
 		"eval":              {eval.Result{}},
-		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}},
+		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},
 		"demo":              {demo.Result{}},
 		"gym serve":         {gym.Response{}},

@@ -18,6 +18,7 @@ import (
 	"github.com/tpucost/tpucost/internal/outpath"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/tune"
 )
 
@@ -32,7 +33,8 @@ type TuneOptions struct {
 	Shapes string // --shapes: sizes of dynamic dimensions of every source, or a list of one's (shape-generic)
 	// ComparePerShape: with a --shapes list, also tune each size on its own (the baseline).
 	ComparePerShape bool
-	All             bool // batch mode over the whole zoo
+	Lengths         string // --lengths: tune the ragged form of a batch of these sequence lengths
+	All             bool   // batch mode over the whole zoo
 	Strategy        string
 	ModelDir        string
 	TopK            int
@@ -72,7 +74,8 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized. " +
-			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline.",
+			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline. " +
+			"With --lengths L,L,..., it tunes the ragged form of a batch of those sequence lengths (see sim --lengths): the same search over the distinct lengths, scored by the batch's ragged time.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -84,6 +87,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	o.Target.bind(cmd)
 	f := cmd.Flags()
 	f.Var(tuneShapesValue{&o.Shapes}, "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
+	f.Var(lengthsValue{&o.Lengths}, "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
 	f.BoolVar(&o.ComparePerShape, "compare-per-shape", false, "with a --shapes list: also tune each size on its own with the same strategy, seed and budget (the baseline; per_shape in --json)")
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
@@ -135,6 +139,9 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	if o.Lengths != "" {
+		return runTuneRagged(ctx, o, srcs, batch, opts)
+	}
 	if list, ok := shapeList(o.Shapes); ok {
 		return runTuneShapes(ctx, o, srcs, batch, list, opts)
 	}
@@ -464,6 +471,50 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 		return nil, nil, false, fmt.Errorf("--model: %w", err)
 	}
 	return graph, kernel, mismatch, nil
+}
+
+// runTuneRagged is `tune SRC --lengths L,L,...`: the ragged form tuned (tune.RunRagged).
+func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch bool, opts tune.Options) error {
+	switch {
+	case batch:
+		return errors.New("--lengths tunes one SRC, not --models or --all")
+	case o.Shapes != "":
+		return errors.New("--lengths sizes every sequence itself: drop --shapes")
+	case o.ComparePerShape:
+		return errors.New("--compare-per-shape goes with a --shapes list, not --lengths")
+	case o.Out != "":
+		return errors.New("--out: a ragged run has one config per length: they are in --json's shapes[].config")
+	case o.Store != "":
+		return errors.New("--store: a ragged run does not read or record a config store")
+	case o.ModelDir != "":
+		return errors.New("--model: a ragged run measures every candidate on the simulator")
+	}
+	if err := opts.Validate(); err != nil {
+		return tuneFlagError(err)
+	}
+	lengths, err := ragged.ParseLengths(o.Lengths)
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	rep, err := tune.RunRagged(ctx, srcs[0], lengths, opts)
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, rep)
+	}
+	fmt.Fprintf(o.IO.Out, "%s, a ragged batch of %d sequences (lengths %v, batch %d per run), strategy %s, budget %d\n", rep.Source, len(rep.Lengths), rep.Lengths, rep.Batch, rep.Strategy, o.Budget)
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "LENGTH\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
+	for _, s := range rep.Shapes {
+		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "padded %.1f us; ragged %.1f us with default configs, %.1f us tuned (packing %.1f us): %.3fx over default ragged, %.3fx over padded; %d measurements\n",
+		rep.PaddedNs/1e3, rep.DefaultRaggedNs/1e3, rep.TunedRaggedNs/1e3, rep.PackNs/1e3, rep.Speedup, rep.SpeedupVsPadded, rep.Measurements)
+	return nil
 }
 
 // tuneShapesValue is the pflag.Value of tune's --shapes: a --shapes value of every command
