@@ -489,6 +489,9 @@ func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 	case o.ModelDir != "":
 		return errors.New("--model: a ragged run measures every candidate on the simulator")
 	}
+	if err := shapeRunKinds(o, &opts); err != nil {
+		return err
+	}
 	if err := opts.Validate(); err != nil {
 		return tuneFlagError(err)
 	}
@@ -514,6 +517,22 @@ func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 	}
 	fmt.Fprintf(o.IO.Out, "padded %.1f us; ragged %.1f us with default configs, %.1f us tuned (packing %.1f us): %.3fx over default ragged, %.3fx over padded; %d measurements\n",
 		rep.PaddedNs/1e3, rep.DefaultRaggedNs/1e3, rep.TunedRaggedNs/1e3, rep.PackNs/1e3, rep.Speedup, rep.SpeedupVsPadded, rep.Measurements)
+	return nil
+}
+
+// shapeRunKinds applies --kinds to a shape-generic or ragged run (whose xtat runs as sa,
+// so --kinds applies to it too) and refuses --policy (the rl strategy is not shape-generic).
+func shapeRunKinds(o *TuneOptions, opts *tune.Options) error {
+	if o.Policy != "" {
+		return errors.New("--policy: a shape-generic run does not take the rl strategy")
+	}
+	kinds, err := parseKinds(o.Kinds)
+	if err != nil {
+		return err
+	}
+	if len(kinds) > 0 {
+		opts.Kinds = kinds
+	}
 	return nil
 }
 
@@ -564,6 +583,9 @@ func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 		return errors.New("--store: a shape-generic run does not read or record a config store")
 	case o.ModelDir != "":
 		return errors.New("--model: a shape-generic run measures every candidate on the simulator")
+	}
+	if err := shapeRunKinds(o, &opts); err != nil {
+		return err
 	}
 	if err := opts.Validate(); err != nil {
 		return tuneFlagError(err)

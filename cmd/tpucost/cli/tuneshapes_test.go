@@ -43,6 +43,9 @@ func TestTuneShapes(t *testing.T) {
 		{[]string{"tune", "resnet18_b1", "--shapes", "seq=64,128"}, `resnet18_b1 has no dynamic dimension "seq" (it declares none)`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--compare-per-shape"}, "--compare-per-shape: give --shapes a list"},
 		{[]string{"tune", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "not --models or --all"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--kinds", "bogus"}, `--kinds: unknown kind "bogus"`},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--policy", "p"}, "--policy: a shape-generic run does not take the rl strategy"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--strategy", "rl"}, "the rl strategy's policy is trained per program"},
 	} {
 		_, errs, code := run(c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
