@@ -173,6 +173,9 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s at %s: %w", src, list, err)
 	}
+	if o.Budget < len(list.Values) {
+		return nil, &OptionError{Field: "Budget", Value: fmt.Sprint(o.Budget), Want: fmt.Sprintf("at least the number of sizes, %d (a candidate is measured at every size)", len(list.Values))}
+	}
 	sim, err := tpusim.New(o.Chip, tpusim.Options{NoiseSigma: o.Noise, Runs: o.Runs, Seed: o.Seed})
 	if err != nil {
 		return nil, err

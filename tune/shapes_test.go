@@ -168,6 +168,7 @@ func TestRunShapesRefusals(t *testing.T) {
 		{"mlp_96x2_b1", zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10}, "it declares none"},
 		{shapesModel, zoo.ShapeList{Name: "seq"}, Options{Chip: chip, Budget: 10}, "no sizes"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Strategy: RL}, "rl"},
+		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{32, 64, 128}}, Options{Chip: chip, Budget: 2}, "Budget: got 2, want at least the number of sizes, 3"},
 	} {
 		_, err := RunShapes(ctx, c.src, c.list, c.opts, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

@@ -500,6 +500,10 @@ func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 		return fmt.Errorf("--lengths: %w", err)
 	}
 	rep, err := tune.RunRagged(ctx, srcs[0], lengths, opts)
+	var oe *tune.OptionError
+	if errors.As(err, &oe) {
+		return tuneFlagError(err)
+	}
 	if err != nil {
 		return fmt.Errorf("--lengths: %w", err)
 	}
@@ -607,7 +611,7 @@ func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 		bar.Done()
 	}
 	if err != nil {
-		return err
+		return tuneFlagError(err)
 	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, rep)

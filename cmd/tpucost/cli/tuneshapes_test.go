@@ -42,6 +42,8 @@ func TestTuneShapes(t *testing.T) {
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,abc"}, `--shapes: seq: "abc" is not an integer`},
 		{[]string{"tune", "resnet18_b1", "--shapes", "seq=64,128"}, `resnet18_b1 has no dynamic dimension "seq" (it declares none)`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--compare-per-shape"}, "--compare-per-shape: give --shapes a list"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=32,64,128", "--budget", "2"}, "--budget: got 2, want at least the number of sizes, 3"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "32,64,128", "--budget", "2"}, "--budget: got 2, want at least the number of sizes, 3"},
 		{[]string{"tune", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "not --models or --all"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--kinds", "bogus"}, `--kinds: unknown kind "bogus"`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--policy", "p"}, "--policy: a shape-generic run does not take the rl strategy"},
