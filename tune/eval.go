@@ -78,6 +78,8 @@ type run struct {
 	phase                   string
 	phaseMeas               int
 	bestNs                  float64 // best measured program time so far (an estimate in kernel phases)
+	// bestAt is the count of measurements when a program measurement last improved bestNs.
+	bestAt int
 }
 
 func (r *run) left() int { return r.budget - r.measurements }
@@ -184,7 +186,7 @@ func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
 			r.noteKernelTime(k.Choice.ID(), res[i].prof[j])
 		}
 		if m.Ns < r.bestNs {
-			r.bestNs = m.Ns
+			r.bestNs, r.bestAt = m.Ns, r.measurements
 		}
 	}
 	// Duplicates within the batch take the value just measured.

@@ -187,6 +187,10 @@ type Report struct {
 	// Confirmation is the final check that the result is not slower than the start or
 	// the default compile.
 	Confirmation Confirmation `json:"confirmation"`
+	// BestAt is the number of measurements the search had taken when it last measured a
+	// faster program: what a search that knew when to stop would have spent (the
+	// shape-generic comparison's per-shape cost, ShapesReport).
+	BestAt int `json:"-"`
 	// Config is the tuned program's effective config: compiling with it (Strict, no
 	// store) reproduces the tuned program.
 	Config *compiler.Config `json:"-"`
@@ -445,6 +449,7 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep.Measurements, rep.ProgramMeasures, rep.KernelMeasures = r.measurements, r.progMeas, r.kernMeas
 	rep.ModelEvaluations, rep.HardwareS = r.modelEvals, r.hardwareS
 	rep.ModelKernels, rep.UncertainKernels = r.modelKernels, r.uncertainKernels
+	rep.BestAt = r.bestAt
 	rep.Config = fin.cfg.Clone()
 	if o.Store != nil {
 		if err := ctx.Err(); err != nil {

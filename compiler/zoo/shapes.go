@@ -57,7 +57,7 @@ func ParseShapes(s string) (Shapes, error) {
 		case item == "":
 			return nil, fmt.Errorf("%q: an empty item (a stray comma)", s)
 		case !ok && len(out) > 0:
-			return nil, fmt.Errorf("%q: one value per dimension, got a list for %s (shape-generic runs over several values are not built yet)", s, out[len(out)-1].Name)
+			return nil, fmt.Errorf("%q: one value per dimension, got a list for %s (a list of values is for tune: a shape-generic run)", s, out[len(out)-1].Name)
 		case !ok || name == "":
 			return nil, fmt.Errorf("%q: want NAME=V (e.g. seq=64)", item)
 		}
@@ -71,6 +71,64 @@ func ParseShapes(s string) (Shapes, error) {
 		out = append(out, DimValue{name, v})
 	}
 	return out, nil
+}
+
+// ShapeList is a --shapes value listing several sizes of one dynamic dimension: the input
+// of a shape-generic tuning run (tune.RunShapes).
+type ShapeList struct {
+	Name   string
+	Values []int // ascending, distinct
+}
+
+// String renders the list as --shapes takes it: "seq=64,128,256".
+func (l ShapeList) String() string {
+	vs := make([]string, len(l.Values))
+	for i, v := range l.Values {
+		vs[i] = strconv.Itoa(v)
+	}
+	return l.Name + "=" + strings.Join(vs, ",")
+}
+
+// At is the --shapes value of one size of the list: "seq=64".
+func (l ShapeList) At(v int) string { return fmt.Sprintf("%s=%d", l.Name, v) }
+
+// ParseShapeList parses a --shapes value that lists sizes of one dimension, NAME=V[,V...]:
+// each V a positive integer at most MaxDimValue, none repeated; the values are returned in
+// ascending order. One value is a list of one. Several dimensions ("seq=64,d0=3") are
+// refused: a shape-generic run varies one dimension. Errors do not name the flag.
+func ParseShapeList(s string) (ShapeList, error) {
+	if strings.TrimSpace(s) == "" {
+		return ShapeList{}, fmt.Errorf("empty; want NAME=V[,V...] (e.g. seq=64,128,256)")
+	}
+	items := strings.Split(s, ",")
+	name, first, ok := strings.Cut(strings.TrimSpace(items[0]), "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return ShapeList{}, fmt.Errorf("%q: want NAME=V[,V...] (e.g. seq=64,128,256)", strings.TrimSpace(items[0]))
+	}
+	l := ShapeList{Name: name}
+	for i, item := range items {
+		item = strings.TrimSpace(item)
+		if i == 0 {
+			item = first
+		} else if strings.Contains(item, "=") {
+			return ShapeList{}, fmt.Errorf("%q: a list varies one dimension, got a second (%s)", s, item)
+		}
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return ShapeList{}, fmt.Errorf("%q: an empty item (a stray comma)", s)
+		}
+		v, err := strconv.Atoi(item)
+		if err != nil || v < 1 || v > MaxDimValue {
+			return ShapeList{}, fmt.Errorf("%s: %q is not an integer in [1, %d]", name, item, MaxDimValue)
+		}
+		if slices.Contains(l.Values, v) {
+			return ShapeList{}, fmt.Errorf("%s=%d given twice", name, v)
+		}
+		l.Values = append(l.Values, v)
+	}
+	slices.Sort(l.Values)
+	return l, nil
 }
 
 // WithShapes returns the model built at the given sizes of its dynamic dimensions, named

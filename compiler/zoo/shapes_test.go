@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,6 +233,20 @@ func TestVariantOfSizedProgram(t *testing.T) {
 	} {
 		if got := Variant(in); got != want {
 			t.Errorf("Variant(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestParseShapeList: a list of one dimension's sizes parses sorted; an empty list, a
+// non-numeric or out-of-range item, a repeat, a stray comma or a second dimension fail.
+func TestParseShapeList(t *testing.T) {
+	l, err := ParseShapeList("seq=256, 64,128")
+	if err != nil || l.Name != "seq" || !slices.Equal(l.Values, []int{64, 128, 256}) || l.String() != "seq=64,128,256" || l.At(64) != "seq=64" {
+		t.Fatalf("%+v %v", l, err)
+	}
+	for _, bad := range []string{"", "seq=", "seq=64,abc", "seq=64,,128", "seq=64,64", "seq=0", "seq=64,d0=3", "=64", "64,128", "seq=70000"} {
+		if _, err := ParseShapeList(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

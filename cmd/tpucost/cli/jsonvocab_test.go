@@ -17,6 +17,7 @@ import (
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/gym"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/tpusim/replay"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -35,13 +36,13 @@ func jsonOutputs() map[string][]any {
 	return map[string][]any{
 		"zoo list":          {[]ZooEntry{}},
 		"compile":           {CompileResult{}},
-		"sim":               {tpusim.Report{}},
+		"sim":               {tpusim.Report{}, ragged.Report{}},
 		"gen":               {gen.Result{}},
 		"inspect":           {dataset.Summary{}},
 		"train":             {TrainSummary{}},
 		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},
 		"eval":              {eval.Result{}},
-		"tune":              {tuneOut{}, tuneBatchOut{}},
+		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},
 		"demo":              {demo.Result{}},
 		"gym serve":         {gym.Response{}},

@@ -86,7 +86,6 @@ func TestShapesFlag(t *testing.T) {
 		{[]string{"sim", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "--shapes: \"seq=64,128\": one value per dimension"},
 		{[]string{"sim", "bert_tiny_s128_b32", "--shapes="}, "--shapes: empty"},
 		{[]string{"compile", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "--shapes: "},
-		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "--shapes: "},
 		{[]string{"tune", "--models", "resnet18_b1", "--shapes", "seq=64", "--budget", "8"}, "--shapes: resnet18_b1 has no dynamic dimension"},
 		{[]string{"predict", "--data", "x", "--model", "m", "--shapes", "seq=64"}, "--shapes sizes SRC"},
 		{[]string{"sim", boundedHLO, "--shapes", "d0=129"}, "--shapes: " + boundedHLO + ": d0=129 is above its bound 128 (%p dimension 0)"},

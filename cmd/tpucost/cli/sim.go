@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -8,11 +9,13 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
 // SimOptions are the options of `tpucost sim`.
 type SimOptions struct {
 	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
+	Lengths string // --lengths: a ragged batch's sequence lengths (ragged.TimeZoo)
 	IO      IO
 	Globals *Globals
 	Target  TargetFlags
@@ -29,7 +32,9 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 		Use:   "sim SRC",
 		Short: "Simulate a compiled program: per-kernel simulated and analytical time",
 		Long: "Sim compiles SRC (a zoo model or an HLO file) with the given config (default: XLA-like defaults) and times every kernel " +
-			"on the simulator (the ground truth) and with the analytical roofline model, with the bound (mxu, vpu, eup, xlu, hbm, latency, overhead), flops and bytes.",
+			"on the simulator (the ground truth) and with the analytical roofline model, with the bound (mxu, vpu, eup, xlu, hbm, latency, overhead), flops and bytes. " +
+			"With --lengths L,L,..., it times a batch of sequences of those lengths on a zoo model that declares seq two ways: padded to the longest and ragged " +
+			"(each sequence at its own length plus the packing gather), with the share of flops spent on padding.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runSim(o) },
 	}
@@ -37,6 +42,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	bindShapes(cmd, &o.Shapes)
 	bindFusion(cmd, &o.Fusion)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
+	cmd.Flags().Var(lengthsValue{&o.Lengths}, "lengths", "time a ragged batch of these sequence lengths (L,L,...; a zoo model with seq): padded_ns, ragged_ns, padding_waste")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
 }
@@ -45,6 +51,9 @@ func runSim(o *SimOptions) error {
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
+	}
+	if o.Lengths != "" {
+		return runSimRagged(o, c)
 	}
 	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion})
 	if err != nil {
@@ -121,3 +130,60 @@ func printEntries(w io.Writer, es []tpusim.Entry, indent string) int {
 	}
 	return n
 }
+
+// runSimRagged is `sim SRC --lengths L,L,...`: a ragged batch timed padded and ragged.
+func runSimRagged(o *SimOptions, c tpusim.Chip) error {
+	switch {
+	case o.Shapes != "":
+		return errors.New("--lengths sizes every sequence itself: drop --shapes")
+	case o.Config != "":
+		return errors.New("--lengths times default compiles at every length: drop --config (a config's kernel keys hold at one length)")
+	case o.Chips != 0:
+		return errors.New("--lengths times one chip: drop --chips")
+	}
+	lengths, err := ragged.ParseLengths(o.Lengths)
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	r, err := ragged.TimeZoo(o.Src, lengths, c)
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, r)
+	}
+	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d sequences (lengths %v), batch %d per run\n", r.Program, r.Chip, r.Simulator, len(r.Lengths), r.Lengths, r.Batch)
+	fmt.Fprintf(o.IO.Out, "padded to %d: %.1f us; ragged: %.1f us (packing %.1f us, %.0f bytes per token): %.3fx\n",
+		slicesMax(r.Lengths), r.PaddedNs/1e3, r.RaggedNs/1e3, r.PackNs/1e3, r.PackBytesPerToken, r.Speedup)
+	fmt.Fprintf(o.IO.Out, "padding: %.1f%% of the token slots, %.1f%% of the padded flops\n", 100*r.PaddingShare, 100*r.PaddingWaste)
+	return nil
+}
+
+func slicesMax(v []int) int {
+	m := 0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+// lengthsValue is the pflag.Value of --lengths: parsed (ragged.ParseLengths) as the flag
+// is set, so an empty value fails naming the flag.
+type lengthsValue struct{ p *string }
+
+func (v lengthsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v lengthsValue) Set(s string) error {
+	if _, err := ragged.ParseLengths(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (lengthsValue) Type() string { return "lengths" }

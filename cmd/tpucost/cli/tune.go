@@ -18,6 +18,7 @@ import (
 	"github.com/tpucost/tpucost/internal/outpath"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/tune"
 )
 
@@ -27,26 +28,29 @@ type TuneOptions struct {
 	Globals *Globals
 	Target  TargetFlags
 
-	Src        string
-	Models     string // comma-separated sources for batch mode
-	Shapes     string // --shapes: sizes of dynamic dimensions of every source
-	All        bool   // batch mode over the whole zoo
-	Strategy   string
-	ModelDir   string
-	TopK       int
-	KernelTopK int
-	ModelEvals int
-	Budget     int
-	Seed       int64
-	Noise      float64
-	Runs       int
-	Workers    int
-	Out        string
-	Force      bool
-	Store      string
-	Policy     string              // rl: the policy checkpoint directory
-	Kinds      string              // comma-separated config kinds the non-XTAT strategies search
-	Fusion     compiler.FusionRule // --fusion: the starting program's fusion rule
+	Src    string
+	Models string // comma-separated sources for batch mode
+	Shapes string // --shapes: sizes of dynamic dimensions of every source, or a list of one's (shape-generic)
+	// ComparePerShape: with a --shapes list, also tune each size on its own (the baseline).
+	ComparePerShape bool
+	Lengths         string // --lengths: tune the ragged form of a batch of these sequence lengths
+	All             bool   // batch mode over the whole zoo
+	Strategy        string
+	ModelDir        string
+	TopK            int
+	KernelTopK      int
+	ModelEvals      int
+	Budget          int
+	Seed            int64
+	Noise           float64
+	Runs            int
+	Workers         int
+	Out             string
+	Force           bool
+	Store           string
+	Policy          string              // rl: the policy checkpoint directory
+	Kinds           string              // comma-separated config kinds the non-XTAT strategies search
+	Fusion          compiler.FusionRule // --fusion: the starting program's fusion rule
 	// AllowMismatch tunes with a --model trained for another chip, VMEM size or simulator
 	// than the one tuned for, with a warning and chip_mismatch in --json.
 	AllowMismatch bool
@@ -71,7 +75,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
 			"--fusion partition starts every strategy from the partition-fusion program (the default compile competes with it). " +
-			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized.",
+			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized. " +
+			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline. " +
+			"With --lengths L,L,..., it tunes the ragged form of a batch of those sequence lengths (see sim --lengths): the same search over the distinct lengths, scored by the batch's ragged time.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -81,9 +87,11 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		},
 	}
 	o.Target.bind(cmd)
-	bindShapes(cmd, &o.Shapes)
 	bindFusion(cmd, &o.Fusion)
 	f := cmd.Flags()
+	f.Var(tuneShapesValue{&o.Shapes}, "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
+	f.Var(lengthsValue{&o.Lengths}, "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
+	f.BoolVar(&o.ComparePerShape, "compare-per-shape", false, "with a --shapes list: also tune each size on its own with the same strategy, seed and budget (the baseline; per_shape in --json)")
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
 	d := tune.Defaults()
@@ -135,6 +143,15 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
 	opts.Fusion = o.Fusion
+	if o.Lengths != "" {
+		return runTuneRagged(ctx, o, srcs, batch, opts)
+	}
+	if list, ok := shapeList(o.Shapes); ok {
+		return runTuneShapes(ctx, o, srcs, batch, list, opts)
+	}
+	if o.ComparePerShape {
+		return errors.New("--compare-per-shape: give --shapes a list of sizes (e.g. seq=64,128,256)")
+	}
 	if o.Shapes != "" {
 		if _, err := zoo.ParseShapes(o.Shapes); err != nil {
 			return fmt.Errorf("--shapes: %w", err)
@@ -464,4 +481,165 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 		return nil, nil, false, fmt.Errorf("--model: %w", err)
 	}
 	return graph, kernel, mismatch, nil
+}
+
+// runTuneRagged is `tune SRC --lengths L,L,...`: the ragged form tuned (tune.RunRagged).
+func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch bool, opts tune.Options) error {
+	switch {
+	case batch:
+		return errors.New("--lengths tunes one SRC, not --models or --all")
+	case o.Shapes != "":
+		return errors.New("--lengths sizes every sequence itself: drop --shapes")
+	case o.ComparePerShape:
+		return errors.New("--compare-per-shape goes with a --shapes list, not --lengths")
+	case o.Out != "":
+		return errors.New("--out: a ragged run has one config per length: they are in --json's shapes[].config")
+	case o.Store != "":
+		return errors.New("--store: a ragged run does not read or record a config store")
+	case o.ModelDir != "":
+		return errors.New("--model: a ragged run measures every candidate on the simulator")
+	}
+	if err := shapeRunKinds(o, &opts); err != nil {
+		return err
+	}
+	if err := opts.Validate(); err != nil {
+		return tuneFlagError(err)
+	}
+	lengths, err := ragged.ParseLengths(o.Lengths)
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	rep, err := tune.RunRagged(ctx, srcs[0], lengths, opts)
+	var oe *tune.OptionError
+	if errors.As(err, &oe) {
+		return tuneFlagError(err)
+	}
+	if err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, rep)
+	}
+	fmt.Fprintf(o.IO.Out, "%s, a ragged batch of %d sequences (lengths %v, batch %d per run), strategy %s, budget %d\n", rep.Source, len(rep.Lengths), rep.Lengths, rep.Batch, rep.Strategy, o.Budget)
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "LENGTH\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
+	for _, s := range rep.Shapes {
+		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "padded %.1f us; ragged %.1f us with default configs, %.1f us tuned (packing %.1f us): %.3fx over default ragged, %.3fx over padded; %d measurements\n",
+		rep.PaddedNs/1e3, rep.DefaultRaggedNs/1e3, rep.TunedRaggedNs/1e3, rep.PackNs/1e3, rep.Speedup, rep.SpeedupVsPadded, rep.Measurements)
+	return nil
+}
+
+// shapeRunKinds applies --kinds to a shape-generic or ragged run (whose xtat runs as sa,
+// so --kinds applies to it too) and refuses --policy (the rl strategy is not shape-generic).
+func shapeRunKinds(o *TuneOptions, opts *tune.Options) error {
+	if o.Policy != "" {
+		return errors.New("--policy: a shape-generic run does not take the rl strategy")
+	}
+	kinds, err := parseKinds(o.Kinds)
+	if err != nil {
+		return err
+	}
+	if len(kinds) > 0 {
+		opts.Kinds = kinds
+	}
+	return nil
+}
+
+// tuneShapesValue is the pflag.Value of tune's --shapes: a --shapes value of every command
+// (zoo.ParseShapes) or a list of one dimension's sizes (zoo.ParseShapeList).
+type tuneShapesValue struct{ p *string }
+
+func (v tuneShapesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v tuneShapesValue) Set(s string) error {
+	_, errList := zoo.ParseShapeList(s)
+	if errList == nil {
+		*v.p = s
+		return nil
+	}
+	if _, err := zoo.ParseShapes(s); err != nil {
+		if strings.Count(s, "=") > 1 {
+			return err
+		}
+		return errList
+	}
+	*v.p = s
+	return nil
+}
+
+func (tuneShapesValue) Type() string { return "shapes" }
+
+// shapeList returns the sizes of a --shapes value that lists several of one dimension.
+func shapeList(s string) (zoo.ShapeList, bool) {
+	l, err := zoo.ParseShapeList(s)
+	return l, err == nil && len(l.Values) > 1
+}
+
+// runTuneShapes is `tune SRC --shapes NAME=V,V,...`: one shape-generic search
+// (tune.RunShapes), with --compare-per-shape the per-size baseline.
+func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch bool, list zoo.ShapeList, opts tune.Options) error {
+	switch {
+	case batch:
+		return errors.New("--shapes with a list of sizes tunes one SRC, not --models or --all")
+	case o.Out != "":
+		return errors.New("--out: a shape-generic run has one config per size: they are in --json's shapes[].config")
+	case o.Store != "":
+		return errors.New("--store: a shape-generic run does not read or record a config store")
+	case o.ModelDir != "":
+		return errors.New("--model: a shape-generic run measures every candidate on the simulator")
+	}
+	if err := shapeRunKinds(o, &opts); err != nil {
+		return err
+	}
+	if err := opts.Validate(); err != nil {
+		return tuneFlagError(err)
+	}
+	var bar *progress.Reporter
+	prog := ""
+	opts.Progress = func(p tune.Progress) {
+		if bar != nil && p.Program+p.Phase != prog { // the per-shape baseline's next run
+			bar.Done()
+			bar = nil
+		}
+		if bar == nil {
+			bar, prog = progress.New(o.IO.Err, "tune "+p.Program+" ["+p.Phase+"]", int64(p.Budget)), p.Program+p.Phase
+		}
+		bar.Update(int64(p.Measurements), "")
+	}
+	rep, err := tune.RunShapes(ctx, srcs[0], list, opts, o.ComparePerShape)
+	if bar != nil {
+		bar.Done()
+	}
+	if err != nil {
+		return tuneFlagError(err)
+	}
+	if o.Globals.JSON {
+		return writeJSON(o.IO.Out, rep)
+	}
+	fmt.Fprintf(o.IO.Out, "%s at %s on %s (%s), strategy %s, budget %d, seed %d: one shape-generic search\n", rep.Source, list, rep.Chip, rep.Simulator, rep.Strategy, rep.Budget, rep.Seed)
+	w := table(o.IO.Out)
+	fmt.Fprintln(w, "VALUE\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
+	for _, s := range rep.Shapes {
+		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "shape-generic: %d measurements over %d sizes (%d configs), mean speedup %.3fx, %.1f s hardware, %.2f s wall\n",
+		rep.Measurements, len(rep.Shapes), rep.Candidates, rep.MeanSpeedup, rep.HardwareS, rep.WallS)
+	fmt.Fprintf(o.IO.Out, "dispatch: %s\n", rep.Dispatch)
+	if p := rep.PerShape; p != nil {
+		fmt.Fprintf(o.IO.Out, "per-shape baseline: %d measurements (%d to each size's best), mean speedup %.3fx\n", p.Measurements, p.MeasurementsToBest, p.MeanSpeedup)
+	}
+	return nil
 }

@@ -21,8 +21,8 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	value, name, why := m[1], m[2], m[3]
 	want := "a valid value"
-	if f := cmd.Flags().Lookup(name); f != nil && (f.Value.Type() == "shapes" || f.Value.Type() == "rule") {
-		return fmt.Errorf("--%s: %s", name, why) // zoo.ParseShapes, compiler.ParseFusionRule say what they want
+	if f := cmd.Flags().Lookup(name); f != nil && (f.Value.Type() == "shapes" || f.Value.Type() == "rule" || f.Value.Type() == "lengths") {
+		return fmt.Errorf("--%s: %s", name, why) // zoo.ParseShapes, compiler.ParseFusionRule, ragged.ParseLengths say what they want
 	}
 	if f := cmd.Flags().Lookup(name); f != nil {
 		switch t := f.Value.Type(); {
