@@ -140,6 +140,8 @@ func runSimRagged(o *SimOptions, c tpusim.Chip) error {
 		return errors.New("--lengths times default compiles at every length: drop --config (a config's kernel keys hold at one length)")
 	case o.Chips != 0:
 		return errors.New("--lengths times one chip: drop --chips")
+	case o.Fusion != "" && o.Fusion != compiler.FusionXLA:
+		return fmt.Errorf("--lengths times default compiles at every length: --fusion %s is not supported here (drop --fusion)", o.Fusion)
 	}
 	lengths, err := ragged.ParseLengths(o.Lengths)
 	if err != nil {
