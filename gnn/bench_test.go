@@ -41,6 +41,10 @@ func batchFlops(m *Model, items []item) float64 {
 	return f
 }
 
+// backendName is the name segment of the training benchmarks saying which BLAS backend
+// the build runs on (backend=openblas or backend=go).
+const backendName = "backend=" + nn.BLASBackend
+
 // BenchmarkTrainStep measures training throughput (forward, backward, Adam) on batches of
 // 32 zoo kernels × up to 32 configurations, with batches padded to cached bucket shapes
 // and with a graph built for every batch's exact shape. A training step is counted as 3×
@@ -49,7 +53,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	rows := benchRows(b)
 	for _, loss := range []Loss{LossRankHinge, LossMSE} {
 		for _, bucket := range []bool{true, false} {
-			b.Run(fmt.Sprintf("%s/bucket=%t", loss, bucket), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s/bucket=%t", backendName, loss, bucket), func(b *testing.B) {
 				m := testModel(b, DefaultConfig(), dataset.TaskTile, loss, rows, 1)
 				eng := newEngine(m, true, bucket, defaultNetCache)
 				defer eng.close()
@@ -253,6 +257,10 @@ func BenchmarkTpuGraphsTileEpoch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Run(backendName, func(b *testing.B) { tileEpochs(b, rows, cfg, p) })
+}
+
+func tileEpochs(b *testing.B, rows []dataset.Row, cfg Config, p dataset.Provenance) {
 	for b.Loop() {
 		r, err := trainSources(context.Background(), sliceSource(rows), nil, TrainOptions{Task: dataset.TaskTile, Model: cfg, Epochs: 1, Seed: 1, Schema: p.FeatureSchema})
 		if err != nil {

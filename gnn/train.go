@@ -169,6 +169,10 @@ type TrainResult struct {
 	// StopReason says why training stopped, in a sentence.
 	StopReason string
 	Checkpoint *Checkpoint
+	// Backend is the BLAS backend the matrix products ran on (nn.BLASBackend: "openblas"
+	// or "go"). It is not recorded in the checkpoint: both give the same model up to
+	// float32 summation order.
+	Backend string
 }
 
 // trainSources trains a model on train, validating on val after every epoch, and returns the
@@ -238,6 +242,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		t.best = t.m.Params.Clone()
 		t.adam = nn.NewAdam(t.m.Params, opts.LR)
 	}
+	t.progressf("matrix products on the %s backend", nn.BLASBackend)
 	t.eng = newEngine(t.m, true, !t.opts.NoBucketing, defaultNetCache)
 	t.val = newEngine(t.m, false, !t.opts.NoBucketing, defaultNetCache)
 	defer t.eng.close()
@@ -263,7 +268,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 			return nil, err
 		}
 	}
-	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c}, nil
+	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c, Backend: nn.BLASBackend}, nil
 }
 
 // lockModelDir takes the lock of a model directory: one writer per directory, so a
