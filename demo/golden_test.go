@@ -22,7 +22,8 @@ var update = flag.Bool("update", false, "rewrite this backend's golden file (gol
 // for the pure-Go build, testdata/golden-openblas.json for -tags blas. OpenBLAS sums a
 // matrix product in another order than gonum's pure-Go GEMM, so weights and everything
 // that depends on them differ in their low bits between the backends; each backend is
-// pinned byte for byte to its own file.
+// pinned byte for byte to its own file (gnn's TestBackendsAgree checks that the two agree
+// within a tolerance).
 func goldenFile() string {
 	if nn.BLASBackend == "go" {
 		return filepath.Join("testdata", "golden.json")
