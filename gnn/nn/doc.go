@@ -24,7 +24,10 @@
 //   - SAGE is the GraphSAGE layer stack: for each layer,
 //     h ← ReLU(h·W_self + mean_in(h)·W_in + mean_out(h)·W_out + b), then optionally
 //     h ← h / √(‖h‖² + ε) per row, the neighbour means read from padded index lists.
-//     Every network that reads a graph through GraphSAGE calls it.
+//     Every network that reads a graph through GraphSAGE calls it. Each layer is one
+//     fused op with a hand-written backward (checked against finite differences and
+//     against the composition of the separate ops); it reuses its buffers from run to
+//     run, so one graph's machine must not run concurrently with itself.
 //   - Matrix products run on gonum's pure-Go BLAS, or on OpenBLAS when built with the
 //     blas tag (blas.go); BLASBackend names the one in use. Either gives the same
 //     results up to floating-point summation order, which a given build keeps fixed.
