@@ -15,6 +15,10 @@
 //     saved and restored as named tensors (State, Restore) so that a resumed run
 //     continues exactly where it stopped. The update is computed in float64 per element
 //     and is deterministic.
+//   - Linear is a fully connected layer, act(a + Σ x_i·w_i + b), as one fused op (one
+//     matrix product over the concatenated inputs, a hand-written backward), checked
+//     against finite differences and the separate ops; like SAGE's layers it reuses its
+//     buffers from run to run.
 //   - The ops (Gather, Bias, ReLU, L2Norm) are Gorgonia ops with analytic
 //     gradients, for float32 and float64 graphs, checked against finite differences in
 //     this package's tests. Index inputs are []int; index −1 is padding. Op identities
