@@ -106,20 +106,17 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	}
 	n.sk = ints("sample_kernel", s.S)
 
-	mul := func(x *G.Node, w string) *G.Node { return G.Must(G.Mul(x, P(w))) }
-	add := func(a, b *G.Node) *G.Node { return G.Must(G.Add(a, b)) }
-	bias := func(x *G.Node, b string) *G.Node { return nn.Bias(x, P(b)) }
-	hmul := func(x *G.Node, w string) *G.Node { return mul(x, prefix+w) }
-	hbias := func(x *G.Node, b string) *G.Node { return bias(x, prefix+b) }
+	hbias := func(x *G.Node, b string) *G.Node { return nn.Bias(x, P(prefix+b)) }
 
-	// Input layer: [emb(opcode), x] W₀ + b₀ as emb·W_op + x·W_x + b₀.
+	// Input layer: ReLU([emb(opcode), x] W₀ + b₀), one fused op (nn.Linear) over the
+	// blocks emb·W_op + x·W_x (+ ncf·W_nc).
 	emb := nn.Gather(P("embed"), n.opcodes, nn.ReduceSum, 1)
-	h0 := add(mul(emb, "input.w_op"), mul(n.x, "input.w_x"))
+	xs, ws := []*G.Node{emb, n.x}, []*G.Node{P("input.w_op"), P("input.w_x")}
 	if cfg.PerNode() {
 		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
-		h0 = add(h0, mul(n.ncf, "input.w_nc"))
+		xs, ws = append(xs, n.ncf), append(ws, P("input.w_nc"))
 	}
-	h := nn.ReLU(bias(h0, "input.b"))
+	h := nn.Linear(xs, ws, P("input.b"), nil, true)
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
 	layers := make([]nn.SAGELayer, cfg.Layers)
@@ -135,30 +132,31 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
-	var zk *G.Node
+	// Each layer is one fused op (nn.Linear).
+	var kx, kw []*G.Node
 	if cfg.KernelWidth > 0 {
-		zk = hmul(n.kf, "head0.w_kernel")
+		kx, kw = append(kx, n.kf), append(kw, P(prefix+"head0.w_kernel"))
 	}
 	for _, r := range cfg.Reduce {
 		pooled := func() *G.Node { return nn.Gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		if zr := hmul(pooled(), "head0.w_"+string(r)); zk == nil {
-			zk = zr
-		} else {
-			zk = add(zk, zr)
-		}
+		kx, kw = append(kx, pooled()), append(kw, P(prefix+"head0.w_"+string(r)))
 	}
+	zk := nn.Linear(kx, kw, nil, nil, false)
 	z0 := nn.Gather(zk, n.sk, nn.ReduceSum, 1) // [S, h0]
+	var z *G.Node
 	if cfg.ConfigWidth > 0 {
-		z0 = add(z0, hmul(n.cf, "head0.w_config"))
+		z = nn.Linear([]*G.Node{n.cf}, []*G.Node{P(prefix + "head0.w_config")}, P(prefix+"head0.b"), z0, true)
+	} else {
+		z = nn.ReLU(hbias(z0, "head0.b"))
 	}
-	z := nn.ReLU(hbias(z0, "head0.b"))
 	for i := 1; i < len(cfg.Head); i++ {
-		z = nn.ReLU(hbias(hmul(z, fmt.Sprintf("head%d.w", i)), fmt.Sprintf("head%d.b", i)))
+		z = nn.Linear([]*G.Node{z}, []*G.Node{P(prefix + fmt.Sprintf("head%d.w", i))}, P(prefix+fmt.Sprintf("head%d.b", i)), nil, true)
 	}
-	n.out = G.Must(G.Reshape(hbias(hmul(z, "out.w"), "out.b"), tensor.Shape{s.S}))
+	out := nn.Linear([]*G.Node{z}, []*G.Node{P(prefix + "out.w")}, P(prefix+"out.b"), nil, false)
+	n.out = G.Must(G.Reshape(out, tensor.Shape{s.S}))
 
 	if train {
 		if err := n.buildLoss(); err != nil {

@@ -169,6 +169,10 @@ type TrainResult struct {
 	// StopReason says why training stopped, in a sentence.
 	StopReason string
 	Checkpoint *Checkpoint
+	// Backend is the BLAS backend the matrix products ran on (nn.BLASBackend: "openblas"
+	// or "go"). It is not recorded in the checkpoint: both give the same model up to
+	// float32 summation order.
+	Backend string
 }
 
 // trainSources trains a model on train, validating on val after every epoch, and returns the
@@ -238,6 +242,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		t.best = t.m.Params.Clone()
 		t.adam = nn.NewAdam(t.m.Params, opts.LR)
 	}
+	t.progressf("matrix products on the %s backend", nn.BLASBackend)
 	t.eng = newEngine(t.m, true, !t.opts.NoBucketing, defaultNetCache)
 	t.val = newEngine(t.m, false, !t.opts.NoBucketing, defaultNetCache)
 	defer t.eng.close()
@@ -263,7 +268,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 			return nil, err
 		}
 	}
-	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c}, nil
+	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c, Backend: nn.BLASBackend}, nil
 }
 
 // lockModelDir takes the lock of a model directory: one writer per directory, so a
@@ -314,16 +319,14 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 	builds := t.eng.builds
 	rng := t.epochRNG(e)
 	var (
-		buf             []*kernel
-		pending         []item
-		heads           = map[string][]item{} // a multi-task model's pending items per head
-		lossSum         float64
-		batches         int
-		kernels         int
-		samples         int
-		lastProgress    = time.Now()
-		kernelsAtReport int
+		buf     []*kernel
+		pending []item
+		heads   = map[string][]item{} // a multi-task model's pending items per head
 	)
+	// Batches are laid out here, while a worker goroutine runs the previous one (the
+	// pipeline: see stepper); the worker keeps the epoch's step statistics.
+	sp := t.newStepper(ctx, e, start)
+	defer sp.stop()
 	step := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -331,23 +334,9 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		l, err := t.step(pending)
-		if err != nil {
-			return fmt.Errorf("train: epoch %d, batch %d: %w", e, batches+1, err)
-		}
-		batches++
-		lossSum += l
-		for _, it := range pending {
-			kernels++
-			samples += len(it.cfgs)
-		}
-		pending = pending[:0]
-		if now := time.Now(); now.Sub(lastProgress) >= t.opts.ProgressEvery {
-			t.progressf("epoch %d/%d: %d batches, %d kernels, loss %.4g, %.0f kernels/s",
-				e, t.opts.Epochs, batches, kernels, lossSum/float64(batches), float64(kernels-kernelsAtReport)/now.Sub(lastProgress).Seconds())
-			lastProgress, kernelsAtReport = now, kernels
-		}
-		return nil
+		items := pending
+		pending = nil // the worker owns items now
+		return sp.send(items)
 	}
 	emit := func(k *kernel) error {
 		it, ok := t.sample(k, rng)
@@ -401,6 +390,10 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		pending = heads[string(h)]
 		err = step()
 	}
+	if werr := sp.stop(); err == nil {
+		err = werr
+	}
+	batches, lossSum, kernels, samples := sp.batches, sp.lossSum, sp.kernels, sp.samples
 	if err != nil {
 		if ctx.Err() != nil {
 			if t.opts.OutDir != "" && len(t.history) > 0 {
@@ -519,6 +512,113 @@ func (t *trainer) detach(items []item) error {
 	return nil
 }
 
+// stepper runs an epoch's training steps on a worker goroutine while the epoch's
+// goroutine reads rows and lays out the next batch: batch preparation overlaps the step.
+// Batches are stepped in the order they are sent, so the weights are those of stepping
+// them one after the other. The worker alone touches the parameters, the optimizer and
+// the engines; the sender touches none of them. A segmented model's batch needs the
+// current parameters to be laid out (detach), so for one the worker lays it out too.
+type stepper struct {
+	t       *trainer
+	ctx     context.Context
+	epoch   int
+	work    chan stepWork
+	failed  chan struct{} // closed when the worker stops on an error (err)
+	done    chan struct{} // closed when the worker has returned
+	stopped bool
+	err     error
+
+	// The epoch's step statistics, written by the worker; read them after stop.
+	batches, kernels, samples int
+	lossSum                   float64
+	lastProgress              time.Time
+	kernelsAtReport           int
+}
+
+// stepWork is one batch for the worker: its items, laid out (b) unless the worker must.
+type stepWork struct {
+	items []item
+	b     *batch
+}
+
+func (t *trainer) newStepper(ctx context.Context, epoch int, start time.Time) *stepper {
+	sp := &stepper{t: t, ctx: ctx, epoch: epoch, work: make(chan stepWork, 1), failed: make(chan struct{}), done: make(chan struct{}), lastProgress: start}
+	go sp.run()
+	return sp
+}
+
+// send lays out items as a batch and hands it to the worker; it returns the worker's
+// error once the worker has failed.
+func (sp *stepper) send(items []item) error {
+	w := stepWork{items: items}
+	if sp.t.m.Config.MaxSegmentNodes == 0 {
+		b, err := newBatch(sp.t.m.Config, items, sp.t.eng.bucket, sp.t.opts.BatchKernels, sp.t.m.Loss, sp.t.m.Target, true)
+		if err != nil {
+			return fmt.Errorf("train: epoch %d: laying out a batch: %w", sp.epoch, err)
+		}
+		w.b = b
+	}
+	select {
+	case sp.work <- w:
+		return nil
+	case <-sp.failed:
+		return sp.err
+	}
+}
+
+func (sp *stepper) run() {
+	defer close(sp.done)
+	for w := range sp.work {
+		if sp.err != nil {
+			continue // drain: the sender sees failed
+		}
+		if err := sp.step(w); err != nil {
+			sp.err = fmt.Errorf("train: epoch %d, batch %d: %w", sp.epoch, sp.batches+1, err)
+			close(sp.failed)
+		}
+	}
+}
+
+func (sp *stepper) step(w stepWork) error {
+	if err := sp.ctx.Err(); err != nil {
+		return err
+	}
+	var l float64
+	var err error
+	if w.b == nil {
+		l, err = sp.t.step(w.items)
+	} else {
+		l, err = sp.t.apply(w.b)
+	}
+	if err != nil {
+		return err
+	}
+	t := sp.t
+	sp.batches++
+	sp.lossSum += l
+	for _, it := range w.items {
+		sp.kernels++
+		sp.samples += len(it.cfgs)
+	}
+	if now := time.Now(); now.Sub(sp.lastProgress) >= t.opts.ProgressEvery {
+		t.progressf("epoch %d/%d: %d batches, %d kernels, loss %.4g, %.0f kernels/s",
+			sp.epoch, t.opts.Epochs, sp.batches, sp.kernels, sp.lossSum/float64(sp.batches), float64(sp.kernels-sp.kernelsAtReport)/now.Sub(sp.lastProgress).Seconds())
+		sp.lastProgress, sp.kernelsAtReport = now, sp.kernels
+	}
+	return nil
+}
+
+// stop waits for the worker to finish the batches sent and returns its error. It may be
+// called more than once.
+func (sp *stepper) stop() error {
+	if !sp.stopped {
+		sp.stopped = true
+		close(sp.work)
+		<-sp.done
+	}
+	return sp.err
+}
+
 // step runs one training batch and applies Adam.
 func (t *trainer) step(items []item) (float64, error) {
 	if t.m.Config.MaxSegmentNodes > 0 {
@@ -530,6 +630,11 @@ func (t *trainer) step(items []item) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return t.apply(b)
+}
+
+// apply runs a laid-out training batch and applies Adam.
+func (t *trainer) apply(b *batch) (float64, error) {
 	n, _, loss, err := t.eng.run(b)
 	if err != nil {
 		return 0, err

@@ -23,19 +23,17 @@ type Adjacency struct {
 //
 //	h ← ReLU(h·W_self + mean_in(h)·W_in + mean_out(h)·W_out + b)
 //
-// (the product of [h, mean_in(h), mean_out(h)] with one weight matrix, computed as three
-// products: no concatenation), then, when l2Eps > 0, every row h_v ← h_v / √(‖h_v‖² + l2Eps)
-// (GraphSAGE's normalization). mean_in and mean_out are the means over a node's operands
-// and users (Adjacency). It returns the last layer's [N, H] (h itself for no layers).
+// (the product of [h, mean_in(h), mean_out(h)] with the stacked weights, one matrix
+// product), then, when l2Eps > 0, every row h_v ← h_v / √(‖h_v‖² + l2Eps) (GraphSAGE's
+// normalization). mean_in and mean_out are the means over a node's operands and users
+// (Adjacency). It returns the last layer's [N, H] (h itself for no layers).
+//
+// Each layer is one fused op (sagefused.go) with a hand-written backward; the op keeps
+// its buffers from one run to the next, so a graph built by SAGE must not run
+// concurrently with itself (a Gorgonia machine never does).
 func SAGE(h *G.Node, adj Adjacency, layers []SAGELayer, l2Eps float64) *G.Node {
 	for _, l := range layers {
-		ain := Gather(h, adj.In, ReduceMean, adj.DIn)
-		aout := Gather(h, adj.Out, ReduceMean, adj.DOut)
-		z := G.Must(G.Add(G.Must(G.Add(G.Must(G.Mul(h, l.WSelf)), G.Must(G.Mul(ain, l.WIn)))), G.Must(G.Mul(aout, l.WOut))))
-		h = ReLU(Bias(z, l.B))
-		if l2Eps > 0 {
-			h = L2Norm(h, l2Eps)
-		}
+		h = G.Must(G.ApplyOp(newSageOp(adj.DIn, adj.DOut, l2Eps), h, adj.In, adj.Out, l.WSelf, l.WIn, l.WOut, l.B))
 	}
 	return h
 }

@@ -40,12 +40,16 @@ func runs() []run {
 	}
 }
 
-// result is one benchmark line: name and metrics by unit.
+// result is one benchmark line: name and metrics by unit. A name segment
+// backend=openblas or backend=go (the training benchmarks) is removed from name and kept
+// in backend.
 type result struct {
-	name    string
-	metrics map[string]float64
-	order   []string
+	name, backend string
+	metrics       map[string]float64
+	order         []string
 }
+
+var backendRE = regexp.MustCompile(`/backend=([a-z]+)`)
 
 var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
 
@@ -58,6 +62,9 @@ func parse(out string) []result {
 			continue
 		}
 		r := result{name: strings.TrimPrefix(m[1], "Benchmark"), metrics: map[string]float64{}}
+		if b := backendRE.FindStringSubmatch(r.name); b != nil {
+			r.name, r.backend = strings.Replace(r.name, b[0], "", 1), b[1]
+		}
 		f := strings.Fields(m[4])
 		for i := 0; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
@@ -143,6 +150,12 @@ func main() {
 	}
 	row("dataset read, 1M samples, Arrow (samples/s)", "%.0f", "ReadRows1M/arrow/cold", "samples/s", 1)
 	row("  peak heap while reading", "%.0f MiB", "ReadRows1M/arrow/cold", "peak-heap-MiB", 1)
+	for _, r := range all {
+		if r.backend != "" {
+			fmt.Fprintf(&b, "| training benchmarks' BLAS backend | %s | `%s` |\n", r.backend, r.name)
+			break
+		}
+	}
 	row("training, rank-hinge (kernels/s)", "%.0f", "TrainStep/rank-hinge/bucket=true", "kernels/s", 1)
 	row("  share of the machine's float32 peak", "%.1f%%", "TrainStep/rank-hinge/bucket=true", "%peak", 1)
 	row("inference (kernel-config predictions/s)", "%.0f", "Predict/bucket=true", "predictions/s", 1)

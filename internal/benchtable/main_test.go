@@ -61,3 +61,22 @@ func TestWriteBenchDoc(t *testing.T) {
 		t.Error("a missing file: no error")
 	}
 }
+
+// TestParseBackend checks that a training benchmark's backend segment is split off its
+// name, so the table's rows find it under one name in either build.
+func TestParseBackend(t *testing.T) {
+	rs := parse("BenchmarkTrainStep/backend=openblas/rank-hinge/bucket=true-2   20   5 ns/op   3000 kernels/s\n" +
+		"BenchmarkTpuGraphsTileEpoch/backend=go-2   1   9 ns/op   700 kernels/s\n")
+	if len(rs) != 2 {
+		t.Fatalf("parsed %d lines, want 2", len(rs))
+	}
+	if rs[0].name != "TrainStep/rank-hinge/bucket=true" || rs[0].backend != "openblas" {
+		t.Errorf("line 1: name %q backend %q", rs[0].name, rs[0].backend)
+	}
+	if rs[1].name != "TpuGraphsTileEpoch" || rs[1].backend != "go" {
+		t.Errorf("line 2: name %q backend %q", rs[1].name, rs[1].backend)
+	}
+	if v, ok := find(rs, "TrainStep/rank-hinge/bucket=true", "kernels/s"); !ok || v != 3000 {
+		t.Errorf("find: %v %v", v, ok)
+	}
+}

@@ -136,6 +136,8 @@ type TrainSummary struct {
 	Ensemble int         `json:"ensemble"`
 	Best     gnn.Epoch   `json:"best"`
 	History  []gnn.Epoch `json:"history"`
+	// Backend is the BLAS backend training ran on: openblas or go (gnn.TrainResult.Backend).
+	Backend string `json:"backend"`
 }
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
@@ -307,7 +309,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	}
 	c := res.Checkpoint
 	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members)}
+		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members), Backend: res.Backend}
 	if res.BestEpoch > 0 {
 		s.Best = res.History[res.BestEpoch-1]
 	}
@@ -330,7 +332,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason)
+	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\nbackend: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason, res.Backend)
 	if n := len(res.Model.Members); n > 0 {
 		fmt.Fprintf(o.IO.Out, "ensemble of %d models (the table is the first's; the others are in %s/member-*)\n", n+1, o.Out)
 	}
