@@ -34,6 +34,9 @@ const (
 	// ProductFlags is every KernelSite's complete Choice (tile and flags, planned) and the
 	// chosen flags of every kernel key (State.Effective.Flags, State.Space.Flags).
 	ProductFlags Product = "flags"
+	// ProductStaging is the staging decisions: every KernelSite's Choice with its staged
+	// arrays (cost.Staging), State.Space.Staging and State.Effective.Staging.
+	ProductStaging Product = "staging"
 )
 
 // programRequires is what Compile builds a Program from after the last pass.
@@ -57,8 +60,8 @@ type Pass struct {
 	Run         func(m *hlo.Module, s *State) (changed bool, err error)
 }
 
-// Passes returns the configurable pipeline, in order: layout assignment, fusion, tiling
-// and flags, one pass per config kind. The list is data; it is checked by CheckPasses
+// Passes returns the configurable pipeline, in order: layout assignment, fusion, tiling,
+// flags and staging, one pass per config kind. The list is data; it is checked by CheckPasses
 // when the package is initialized.
 func Passes() []Pass {
 	return []Pass{
@@ -70,6 +73,8 @@ func Passes() []Pass {
 			Requires: []Product{ProductKernels}, Provides: []Product{ProductTiles}},
 		{Name: "flags", Kind: KindFlags, Run: runFlags,
 			Requires: []Product{ProductKernels, ProductTiles}, Provides: []Product{ProductFlags}},
+		{Name: "staging", Kind: KindStaging, Run: runStaging,
+			Requires: []Product{ProductFlow, ProductKernels, ProductTiles, ProductFlags}, Provides: []Product{ProductStaging}},
 	}
 }
 

@@ -30,6 +30,9 @@ type Options struct {
 	// Simplify selects the target-independent passes run before layout assignment (zero
 	// value: opt's default pipeline to a fixed point).
 	Simplify Simplify
+	// Staging selects the staging pass's default (zero value: StagingOff, which stages
+	// nothing and lists no staging edges).
+	Staging StagingMode
 }
 
 // Kernel is one launched kernel of a compiled program.
@@ -130,6 +133,9 @@ type Space struct {
 	Fusion []FusionChoice
 	Tile   []TileChoice
 	Flags  []FlagsChoice
+	// Staging lists the candidate staging edges (Options.Staging on or auto; none when
+	// off), in program order.
+	Staging []StagingChoice
 }
 
 // nilStore makes a nil Store usable.

@@ -124,6 +124,9 @@ type Provenance struct {
 	ShardCount       int             `json:"shard_count"`
 	ToolVersion      string          `json:"tool_version"`
 	GeneratorVersion string          `json:"generator_version"`
+	// Staging is the compiler's staging mode of a generated dataset ("on", "auto"),
+	// omitted when off, so that datasets generated without staging are unchanged.
+	Staging string `json:"staging,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.

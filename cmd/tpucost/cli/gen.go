@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/internal/progress"
@@ -34,6 +35,7 @@ type GenOptions struct {
 	NoiseSigma float64
 	NoiseRuns  int
 	PartRows   int
+	Staging    compiler.StagingMode // --staging
 }
 
 // NewCmdGen builds `tpucost gen`.
@@ -66,6 +68,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.NoiseSigma, "noise", 0, "measurement noise sigma (0: off)")
 	f.IntVar(&o.NoiseRuns, "runs", 3, "runs per measurement (the minimum is kept) when noise is on")
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
+	bindStaging(cmd, &o.Staging)
 	return cmd
 }
 
@@ -95,7 +98,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	opts := dataset.GenOptions{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
-		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version,
+		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Staging: o.Staging,
 		Progress: func(p dataset.Progress) {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
 			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))

@@ -198,16 +198,42 @@ func (shapesValue) Type() string { return "shapes" }
 // compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
 // own) and compiles it with the config file cfgPath (empty: defaults), rejecting configs
 // that name nodes the program lacks.
-func compileSource(src, shapes, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
+func compileSource(src, shapes, cfgPath string, c tpusim.Chip, staging compiler.StagingMode) (*compiler.Program, error) {
 	m, err := zoo.ResolveShapes(src, shapes)
 	if err != nil {
 		return nil, err
 	}
-	return compileModule(m, cfgPath, c, dumpAfter, dump)
+	return compileModuleWith(m, cfgPath, compiler.Options{Target: c.Target, Staging: staging})
 }
 
-func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
-	return compileModuleWith(m, cfgPath, compiler.Options{Target: c.Target, DumpAfter: dumpAfter, Dump: dump})
+// stagingUsage is --staging's help, shared by every command that compiles.
+const stagingUsage = "VMEM staging of kernel outputs for their consumers: off (default: every array through HBM), " +
+	"on (every candidate edge that fits VMEM) or auto (those the analytical model says are faster); see docs/compiler.md"
+
+// stagingValue is --staging: a compiler.StagingMode parsed as the flag is set.
+type stagingValue struct{ p *compiler.StagingMode }
+
+func (v stagingValue) String() string {
+	if v.p == nil {
+		return compiler.StagingOff.String()
+	}
+	return v.p.String()
+}
+
+func (v stagingValue) Set(s string) error {
+	m, err := compiler.ParseStagingMode(s)
+	if err != nil {
+		return err
+	}
+	*v.p = m
+	return nil
+}
+
+func (stagingValue) Type() string { return "mode" }
+
+// bindStaging binds --staging to p: the one flag helper of every command that compiles.
+func bindStaging(cmd *cobra.Command, p *compiler.StagingMode) {
+	cmd.Flags().Var(stagingValue{p}, "staging", stagingUsage)
 }
 
 // compileModuleWith compiles m with the config file cfgPath (empty: defaults; given:

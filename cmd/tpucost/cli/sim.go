@@ -19,6 +19,7 @@ type SimOptions struct {
 	Src     string
 	Config  string
 	Chips   int
+	Staging compiler.StagingMode // --staging
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
@@ -34,6 +35,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
+	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
@@ -44,7 +46,7 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
+	p, err := compileSource(o.Src, o.Shapes, o.Config, c, o.Staging)
 	if err != nil {
 		return err
 	}
@@ -70,6 +72,9 @@ func runSim(o *SimOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, n, r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if r.StagedBytes > 0 {
+		fmt.Fprintf(o.IO.Out, "staged in VMEM: %.3g bytes of HBM traffic avoided (%.3g still moved)\n", r.StagedBytes, r.HBMBytes)
+	}
 	fmt.Fprintf(o.IO.Out, "ops timed approximately (streaming model): %d (%.1f%% of the time); loops with unknown trip counts: %d (each run %d time); collectives: %.1f us over %d chip(s)\n",
 		r.ApproximateOps, 100*r.ApproximateShare, r.UnknownTripCounts, compiler.DefaultTripCount, r.CollectiveNs/1e3, r.Chips)
 	return nil

@@ -28,9 +28,10 @@ type TuneOptions struct {
 	Target  TargetFlags
 
 	Src        string
-	Models     string // comma-separated sources for batch mode
-	Shapes     string // --shapes: sizes of dynamic dimensions of every source
-	All        bool   // batch mode over the whole zoo
+	Staging    compiler.StagingMode // --staging
+	Models     string               // comma-separated sources for batch mode
+	Shapes     string               // --shapes: sizes of dynamic dimensions of every source
+	All        bool                 // batch mode over the whole zoo
 	Strategy   string
 	ModelDir   string
 	TopK       int
@@ -80,6 +81,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
+	bindStaging(cmd, &o.Staging)
 	f := cmd.Flags()
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
@@ -99,7 +101,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or write into a model, dataset, policy or agent directory")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint DIR (`tpucost tune train-policy`)")
-	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; layout,fusion for rl)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags, staging (default: all; layout,fusion for rl)")
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }
@@ -131,6 +133,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
+	opts.Staging = o.Staging
 	if o.Shapes != "" {
 		if _, err := zoo.ParseShapes(o.Shapes); err != nil {
 			return fmt.Errorf("--shapes: %w", err)
