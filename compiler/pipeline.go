@@ -133,8 +133,8 @@ type Space struct {
 	Fusion []FusionChoice
 	Tile   []TileChoice
 	Flags  []FlagsChoice
-	// Staging lists the candidate staging edges (Options.Staging on or auto; none when
-	// off), in program order.
+	// Staging lists the candidate staging edges, in program order (Options.Staging on
+	// or auto, or a config with staging entries; none otherwise).
 	Staging []StagingChoice
 }
 

@@ -194,3 +194,59 @@ func TestParseStagingMode(t *testing.T) {
 		t.Errorf("ParseStagingMode(yes): err = %v", err)
 	}
 }
+
+// TestStagingLifetime: a staged array occupies VMEM from its producer to its last staged
+// consumer, so it counts against every kernel in between. a = exp(x), b = log(a),
+// c = a + b over f32[4096,1024] (16 MiB each) on a 32 MiB VMEM, three kernels tiled
+// 256x1024 (1 MiB windows, two buffers each). In edge order (by consumer, then operand):
+// a -> b fits (a: 16 MiB staged + 4 MiB of windows; b: 16 + 2), a -> c fits (a's array is
+// live in b, which already holds it, and c: 16 + 4), but b -> c would put both arrays in
+// c (and in b) beside a 2 MiB output window: 34 MiB, refused. So b's output still goes through HBM while a's never
+// does (both its users read it from VMEM).
+func TestStagingLifetime(t *testing.T) {
+	m, err := hlo.Parse("diamond.hlo", []byte(`HloModule diamond
+ENTRY e {
+  x = f32[4096,1024] parameter(0)
+  a = f32[4096,1024] exponential(x)
+  b = f32[4096,1024] log(a)
+  ROOT c = f32[4096,1024] add(a, b)
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewConfig()
+	for _, e := range []string{"a->b", "a->c", "b->c"} {
+		cfg.Fusion[e] = false
+	}
+	o := opts()
+	base, err := Compile(m, cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range base.Space.Tile {
+		cfg.Tile[tc.Key] = cost.Tile{256, 1024}
+	}
+	o.Staging, o.Strict = StagingOn, true
+	p, err := Compile(m, cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]StagingChoice{}
+	for _, sc := range p.Space.Staging {
+		got[sc.Name] = sc
+	}
+	if len(got) != 3 || !got["fusion.a->fusion.b"].Chosen || !got["fusion.a->fusion.c"].Chosen {
+		t.Fatalf("staging edges %+v: want a->b and a->c staged", p.Space.Staging)
+	}
+	if bc := got["fusion.b->fusion.c"]; bc.Chosen || !strings.Contains(bc.Refused, "34.0 MiB") {
+		t.Errorf("b->c: %+v, want refused: c would need 34 MiB", bc)
+	}
+	a, b, c := p.KernelByName("fusion.a"), p.KernelByName("fusion.b"), p.KernelByName("fusion.c")
+	if !a.Choice.Config.Staging.Out || b.Choice.Config.Staging.Out {
+		t.Errorf("outputs staged: a %v, b %v; want a only", a.Choice.Config.Staging.Out, b.Choice.Config.Staging.Out)
+	}
+	if !c.Choice.Config.Staging.Equal(cost.Staging{In: []int{0}}) {
+		t.Errorf("c stages %s, want its operand 0 (a) only", c.Choice.Config.Staging)
+	}
+}
