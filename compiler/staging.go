@@ -90,7 +90,9 @@ type stagedArray struct {
 // computation, with no loop, conditional or collective between them (the array would
 // stay live across their kernels), whose producer output is an array the producer writes
 // in boxes of whole memory tiles (cost.KernelInfo.StageableOutput) and the consumer
-// reads in such boxes (StageableInput, the access-footprint check) at their chosen tiles.
+// reads in such boxes (StageableInput, the access-footprint check) at their chosen tiles,
+// and, on a megacore device, whose cores compute the same rows of the array in both
+// kernels (sameCores).
 // Each candidate's decision is the config's entry for its edge name, else the store's
 // for its key (StagingKey), else the mode's default (StagingOn: stage; StagingAuto: stage
 // when the analytical model says the consumer or, for a producer with this one user, the
@@ -202,7 +204,7 @@ func (s *State) stageComputation(c *hlo.Computation, byFusion map[*hlo.Instructi
 					ok = false
 				}
 			}
-			if !ok {
+			if !ok || !sameCores(prod, cons, params, t) {
 				continue
 			}
 			name := s.qualName(c, prod.Fusion.Name+"->"+cons.Fusion.Name)
@@ -316,4 +318,33 @@ func stagingGains(prod, cons *KernelSite, params []int, onlyUser bool) bool {
 	}
 	p, err := prod.Choice.Staged(cost.Staging{Out: true})
 	return err == nil && p.Analytical() < prod.Choice.Analytical()*(1-minGain)
+}
+
+// sameCores reports whether, on a device of several cores (megacore: separate VMEMs),
+// the consumer's cores find the rows of the staged array they read in their own VMEM:
+// both kernels run on one core, or both run on all of them and give each core the same
+// whole rows of the array (cost.KernelInfo.CoreRows). Always true on a one-core device.
+func sameCores(prod, cons *KernelSite, params []int, t cost.Target) bool {
+	if t.DeviceCores() == 1 {
+		return true
+	}
+	pc := t.ParallelCores(prod.Info.ParallelUnits(prod.Choice.Plan))
+	cc := t.ParallelCores(cons.Info.ParallelUnits(cons.Choice.Plan))
+	if pc == 1 && cc == 1 {
+		return true
+	}
+	if pc != cc {
+		return false
+	}
+	n := t.DeviceCores()
+	rows, ok := prod.Info.CoreRows(-1, prod.Choice.Config.Tile, n)
+	if !ok {
+		return false
+	}
+	for _, p := range params {
+		if r, ok := cons.Info.CoreRows(p, cons.Choice.Config.Tile, n); !ok || r != rows {
+			return false
+		}
+	}
+	return true
 }

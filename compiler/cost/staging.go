@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
 // Staging says which of a kernel's arrays stay resident in VMEM across kernels (the
@@ -81,35 +83,84 @@ func (k *KernelInfo) StageableInput(param int, tile Tile, t Target) error {
 	if in.Shape.IsTuple() {
 		return fmt.Errorf("parameter %d is a tuple", param)
 	}
-	var rows int // the tile extent along the operand's second-minor physical dimension
+	// rows and lanes: the tile extent along the operand's second-minor physical dimension
+	// and the kernel's extent along its minor one.
+	var rows, lanes int
 	switch {
-	case in.Role == RoleResident || k.Kind == KindOpaque:
-		return nil // read whole: the box is the array
 	case in.Role == RoleGather:
 		return fmt.Errorf("parameter %d is gathered by index: its footprint is not an affine box", param)
 	case in.Role == RoleAliased:
 		return fmt.Errorf("parameter %d is updated in place", param)
+	case in.Role == RoleResident || k.Kind == KindOpaque || len(tile) == 0:
+		return nil // read whole: the box is the array
 	case in.Transposed:
 		return fmt.Errorf("parameter %d is read transposed (a relayout, not a box of its tiles)", param)
 	case k.Kind == KindGEMM && in.Role == RoleLHS:
 		if k.IsConv {
 			return fmt.Errorf("parameter %d is a convolution's input: its windows overlap", param)
 		}
-		if k.LHSTransposed {
+		if k.LHSTransposed || k.DotSwapped {
 			return fmt.Errorf("parameter %d is read transposed (a relayout, not a box of its tiles)", param)
 		}
-		rows = tile[0]
+		rows, lanes = tile[0], k.K
 	case k.Kind == KindGEMM && in.Role == RoleRHS:
-		if k.RHSTransposed {
+		if k.RHSTransposed || k.DotSwapped {
 			return fmt.Errorf("parameter %d is read transposed (a relayout, not a box of its tiles)", param)
 		}
-		rows = tile[2]
+		rows, lanes = tile[2], k.N
 	case in.Ratio != 1:
 		return fmt.Errorf("parameter %d is broadcast along the iteration: its windows are strips, not boxes of its tiles", param)
+	case k.Kind == KindGEMM:
+		rows, lanes = tile[0], k.N
 	default:
-		rows = tile[0]
+		rows, lanes = tile[0], k.Dims[1].Size
+	}
+	if in.Minor != lanes {
+		return fmt.Errorf("parameter %d is read in another shape (minor dimension %d, the kernel's lanes %d): its windows are not boxes of it", param, in.Minor, lanes)
 	}
 	return alignedRows(in, rows, t, "parameter "+strconv.Itoa(param))
+}
+
+// CoreRows says which rows of an array the kernel, tiled with tile, gives each core of a
+// megacore device of cores cores, for the array it reads as fusion parameter param or
+// writes (param -1). The device deals a kernel's output blocks out to its cores in
+// contiguous ranges of ceil(blocks/cores), row blocks outer: when every core's range is
+// whole rows of the array's physical (rows, lanes) view, rows is how many rows each core
+// owns (the last core fewer) and ok is true; ok is false when a core's blocks split rows
+// between cores, or when every block reads the whole array (a GEMM's RHS, a resident
+// operand). Two kernels whose CoreRows of an array agree compute and read the same rows of
+// it on each core: what staging needs on a megacore device, whose cores have separate
+// VMEMs. Call it only for a parameter or output that passes StageableInput or
+// StageableOutput.
+func (k *KernelInfo) CoreRows(param int, tile Tile, cores int) (rows int, ok bool) {
+	var rowBlocks, colBlocks, rowTile int
+	switch k.Kind {
+	case KindLoop:
+		rowBlocks, colBlocks, rowTile = ceilDiv(max(k.Dims[0].Size, 1), tile[0]), ceilDiv(max(k.Dims[1].Size, 1), tile[1]), tile[0]
+	case KindReduce:
+		if param < 0 || !k.RowReduce || k.FullReduce {
+			return 0, false // an output vector, or blocks over lanes
+		}
+		rowBlocks, colBlocks, rowTile = ceilDiv(max(k.Dims[0].Size, 1), tile[0]), 1, tile[0] // lanes in inner steps
+	case KindGEMM:
+		if k.Batch > 1 || k.IsConv || k.DotSwapped {
+			return 0, false
+		}
+		if param >= 0 {
+			i := slices.IndexFunc(k.Inputs, func(o Operand) bool { return o.Param == param })
+			if i < 0 || k.Inputs[i].Role == RoleRHS || k.Inputs[i].Role == RoleResident {
+				return 0, false // read by every block
+			}
+		}
+		rowBlocks, colBlocks, rowTile = ceilDiv(max(k.M, 1), tile[0]), ceilDiv(max(k.N, 1), tile[1]), tile[0]
+	default:
+		return 0, false
+	}
+	per := ceilDiv(rowBlocks*colBlocks, max(cores, 1))
+	if per%colBlocks != 0 {
+		return 0, false
+	}
+	return per / colBlocks * rowTile, true
 }
 
 // StageableOutput reports whether the output of the kernel analyzed as k, tiled with tile,
@@ -123,7 +174,9 @@ func (k *KernelInfo) StageableOutput(tile Tile, t Target) error {
 		return fmt.Errorf("the output is a tuple")
 	case k.Kind == KindOpaque:
 		return nil
-	case k.Kind == KindGEMM && k.OutTransposed:
+	case k.Hero == hlo.OpDynamicUpdateSlice || k.Hero == hlo.OpScatter:
+		return fmt.Errorf("the output is updated in place")
+	case k.Kind == KindGEMM && (k.OutTransposed || k.DotSwapped):
 		return fmt.Errorf("the output is written transposed")
 	case k.Kind == KindReduce || len(tile) == 0:
 		return nil // written in whole lane rows of its blocks, in order

@@ -93,3 +93,29 @@ func TestStagedPlan(t *testing.T) {
 		t.Errorf("three 2 MiB arrays and windows in 6 MiB: err = %v", err)
 	}
 }
+
+// TestCoreRows: a megacore device deals output blocks to its cores in contiguous ranges,
+// row blocks outer. An elementwise kernel over f32[4096,1024] tiled 256x1024 (16 row
+// blocks) gives each of 2 cores 2048 whole rows; tiled 256x512 (2 blocks per row band)
+// still 2048; a GEMM's RHS is read by every block: no core owns rows of it.
+func TestCoreRows(t *testing.T) {
+	b := hlo.NewBuilder("exp")
+	k := kernel(t, b, b.Exp(b.Param(hlo.F32, 4096, 1024)))
+	for _, tile := range []Tile{{256, 1024}, {256, 512}} {
+		if r, ok := k.CoreRows(0, tile, 2); !ok || r != 2048 {
+			t.Errorf("tile %s: %d rows per core (%v), want 2048", tile, r, ok)
+		}
+	}
+	// 3 row blocks of 2 lane blocks on 2 cores: 3 blocks each, the middle band split.
+	if _, ok := k.CoreRows(-1, Tile{1536, 512}, 2); ok {
+		t.Error("a core range splitting a row band passed")
+	}
+	b = hlo.NewBuilder("mm")
+	g := kernel(t, b, b.MatMul(b.Param(hlo.BF16, 512, 256), b.Param(hlo.BF16, 256, 1024)))
+	if _, ok := g.CoreRows(1, Tile{256, 512, 256}, 2); ok {
+		t.Error("a GEMM's RHS has rows per core")
+	}
+	if r, ok := g.CoreRows(0, Tile{256, 1024, 256}, 2); !ok || r != 256 {
+		t.Errorf("GEMM LHS, one column block: %d rows per core (%v), want 256", r, ok)
+	}
+}
