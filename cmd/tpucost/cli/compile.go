@@ -150,6 +150,15 @@ func runCompile(o *CompileOptions) error {
 	w := table(o.IO.Out)
 	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
 		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile), p.OpCountBefore, p.OpCountAfter)
+	if n := len(p.Space.Staging); n > 0 {
+		staged := 0
+		for _, sc := range p.Space.Staging {
+			if sc.Chosen {
+				staged++
+			}
+		}
+		fmt.Fprintf(w, "staging: %d of %d candidate edges keep their array in VMEM\n", staged, n)
+	}
 	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
 	for _, k := range res.Kernels {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, cost.Tile(k.Tile), k.Flags, k.Key)
