@@ -53,9 +53,9 @@ func ParseStagingMode(s string) (StagingMode, error) {
 // kernel's output (as fusion parameters Params) from VMEM rather than from HBM.
 type StagingChoice struct {
 	Name, Key          string
-	Producer, Consumer string // the kernels' names (fusion instructions)
-	Params             []int  // the consumer's fusion parameters that read the producer
-	Bytes              float64
+	Producer, Consumer string  // the kernels' names (fusion instructions)
+	Params             []int   // the consumer's fusion parameters that read the producer
+	Bytes              float64 // the staged array's padded size (its VMEM)
 	Default            bool
 	Chosen             bool
 	// Refused says why a wanted edge was not staged (it does not fit VMEM); "" otherwise.
@@ -168,11 +168,12 @@ func (s *State) stageComputation(c *hlo.Computation, byFusion map[*hlo.Instructi
 		choices[i] = site.Choice
 	}
 	// need is what kernel j needs in VMEM with choice p: its footprint plus every staged
-	// array live across it that is not one of its own.
+	// array live across it that is not one of its own (p counts those: its staged inputs,
+	// and its output when p stages it).
 	need := func(j int, p cost.Planned, arrs map[int]*stagedArray) float64 {
 		n := p.Footprint()
 		for pi, a := range arrs {
-			if j < a.producer || j > a.end || (pi == j && outs[j]) || a.readers[j] {
+			if j < a.producer || j > a.end || (pi == j && p.Config.Staging.Out) || a.readers[j] {
 				continue
 			}
 			n += a.bytes
@@ -277,9 +278,6 @@ func (s *State) tryStage(pi, ci int, params []int, nUsers int, bytes float64, si
 			return err
 		}
 	}
-	saveOut := outs[pi]
-	outs[pi] = newOut
-	defer func() { outs[pi] = saveOut }()
 	for j := pi; j <= na.end; j++ {
 		p := choices[j]
 		switch j {
@@ -293,7 +291,7 @@ func (s *State) tryStage(pi, ci int, params []int, nUsers int, bytes float64, si
 				cost.ErrTileInvalid, sites[j].Fusion.Name, n/(1<<20), bytes/(1<<20), s.Options.Target.Name, vmem/(1<<20))
 		}
 	}
-	saveOut = newOut // commit
+	outs[pi] = newOut // commit
 	arrays[pi] = na
 	ins[ci] = newIns
 	choices[ci], choices[pi] = cons, prod
