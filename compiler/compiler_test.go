@@ -502,7 +502,7 @@ func TestConfigJSON(t *testing.T) {
 		t.Error("config JSON does not round-trip")
 	}
 	for _, tc := range []struct{ src, want string }{
-		{"{\n  \"layout\": {\"x\": [1,0]},\n  \"bogus\": 1\n}", `cfg.json:3:3: invalid config: unknown field "bogus" (allowed: flags, fusion, layout, operand_layout, tile, version)`},
+		{"{\n  \"layout\": {\"x\": [1,0]},\n  \"bogus\": 1\n}", `cfg.json:3:3: invalid config: unknown field "bogus" (allowed: flags, fusion, layout, operand_layout, staging, tile, version)`},
 		{"{\n  \"layout\": [1,\n", "cfg.json:"},
 		{"{\"tile\": {\"k\": \"big\"}}", "expected an array of integers, found a JSON string"},
 		{"{\"layout\": 5}", "expected an object whose values are an array of integers"}, // no Go type names

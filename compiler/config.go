@@ -28,10 +28,13 @@ const (
 	KindFusion Kind = "fusion"
 	KindTile   Kind = "tile"
 	KindFlags  Kind = "flags"
+	// KindStaging is the staging pass's per-edge decision: keep a producer kernel's output
+	// resident in VMEM for a consumer kernel (see Options.Staging).
+	KindStaging Kind = "staging"
 )
 
 // Kinds lists the kinds in pipeline order.
-func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags} }
+func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags, KindStaging} }
 
 // Relative reports whether the kind's choices are compared within one kernel (tile,
 // flags: a relative cost model ranks them) rather than across programs (layout, fusion:
@@ -43,7 +46,9 @@ func (k Kind) Relative() bool { return k == KindTile || k == KindFlags }
 // (the minor-to-major order of its result); fusion entries by edge name
 // "producer->consumer" (true: fuse the producer into the consumer's kernel); tile and
 // flags entries by kernel key (the structural hash of the fused computation), so every
-// copy of an identical kernel shares them.
+// copy of an identical kernel shares them; staging entries by kernel edge name
+// "producer->consumer" of the two kernels' fusion instruction names (true: the consumer
+// reads the producer's output from VMEM; see Options.Staging).
 //
 // Layout orders: a layout entry is a minor-to-major order of the result's dimensions
 // (the minor-most first), or a prefix of one: the dimensions it lists are the minor ones,
@@ -67,6 +72,7 @@ type Config struct {
 	Fusion        map[string]bool       `json:"fusion,omitempty"`
 	Tile          map[string]cost.Tile  `json:"tile,omitempty"`
 	Flags         map[string]cost.Flags `json:"flags,omitempty"`
+	Staging       map[string]bool       `json:"staging,omitempty"`
 }
 
 // NewConfig returns an empty config.

@@ -8,19 +8,23 @@ import (
 )
 
 // Entry is the value of one config entry of some kind: the field of its kind holds it
-// (Layout: a minor-to-major order; Fusion: fuse the producer or not; Tile; Flags). It is
+// (Layout: a minor-to-major order; Fusion: fuse the producer or not; Tile; Flags;
+// Staging: stage the edge or not). It is
 // how Config, Space and Store exchange choices without a method per kind.
 type Entry struct {
 	Layout []int      `json:"layout,omitempty"`
 	Fusion bool       `json:"fusion,omitempty"`
 	Tile   cost.Tile  `json:"tile,omitempty"`
 	Flags  cost.Flags `json:"flags"`
+	// Staging: keep the producer's output in VMEM for the consumer (a staging edge).
+	Staging bool `json:"staging,omitempty"`
 }
 
 // Node is one configurable node of a Space, whatever its kind: its place in the Space's
 // list of that kind, the name of its config entry (instruction name, edge name or kernel
 // key), its store key, its number of options and the one chosen. Options are indexed as
-// the Space lists them; a fusion edge has two, 0 (do not fuse) and 1 (fuse).
+// the Space lists them; a fusion edge has two, 0 (do not fuse) and 1 (fuse), and so has a
+// staging edge, 0 (through HBM) and 1 (staged in VMEM).
 type Node struct {
 	Kind    Kind
 	Index   int
@@ -96,11 +100,22 @@ func identity[V any](v V) V { return v }
 
 // layoutKind, fusionKind, tileKind and flagsKind are the four kinds' operations.
 type (
-	layoutKind struct{ entries[[]int] }
-	fusionKind struct{ entries[bool] }
-	tileKind   struct{ entries[cost.Tile] }
-	flagsKind  struct{ entries[cost.Flags] }
+	layoutKind  struct{ entries[[]int] }
+	fusionKind  struct{ entries[bool] }
+	tileKind    struct{ entries[cost.Tile] }
+	flagsKind   struct{ entries[cost.Flags] }
+	stagingKind struct{ entries[bool] }
 )
+
+func (stagingKind) nodes(s *Space) []Node {
+	out := make([]Node, len(s.Staging))
+	for i, c := range s.Staging {
+		out[i] = Node{Kind: KindStaging, Index: i, Name: c.Name, Key: c.Key, Options: 2, Chosen: b2i(c.Chosen)}
+	}
+	return out
+}
+
+func (stagingKind) option(_ *Space, _ Node, i int) Entry { return Entry{Staging: i == 1} }
 
 func (layoutKind) nodes(s *Space) []Node {
 	out := make([]Node, len(s.Layout))
@@ -165,6 +180,8 @@ var kinds = []kindOps{
 		clone: slices.Clone[cost.Tile], toEntry: func(v cost.Tile) Entry { return Entry{Tile: v} }, of: func(e Entry) cost.Tile { return e.Tile }}},
 	flagsKind{entries[cost.Flags]{k: KindFlags, m: func(c *Config) *map[string]cost.Flags { return &c.Flags },
 		clone: identity[cost.Flags], toEntry: func(v cost.Flags) Entry { return Entry{Flags: v} }, of: func(e Entry) cost.Flags { return e.Flags }}},
+	stagingKind{entries[bool]{k: KindStaging, m: func(c *Config) *map[string]bool { return &c.Staging },
+		clone: identity[bool], toEntry: func(v bool) Entry { return Entry{Staging: v} }, of: func(e Entry) bool { return e.Staging }}},
 }
 
 // ops returns kind k's operations; it panics on a kind that is not one of Kinds.
@@ -178,6 +195,8 @@ func ops(k Kind) kindOps {
 		return kinds[2]
 	case KindFlags:
 		return kinds[3]
+	case KindStaging:
+		return kinds[4]
 	}
 	panic("compiler: unknown config kind " + string(k))
 }

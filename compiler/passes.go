@@ -35,6 +35,9 @@ const (
 	// ProductFlags is every KernelSite's complete Choice (tile and flags, planned) and the
 	// chosen flags of every kernel key (State.Effective.Flags, State.Space.Flags).
 	ProductFlags Product = "flags"
+	// ProductStaging is the staging decisions: every KernelSite's Choice with its staged
+	// arrays (cost.Staging), State.Space.Staging and State.Effective.Staging.
+	ProductStaging Product = "staging"
 )
 
 // programRequires is what Compile builds a Program from after the last pass.
@@ -78,7 +81,7 @@ const SimplifyGroup = "simplify"
 // Passes returns the pipeline, in order: the preparation passes (inline-calls, unfuse,
 // rewrite-custom-calls), the simplification group (opt.DefaultPasses iterated to a fixed
 // point), then the configurable passes, one per config kind: layout assignment, fusion,
-// tiling and flags. The list is data; it is checked by CheckPasses when the package is
+// tiling, flags and staging. The list is data; it is checked by CheckPasses when the package is
 // initialized.
 func Passes() []Pass {
 	var simplify []Pass
@@ -98,6 +101,8 @@ func Passes() []Pass {
 			Requires: []Product{ProductKernels}, Provides: []Product{ProductTiles}},
 		{Name: "flags", Kind: KindFlags, Run: runFlags,
 			Requires: []Product{ProductKernels, ProductTiles}, Provides: []Product{ProductFlags}},
+		{Name: "staging", Kind: KindStaging, Run: runStaging,
+			Requires: []Product{ProductFlow, ProductKernels, ProductTiles, ProductFlags}, Provides: []Product{ProductStaging}},
 	}
 }
 

@@ -36,6 +36,9 @@ type Options struct {
 	// partition-based fusion (PartitionConfig, run before the passes; the program's
 	// effective config then holds its decisions as ordinary fusion entries).
 	Fusion FusionRule
+	// Staging selects the staging pass's default (zero value: StagingOff, which stages
+	// nothing and lists no staging edges).
+	Staging StagingMode
 }
 
 // Kernel is one launched kernel of a compiled program.
@@ -136,6 +139,9 @@ type Space struct {
 	Fusion []FusionChoice
 	Tile   []TileChoice
 	Flags  []FlagsChoice
+	// Staging lists the candidate staging edges, in program order (Options.Staging on
+	// or auto, or a config with staging entries; none otherwise).
+	Staging []StagingChoice
 }
 
 // nilStore makes a nil Store usable.

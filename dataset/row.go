@@ -158,6 +158,9 @@ type Provenance struct {
 	// Fusion is the fusion rule of the programs' default compile (gen.Options.Fusion):
 	// omitted for the XLA-like default, so that such datasets are unchanged by it.
 	Fusion string `json:"fusion,omitempty"`
+	// Staging is the compiler's staging mode of a generated dataset ("on", "auto"),
+	// omitted when off, so that datasets generated without staging are unchanged.
+	Staging string `json:"staging,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.

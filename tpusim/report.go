@@ -25,6 +25,13 @@ type KernelReport struct {
 	// holds one, or it is a custom-call with no precise model), not a model of the op.
 	ApproximateOps int  `json:"approximate_ops"`
 	Approximate    bool `json:"approximate,omitempty"`
+	// StagedInputs names the kernel's inputs read from VMEM, where their producer kernel
+	// left them (the staging pass); StagedOutput marks an output kept in VMEM and not
+	// written to HBM; StagedBytes is the padded HBM traffic this kernel avoids by them
+	// (one run).
+	StagedInputs []string `json:"staged_inputs,omitempty"`
+	StagedOutput bool     `json:"staged_output,omitempty"`
+	StagedBytes  float64  `json:"staged_bytes,omitempty"`
 }
 
 // ControlReport is a control-flow or collective step of a simulation report.
@@ -87,8 +94,13 @@ type Report struct {
 	// UnsizedCollectives counts the collectives (each instruction once) whose group size
 	// nothing gives: no replica groups, no Options.Chips, a module header of one chip.
 	// Each is timed as a one-chip no-op; a command reporting them warns.
-	UnsizedCollectives int     `json:"unsized_collectives"`
-	Kernels            []Entry `json:"kernels"`
+	UnsizedCollectives int `json:"unsized_collectives"`
+	// StagedBytes is the padded HBM traffic the staging pass avoids in one run of the
+	// program (every run of a loop body counted): the writes and reads of the arrays kept
+	// in VMEM between kernels. HBMBytes is the padded HBM traffic the kernels still move.
+	StagedBytes float64 `json:"staged_bytes"`
+	HBMBytes    float64 `json:"hbm_bytes"`
+	Kernels     []Entry `json:"kernels"`
 }
 
 // Simulate reports every kernel of p on chip c with its simulated (ground-truth) and
@@ -115,11 +127,21 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 		kt := pt.Kernels[i]
 		an := Analytical(k, c)
 		r.AnalyticalTotalNs += an * k.Weight
-		kr[k] = &KernelReport{
+		e := &KernelReport{
 			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(),
 			SimNs: kt.Ns, AnalyticalNs: an, Bound: kt.Bound, Flops: k.Info.Flops, Bytes: kt.HBMBytes, VMEMBytes: kt.VMEMBytes,
 			ApproximateOps: k.Info.ApproxOps, Approximate: k.Approximate || k.Info.ApproxOps > 0,
 		}
+		st := k.Choice.Config.Staging
+		for _, p := range st.In {
+			if p >= 0 && p < len(k.Inputs) {
+				e.StagedInputs = append(e.StagedInputs, k.Inputs[p])
+			}
+		}
+		e.StagedOutput, e.StagedBytes = st.Out, k.Choice.Plan.AvoidedBytes
+		r.StagedBytes += e.StagedBytes * k.Weight
+		r.HBMBytes += kt.HBMBytes * k.Weight
+		kr[k] = e
 	}
 	if r.TotalNs > 0 {
 		r.ApproximateShare = r.ApproximateNs / r.TotalNs

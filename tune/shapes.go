@@ -141,7 +141,8 @@ type shapeCtx struct {
 // with compare, tunes each size on its own (Run, same options) as the baseline. The XTAT
 // strategy (the default) runs as simulated annealing over the joint space of
 // opts.Kinds: its kernel phases time single kernels of one shape. The rl strategy, learned
-// models, a store, opts.Shapes and a non-default fusion rule are refused: they are not
+// models, a store, opts.Shapes and a non-default fusion rule or staging
+// mode are refused: they are not
 // shape-generic.
 func RunShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options, compare bool) (*ShapesReport, error) {
 	return runShapes(ctx, src, list, opts, compare, nil)
@@ -160,6 +161,8 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 		return nil, errors.New("shape-generic tuning: no sizes")
 	case opts.Fusion != "" && opts.Fusion != compiler.FusionXLA:
 		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --fusion %s is not supported here (drop --fusion)", opts.Fusion)
+	case opts.Staging != compiler.StagingOff:
+		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --staging %s is not supported here (drop --staging)", opts.Staging)
 	case opts.Strategy == RL:
 		return nil, errors.New("shape-generic tuning: the rl strategy's policy is trained per program; use exhaustive, random, sa, evo or mbo")
 	case opts.GraphModel != nil || opts.KernelModel != nil:

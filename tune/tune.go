@@ -92,6 +92,11 @@ type Options struct {
 
 	// Kinds are the passes whose configs the non-XTAT strategies search; default all.
 	Kinds []compiler.Kind
+	// Staging is the compiler's staging mode for every compile of the run, the default
+	// compile included (zero value: off, no staging edges to search). Under on or auto
+	// the staging edges are searched with the other kinds (XTAT: with layout and
+	// fusion, in its annealing).
+	Staging compiler.StagingMode
 	// GraphShare is the share of the budget XTAT gives to layout and fusion (default
 	// 0.4); kernel phases get the rest, tiles and flags in proportion to their options.
 	GraphShare float64
@@ -374,8 +379,8 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 		}
 	}
 	kernels := &compiler.KernelCache{}
-	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: o.Chip.Target, Store: snap, Kernels: kernels}, sim: tpusim.Version, chip: o.Chip.Name}
-	def, err := cc.compileWith(nil, compiler.Options{Target: o.Chip.Target, Kernels: kernels})
+	cc := &compilerCtx{mod: m, opts: compiler.Options{Target: o.Chip.Target, Store: snap, Kernels: kernels, Staging: o.Staging}, sim: tpusim.Version, chip: o.Chip.Name}
+	def, err := cc.compileWith(nil, compiler.Options{Target: o.Chip.Target, Kernels: kernels, Staging: o.Staging})
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s: default compile: %w", m.Name, err)
 	}
@@ -554,7 +559,9 @@ func (r *run) joint(ctx context.Context, start []*candidate, rep *Report) (*cand
 // in proportion to their work. Measurements still left when the kernel phases have
 // exhausted their space go to a final layout and fusion annealing from the tuned program.
 func (r *run) xtat(ctx context.Context, start []*candidate, rep *Report) (*candidate, error) {
-	graph := kindSet{compiler.KindLayout: true, compiler.KindFusion: true}
+	// Staging edges (none unless Options.Staging is on or auto) are graph-level choices:
+	// they join the annealing.
+	graph := kindSet{compiler.KindLayout: true, compiler.KindFusion: true, compiler.KindStaging: true}
 	graphCap := max(1, int(math.Round(r.opts.GraphShare*float64(r.budget))))
 	if r.graphModel != nil {
 		graphCap = min(r.budget, r.opts.TopKGraph)

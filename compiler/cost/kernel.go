@@ -56,6 +56,9 @@ type Operand struct {
 	Padded     float64 // bytes after (8,128) tiling of its two minor physical dimensions
 	ElemBytes  int
 	Minor      int // size of its physical minor dimension (1 for scalars)
+	// Staged marks an array resident in VMEM across kernels (see Staging): it moves no
+	// HBM bytes. Only the copies Planned.Staged makes set it.
+	Staged bool
 }
 
 // IterDim is one tiled dimension of a kernel's iteration space.
@@ -118,6 +121,10 @@ type KernelInfo struct {
 	// FullReduce: every element is reduced to one; the kernel iterates over the input's
 	// own physical (rows, lanes) view, in any order.
 	FullReduce bool
+
+	// base is the analysis a staged copy (Planned.Staged) was made from; nil in an
+	// analysis Analyze made.
+	base *KernelInfo
 }
 
 // Analyze computes the KernelInfo of a fused computation: its parameters are the kernel's

@@ -34,6 +34,14 @@ func PlanConfig(info *KernelInfo, key string, c KernelConfig, t Target) (Planned
 	if err := c.Flags.Validate(); err != nil {
 		return Planned{}, fmt.Errorf("%w: %v", ErrTileInvalid, err)
 	}
+	if !c.Staging.Empty() {
+		if err := info.validTile(c.Tile); err != nil {
+			return Planned{}, err
+		}
+		// The unstaged plan need not fit with the flags: the staged one is checked.
+		p := Planned{Info: info, Key: key, Config: KernelConfig{Tile: slices.Clone(c.Tile), Flags: c.Flags}, Target: t}
+		return p.Staged(c.Staging)
+	}
 	plan, err := info.CheckTile(c.Tile, c.Flags, t)
 	if err != nil {
 		return Planned{}, err
@@ -101,5 +109,9 @@ func (p Planned) ID() string { return p.Config.ID(p.Key) }
 // length-prefixed: stablehash.Hash.Strs) to h and returns h: the simulator's measurement
 // noise and the tuner's program fingerprints hash a choice this way.
 func (p Planned) Hash(h *stablehash.Hash) *stablehash.Hash {
-	return h.Str(p.Key).Str(p.Config.Tile.String()).Str(p.Config.Flags.String())
+	h.Str(p.Key).Str(p.Config.Tile.String()).Str(p.Config.Flags.String())
+	if !p.Config.Staging.Empty() { // unstaged choices hash as they did before staging existed
+		h.Str(p.Config.Staging.String())
+	}
+	return h
 }

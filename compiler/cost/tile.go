@@ -55,14 +55,22 @@ type Flags struct {
 type KernelConfig struct {
 	Tile  Tile
 	Flags Flags
+	// Staging is what the compiler's staging pass keeps resident in VMEM (empty unless
+	// it stages one of the kernel's arrays).
+	Staging Staging
 }
 
-// String is the config's canonical name, as datasets store it: "tile=8x128x512;flags=db2/u1".
+// String is the config's canonical name, as datasets store it: "tile=8x128x512;flags=db2/u1",
+// followed by ";staged=in0+out" when the kernel has staged arrays.
 func (c KernelConfig) String() string { return string(c.appendTo(make([]byte, 0, 48))) }
 
 func (c KernelConfig) appendTo(b []byte) []byte {
 	b = c.Tile.appendTo(append(b, "tile="...))
-	return c.Flags.appendTo(append(b, ";flags="...))
+	b = c.Flags.appendTo(append(b, ";flags="...))
+	if !c.Staging.Empty() {
+		b = c.Staging.appendTo(append(b, ";staged="...))
+	}
+	return b
 }
 
 // ID is the one identity of (kernel, config): the kernel's structural key and the
@@ -189,6 +197,12 @@ type Plan struct {
 	LogicalBytes float64 // total HBM traffic, unpadded, with operand re-fetch
 	PaddedBytes  float64 // total HBM traffic as moved, padded
 
+	// StagedBytes is the VMEM held by the kernel's staged arrays (see Staging): their
+	// padded sizes. AvoidedBytes is the padded HBM traffic staging removed (set by
+	// Planned.Staged).
+	StagedBytes  float64
+	AvoidedBytes float64
+
 	// BatchPerStep is the average number of a batched GEMM's independent products one
 	// grid step computes (1 unless the tile covers whole products: see planGEMM).
 	BatchPerStep float64
@@ -196,7 +210,7 @@ type Plan struct {
 
 // Footprint is the VMEM the plan needs with the given flags.
 func (p Plan) Footprint(f Flags) float64 {
-	return p.StreamBufferBytes*float64(f.Buffers()) + p.AccumulatorBytes + p.ResidentBytes
+	return p.StreamBufferBytes*float64(f.Buffers()) + p.AccumulatorBytes + p.ResidentBytes + p.StagedBytes
 }
 
 // windowBytes is the padded size of a rows x lanes window of an operand.
@@ -245,16 +259,19 @@ func (k *KernelInfo) validTile(tile Tile) error {
 
 // plan computes the plan of a valid tile.
 func (k *KernelInfo) plan(tile Tile, t Target) Plan {
+	var p Plan
 	switch k.Kind {
 	case KindGEMM:
-		return k.planGEMM(tile, t)
+		p = k.planGEMM(tile, t)
 	case KindReduce:
-		return k.planReduce(tile, t)
+		p = k.planReduce(tile, t)
 	case KindLoop:
-		return k.planLoop(tile, t)
+		p = k.planLoop(tile, t)
 	default:
-		return k.planOpaque(t)
+		p = k.planOpaque(t)
 	}
+	k.unstageOutput(&p)
+	return p
 }
 
 // eff returns the number of blocks along a dimension and the average covered extent of a
@@ -331,6 +348,10 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 	p.Steps = p.Blocks * p.InnerSteps
 	outEB := k.Output.ElemBytes
 	for _, in := range k.Inputs {
+		if in.Staged {
+			p.StagedBytes += in.Padded
+			continue
+		}
 		switch in.Role {
 		case RoleLHS:
 			if k.IsConv {
@@ -408,6 +429,9 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 		var lhsStep, rhsStep, lhsPad, rhsPad float64
 		for _, in := range k.Inputs {
 			rows, lanes := mAvg, kAvg
+			if in.Staged {
+				continue
+			}
 			switch in.Role {
 			case RoleLHS:
 				if k.LHSTransposed {
@@ -492,6 +516,10 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 // lReal is the real (unpadded) lane extent of a window: an input whose minor dimension
 // is narrower than that is broadcast along rows and streams lane-width windows.
 func (p *Plan) addStreamed(in Operand, rAvg, lAvg, lReal, tr, tl float64, streamElems int64, t Target) {
+	if in.Staged {
+		p.StagedBytes += in.Padded
+		return
+	}
 	switch in.Role {
 	case RoleResident:
 		p.ResidentBytes += in.Padded
@@ -614,6 +642,10 @@ func (k *KernelInfo) planOpaque(t Target) Plan {
 	var p Plan
 	p.Blocks, p.InnerSteps, p.Steps = 1, 1, 1
 	for _, in := range k.Inputs {
+		if in.Staged {
+			p.StagedBytes += in.Padded
+			continue
+		}
 		p.InBytesPerStep += in.Padded
 		p.InBurstsPerStep++
 		p.LogicalBytes += in.Bytes

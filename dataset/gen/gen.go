@@ -93,6 +93,11 @@ type Options struct {
 	// reaches it. Default 2048.
 	MaxRowsPerPart int
 	ToolVersion    string
+	// Staging is the compiler's staging mode for every compile (zero value: off, the
+	// datasets of before staging). Rows of staged kernels measure and featurize the
+	// staged choice (fusion, layout tasks; the tile and flags tasks sample the kernel's
+	// unstaged tile options).
+	Staging compiler.StagingMode
 	// Progress, if set, is called from one goroutine after every unit.
 	Progress func(Progress)
 	// Fusion is the fusion rule of every program's default compile ("" or
@@ -274,7 +279,8 @@ func (o *Options) provenance() dataset.Provenance {
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
 		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: Version,
-		Fusion: provenanceFusion(o.Fusion),
+		Fusion:  provenanceFusion(o.Fusion),
+		Staging: stagingName(o.Staging),
 	}
 }
 
@@ -612,7 +618,7 @@ func (g *generator) done(model string) {
 func (g *generator) defaultProgram(m *hlo.Module, model string) (*compiler.Program, error) {
 	so := g.entry(model)
 	so.compile.Do(func() {
-		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels, Fusion: g.opts.Fusion})
+		so.def, so.defErr = compiler.Compile(m, nil, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels, Fusion: g.opts.Fusion, Staging: g.opts.Staging})
 	})
 	return so.def, so.defErr
 }
@@ -693,7 +699,7 @@ func (g *generator) compileVariant(m *hlo.Module, model string, v int32) (*compi
 	// default to nearly uniform configs.
 	p := 0.05 + 0.6*r.Float64()
 	cfg := space.Perturb(nil, kinds, p, r)
-	return compiler.Compile(m, cfg, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels})
+	return compiler.Compile(m, cfg, compiler.Options{Target: g.opts.Chip.Target, Kernels: &g.kernels, Staging: g.opts.Staging})
 }
 
 // pick is one configuration to measure: a tile option (or the kernel's own choice, -1)
@@ -811,4 +817,12 @@ func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u
 		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil
+}
+
+// stagingName is a staging mode as provenance records it: "" for off.
+func stagingName(m compiler.StagingMode) string {
+	if m == compiler.StagingOff {
+		return ""
+	}
+	return m.String()
 }

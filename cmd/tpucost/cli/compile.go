@@ -26,7 +26,8 @@ type CompileOptions struct {
 	Passes    string // --passes: opt pass names, "none"; empty: the default pipeline
 	Check     bool
 	Force     bool
-	Fusion    compiler.FusionRule // --fusion
+	Fusion    compiler.FusionRule  // --fusion
+	Staging   compiler.StagingMode // --staging
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
@@ -47,6 +48,7 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
 	bindFusion(cmd, &o.Fusion)
+	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see docs/compiler.md: Configs)")
 	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
@@ -74,6 +76,9 @@ type CompiledKernel struct {
 	Nodes int    `json:"nodes"`
 	Tile  []int  `json:"tile"`
 	Flags string `json:"flags"`
+	// Staged is what the kernel keeps in VMEM across kernels (cost.Staging: "in0,2+out"),
+	// absent when nothing.
+	Staged string `json:"staged,omitempty"`
 }
 
 // CompiledPass is one pass run of `compile --json`. Iteration is the fixed-point
@@ -125,7 +130,7 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion})
+	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func runCompile(o *CompileOptions) error {
 		return nil
 	}
 	res := CompileResult{Program: p.Name, Chip: c.Name, DumpAfter: o.DumpAfter, HLO: hloText.String(), Space: map[string]int{
-		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags)}}
+		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags), "staging": len(p.Space.Staging)}}
 	res.OpCountBefore, res.OpCountAfter = p.OpCountBefore, p.OpCountAfter
 	for _, r := range p.Passes {
 		res.Passes = append(res.Passes, CompiledPass{Name: r.Name, Changed: r.Changed, OpCountAfter: r.OpCount, Iteration: r.Iteration})
@@ -146,6 +151,9 @@ func runCompile(o *CompileOptions) error {
 	for _, k := range p.Kernels {
 		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
 			Tile: append([]int{}, k.Choice.Config.Tile...), Flags: k.Choice.Config.Flags.String()})
+		if st := k.Choice.Config.Staging; !st.Empty() {
+			res.Kernels[len(res.Kernels)-1].Staged = st.String()
+		}
 	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)
@@ -153,6 +161,15 @@ func runCompile(o *CompileOptions) error {
 	w := table(o.IO.Out)
 	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
 		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile), p.OpCountBefore, p.OpCountAfter)
+	if n := len(p.Space.Staging); n > 0 {
+		staged := 0
+		for _, sc := range p.Space.Staging {
+			if sc.Chosen {
+				staged++
+			}
+		}
+		fmt.Fprintf(w, "staging: %d of %d candidate edges keep their array in VMEM\n", staged, n)
+	}
 	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
 	for _, k := range res.Kernels {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, cost.Tile(k.Tile), k.Flags, k.Key)

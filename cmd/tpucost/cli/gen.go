@@ -36,7 +36,8 @@ type GenOptions struct {
 	NoiseSigma float64
 	NoiseRuns  int
 	PartRows   int
-	Fusion     compiler.FusionRule // --fusion
+	Fusion     compiler.FusionRule  // --fusion
+	Staging    compiler.StagingMode // --staging
 }
 
 // NewCmdGen builds `tpucost gen`.
@@ -70,6 +71,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.NoiseRuns, "runs", 3, "runs per measurement (the minimum is kept) when noise is on")
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
 	bindFusion(cmd, &o.Fusion)
+	bindStaging(cmd, &o.Staging)
 	return cmd
 }
 
@@ -99,7 +101,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	opts := gen.Options{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
-		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Fusion: o.Fusion,
+		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Fusion: o.Fusion, Staging: o.Staging,
 		Progress: func(p gen.Progress) {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
 			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))

@@ -45,6 +45,8 @@ func TestSimLengths(t *testing.T) {
 		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,64", "--shapes", "seq=64"}, "drop --shapes"},
 		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,64", "--fusion", "partition"}, "drop --fusion"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,64", "--fusion", "partition"}, "drop --fusion"},
+		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,64", "--staging", "on"}, "drop --staging"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,64", "--staging", "auto"}, "drop --staging"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,x"}, `--lengths: "x" is not a length`},
 		{[]string{"tune", "resnet18_b1", "--lengths", "37,64", "--budget", "8"}, `--lengths: resnet18_b1 has no dynamic dimension "seq"`},
 	} {

@@ -244,8 +244,34 @@ func compileSourceWith(src, shapes, cfgPath string, opts compiler.Options) (*com
 	return compileModuleWith(m, cfgPath, opts)
 }
 
-func compileModule(m *hlo.Module, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
-	return compileModuleWith(m, cfgPath, compiler.Options{Target: c.Target, DumpAfter: dumpAfter, Dump: dump})
+// stagingUsage is --staging's help, shared by every command that compiles.
+const stagingUsage = "VMEM staging of kernel outputs for their consumers: off (default: every array through HBM), " +
+	"on (every candidate edge that fits VMEM) or auto (those the analytical model says are faster); see docs/compiler.md"
+
+// stagingValue is --staging: a compiler.StagingMode parsed as the flag is set.
+type stagingValue struct{ p *compiler.StagingMode }
+
+func (v stagingValue) String() string {
+	if v.p == nil {
+		return compiler.StagingOff.String()
+	}
+	return v.p.String()
+}
+
+func (v stagingValue) Set(s string) error {
+	m, err := compiler.ParseStagingMode(s)
+	if err != nil {
+		return err
+	}
+	*v.p = m
+	return nil
+}
+
+func (stagingValue) Type() string { return "mode" }
+
+// bindStaging binds --staging to p: the one flag helper of every command that compiles.
+func bindStaging(cmd *cobra.Command, p *compiler.StagingMode) {
+	cmd.Flags().Var(stagingValue{p}, "staging", stagingUsage)
 }
 
 // compileModuleWith compiles m with the config file cfgPath (empty: defaults; given:

@@ -22,7 +22,8 @@ type SimOptions struct {
 	Src     string
 	Config  string
 	Chips   int
-	Fusion  compiler.FusionRule // --fusion
+	Fusion  compiler.FusionRule  // --fusion
+	Staging compiler.StagingMode // --staging
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
@@ -41,6 +42,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
 	bindFusion(cmd, &o.Fusion)
+	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().Var(lengthsValue{&o.Lengths}, "lengths", "time a ragged batch of these sequence lengths (L,L,...; a zoo model with seq): padded_ns, ragged_ns, padding_waste")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
@@ -55,7 +57,7 @@ func runSim(o *SimOptions) error {
 	if o.Lengths != "" {
 		return runSimRagged(o, c)
 	}
-	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion})
+	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}
@@ -81,6 +83,9 @@ func runSim(o *SimOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, n, r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if r.StagedBytes > 0 {
+		fmt.Fprintf(o.IO.Out, "staged in VMEM: %.3g bytes of HBM traffic avoided (%.3g still moved)\n", r.StagedBytes, r.HBMBytes)
+	}
 	fmt.Fprintf(o.IO.Out, "ops timed approximately (streaming model): %d (%.1f%% of the time); loops with unknown trip counts: %d (each run %d time); collectives: %.1f us over %d chip(s)\n",
 		r.ApproximateOps, 100*r.ApproximateShare, r.UnknownTripCounts, compiler.DefaultTripCount, r.CollectiveNs/1e3, r.Chips)
 	return nil
@@ -142,6 +147,8 @@ func runSimRagged(o *SimOptions, c tpusim.Chip) error {
 		return errors.New("--lengths times one chip: drop --chips")
 	case o.Fusion != "" && o.Fusion != compiler.FusionXLA:
 		return fmt.Errorf("--lengths times default compiles at every length: --fusion %s is not supported here (drop --fusion)", o.Fusion)
+	case o.Staging != compiler.StagingOff:
+		return fmt.Errorf("--lengths times default compiles at every length: --staging %s is not supported here (drop --staging)", o.Staging)
 	}
 	lengths, err := ragged.ParseLengths(o.Lengths)
 	if err != nil {

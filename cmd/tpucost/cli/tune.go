@@ -48,9 +48,10 @@ type TuneOptions struct {
 	Out             string
 	Force           bool
 	Store           string
-	Policy          string              // rl: the policy checkpoint directory
-	Kinds           string              // comma-separated config kinds the non-XTAT strategies search
-	Fusion          compiler.FusionRule // --fusion: the starting program's fusion rule
+	Policy          string               // rl: the policy checkpoint directory
+	Kinds           string               // comma-separated config kinds the non-XTAT strategies search
+	Fusion          compiler.FusionRule  // --fusion: the starting program's fusion rule
+	Staging         compiler.StagingMode // --staging
 	// AllowMismatch tunes with a --model trained for another chip, VMEM size or simulator
 	// than the one tuned for, with a warning and chip_mismatch in --json.
 	AllowMismatch bool
@@ -88,6 +89,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	bindFusion(cmd, &o.Fusion)
+	bindStaging(cmd, &o.Staging)
 	f := cmd.Flags()
 	f.Var(tuneShapesValue{&o.Shapes}, "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
 	f.Var(lengthsValue{&o.Lengths}, "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
@@ -110,7 +112,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or write into a model, dataset, policy or agent directory")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint DIR (`tpucost tune train-policy`)")
-	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags (default: all; layout,fusion for rl)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags, staging (default: all; layout,fusion for rl)")
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }
@@ -142,7 +144,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	opts := tune.Defaults()
 	opts.Chip, opts.Strategy, opts.Budget, opts.Seed, opts.Workers, opts.Noise, opts.Runs = c, tune.Strategy(o.Strategy), o.Budget, o.Seed, o.Workers, o.Noise, o.Runs
 	opts.TopKGraph, opts.TopKKernel, opts.ModelEvals = o.TopK, o.KernelTopK, o.ModelEvals
-	opts.Fusion = o.Fusion
+	opts.Fusion, opts.Staging = o.Fusion, o.Staging
 	if o.Lengths != "" {
 		return runTuneRagged(ctx, o, srcs, batch, opts)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/compiler"
 )
 
 // pflagInvalid matches pflag's error for a flag value that does not parse:
@@ -36,6 +38,8 @@ func flagError(cmd *cobra.Command, err error) error {
 			want = "true or false"
 		case t == "duration":
 			want = "a duration such as 30s or 5m"
+		case t == "mode" && name == "staging":
+			want = "one of " + strings.Join(compiler.StagingModes(), ", ")
 		}
 	}
 	if strings.Contains(why, "value out of range") {
