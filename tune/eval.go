@@ -67,6 +67,8 @@ type run struct {
 	// modelKernels and uncertainKernels count an ensemble kernel model's kernels and the
 	// uncertain ones (Report).
 	modelKernels, uncertainKernels int
+	// infeasible counts proposals the compiler could not tile (search.propose).
+	infeasible int
 
 	progCache map[string]float64 // program fingerprint -> measured ns
 	kernCache map[string]float64 // cost.Planned.ID() -> measured ns (kernel measurements)

@@ -46,4 +46,22 @@ func TestPartitionStart(t *testing.T) {
 				st, rep.StartNs, rep.DefaultNs, rep.TunedNs, partNs, defNs)
 		}
 	}
+	// --strategy partition is XTAT from the partition program: the same run.
+	o := Defaults()
+	o.Chip, o.Budget = chip, 12
+	viaFusion, viaStrategy := o, o
+	viaFusion.Fusion = compiler.FusionPartition
+	viaStrategy.Strategy = Partition
+	ra, err := Run(context.Background(), m, viaFusion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Run(context.Background(), m, viaStrategy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Strategy != "partition" || ra.StartNs != rb.StartNs || ra.TunedNs != rb.TunedNs || ra.Measurements != rb.Measurements {
+		t.Errorf("strategy partition: %s start %.0f tuned %.0f (%d measurements); want the xtat run from --fusion partition: start %.0f tuned %.0f (%d)",
+			rb.Strategy, rb.StartNs, rb.TunedNs, rb.Measurements, ra.StartNs, ra.TunedNs, ra.Measurements)
+	}
 }

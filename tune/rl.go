@@ -75,13 +75,16 @@ func (s *search) rl(ctx context.Context) error {
 		n := s.next()
 		acts := make([]action, n)
 		greedy := first
+		drawn := make([]*candidate, n) // by proposal, nil where infeasible (acts stays aligned)
 		cands, err := s.propose(ctx, n, func(i int, rng *rand.Rand) (*candidate, error) {
 			if greedy && i == 0 {
 				acts[i] = greedyAction(d, pr)
 			} else {
 				acts[i] = sampleAction(rng, d, pr)
 			}
-			return s.r.cc.compile(d.apply(base.cfg, acts[i]))
+			c, err := s.r.cc.compile(d.apply(base.cfg, acts[i]))
+			drawn[i] = c
+			return c, err
 		})
 		if err != nil {
 			return err
@@ -94,8 +97,8 @@ func (s *search) rl(ctx context.Context) error {
 		// valid rewards of the actions just drawn).
 		var sa []action
 		var rs []float64
-		for i, c := range cands {
-			if c.evaluated && c.value > 0 {
+		for i, c := range drawn {
+			if c != nil && c.evaluated && c.value > 0 {
 				sa = append(sa, acts[i])
 				rs = append(rs, math.Log(startNs/c.value))
 			}

@@ -159,8 +159,8 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	switch {
 	case len(list.Values) == 0:
 		return nil, errors.New("shape-generic tuning: no sizes")
-	case opts.Fusion != "" && opts.Fusion != compiler.FusionXLA:
-		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --fusion %s is not supported here (drop --fusion)", opts.Fusion)
+	case opts.Fusion != "" && opts.Fusion != compiler.FusionXLA, opts.Strategy == Partition:
+		return nil, errors.New("shape-generic tuning starts from each size's default compile: partition fusion is not supported here (drop --fusion partition or --strategy partition)")
 	case opts.Staging != compiler.StagingOff:
 		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --staging %s is not supported here (drop --staging)", opts.Staging)
 	case opts.Strategy == RL:

@@ -168,7 +168,8 @@ func TestRunShapesRefusals(t *testing.T) {
 		{"mlp_96x2_b1", zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10}, "it declares none"},
 		{shapesModel, zoo.ShapeList{Name: "seq"}, Options{Chip: chip, Budget: 10}, "no sizes"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Strategy: RL}, "rl"},
-		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Fusion: compiler.FusionPartition}, "--fusion partition"},
+		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Fusion: compiler.FusionPartition}, "drop --fusion partition"},
+		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Strategy: Partition}, "or --strategy partition"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Staging: compiler.StagingOn}, "--staging on"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{32, 64, 128}}, Options{Chip: chip, Budget: 2}, "Budget: got 2, want at least the number of sizes, 3"},
 	} {

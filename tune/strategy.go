@@ -2,12 +2,14 @@ package tune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -24,11 +26,15 @@ const (
 	Evolution  Strategy = "evo"
 	MBO        Strategy = "mbo"
 	RL         Strategy = "rl" // a trained fusion policy (Options.Policy); see rl.go
+	// Partition is the XTAT schedule started from the partition-fusion program
+	// (compiler.PartitionConfig): the same as XTAT with Options.Fusion =
+	// compiler.FusionPartition, named so that partition fusion is a strategy to compare.
+	Partition Strategy = "partition"
 )
 
 // Strategies lists every strategy, the default first.
 func Strategies() []Strategy {
-	return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL}
+	return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL, Partition}
 }
 
 // ParseStrategy returns the strategy named s.
@@ -81,7 +87,11 @@ func newSearch(r *run, ev evaluator, kinds kindSet, name string, start []*candid
 
 // propose builds n candidates in parallel, proposal i with its own random stream derived
 // from the search seed and a running counter, so the proposals do not depend on the
-// number of workers.
+// number of workers. A proposal the compiler cannot tile (cost.ErrTileInvalid: a layout
+// or fusion choice that leaves some kernel no tile that fits VMEM) is infeasible, a point
+// outside the space rather than a failure: it is dropped, counted (Report.Infeasible)
+// and spends no budget, as XTAT discards invalid configurations. Any other compile error
+// ends the search. The candidates come back in proposal order, infeasible ones left out.
 func (s *search) propose(ctx context.Context, n int, gen func(i int, rng *rand.Rand) (*candidate, error)) ([]*candidate, error) {
 	base := s.stream
 	s.stream += uint64(n)
@@ -89,10 +99,24 @@ func (s *search) propose(ctx context.Context, n int, gen func(i int, rng *rand.R
 	err := parallel(ctx, s.r.workers, n, func(i int) error {
 		rng := rand.New(rand.NewPCG(s.seed, base+uint64(i)+2))
 		c, err := gen(i, rng)
+		if errors.Is(err, cost.ErrTileInvalid) {
+			return nil // out[i] stays nil: infeasible
+		}
 		out[i] = c
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	feasible := out[:0:0]
+	for _, c := range out {
+		if c == nil {
+			s.r.infeasible++
+			continue
+		}
+		feasible = append(feasible, c)
+	}
+	return feasible, nil
 }
 
 // evaluate evaluates cands, tracks the best and the stall count, and returns the

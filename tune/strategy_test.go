@@ -345,6 +345,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"Strategy", func(o *Options) { o.Strategy = "" }, false},
 		{"Kinds", func(o *Options) { o.Kinds = []compiler.Kind{"tiles"} }, true},
 		{"Fusion", func(o *Options) { o.Fusion = "apollo" }, true},
+		{"Fusion", func(o *Options) { o.Strategy, o.Fusion = Partition, compiler.FusionXLA }, true},
 	} {
 		o := good
 		tc.set(&o)

@@ -180,6 +180,10 @@ type Report struct {
 	ProgramMeasures  int    `json:"program_measurements"`
 	KernelMeasures   int    `json:"kernel_measurements"`
 	ModelEvaluations int    `json:"model_evaluations"`
+	// Infeasible counts the proposals dropped because the compiler could not tile them
+	// (a layout or fusion choice that leaves a kernel no tile fitting VMEM): points
+	// outside the space, which spend no budget.
+	Infeasible int `json:"infeasible"`
 	// ModelKernels counts the kernels an ensemble kernel model ranked (with a spread), and
 	// UncertainKernels those of them whose pick's spread exceeded UncertainSpread, for
 	// which twice TopKKernel options were measured.
@@ -328,6 +332,9 @@ func (o Options) Validate() error {
 			return &OptionError{Field: "Fusion", Value: fmt.Sprintf("%q", o.Fusion), Want: "xla or partition"}
 		}
 	}
+	if o.Strategy == Partition && o.Fusion == compiler.FusionXLA {
+		return &OptionError{Field: "Fusion", Value: `"xla"`, Want: "partition or unset with strategy partition (it starts from the partition-fusion program)"}
+	}
 	if len(o.Kinds) == 0 {
 		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + kindNames()}
 	}
@@ -398,6 +405,9 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 			start = []*candidate{c, def}
 		}
 	}
+	if o.Strategy == Partition {
+		o.Fusion = compiler.FusionPartition
+	}
 	if o.Fusion == compiler.FusionPartition {
 		pcfg, _, err := compiler.PartitionConfig(m, nil, compiler.Options{Target: o.Chip.Target, Kernels: kernels})
 		if err != nil {
@@ -417,7 +427,7 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep := &Report{Program: m.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
 		ModelGuided: r.graphModel != nil || r.kernelModel != nil, Seed: o.Seed, Budget: o.Budget}
 	var fin *candidate
-	if o.Strategy == XTAT {
+	if o.Strategy == XTAT || o.Strategy == Partition {
 		fin, err = r.xtat(ctx, start, rep)
 	} else {
 		fin, err = r.joint(ctx, start, rep)
@@ -452,7 +462,7 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep.Speedup = rep.DefaultNs / rep.TunedNs
 	rep.Kernels = len(fin.prog.Kernels)
 	rep.Measurements, rep.ProgramMeasures, rep.KernelMeasures = r.measurements, r.progMeas, r.kernMeas
-	rep.ModelEvaluations, rep.HardwareS = r.modelEvals, r.hardwareS
+	rep.ModelEvaluations, rep.HardwareS, rep.Infeasible = r.modelEvals, r.hardwareS, r.infeasible
 	rep.ModelKernels, rep.UncertainKernels = r.modelKernels, r.uncertainKernels
 	rep.BestAt = r.bestAt
 	rep.Config = fin.cfg.Clone()

@@ -72,6 +72,16 @@ func TestFusionFlag(t *testing.T) {
 		t.Errorf("tune: start %.0f ns, default %.0f ns; want the partition program's %.0f and xla's %.0f", rep.StartNs, rep.DefaultNs, part.TotalNs, xla.TotalNs)
 	}
 
+	// --strategy partition is the same start (the XTAT schedule from the partition program);
+	// with an explicit --fusion xla it is a contradiction, refused in one line.
+	out, errs, code = run("tune", model, "--strategy", "partition", "--budget", "8", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.StartNs != part.TotalNs {
+		t.Errorf("tune --strategy partition: exit %d, start %.0f ns (want %.0f): %s", code, rep.StartNs, part.TotalNs, errs)
+	}
+	if _, errs, code := run("tune", model, "--strategy", "partition", "--fusion", "xla", "--budget", "8"); code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "--fusion") {
+		t.Errorf("tune --strategy partition --fusion xla: exit %d, stderr %q; want one line naming --fusion", code, errs)
+	}
+
 	dir := t.TempDir()
 	if _, errs, code := run("gen", "--task", "fusion", "--models", model, "--configs", "2", "--fusion", "partition", "--out", dir, "--workers", "1"); code != 0 {
 		t.Fatalf("gen --fusion partition: exit %d: %s", code, errs)

@@ -84,6 +84,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			if len(args) == 1 {
 				o.Src = args[0]
 			}
+			if !cmd.Flags().Changed("fusion") {
+				o.Fusion = "" // unset: the strategy's own start (partition's, or the default compile)
+			}
 			return runTune(cmd.Context(), o)
 		},
 	}
@@ -324,7 +327,11 @@ func printTuneReport(o *TuneOptions, r *tune.Report, mismatch bool) error {
 		fmt.Fprintf(o.IO.Out, "ensemble kernel model: %d of %d kernels uncertain (the members disagree on the pick), twice the options measured there\n",
 			r.UncertainKernels, r.ModelKernels)
 	}
-	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation, o.Fusion))
+	start := o.Fusion
+	if tune.Strategy(o.Strategy) == tune.Partition {
+		start = compiler.FusionPartition
+	}
+	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation, start))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
