@@ -215,13 +215,7 @@ func denseForward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.Va
 	if !op.relu {
 		copy(bf.y, z)
 	} else {
-		for i, v := range z {
-			var r T
-			if v > 0 {
-				r = v
-			}
-			bf.y[i] = r
-		}
+		reluInto(bf.y, z)
 	}
 	return tensor.New(tensor.WithShape(N, H), tensor.WithBacking(bf.y)), nil
 }
@@ -340,13 +334,7 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	if !op.relu {
 		copy(gz, dy)
 	} else {
-		for i, v := range bf.z {
-			var g T
-			if v > 0 {
-				g = dy[i]
-			}
-			gz[i] = g
-		}
+		reluGrad(gz, dy, bf.z)
 	}
 	x, w := bf.x, bf.w
 	if op.k == 1 {
