@@ -333,7 +333,7 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	gz := bf.gz
 	if !op.relu {
 		copy(gz, dy)
-	} else {
+	} else if !op.bias {
 		reluGrad(gz, dy, bf.z)
 	}
 	x, w := bf.x, bf.w
@@ -342,6 +342,21 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	}
 	grads := bf.grads
 	dxs, dw, rest := grads[:N*K], grads[N*K:N*K+K*H], grads[N*K+K*H:]
+	if op.bias { // db = Σ_rows dz (with ReLU, dz masked here, row by row)
+		db := rest[:H]
+		clear(db)
+		for v := 0; v < N; v++ {
+			row := gz[v*H : (v+1)*H]
+			if op.relu {
+				reluGrad(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H])
+			}
+			db := db[:len(row)]
+			for j, g := range row {
+				db[j] += g
+			}
+		}
+		rest = rest[H:]
+	}
 	gemm(true, false, K, H, N, x, K, gz, H, 0, dw, H) // dW = xᵀ·dz, the blocks dw_i in order
 	if op.k == 1 {
 		gemm(false, true, N, K, H, gz, H, w, H, 0, dxs, K) // dx = dz·Wᵀ
@@ -355,16 +370,6 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 			off += ki
 			at += N * ki
 		}
-	}
-	if op.bias {
-		db := rest[:H]
-		clear(db)
-		for v := 0; v < N; v++ {
-			for j, g := range gz[v*H : (v+1)*H] {
-				db[j] += g
-			}
-		}
-		rest = rest[H:]
 	}
 	if op.add {
 		copy(rest, gz)

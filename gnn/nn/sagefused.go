@@ -383,7 +383,6 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 			}
 			sageDNorm(bf, y, dy, v, H, yg)
 		}
-		reluGrad(bf.gz, bf.gz, bf.z)
 	} else {
 		reluGrad(bf.gz, dy, bf.z)
 	}
@@ -423,14 +422,15 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 	return tensor.New(tensor.WithShape(len(bf.grads)), tensor.WithBacking(bf.grads)), nil
 }
 
-// sageDNorm sets row v of bf.gz to L2'(dy) = (dy − y (y·dy)) / n for the row's y·dy,
-// before the ReLU's mask.
+// sageDNorm sets row v of bf.gz to ReLU'(z_v) · L2'(dy) = [z > 0] (dy − y (y·dy)) / n
+// for the row's y·dy (the mask applied while the row is in cache).
 func sageDNorm[T float32 | float64](bf *sageBufs[T], y, dy []T, v, H int, yg float64) {
 	inv := float64(bf.inv[v])
 	yr, g, gz := y[v*H:(v+1)*H], dy[v*H:(v+1)*H], bf.gz[v*H:(v+1)*H]
 	for j, x := range yr {
 		gz[j] = T((float64(g[j]) - float64(x)*yg) * inv)
 	}
+	reluGrad(gz, gz, bf.z[v*H:(v+1)*H])
 }
 
 // partOp views part of a packed vector, [off, off+size), as a tensor of shape shp (no
