@@ -14,7 +14,9 @@ import (
 // moments. With ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖),
 // ‖g‖ the L2 norm over every parameter's gradient (global-norm clipping, for the
 // heavy-tailed gradients of policy-gradient training). Its moments and step are saved
-// by State and read back by Restore.
+// by State and read back by Restore. Update runs on two goroutines for models of
+// adamSplitMin elements or more; every element's update is independent of the others',
+// so the result is the same bits either way. An Adam is not safe for concurrent use.
 type Adam struct {
 	// LR is the learning rate; it may be changed between updates.
 	LR float64
