@@ -119,6 +119,7 @@ func gatherForward[T float32 | float64](op gatherOp, h []T, idx []int, rows, wid
 			} else if op.red == ReduceMax {
 				copy(o, row)
 			} else {
+				o := o[:len(row)]
 				for j, x := range row {
 					o[j] += x
 				}
@@ -211,19 +212,34 @@ func (op gatherDiffOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 func gatherBackward[T float32 | float64](op gatherOp, h []T, idx []int, width int, g, dh []T) {
+	var best []T
+	var arg []int
 	for k := 0; k < len(idx)/op.slots; k++ {
 		group := idx[k*op.slots : (k+1)*op.slots]
 		gk := g[k*width : (k+1)*width]
 		if op.red == ReduceMax {
-			for j := 0; j < width; j++ {
-				best, arg := T(math.Inf(-1)), -1
-				for _, r := range group {
-					if r >= 0 && h[r*width+j] > best {
-						best, arg = h[r*width+j], r
+			// The first row (in slot order) holding each column's maximum gets the
+			// column's gradient: the rows scanned in order, a column's best replaced only
+			// by a strictly greater value (contiguous rows instead of strided columns).
+			best, arg = grow(best, width), growInt(arg, width)
+			for j := range arg {
+				best[j], arg[j] = T(math.Inf(-1)), -1
+			}
+			for _, r := range group {
+				if r < 0 {
+					continue
+				}
+				row := h[r*width : (r+1)*width]
+				b, a := best[:len(row)], arg[:len(row)]
+				for j, x := range row {
+					if x > b[j] {
+						b[j], a[j] = x, r
 					}
 				}
-				if arg >= 0 {
-					dh[arg*width+j] += gk[j]
+			}
+			for j, r := range arg[:len(gk)] {
+				if r >= 0 {
+					dh[r*width+j] += gk[j]
 				}
 			}
 			continue
@@ -245,7 +261,7 @@ func gatherBackward[T float32 | float64](op gatherOp, h []T, idx []int, width in
 			if r < 0 {
 				continue
 			}
-			d := dh[r*width : (r+1)*width]
+			d := dh[r*width : (r+1)*width][:len(gk)]
 			for j, x := range gk {
 				d[j] += x * scale
 			}

@@ -215,13 +215,7 @@ func denseForward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.Va
 	if !op.relu {
 		copy(bf.y, z)
 	} else {
-		for i, v := range z {
-			var r T
-			if v > 0 {
-				r = v
-			}
-			bf.y[i] = r
-		}
+		reluInto(bf.y, z)
 	}
 	return tensor.New(tensor.WithShape(N, H), tensor.WithBacking(bf.y)), nil
 }
@@ -339,14 +333,8 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	gz := bf.gz
 	if !op.relu {
 		copy(gz, dy)
-	} else {
-		for i, v := range bf.z {
-			var g T
-			if v > 0 {
-				g = dy[i]
-			}
-			gz[i] = g
-		}
+	} else if !op.bias {
+		reluGrad(gz, dy, bf.z)
 	}
 	x, w := bf.x, bf.w
 	if op.k == 1 {
@@ -354,6 +342,21 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	}
 	grads := bf.grads
 	dxs, dw, rest := grads[:N*K], grads[N*K:N*K+K*H], grads[N*K+K*H:]
+	if op.bias { // db = Σ_rows dz (with ReLU, dz masked here, row by row)
+		db := rest[:H]
+		clear(db)
+		for v := 0; v < N; v++ {
+			row := gz[v*H : (v+1)*H]
+			if op.relu {
+				reluGrad(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H])
+			}
+			db := db[:len(row)]
+			for j, g := range row {
+				db[j] += g
+			}
+		}
+		rest = rest[H:]
+	}
 	gemm(true, false, K, H, N, x, K, gz, H, 0, dw, H) // dW = xᵀ·dz, the blocks dw_i in order
 	if op.k == 1 {
 		gemm(false, true, N, K, H, gz, H, w, H, 0, dxs, K) // dx = dz·Wᵀ
@@ -367,16 +370,6 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 			off += ki
 			at += N * ki
 		}
-	}
-	if op.bias {
-		db := rest[:H]
-		clear(db)
-		for v := 0; v < N; v++ {
-			for j, g := range gz[v*H : (v+1)*H] {
-				db[j] += g
-			}
-		}
-		rest = rest[H:]
 	}
 	if op.add {
 		copy(rest, gz)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -100,5 +101,40 @@ func TestAdam(t *testing.T) {
 	}
 	if GradNorm([][]float32{{3, 4}, nil, {0}}) != 5 {
 		t.Error("GradNorm")
+	}
+}
+
+// TestAdamSplitSameBytes checks that Update's two-goroutine loop (a model above
+// adamSplitMin elements, the halves meeting inside a tensor, a nil gradient between)
+// gives the same bytes as one loop over every element, over three steps.
+func TestAdamSplitSameBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ps := Params{NewParam("a", 3000, 3), NewParam("skip", 100), NewParam("b", 7, 1000), NewParam("c", 11)}
+	for _, p := range ps {
+		Uniform(p.Data, 1, rng)
+	}
+	split, one := NewAdam(ps, 0.01), NewAdam(ps.Clone(), 0.01)
+	psOne := ps.Clone()
+	for step := range 3 {
+		grads := make([][]float32, len(ps))
+		n := 0
+		for i, p := range ps {
+			if p.Name == "skip" {
+				continue
+			}
+			grads[i] = make([]float32, len(p.Data))
+			Uniform(grads[i], 1, rng)
+			n += len(p.Data)
+		}
+		if n < adamSplitMin {
+			t.Fatalf("test model of %d updated elements does not reach adamSplitMin %d", n, adamSplitMin)
+		}
+		split.Update(ps, grads)
+		one.step++
+		c1, c2 := 1-math.Pow(one.Beta1, float64(one.step)), 1-math.Pow(one.Beta2, float64(one.step))
+		one.updateRange(psOne, grads, 0, n, 1, c1, c2)
+		if !bytes.Equal(ps.Bytes(), psOne.Bytes()) || !bytes.Equal(split.State().Bytes(), one.State().Bytes()) {
+			t.Fatalf("step %d: the split update differs from one loop", step+1)
+		}
 	}
 }

@@ -48,6 +48,14 @@ type sageBufs[T float32 | float64] struct {
 }
 
 // grow returns s resized to n elements (its contents are not kept or cleared).
+// growInt is grow for an int slice.
+func growInt(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	return s[:n]
+}
+
 func grow[T float32 | float64](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
@@ -183,7 +191,9 @@ func sageForward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Value
 				if u < 0 {
 					continue
 				}
-				for j, x := range s.h[u*Hin : (u+1)*Hin] {
+				row := s.h[u*Hin : (u+1)*Hin]
+				o := o[:len(row)]
+				for j, x := range row {
 					o[j] += x
 				}
 			}
@@ -202,26 +212,46 @@ func sageForward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Value
 		copy(bf.z[v*H:(v+1)*H], s.b)
 	}
 	gemm(false, false, N, H, K, bf.x, K, bf.w, H, 1, bf.z, H)
-	for v := 0; v < N; v++ {
-		z, y := bf.z[v*H:(v+1)*H], bf.y[v*H:(v+1)*H]
-		var ss float64
-		for j, x := range z {
-			var r T
-			if x > 0 {
-				r = x
+	reluInto(bf.y, bf.z)
+	if op.eps > 0 {
+		// ‖y_v‖² for four rows at a time: each row's sum in column order as before, the
+		// four independent chains interleaved (a float64 add's latency, not its
+		// throughput, bounded one row's loop).
+		v := 0
+		for ; v+4 <= N; v += 4 {
+			y0, y1, y2, y3 := bf.y[v*H:(v+1)*H], bf.y[(v+1)*H:(v+2)*H], bf.y[(v+2)*H:(v+3)*H], bf.y[(v+3)*H:(v+4)*H]
+			var s0, s1, s2, s3 float64
+			for j := range y0 {
+				s0 += float64(y0[j]) * float64(y0[j])
+				s1 += float64(y1[j]) * float64(y1[j])
+				s2 += float64(y2[j]) * float64(y2[j])
+				s3 += float64(y3[j]) * float64(y3[j])
 			}
-			y[j] = r
-			ss += float64(r) * float64(r)
+			sageScale(bf, v, H, s0, op.eps)
+			sageScale(bf, v+1, H, s1, op.eps)
+			sageScale(bf, v+2, H, s2, op.eps)
+			sageScale(bf, v+3, H, s3, op.eps)
 		}
-		if op.eps > 0 {
-			inv := 1 / math.Sqrt(ss+op.eps)
-			bf.inv[v] = T(inv)
-			for j, r := range y {
-				y[j] = T(float64(r) * inv)
+		for ; v < N; v++ {
+			var ss float64
+			for _, r := range bf.y[v*H : (v+1)*H] {
+				ss += float64(r) * float64(r)
 			}
+			sageScale(bf, v, H, ss, op.eps)
 		}
 	}
 	return tensor.New(tensor.WithShape(N, H), tensor.WithBacking(bf.y)), nil
+}
+
+// sageScale L2-normalizes row v of bf.y given its squared norm ss: y_v ← y_v/√(ss+eps),
+// keeping the factor in bf.inv for the backward.
+func sageScale[T float32 | float64](bf *sageBufs[T], v, H int, ss, eps float64) {
+	inv := 1 / math.Sqrt(ss+eps)
+	bf.inv[v] = T(inv)
+	y := bf.y[v*H : (v+1)*H]
+	for j, r := range y {
+		y[j] = T(float64(r) * inv)
+	}
 }
 
 // gemm is C = A·B + beta·C (row-major; A transposed when ta, B when tb) on the BLAS
@@ -328,34 +358,39 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 	bf.grads = grow(bf.grads, N*Hin+K*H+H)
 	dh, dw, db := bf.grads[:N*Hin], bf.grads[N*Hin:N*Hin+K*H], bf.grads[N*Hin+K*H:]
 	// dz = ReLU'(z) · L2'(dy): for y = r / n, dr = (dy − y (y·dy)) / n.
-	for v := 0; v < N; v++ {
-		yr, g, gz, z := y[v*H:(v+1)*H], dy[v*H:(v+1)*H], bf.gz[v*H:(v+1)*H], bf.z[v*H:(v+1)*H]
-		if op.eps > 0 {
-			inv := float64(bf.inv[v])
+	if op.eps > 0 {
+		// y·dy per row, four rows' chains interleaved (each in column order).
+		v := 0
+		for ; v+4 <= N; v += 4 {
+			var d [4]float64
+			y0, y1, y2, y3 := y[v*H:(v+1)*H], y[(v+1)*H:(v+2)*H], y[(v+2)*H:(v+3)*H], y[(v+3)*H:(v+4)*H]
+			g0, g1, g2, g3 := dy[v*H:(v+1)*H], dy[(v+1)*H:(v+2)*H], dy[(v+2)*H:(v+3)*H], dy[(v+3)*H:(v+4)*H]
+			for j := range y0 {
+				d[0] += float64(y0[j]) * float64(g0[j])
+				d[1] += float64(y1[j]) * float64(g1[j])
+				d[2] += float64(y2[j]) * float64(g2[j])
+				d[3] += float64(y3[j]) * float64(g3[j])
+			}
+			for r, yg := range d {
+				sageDNorm(bf, y, dy, v+r, H, yg)
+			}
+		}
+		for ; v < N; v++ {
 			var yg float64
-			for j, x := range yr {
+			g := dy[v*H : (v+1)*H]
+			for j, x := range y[v*H : (v+1)*H] {
 				yg += float64(x) * float64(g[j])
 			}
-			for j, x := range yr {
-				var d T
-				if z[j] > 0 {
-					d = T((float64(g[j]) - float64(x)*yg) * inv)
-				}
-				gz[j] = d
-			}
-			continue
+			sageDNorm(bf, y, dy, v, H, yg)
 		}
-		for j := range gz {
-			var d T
-			if z[j] > 0 {
-				d = g[j]
-			}
-			gz[j] = d
-		}
+	} else {
+		reluGrad(bf.gz, dy, bf.z)
 	}
 	clear(db)
 	for v := 0; v < N; v++ {
-		for j, x := range bf.gz[v*H : (v+1)*H] {
+		row := bf.gz[v*H : (v+1)*H]
+		db := db[:len(row)]
+		for j, x := range row {
 			db[j] += x
 		}
 	}
@@ -377,7 +412,7 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 				if u < 0 {
 					continue
 				}
-				d := dh[u*Hin : (u+1)*Hin]
+				d := dh[u*Hin : (u+1)*Hin][:len(g)]
 				for j, x := range g {
 					d[j] += x * scale
 				}
@@ -385,6 +420,17 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 		}
 	}
 	return tensor.New(tensor.WithShape(len(bf.grads)), tensor.WithBacking(bf.grads)), nil
+}
+
+// sageDNorm sets row v of bf.gz to ReLU'(z_v) · L2'(dy) = [z > 0] (dy − y (y·dy)) / n
+// for the row's y·dy (the mask applied while the row is in cache).
+func sageDNorm[T float32 | float64](bf *sageBufs[T], y, dy []T, v, H int, yg float64) {
+	inv := float64(bf.inv[v])
+	yr, g, gz := y[v*H:(v+1)*H], dy[v*H:(v+1)*H], bf.gz[v*H:(v+1)*H]
+	for j, x := range yr {
+		gz[j] = T((float64(g[j]) - float64(x)*yg) * inv)
+	}
+	reluGrad(gz, gz, bf.z[v*H:(v+1)*H])
 }
 
 // partOp views part of a packed vector, [off, off+size), as a tensor of shape shp (no
