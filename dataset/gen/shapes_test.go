@@ -93,3 +93,76 @@ func TestGenerateShapesRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeSplit: a shape split of a gen --shapes dataset holds out exactly the programs
+// at the listed sizes (seq=32 is not seq=320), no training row's kernel occurs in one of
+// them, and a split that holds out nothing or everything, or is malformed, is an error.
+func TestShapeSplit(t *testing.T) {
+	o := genOpts(t, dataset.TaskTile, t.TempDir())
+	o.Models, o.Configs, o.Variants, o.Shapes = []string{"bert_tiny_s128_b32", "gpt2_tiny_s128_b8"}, 2, 1, "seq=32,64,320"
+	if _, err := Generate(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(o.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := dataset.NewSplit(d, "shape:seq=32", 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTest := []string{"bert_tiny_s128_b32@seq=32", "gpt2_tiny_s128_b8@seq=32"}
+	if got := s.Programs(dataset.Test); !slices.Equal(got, wantTest) || !slices.Equal(s.HeldOut, wantTest) {
+		t.Errorf("test programs %v (held out %v), want %v", got, s.HeldOut, wantTest)
+	}
+	if !slices.Equal(s.HeldOutShapes, []int{32}) {
+		t.Errorf("held-out shapes %v, want [32]", s.HeldOutShapes)
+	}
+	for _, p := range s.Programs(dataset.Train) {
+		if slices.Contains(wantTest, p) {
+			t.Errorf("held-out %s among the training programs", p)
+		}
+	}
+	occ, err := d.Occurrences()
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldKeys := map[string]bool{}
+	for _, oc := range occ {
+		if slices.Contains(wantTest, oc.Program) {
+			heldKeys[oc.KernelKey] = true
+		}
+	}
+	var train, test int
+	err = d.Rows(dataset.ReadOptions{}, func(r *dataset.Row) error {
+		switch {
+		case s.IsTest(r):
+			test++
+		case heldKeys[r.KernelKey] || slices.Contains(wantTest, r.Program):
+			t.Errorf("row %s of %s is trained on but occurs in a held-out program", r.KernelKey, r.Program)
+		default:
+			train++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train == 0 || test == 0 {
+		t.Errorf("%d train rows, %d test rows: want both", train, test)
+	}
+	for _, tc := range []struct{ kind, want string }{
+		{"shape:seq=128", "holds out nothing"},
+		{"shape:len=32", "holds out nothing"},
+		{"shape:seq=32,64,320", "every program"},
+		{"shape", "name the held-out sizes"},
+		{"shape:seq=", "not a positive integer"},
+		{"shape:seq=32,32", "given twice"},
+		{"shape:seq=32,d0=3", "one dimension"},
+	} {
+		_, err := dataset.NewSplit(d, tc.kind, 0.2, 1)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("split %s: %v, want one line with %q", tc.kind, err, tc.want)
+		}
+	}
+}
