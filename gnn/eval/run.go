@@ -65,7 +65,10 @@ type Result struct {
 func Run(o RunOptions) (*Result, error) {
 	if o.Split != "" {
 		if err := dataset.CheckSplitKind(o.Split); err != nil {
-			return nil, fmt.Errorf("--split: %w (default: the model's own split)", err)
+			if !strings.HasPrefix(o.Split, dataset.SplitShape) {
+				return nil, fmt.Errorf("--split %s: want one of %s (default: the model's own split)", o.Split, dataset.SplitUsage)
+			}
+			return nil, fmt.Errorf("--split: %w", err)
 		}
 	}
 	if o.PlotsDir != "" {
