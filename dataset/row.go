@@ -161,6 +161,10 @@ type Provenance struct {
 	// Staging is the compiler's staging mode of a generated dataset ("on", "auto"),
 	// omitted when off, so that datasets generated without staging are unchanged.
 	Staging string `json:"staging,omitempty"`
+	// Shapes is the --shapes list of a generated dataset over sizes of a dynamic
+	// dimension ("seq=64,128,256", gen.Options.Shapes): Models then lists the sized
+	// programs, MODEL@seq=V. Omitted when empty, so other datasets are unchanged by it.
+	Shapes string `json:"shapes,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.

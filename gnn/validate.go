@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -108,8 +107,8 @@ func (o TrainOptions) Validate() error {
 // fraction given to OpenData means the default, given to Validate it is an error).
 func (o DataOptions) Validate() error {
 	var errs []error
-	if !slices.Contains(dataset.SplitKinds(), o.Split) {
-		errs = append(errs, &FieldError{Field: "split", Value: fmt.Sprintf("%q", o.Split), Range: "one of " + strings.Join(dataset.SplitKinds(), ", ")})
+	if err := dataset.CheckSplitKind(o.Split); err != nil {
+		errs = append(errs, &FieldError{Field: "split", Value: fmt.Sprintf("%q", o.Split), Range: dataset.SplitUsage})
 	}
 	errs = append(errs, openUnit("test_fraction", o.TestFraction), openUnit("val_fraction", o.ValFraction))
 	return errors.Join(errs...)

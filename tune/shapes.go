@@ -94,10 +94,15 @@ type ShapesReport struct {
 	Budget    int    `json:"budget"`
 	// Measurements are the simulator measurements of the search, over all sizes.
 	Measurements int `json:"measurements"`
-	// Candidates is the number of distinct shape-generic configs evaluated.
-	Candidates  int           `json:"candidates"`
-	Shapes      []ShapeResult `json:"shapes"`
-	MeanSpeedup float64       `json:"mean_speedup"`
+	// Candidates is the number of distinct shape-generic configs measured.
+	Candidates int `json:"candidates"`
+	// ModelGuided says a learned model ranked the candidates (Options.GraphModel): the
+	// search ran on its predictions at every size (ModelEvaluations distinct configs) and
+	// only its top k were measured.
+	ModelGuided      bool          `json:"model_guided"`
+	ModelEvaluations int           `json:"model_evaluations"`
+	Shapes           []ShapeResult `json:"shapes"`
+	MeanSpeedup      float64       `json:"mean_speedup"`
 	// Dispatch states the rule that picks a config for a size (DispatchIndex).
 	Dispatch  string          `json:"dispatch"`
 	HardwareS float64         `json:"hardware_s"`
@@ -140,10 +145,11 @@ type shapeCtx struct {
 // shape-generic search (see the section above) within opts.Budget measurements, and,
 // with compare, tunes each size on its own (Run, same options) as the baseline. The XTAT
 // strategy (the default) runs as simulated annealing over the joint space of
-// opts.Kinds: its kernel phases time single kernels of one shape. The rl strategy, learned
-// models, a store, opts.Shapes and a non-default fusion rule or staging
-// mode are refused: they are not
-// shape-generic.
+// opts.Kinds: its kernel phases time single kernels of one shape. With an absolute
+// model (opts.GraphModel) the search runs on the model's predictions at every size and
+// only its top opts.TopKGraph configs are measured (modelGuidedShapes); the baseline is
+// then model-guided too. The rl strategy, a relative (kernel) model, a store, opts.Shapes
+// and a non-default fusion rule or staging mode are refused: they are not shape-generic.
 func RunShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options, compare bool) (*ShapesReport, error) {
 	return runShapes(ctx, src, list, opts, compare, nil)
 }
@@ -165,8 +171,10 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --staging %s is not supported here (drop --staging)", opts.Staging)
 	case opts.Strategy == RL:
 		return nil, errors.New("shape-generic tuning: the rl strategy's policy is trained per program; use exhaustive, random, sa, evo or mbo")
-	case opts.GraphModel != nil || opts.KernelModel != nil:
-		return nil, errors.New("shape-generic tuning measures every candidate on the simulator: a learned model is not used (drop --model)")
+	case opts.KernelModel != nil:
+		return nil, errors.New("shape-generic tuning ranks whole programs at every size: give --model an absolute (fusion/layout) model, not a relative (tile/flags) one")
+	case opts.GraphModel != nil && counts != nil:
+		return nil, errors.New("tuning a ragged batch measures every candidate on the simulator: a learned model is not used (drop --model)")
 	case opts.Store != nil:
 		return nil, errors.New("shape-generic tuning does not read or record a config store (drop --store)")
 	case opts.Shapes != "":
@@ -204,15 +212,21 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	}
 	ref := shapes[len(shapes)-1]
 	r := &run{opts: o, sim: sim, cc: ref.cc, workers: o.Workers, budget: o.Budget,
-		progCache: map[string]float64{}, kernCache: map[string]float64{}, kernTime: map[string]float64{}, bestNs: math.Inf(1)}
+		progCache: map[string]float64{}, kernCache: map[string]float64{}, kernTime: map[string]float64{}, bestNs: math.Inf(1),
+		graphModel: newModelScorer(o.GraphModel)}
 	ge := &genericEval{r: r, shapes: shapes, counts: counts, cache: map[string]float64{}}
 	r.beginPhase("shape-generic")
-	s := newSearch(r, ge, newKindSet(o.Kinds), "shape-generic", []*candidate{ref.def})
-	if err := s.run(ctx, o.Strategy); err != nil {
-		return nil, fmt.Errorf("tuning %s at %s (%s): %w", src, list, o.Strategy, err)
+	modelEvals := 0
+	if r.graphModel == nil {
+		s := newSearch(r, ge, newKindSet(o.Kinds), "shape-generic", []*candidate{ref.def})
+		if err := s.run(ctx, o.Strategy); err != nil {
+			return nil, fmt.Errorf("tuning %s at %s (%s): %w", src, list, o.Strategy, err)
+		}
+	} else if modelEvals, err = modelGuidedShapes(ctx, r, ge, ref); err != nil {
+		return nil, fmt.Errorf("tuning %s at %s (%s, model-guided): %w", src, list, o.Strategy, err)
 	}
 	rep := &ShapesReport{Source: src, Dim: list.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
-		Seed: o.Seed, Budget: o.Budget, Dispatch: dispatchRule}
+		Seed: o.Seed, Budget: o.Budget, Dispatch: dispatchRule, ModelGuided: r.graphModel != nil, ModelEvaluations: modelEvals}
 	for _, sh := range shapes {
 		if sh.best == nil {
 			return nil, fmt.Errorf("tuning %s: no program was measured at %s=%d (budget %d for %d sizes)", src, list.Name, sh.value, o.Budget, len(shapes))
@@ -489,4 +503,127 @@ func nearestTile(opts []cost.Tile, want cost.Tile) int {
 		}
 	}
 	return best
+}
+
+// modelGuidedShapes is the model-guided shape-generic search (after DietCode's
+// shape-generic cost model): the strategy searches the reference size's space on r's graph
+// model, a candidate's value the mean over sizes of its predicted time at that size
+// (applied there as genericEval applies it) over the predicted time of the size's default
+// compile; then the model's best Options.TopKGraph distinct configs, the default compile
+// first whatever its rank (so that a model that misjudges every change cannot make the
+// result worse than where it started), are measured at every size by ge within the budget
+// (a config costs one measurement per size). It returns the distinct configs the model
+// scored.
+func modelGuidedShapes(ctx context.Context, r *run, ge *genericEval, ref *shapeCtx) (int, error) {
+	base := make([]float64, len(ge.shapes))
+	for j, sh := range ge.shapes {
+		v, err := r.graphModel.program(sh.def.prog)
+		if err != nil {
+			return 0, err
+		}
+		if !(v > 0) {
+			return 0, fmt.Errorf("the model predicts %g ns for the default compile at %d: cannot rank candidates relative to it", v, sh.value)
+		}
+		base[j] = v
+	}
+	me := &genericModelEval{r: r, shapes: ge.shapes, base: base, cap: r.opts.ModelEvals, cache: map[string]float64{}}
+	s := newSearch(r, me, newKindSet(r.opts.Kinds), "shape-generic/model", []*candidate{ref.def})
+	if err := s.run(ctx, r.opts.Strategy); err != nil {
+		return 0, err
+	}
+	top := survivors(me.scored, r.opts.TopKGraph)
+	top = slices.DeleteFunc(top, func(c *candidate) bool { return c.fp == ref.def.fp })
+	if len(top) >= r.opts.TopKGraph {
+		top = top[:max(0, r.opts.TopKGraph-1)]
+	}
+	cands := make([]*candidate, len(top)+1)
+	start := *ref.def // the search scored it: measure a fresh copy
+	start.value, start.evaluated, start.fresh = 0, false, false
+	cands[0] = &start
+	err := parallel(ctx, r.workers, len(top), func(i int) error {
+		c, err := ref.cc.compile(top[i].cfg)
+		cands[i+1] = c
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	r.beginPhase("shape-generic/measure")
+	if err := ge.eval(ctx, cands); err != nil {
+		return 0, err
+	}
+	return me.n, nil
+}
+
+// genericModelEval scores shape-generic candidates with an absolute model: each applied at
+// every size (applyGeneric), its value the mean over sizes of the predicted time over the
+// size's base (the default compile's prediction). Its budget counts distinct configs
+// scored; every scored candidate is kept (without its programs) for the top-k selection.
+type genericModelEval struct {
+	r      *run
+	shapes []*shapeCtx
+	base   []float64
+	cap, n int
+	cache  map[string]float64
+	scored []*candidate
+}
+
+func (e *genericModelEval) remaining() int { return max(0, e.cap-e.n) }
+func (e *genericModelEval) used() int      { return e.n }
+func (e *genericModelEval) limit() int     { return e.cap }
+
+func (e *genericModelEval) eval(ctx context.Context, cands []*candidate) error {
+	var todo []*candidate
+	pending := map[string]bool{}
+	for _, c := range cands {
+		if c.evaluated {
+			continue
+		}
+		if v, ok := e.cache[c.fp]; ok {
+			c.value, c.evaluated, c.fresh = v, true, false
+			continue
+		}
+		if pending[c.fp] || len(todo) >= e.remaining() {
+			continue
+		}
+		pending[c.fp] = true
+		todo = append(todo, c)
+	}
+	ns := len(e.shapes)
+	pred := make([]float64, len(todo)*ns) // pred[i*ns+j]: todo[i]'s predicted time at size j
+	err := parallel(ctx, e.r.workers, len(pred), func(k int) error {
+		c, sh := todo[k/ns], e.shapes[k%ns]
+		a := c
+		if sh != e.shapes[ns-1] { // the reference size: the candidate itself
+			var err error
+			if a, err = applyGeneric(c, sh.cc); err != nil {
+				return err
+			}
+		}
+		v, err := e.r.graphModel.program(a.prog)
+		pred[k] = v
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range todo {
+		v := 0.0
+		for j := range e.shapes {
+			v += pred[i*ns+j] / e.base[j] / float64(ns)
+		}
+		c.value, c.evaluated, c.fresh = v, true, true
+		e.cache[c.fp] = v
+		e.n++
+		e.r.modelEvals++
+		e.scored = append(e.scored, &candidate{cfg: c.cfg, fp: c.fp, value: v, evaluated: true})
+	}
+	for _, c := range cands { // duplicates within the batch
+		if !c.evaluated {
+			if v, ok := e.cache[c.fp]; ok {
+				c.value, c.evaluated, c.fresh = v, true, false
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -172,10 +173,66 @@ func TestRunShapesRefusals(t *testing.T) {
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Strategy: Partition}, "or --strategy partition"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, Staging: compiler.StagingOn}, "--staging on"},
 		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{32, 64, 128}}, Options{Chip: chip, Budget: 2}, "Budget: got 2, want at least the number of sizes, 3"},
+		{shapesModel, zoo.ShapeList{Name: "seq", Values: []int{64, 128}}, Options{Chip: chip, Budget: 10, KernelModel: simModel{chip: chip, relative: true}}, "not a relative (tile/flags) one"},
 	} {
 		_, err := RunShapes(ctx, c.src, c.list, c.opts, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s %s: got %v, want one line with %q", c.src, c.list, err, c.want)
 		}
+	}
+}
+
+// TestRunShapesModelGuided: with an absolute model, the search runs on its predictions
+// (at most ModelEvals configs scored) and only its top k configs, the default first, are
+// measured at every size: measurements are at most TopKGraph x sizes and within the
+// budget, each taken once; every size is never slower than its default, its config
+// compiles strictly to the time reported, and the same seed gives the same report.
+func TestRunShapesModelGuided(t *testing.T) {
+	chip := testChip(t)
+	list := zoo.ShapeList{Name: "seq", Values: []int{32, 96, 128}}
+	run := func() *ShapesReport {
+		seen := map[string]bool{}
+		opts := Options{Chip: chip, Budget: 60, Seed: 5, Strategy: Annealing, TopKGraph: 4, ModelEvals: 24,
+			GraphModel: simModel{chip: chip, err: 0.1},
+			measured: func(id string) {
+				if seen[id] {
+					t.Errorf("%s measured twice", id)
+				}
+				seen[id] = true
+			}}
+		rep, err := RunShapes(context.Background(), shapesModel, list, opts, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.ModelGuided || rep.ModelEvaluations == 0 || rep.ModelEvaluations > opts.ModelEvals {
+			t.Errorf("model_guided %v, %d model evaluations (cap %d)", rep.ModelGuided, rep.ModelEvaluations, opts.ModelEvals)
+		}
+		if rep.Measurements != len(seen) || rep.Measurements > opts.TopKGraph*len(list.Values) || rep.Candidates > opts.TopKGraph || rep.Candidates < 1 {
+			t.Errorf("%d measurements (%d taken) for %d measured configs, top k %d at %d sizes", rep.Measurements, len(seen), rep.Candidates, opts.TopKGraph, len(list.Values))
+		}
+		for _, s := range rep.Shapes {
+			if s.TunedNs > s.DefaultNs {
+				t.Errorf("seq=%d: tuned %.0f ns slower than default %.0f ns", s.Value, s.TunedNs, s.DefaultNs)
+			}
+			m, err := zoo.ResolveShapes(shapesModel, list.At(s.Value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := compiler.Compile(m, s.Config, compiler.Options{Target: chip.Target, Strict: true})
+			if err != nil {
+				t.Fatalf("seq=%d: the config does not compile strictly: %v", s.Value, err)
+			}
+			if got := truth(t, p, chip); got != s.TunedNs {
+				t.Errorf("seq=%d: config compiles to %.0f ns, report says %.0f ns", s.Value, got, s.TunedNs)
+			}
+		}
+		rep.WallS = 0
+		return rep
+	}
+	a, b := run(), run()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("same seed, different reports:\n%s\n%s", ja, jb)
 	}
 }

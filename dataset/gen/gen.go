@@ -104,6 +104,15 @@ type Options struct {
 	// compiler.FusionXLA: the XLA-like heuristic; compiler.FusionPartition: partition
 	// fusion). The variants perturb around that compile's decisions.
 	Fusion compiler.FusionRule
+	// Shapes, if set, lists sizes of one dynamic dimension (a --shapes list,
+	// zoo.ParseShapeList: "seq=64,128,256"): every model is generated at each size as its
+	// own program, named MODEL@NAME=V (zoo.Model.WithShapes; an HLO file's bounded
+	// dimensions: zoo.SizeBounded), models in the order given, each one's sizes ascending.
+	// A zoo program's family is its model's. A model without the dimension, or a size
+	// above its bound, fails the run before anything is written.
+	Shapes string
+
+	sized map[string]sizedProgram // set by Generate: how each program of Models is built
 }
 
 // Progress reports a running generation.
@@ -209,10 +218,41 @@ func (o *Options) Validate() error {
 	if o.Noise.Runs < 1 || o.Noise.Runs > MaxNoiseRuns {
 		return fmt.Errorf("--runs %d: want an integer in [1, %d]", o.Noise.Runs, MaxNoiseRuns)
 	}
+	if o.Shapes != "" {
+		if _, err := zoo.ParseShapeList(o.Shapes); err != nil {
+			return fmt.Errorf("--shapes: %w", err)
+		}
+	}
 	if err := o.Chip.Validate(); err != nil {
 		return err
 	}
 	return nil
+}
+
+// sizedProgram is one program of a run: the source it is built from (Options.Models) and
+// the --shapes value it is built at ("" without Options.Shapes).
+type sizedProgram struct{ src, shape string }
+
+// programs returns the programs of a valid o, in unit order (Options.Shapes): their names
+// and how each is built.
+func (o *Options) programs() ([]string, map[string]sizedProgram) {
+	by := map[string]sizedProgram{}
+	if o.Shapes == "" {
+		for _, m := range o.Models {
+			by[m] = sizedProgram{src: m}
+		}
+		return slices.Clone(o.Models), by
+	}
+	list, _ := zoo.ParseShapeList(o.Shapes) // checked by Validate
+	var names []string
+	for _, m := range o.Models {
+		for _, v := range list.Values {
+			name := m + "@" + list.At(v)
+			names = append(names, name)
+			by[name] = sizedProgram{src: m, shape: list.At(v)}
+		}
+	}
+	return names, by
 }
 
 // ParseShard parses a --shard value "i/n" (0 <= i < n <= MaxShards).
@@ -264,10 +304,18 @@ func (o *Options) variantsPerModel() int {
 
 // provenance is what every file of the run records, with the model family of each zoo
 // model (an HLO file, or a name the zoo does not list, is left out: a family of its own).
+// With Shapes, Models lists the sized programs (MODEL@NAME=V) and each has its model's
+// family; Shapes records the list.
 func (o *Options) provenance() dataset.Provenance {
 	var families map[string]string // nil when empty: read back, an omitted map is nil
-	for _, name := range o.Models {
-		if m, err := zoo.Lookup(name); err == nil {
+	names, by := o.programs()
+	var shapes string
+	if o.Shapes != "" {
+		list, _ := zoo.ParseShapeList(o.Shapes) // checked by Validate
+		shapes = list.String()
+	}
+	for _, name := range names {
+		if m, err := zoo.Lookup(by[name].src); err == nil {
 			if families == nil {
 				families = map[string]string{}
 			}
@@ -277,7 +325,7 @@ func (o *Options) provenance() dataset.Provenance {
 	return dataset.Provenance{Families: families,
 		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
-		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: slices.Clone(o.Models),
+		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: names, Shapes: shapes,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: Version,
 		Fusion:  provenanceFusion(o.Fusion),
 		Staging: stagingName(o.Staging),
@@ -318,13 +366,15 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Every model is built once, now: an unknown model or an unreadable HLO file fails
 	// before anything is written, and the units compile these modules.
+	prov := o.provenance()
+	o.Models, o.sized = o.programs() // from here on, the units' programs
 	g := newGenerator(o)
 	for _, m := range o.Models {
 		if _, err := g.module(m); err != nil {
 			return nil, err
 		}
 	}
-	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: o.Out, Format: o.Format, Provenance: o.provenance()})
+	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: o.Out, Format: o.Format, Provenance: prov})
 	if err != nil {
 		return nil, err
 	}
@@ -595,7 +645,14 @@ func newGenerator(o Options) *generator {
 // module returns model's module, built once per run.
 func (g *generator) module(model string) (*hlo.Module, error) {
 	so := g.entry(model)
-	so.build.Do(func() { so.module, so.buildErr = zoo.Resolve(model) })
+	so.build.Do(func() {
+		p, ok := g.opts.sized[model]
+		if !ok || p.shape == "" {
+			so.module, so.buildErr = zoo.Resolve(model)
+			return
+		}
+		so.module, so.buildErr = zoo.ResolveShapes(p.src, p.shape) // its errors name the model
+	})
 	return so.module, so.buildErr
 }
 

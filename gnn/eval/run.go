@@ -63,8 +63,13 @@ type Result struct {
 // ExcludedRows). Data simulated for another target than the model's is refused unless
 // AllowMismatch is set.
 func Run(o RunOptions) (*Result, error) {
-	if o.Split != "" && !slices.Contains(dataset.SplitKinds(), o.Split) {
-		return nil, fmt.Errorf("--split %s: want one of %s (default: the model's own split)", o.Split, strings.Join(dataset.SplitKinds(), ", "))
+	if o.Split != "" {
+		if err := dataset.CheckSplitKind(o.Split); err != nil {
+			if !strings.HasPrefix(o.Split, dataset.SplitShape) {
+				return nil, fmt.Errorf("--split %s: want one of %s (default: the model's own split)", o.Split, dataset.SplitUsage)
+			}
+			return nil, fmt.Errorf("--split: %w", err)
+		}
 	}
 	if o.PlotsDir != "" {
 		// The plots directory is checked (and locked against a second writer) first, not

@@ -31,7 +31,7 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.ModelDir, "model", "", "model checkpoint directory (tpucost train --out)")
 	f.StringVar(&o.DataDir, "data", "", "dataset directory (default: the one the model was trained on)")
-	f.StringVar(&o.Split, "split", "", "random, program or family; must be the model's training split (default: it)")
+	f.StringVar(&o.Split, "split", "", "random, program, family or shape:NAME=V[,V...]; must be the model's training split (default: it)")
 	f.StringVar(&o.PlotsDir, "plots", "", "write PNG plots into this directory")
 	f.BoolVar(&o.AllowMismatch, "allow-mismatch", false, "evaluate on data of another chip, VMEM size or simulator than the model's (warns; chip_mismatch in --json)")
 	cmd.MarkFlagRequired("model")

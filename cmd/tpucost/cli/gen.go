@@ -38,6 +38,7 @@ type GenOptions struct {
 	PartRows   int
 	Fusion     compiler.FusionRule  // --fusion
 	Staging    compiler.StagingMode // --staging
+	Shapes     string               // --shapes: sizes of one dynamic dimension (gen.Options.Shapes)
 }
 
 // NewCmdGen builds `tpucost gen`.
@@ -72,8 +73,31 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
+	f.Var(shapeListValue{&o.Shapes}, "shapes", "generate every model at each of these sizes of a dynamic dimension, NAME=V,V,... (e.g. seq=64,128,256; zoo list: DYNAMIC): "+
+		"one program per size, named MODEL@seq=V, with its model's family; a model without the dimension is an error")
 	return cmd
 }
+
+// shapeListValue is the pflag.Value of gen's --shapes: a list of one dimension's sizes
+// (zoo.ParseShapeList), checked as the flag is set.
+type shapeListValue struct{ p *string }
+
+func (v shapeListValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v shapeListValue) Set(s string) error {
+	if _, err := zoo.ParseShapeList(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (shapeListValue) Type() string { return "shapes" }
 
 func runGen(ctx context.Context, o *GenOptions) error {
 	if ctx == nil {
@@ -101,7 +125,7 @@ func runGen(ctx context.Context, o *GenOptions) error {
 	opts := gen.Options{
 		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
 		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
-		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Fusion: o.Fusion, Staging: o.Staging,
+		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Fusion: o.Fusion, Staging: o.Staging, Shapes: o.Shapes,
 		Progress: func(p gen.Progress) {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
 			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))

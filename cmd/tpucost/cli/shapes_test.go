@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -92,6 +93,12 @@ func TestShapesFlag(t *testing.T) {
 		{[]string{"sim", boundedHLO, "--shapes", "seq=8"}, `no dimension "seq": the module's bounded dimensions are d0`},
 		{[]string{"compile", boundedHLO, "--shapes", "d0=8,d1=9"}, "d0 and d1 share the bound 128"},
 		{[]string{"sim", graphsage, "--shapes", "d0=8"}, "no bounded dynamic dimension"},
+		{[]string{"gen", "--models", "bert_tiny_s128_b32,resnet18_b1", "--shapes", "seq=64,128", "--out", filepath.Join(t.TempDir(), "d")}, `--shapes: resnet18_b1 has no dynamic dimension "seq" (it declares none)`},
+		{[]string{"gen", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,600", "--out", filepath.Join(t.TempDir(), "d")}, "--shapes: seq=600: bert_tiny_s128_b32 takes seq up to 512"},
+		{[]string{"gen", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,d0=3", "--out", filepath.Join(t.TempDir(), "d")}, "a list varies one dimension"},
+		{[]string{"gen", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,64", "--out", filepath.Join(t.TempDir(), "d")}, "seq=64 given twice"},
+		{[]string{"train", "--task", "tile", "--data", "x", "--out", filepath.Join(t.TempDir(), "m"), "--split", "shape"}, "--split"},
+		{[]string{"eval", "--model", "m", "--split", "shape:seq=x"}, `--split: shape:seq=x: "x" is not a positive integer size`},
 	} {
 		_, errs, code := run(c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {

@@ -82,7 +82,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.MaxConfigs, "max-configs", 32, "configs sampled per kernel per batch")
 	f.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for initialization, shuffling and config sampling")
-	f.StringVar(&o.Split, "split", dataset.SplitRandom, "train/test split: random (by kernel), program (held-out programs) or family (held-out model families, e.g. train on CNNs, test on transformers)")
+	f.StringVar(&o.Split, "split", dataset.SplitRandom, "train/test split: random (by kernel), program (held-out programs), family (held-out model families, e.g. train on CNNs, test on transformers) or shape:NAME=V[,V...] (held-out sizes of a gen --shapes dataset, e.g. shape:seq=384)")
 	f.Float64Var(&o.TestFraction, "test-fraction", 0.2, "fraction held out for evaluation")
 	f.Float64Var(&o.ValFraction, "val-fraction", 0.1, "fraction of the training part used for validation")
 	f.Int64Var(&o.SplitSeed, "split-seed", 1, "seed of the split (use the same with tpucost eval)")

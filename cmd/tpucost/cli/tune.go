@@ -604,14 +604,18 @@ func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 		return errors.New("--out: a shape-generic run has one config per size: they are in --json's shapes[].config")
 	case o.Store != "":
 		return errors.New("--store: a shape-generic run does not read or record a config store")
-	case o.ModelDir != "":
-		return errors.New("--model: a shape-generic run measures every candidate on the simulator")
 	}
 	if err := shapeRunKinds(o, &opts); err != nil {
 		return err
 	}
 	if err := opts.Validate(); err != nil {
 		return tuneFlagError(err)
+	}
+	if o.ModelDir != "" {
+		var err error
+		if opts.GraphModel, opts.KernelModel, _, err = loadTuneModels(o, opts.Chip); err != nil {
+			return err
+		}
 	}
 	var bar *progress.Reporter
 	prog := ""
@@ -646,6 +650,9 @@ func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 	}
 	fmt.Fprintf(o.IO.Out, "shape-generic: %d measurements over %d sizes (%d configs), mean speedup %.3fx, %.1f s hardware, %.2f s wall\n",
 		rep.Measurements, len(rep.Shapes), rep.Candidates, rep.MeanSpeedup, rep.HardwareS, rep.WallS)
+	if rep.ModelGuided {
+		fmt.Fprintf(o.IO.Out, "model-guided: %d configs scored by the model at every size, its top %d measured\n", rep.ModelEvaluations, rep.Candidates)
+	}
 	fmt.Fprintf(o.IO.Out, "dispatch: %s\n", rep.Dispatch)
 	if p := rep.PerShape; p != nil {
 		fmt.Fprintf(o.IO.Out, "per-shape baseline: %d measurements (%d to each size's best), mean speedup %.3fx\n", p.Measurements, p.MeasurementsToBest, p.MeanSpeedup)

@@ -48,6 +48,7 @@ func TestTuneShapes(t *testing.T) {
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--kinds", "bogus"}, `--kinds: unknown kind "bogus"`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--policy", "p"}, "--policy: a shape-generic run does not take the rl strategy"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--strategy", "rl"}, "the rl strategy's policy is trained per program"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--model", "no-such-model-dir"}, "--model no-such-model-dir"},
 	} {
 		_, errs, code := run(c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
