@@ -5,14 +5,45 @@
 # kind (inference, training, all), the geomean speedup of auto and on over off, the
 # share of HBM traffic avoided and the number of models slower than off (must be 0).
 #   scripts/staging.sh [--chip v4] [MODEL...]      (default: every zoo model, chip v4)
+# With --tune (first), it compares tuned programs instead: `tune --staging off` against
+# `tune --staging auto` (XTAT, budget $BUDGET, default 100, seed 1; staging edges are
+# annealed with layout and fusion), one row per model and the geomean of the tuned times.
+#   scripts/staging.sh --tune [--chip v4] [MODEL...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TUNE=0
+if [[ "${1:-}" == "--tune" ]]; then TUNE=1; shift; fi
+BUDGET=${BUDGET:-100}
 CHIP=v4
 if [[ "${1:-}" == "--chip" ]]; then CHIP=$2; shift 2; fi
 go build -o bin/tpucost ./cmd/tpucost
 T=bin/tpucost
 if (( $# )); then MODELS=("$@"); else mapfile -t MODELS < <($T zoo list --json | python3 -c 'import json,sys; [print(m["name"]) for m in json.load(sys.stdin)]'); fi
 KINDS=$($T zoo list --json | python3 -c 'import json,sys; print(" ".join(m["name"]+"="+m["kind"] for m in json.load(sys.stdin)))')
+if (( TUNE )); then
+  for m in "${MODELS[@]}"; do
+    printf '%s ' "$m"
+    for mode in off auto; do
+      $T tune "$m" --chip "$CHIP" --staging "$mode" --budget "$BUDGET" --seed 1 --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["default_ns"], r["tuned_ns"], end=" ")'
+    done
+    echo
+  done | KINDS="$KINDS" python3 -c '
+import math, os, sys
+kind = dict(kv.split("=") for kv in os.environ["KINDS"].split())
+rows = []
+for line in sys.stdin:
+    f = line.split()
+    print(line.rstrip(), flush=True)
+    rows.append((f[0], float(f[2]), float(f[4])))  # model, tuned off, tuned auto
+g = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
+for name in ("inference", "training", "all"):
+    rs = [r for r in rows if name == "all" or kind.get(r[0]) == name]
+    if rs:
+        s = [off / auto for _, off, auto in rs]
+        print("tuned %-9s %3d models  geomean speedup of staging auto over off %.3f  min %.3f  max %.3f  slower %d" % (name, len(s), g(s), min(s), max(s), sum(x < 1 for x in s)))
+'
+  exit 0
+fi
 for m in "${MODELS[@]}"; do
   for mode in off auto on; do
     printf '%s %s %s ' "$m" "$mode" "$CHIP"
