@@ -92,7 +92,7 @@ func runPredict(o *PredictOptions) error {
 		return fmt.Errorf("--rows applies to --data")
 	}
 	var c tpusim.Chip
-	pred, _, _, mismatch, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
+	l, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
 		// The chip defaults to the one the model's training data was generated for.
 		if chip, vmem := meta.DefaultTarget(); !o.chipSet && chip != "" {
 			o.Target.Chip = chip
@@ -107,6 +107,7 @@ func runPredict(o *PredictOptions) error {
 	if err != nil {
 		return err
 	}
+	pred, mismatch := l.Predictor, l.Mismatch
 	defer pred.Close()
 	if mismatch != "" {
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)

@@ -458,8 +458,11 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 	if load == nil {
 		load = func(dir string) (tune.Model, string, error) {
 			target := gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Simulator: tpusim.Version, Cost: c.Target}
-			p, _, _, mismatch, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
-			return p, mismatch, err
+			l, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Predictor, l.Mismatch, nil
 		}
 	}
 	var models []tune.Model
