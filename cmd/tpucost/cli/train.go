@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -104,7 +102,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
-	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
+	"split_seed": "--split-seed", "features": "--features", "heads": "--heads", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
 	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble",
 }
 
@@ -150,17 +148,15 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	}
 	var ck *gnn.Checkpoint
 	if o.Resume && o.Out != "" {
-		if _, err := os.Stat(filepath.Join(o.Out, gnn.ModelFile)); err == nil {
-			var err error
-			if ck, err = gnn.ReadCheckpoint(o.Out); err != nil {
-				return fmt.Errorf("train --resume: %w", err)
-			}
-			if o.Data == "" {
-				o.Data = strings.Join(ck.DatasetPaths(o.Out), ",")
-			}
-			if o.Task == "" {
-				o.Task = string(ck.Task)
-			}
+		var err error
+		if ck, err = gnn.ResumeCheckpoint(o.Out); err != nil {
+			return fmt.Errorf("train --resume: %w", err)
+		}
+		if ck != nil && o.Data == "" {
+			o.Data = strings.Join(ck.DatasetPaths(o.Out), ",")
+		}
+		if ck != nil && o.Task == "" {
+			o.Task = string(ck.Task)
 		}
 	}
 	switch {
@@ -252,56 +248,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses
 		// set ones that differ.
-		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
-			opts.Model = gnn.Config{}
-		} else {
-			m := ck.Config
-			if changed("layers") {
-				m.Layers = cfg.Layers
-			}
-			if changed("hidden") {
-				m.Hidden, m.Head = cfg.Hidden, cfg.Head
-			}
-			if changed("reduce") {
-				m.Reduce = cfg.Reduce
-			}
-			if changed("features") {
-				m = m.WithFeatures(set)
-			}
-			if changed("heads") {
-				m.Tasks = cfg.Tasks
-			}
-			opts.Model = m
-		}
-		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes,
-			"steps": &opts.Steps, "lr-schedule": &opts.Schedule} {
-			if !changed(flag) {
-				switch p := field.(type) {
-				case *int:
-					*p = 0
-				case *int64:
-					*p = 0
-				case *float64:
-					*p = 0
-				case *gnn.Schedule:
-					*p = ""
-				}
-			}
-		}
-		m := ck.Meta
-		if !changed("split") {
-			data.Split = m.Split
-		}
-		if !changed("test-fraction") {
-			data.TestFraction = m.TestFraction
-		}
-		if !changed("val-fraction") {
-			data.ValFraction = m.ValFraction
-		}
-		if !changed("split-seed") {
-			data.SplitSeed = m.SplitSeed
-		}
+		data, opts = gnn.MergeResume(ck, cfg, data, opts, func(field string) bool { return changed(strings.TrimPrefix(trainFlags[field], "--")) })
 	}
 	res, err := gnn.TrainEnsemble(ctx, data, opts, o.Ensemble)
 	if err != nil {
