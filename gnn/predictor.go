@@ -134,6 +134,10 @@ func LoadPredictor(dir string, t cost.Target) (*Predictor, error) {
 	return NewPredictor(m, t, PredictorOptions{})
 }
 
+// Target returns the cost target the predictor featurizes kernels for (zero for a row
+// predictor, NewRowPredictor).
+func (p *Predictor) Target() cost.Target { return p.target }
+
 // Model returns the predictor's model (do not modify it).
 func (p *Predictor) Model() *Model { return p.m }
 
@@ -151,9 +155,9 @@ func (p *Predictor) Close() {
 	}
 }
 
-// scoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
-// the compiler's, or options it listed).
-type scoreRequest struct {
+// ScoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
+// the compiler's, or options it listed): see ScoreKernels.
+type ScoreRequest struct {
 	Kernel  *compiler.Kernel
 	Choices []cost.Planned
 }
@@ -170,16 +174,17 @@ func (p *Predictor) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]f
 // ScoreKernelSpread is ScoreKernel with an ensemble's spread of each choice's score (see
 // ensemble.go; nil for a single model; +Inf scores have spread 0).
 func (p *Predictor) ScoreKernelSpread(k *compiler.Kernel, choices []cost.Planned) (scores, spread []float64, err error) {
-	out, sp, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
+	out, sp, err := p.ScoreKernels([]ScoreRequest{{Kernel: k, Choices: choices}})
 	if err != nil {
 		return nil, nil, err
 	}
 	return out[0], sp[0], nil
 }
 
-// scoreRequests is ScoreKernel for many kernels at once: their graphs and configurations share
-// batches, which is much faster than one call per kernel.
-func (p *Predictor) scoreRequests(reqs []scoreRequest) (out, spread [][]float64, err error) {
+// ScoreKernels is ScoreKernelSpread for many kernels at once: their graphs and
+// configurations share batches, which is much faster than one call per kernel. out[i]
+// and spread[i] are the scores and spreads of reqs[i].
+func (p *Predictor) ScoreKernels(reqs []ScoreRequest) (out, spread [][]float64, err error) {
 	if p.target == (cost.Target{}) {
 		return nil, nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
 	}

@@ -40,7 +40,7 @@ func jsonOutputs() map[string][]any {
 		"gen":               {gen.Result{}},
 		"inspect":           {dataset.Summary{}},
 		"train":             {TrainSummary{}},
-		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},
+		"predict":           {eval.ProgramReport{}, eval.RowReport{}},
 		"eval":              {eval.Result{}},
 		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -20,7 +21,7 @@ type PredictOptions struct {
 	Model   string
 	Config  string
 	Top     int
-	// Data, instead of SRC, scores the rows of a dataset directory (gnn.PredictDataset):
+	// Data, instead of SRC, scores the rows of a dataset directory (eval.PredictDataset):
 	// how a model trained on imported data (another feature set) is used.
 	Data    string
 	MaxRows int
@@ -117,7 +118,7 @@ func runPredict(o *PredictOptions) error {
 		return err
 	}
 	timer := func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
-	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
+	r, err := eval.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func runPredict(o *PredictOptions) error {
 }
 
 func runPredictData(o *PredictOptions) error {
-	r, err := gnn.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
+	r, err := eval.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package gnn
+package eval
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 )
 
 // RowPrediction is a model's prediction for one dataset row (tpucost predict --data):
@@ -54,12 +55,12 @@ type RowReport struct {
 }
 
 // PredictDataset scores every row of the dataset in dir with the model of the checkpoint
-// in modelDir, whose feature set the data must have (Checkpoint.CheckData): the way to
+// in modelDir, whose feature set the data must have (gnn.Checkpoint.CheckData): the way to
 // use a model trained on imported data (e.g. TpuGraphs), whose rows carry features no
 // tpucost compile can produce. top is the number of configurations listed per ranked row.
 // At most maxRows rows are reported (0: all).
 func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) {
-	m, ck, err := Load(modelDir)
+	m, ck, err := gnn.Load(modelDir)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +71,11 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	if err := ck.CheckData(dir, d.Provenance); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
-	seen, err := SeenKeys(modelDir, ck)
+	seen, err := gnn.SeenKeys(modelDir, ck)
 	if err != nil {
 		return nil, err
 	}
-	pred, err := NewRowPredictor(m, PredictorOptions{})
+	pred, err := gnn.NewRowPredictor(m, gnn.PredictorOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 		if maxRows > 0 && len(rep.Rows) == maxRows {
 			return errStop
 		}
-		rp := RowPrediction{Program: r.Program, Kernel: r.KernelName, KernelKey: r.KernelKey, Configs: len(r.Configs), Seen: seen.Contains(KernelID(r.KernelKey))}
+		rp := RowPrediction{Program: r.Program, Kernel: r.KernelName, KernelKey: r.KernelKey, Configs: len(r.Configs), Seen: seen.Contains(gnn.KernelID(r.KernelKey))}
 		if rp.Seen {
 			rep.SeenRows++
 		}
@@ -139,10 +140,10 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	return rep, nil
 }
 
-// sourceFunc adapts a function to RowSource.
+// sourceFunc adapts a function to gnn.RowSource.
 type sourceFunc func(fn func(*dataset.Row) error) error
 
-// Rows implements RowSource.
+// Rows implements gnn.RowSource.
 func (f sourceFunc) Rows(fn func(*dataset.Row) error) error { return f(fn) }
 
 func cmpFloat(a, b float64) int {

@@ -1,4 +1,4 @@
-package gnn
+package eval
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 )
 
 // KernelTimer times a planned kernel choice: the ground truth (simulated) and the
@@ -53,7 +54,7 @@ type KernelReport struct {
 type ProgramReport struct {
 	Program           string         `json:"program"`
 	Task              string         `json:"task"`
-	Loss              Loss           `json:"loss"`
+	Loss              gnn.Loss       `json:"loss"`
 	Relative          bool           `json:"relative"`
 	Kernels           []KernelReport `json:"kernels"`
 	PredictedTotalNs  float64        `json:"predicted_total_ns,omitempty"` // absolute models
@@ -73,7 +74,7 @@ type ProgramReport struct {
 // analytical times, and for models of a relative task (tile, flags) every kernel's
 // options ranked by the model with the topK first listed and timed. Kernels with the
 // same key are scored once.
-func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelTimer) (*ProgramReport, error) {
+func ReportProgram(p *gnn.Predictor, prog *compiler.Program, topK int, timer KernelTimer) (*ProgramReport, error) {
 	m := p.Model()
 	r := &ProgramReport{Program: prog.Name, Task: string(m.Task), Loss: m.Loss, Relative: m.Relative()}
 	// Distinct kernels and their requests.
@@ -90,17 +91,17 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		}
 		kd := &keyed{first: i, choices: []cost.Planned{k.Choice}, current: 0}
 		if m.Task.Relative() {
-			kd.choices, kd.current = options(m, k, p.target)
+			kd.choices, kd.current = options(m, k, p.Target())
 		}
 		byKey[k.Key] = kd
 		order = append(order, k.Key)
 	}
-	reqs := make([]scoreRequest, len(order))
+	reqs := make([]gnn.ScoreRequest, len(order))
 	for i, key := range order {
 		kd := byKey[key]
-		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
+		reqs[i] = gnn.ScoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
 	}
-	scores, spreads, err := p.scoreRequests(reqs)
+	scores, spreads, err := p.ScoreKernels(reqs)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 // options lists the configurations a relative model chooses among for kernel k, planned
 // for t: every valid tile with k's flags (tile task) or every valid flag set with k's tile
 // (flags task), and the index of k's own configuration among them (-1 if absent).
-func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) {
+func options(m *gnn.Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) {
 	var opts []cost.Planned
 	own, err := k.Choice.For(t)
 	if m.Task == dataset.TaskFlags {
