@@ -2,8 +2,10 @@ package eval
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"sort"
+	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -216,3 +218,51 @@ func options(m *gnn.Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, i
 }
 
 func ptrFloat(x float64) *float64 { return &x }
+
+// WriteText writes r as text (tpucost predict): for an absolute model a line per kernel
+// with its predicted, simulated and analytical times; for a tile or flags model a line
+// per kernel with its options ranked by the model; then a summary on chip (the chip's
+// name, which r does not record).
+func (r *ProgramReport) WriteText(out io.Writer, chip string) error {
+	w := table(out)
+	if !r.Relative {
+		fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tPRED_NS\tSIM_NS\tANALYTICAL_NS\tPRED_ERR\t")
+		for _, k := range r.Kernels {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", k.Name, k.Kind, k.Tile, k.Flags, k.PredictedNs, k.SimNs, k.AnalyticalNs, 100*(k.PredictedNs-k.SimNs)/k.SimNs)
+		}
+		fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", r.PredictedTotalNs, r.SimTotalNs, r.AnalyticalTotalNs, 100*(r.PredictedTotalNs-r.SimTotalNs)/r.SimTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		w = table(out)
+		fmt.Fprintln(w, "KERNEL\tCURRENT\tSIM_NS\tRANK\tOPTIONS\tMODEL_TOP (sim ns)\tPICK_NS\tBEST_NS\t")
+		for _, k := range r.Kernels {
+			top := ""
+			for i, opt := range k.Options {
+				if i > 0 {
+					top += ", "
+				}
+				top += fmt.Sprintf("%s %s (%.0f)", opt.Tile, opt.Flags, opt.SimNs)
+			}
+			fmt.Fprintf(w, "%s\t%s %s\t%.0f\t%d\t%d\t%s\t%.0f\t%.0f\t\n", k.Name, k.Tile, k.Flags, k.SimNs, k.CurrentRank, k.OptionCount, top, k.ModelPickNs, k.BestOptionNs)
+		}
+		fmt.Fprintf(w, "total\t\t%.0f\t\t\t\t%.0f\t%.0f\t\n", r.SimTotalNs, r.ModelPickTotalNs, r.BestOptionTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "%s on %s, %s model (%s): %d kernels, simulated %.1f us, analytical %.1f us", r.Program, chip, r.Task, r.Loss, len(r.Kernels), r.SimTotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if !r.Relative {
+		fmt.Fprintf(out, ", predicted %.1f us", r.PredictedTotalNs/1e3)
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		fmt.Fprintf(out, ", with the model's picks %.1f us (best %.1f us)", r.ModelPickTotalNs/1e3, r.BestOptionTotalNs/1e3)
+	}
+	_, err := fmt.Fprintln(out)
+	return err
+}
+
+// table returns a tabwriter for aligned columns, as the command line's tables.
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }

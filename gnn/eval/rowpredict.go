@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -154,4 +155,47 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// WriteText writes r as text (tpucost predict --data): a line per row (ranked data: the
+// model's pick beside the row's best and the slowdown; absolute data: the predicted and
+// measured runtime) and a summary.
+func (r *RowReport) WriteText(out io.Writer) error {
+	w := table(out)
+	if r.Ranked {
+		unit := "NS"
+		if r.RuntimesNormalized {
+			unit = "NORMALIZED"
+		}
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_%s\tBEST_%s\tSLOWDOWN\tSEEN\t\n", unit, unit)
+		for _, p := range r.Rows {
+			pick, best := p.PickNs, p.BestNs
+			if r.RuntimesNormalized {
+				pick, best = p.PickNormalized, p.BestNormalized
+			}
+			slowdown := "-"
+			if p.Slowdown != nil {
+				slowdown = fmt.Sprintf("%.4f", *p.Slowdown)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pick, best, slowdown, p.Seen)
+		}
+	} else {
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
+		for _, p := range r.Rows {
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%+.1f%%\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.TrueNs, 100*(p.PredictedNs-p.TrueNs)/p.TrueNs, p.Seen)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	unit := "ns"
+	if r.RuntimesNormalized {
+		unit = "runtime/normalizer"
+	}
+	fmt.Fprintf(out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
+	if r.MeanSlowdown != nil {
+		fmt.Fprintf(out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
+	}
+	_, err := fmt.Fprintln(out)
+	return err
 }

@@ -39,7 +39,7 @@ func jsonOutputs() map[string][]any {
 		"sim":               {tpusim.Report{}, ragged.Report{}},
 		"gen":               {gen.Result{}},
 		"inspect":           {dataset.Summary{}},
-		"train":             {TrainSummary{}},
+		"train":             {gnn.TrainSummary{}},
 		"predict":           {eval.ProgramReport{}, eval.RowReport{}},
 		"eval":              {eval.Result{}},
 		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},

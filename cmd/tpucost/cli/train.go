@@ -118,26 +118,6 @@ func trainFlagError(err error) error {
 	return err
 }
 
-// TrainSummary is the JSON output of `tpucost train`.
-type TrainSummary struct {
-	Out       string   `json:"out"`
-	Task      string   `json:"task"`
-	Loss      gnn.Loss `json:"loss"`
-	Metric    string   `json:"metric"`
-	BestEpoch int      `json:"best_epoch"`
-	Epochs    int      `json:"epochs"`
-	Stopped   string   `json:"stopped"`
-	// StopReason says why training stopped (budget or early stopping), in a sentence.
-	StopReason string `json:"stop_reason"`
-	// Ensemble is the number of models trained (train --ensemble); the rest describes
-	// the first.
-	Ensemble int         `json:"ensemble"`
-	Best     gnn.Epoch   `json:"best"`
-	History  []gnn.Epoch `json:"history"`
-	// Backend is the BLAS backend training ran on: openblas or go (gnn.TrainResult.Backend).
-	Backend string `json:"backend"`
-}
-
 func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -254,36 +234,11 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if err != nil {
 		return trainFlagError(err)
 	}
-	c := res.Checkpoint
-	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members), Backend: res.Backend}
-	if res.BestEpoch > 0 {
-		s.Best = res.History[res.BestEpoch-1]
-	}
+	s := res.Summary(o.Out)
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, s)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintf(w, "EPOCH\tTRAIN_LOSS\tVAL_LOSS\tVAL_%s\tKERNELS_PER_S\tWALL_S\t\n", strings.ToUpper(c.Metric))
-	for _, e := range res.History {
-		vl, vm := "-", "-"
-		if e.Val != nil {
-			vl, vm = fmt.Sprintf("%.4g", e.Val.Loss), fmt.Sprintf("%.4g", e.Val.Metric)
-		}
-		mark := ""
-		if e.Epoch == res.BestEpoch {
-			mark = "best"
-		}
-		fmt.Fprintf(w, "%d\t%.4g\t%s\t%s\t%.0f\t%.1f\t%s\n", e.Epoch, e.TrainLoss, vl, vm, e.KernelsPerS, e.WallS, mark)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\nbackend: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason, res.Backend)
-	if n := len(res.Model.Members); n > 0 {
-		fmt.Fprintf(o.IO.Out, "ensemble of %d models (the table is the first's; the others are in %s/member-*)\n", n+1, o.Out)
-	}
-	return nil
+	return s.WriteText(o.IO.Out)
 }
 
 // parsePatience reads --patience: "auto" (0: the library's default from the budget), "off"

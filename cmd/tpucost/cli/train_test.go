@@ -115,7 +115,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, stderr)
 	}
-	var s TrainSummary
+	var s gnn.TrainSummary
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
