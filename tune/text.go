@@ -3,6 +3,7 @@ package tune
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/compiler"
@@ -133,4 +134,21 @@ func writeShapeTable(w io.Writer, first string, shapes []ShapeResult) error {
 		fmt.Fprintf(t, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
 	}
 	return t.Flush()
+}
+
+// WriteText writes m as text (tpucost tune train-policy): the decisions, programs,
+// episodes and the first and last episodes' rewards; dir is where the policy was written.
+func (m *PolicyMeta) WriteText(w io.Writer, dir string) error {
+	h := m.History
+	if len(h) == 0 {
+		return fmt.Errorf("policy trained on %d programs: no episode recorded", len(m.Programs))
+	}
+	kinds := make([]string, len(m.Kinds))
+	for i, k := range m.Kinds {
+		kinds[i] = string(k)
+	}
+	first, last := h[0], h[len(h)-1]
+	_, err := fmt.Fprintf(w, "policy (%s) trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
+		strings.Join(kinds, ","), len(m.Programs), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, dir)
+	return err
 }

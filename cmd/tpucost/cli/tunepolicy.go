@@ -123,11 +123,7 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, p.Meta)
 	}
-	h := p.Meta.History
-	first, last := h[0], h[len(h)-1]
-	fmt.Fprintf(o.IO.Out, "policy (%s) trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
-		kindList(kinds), len(mods), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, o.Out)
-	return nil
+	return p.Meta.WriteText(o.IO.Out, o.Out)
 }
 
 // parseKinds parses a comma-separated --kinds list.
