@@ -166,7 +166,11 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 		defer out.Close()
 	}
 	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
-	kinds, policy, err := tuneRLOptions(o, st)
+	kinds, err := tune.ParseKinds(o.Kinds)
+	if err != nil {
+		return err
+	}
+	kinds, policy, err := tune.SearchKinds(st, kinds, o.Policy)
 	if err != nil {
 		return err
 	}
@@ -401,7 +405,7 @@ func shapeRunKinds(o *TuneOptions, opts *tune.Options) error {
 	if o.Policy != "" {
 		return errors.New("--policy: a shape-generic run does not take the rl strategy")
 	}
-	kinds, err := parseKinds(o.Kinds)
+	kinds, err := tune.ParseKinds(o.Kinds)
 	if err != nil {
 		return err
 	}
