@@ -27,7 +27,7 @@ func TestZooList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var entries []ZooEntry
+	var entries []zoo.ListEntry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil {
 		t.Fatal(err)
 	}

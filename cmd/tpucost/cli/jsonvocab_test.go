@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
@@ -35,7 +36,7 @@ func jsonOutputs() map[string][]any {
 		ChipMismatch bool `json:"chip_mismatch"`
 	}
 	return map[string][]any{
-		"zoo list":          {[]ZooEntry{}},
+		"zoo list":          {[]zoo.ListEntry{}},
 		"compile":           {compiler.CompileResult{}},
 		"sim":               {tpusim.Report{}, ragged.Report{}},
 		"gen":               {gen.Result{}},

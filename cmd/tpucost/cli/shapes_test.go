@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
 const boundedHLO = "../../../compiler/zoo/testdata/bounded.hlo"
@@ -17,7 +18,7 @@ func TestZooListDynamic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var entries []ZooEntry
+	var entries []zoo.ListEntry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil {
 		t.Fatal(err)
 	}
