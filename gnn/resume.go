@@ -1,8 +1,10 @@
 package gnn
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // ResumeCheckpoint reads the checkpoint in out that a resumed run continues: nil (and no
@@ -74,4 +76,24 @@ func MergeResume(ck *Checkpoint, model Config, data DataOptions, opts TrainOptio
 		data.SplitSeed = m.SplitSeed
 	}
 	return data, opts
+}
+
+// ParsePatience reads a patience setting as TrainOptions.Patience takes it: "auto" (0,
+// the default from the budget), "off" or an integer number of epochs (0 or negative:
+// off, -1).
+func ParsePatience(s string) (int, error) {
+	switch s {
+	case "auto":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want auto, off or an integer number of epochs", s)
+	}
+	if n <= 0 {
+		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
+	}
+	return n, nil
 }

@@ -50,6 +50,20 @@ func (r *Report) WriteText(w io.Writer, fusion compiler.FusionRule, mismatch boo
 	return err
 }
 
+// WriteDone writes the line that says a program is tuned (tpucost tune's progress on
+// stderr): its measurements and times, and a warning when an rl policy trained on the
+// same model variant (not a held-out result).
+func (r *Report) WriteDone(w io.Writer) {
+	if r.NothingToTune {
+		fmt.Fprintf(w, "tune %s: nothing to tune (no kernels): %.0f ns (1.000x)\n", r.Program, r.TunedNs)
+		return
+	}
+	fmt.Fprintf(w, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
+	if r.PolicyTrainedOn != "" {
+		fmt.Fprintf(w, "WARNING: the rl policy trained on %s, the same model variant as %s: this is not a held-out result (policy_trained_on in --json)\n", r.PolicyTrainedOn, r.Program)
+	}
+}
+
 // Text says in a line what the confirmation decided; fusion is the run's Options.Fusion
 // (a partition run starts from the partition-fusion program, another from the
 // store-repaired one when it differs from the default compile).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -188,9 +187,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
 	}
-	patience, err := parsePatience(o.Patience)
+	patience, err := gnn.ParsePatience(o.Patience)
 	if err != nil {
-		return err
+		return fmt.Errorf("--patience %w", err)
 	}
 	sched, err := gnn.ParseSchedule(o.Schedule)
 	if err != nil {
@@ -239,23 +238,4 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return writeJSON(o.IO.Out, s)
 	}
 	return s.WriteText(o.IO.Out)
-}
-
-// parsePatience reads --patience: "auto" (0: the library's default from the budget), "off"
-// or an integer (0 or negative: off, as before).
-func parsePatience(s string) (int, error) {
-	switch s {
-	case "auto":
-		return 0, nil
-	case "off":
-		return -1, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("--patience %q: want auto, off or an integer number of epochs", s)
-	}
-	if n <= 0 {
-		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
-	}
-	return n, nil
 }

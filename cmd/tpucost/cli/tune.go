@@ -208,14 +208,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 			bar.Done()
 			bar = nil
 		}
-		if r.NothingToTune {
-			fmt.Fprintf(o.IO.Err, "tune %s: nothing to tune (no kernels): %.0f ns (1.000x)\n", r.Program, r.TunedNs)
-			return
-		}
-		fmt.Fprintf(o.IO.Err, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
-		if r.PolicyTrainedOn != "" {
-			fmt.Fprintf(o.IO.Err, "WARNING: the rl policy trained on %s, the same model variant as %s: this is not a held-out result (policy_trained_on in --json)\n", r.PolicyTrainedOn, r.Program)
-		}
+		r.WriteDone(o.IO.Err)
 	}
 	var writeErr error
 	finished := 0
