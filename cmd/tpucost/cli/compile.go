@@ -90,7 +90,7 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion, Staging: o.Staging})
+	p, err := compiler.CompileFile(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}

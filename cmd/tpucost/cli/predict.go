@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
@@ -113,7 +114,7 @@ func runPredict(o *PredictOptions) error {
 	if mismatch != "" {
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
+	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target})
 	if err != nil {
 		return err
 	}

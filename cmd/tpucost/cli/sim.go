@@ -56,7 +56,7 @@ func runSim(o *SimOptions) error {
 	if o.Lengths != "" {
 		return runSimRagged(o, c)
 	}
-	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
+	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}
