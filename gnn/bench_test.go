@@ -119,7 +119,7 @@ func BenchmarkTrainStep(b *testing.B) {
 func BenchmarkPredict(b *testing.B) {
 	rows := benchRows(b)
 	chip := testChip(b)
-	var reqs []scoreRequest
+	var reqs []ScoreRequest
 	for _, name := range benchModels {
 		prog := compileZoo(b, name)
 		seen := map[string]bool{}
@@ -128,7 +128,7 @@ func BenchmarkPredict(b *testing.B) {
 				continue
 			}
 			seen[k.Key] = true
-			reqs = append(reqs, scoreRequest{Kernel: k, Choices: k.Info.Options(k.Key, chip.Target, k.Choice.Config.Flags)})
+			reqs = append(reqs, ScoreRequest{Kernel: k, Choices: k.Info.Options(k.Key, chip.Target, k.Choice.Config.Flags)})
 		}
 	}
 	for _, bucket := range []bool{true, false} {
@@ -145,13 +145,13 @@ func BenchmarkPredict(b *testing.B) {
 				preds += len(r.Choices)
 				flops += m.FlopsPerKernel(len(r.Kernel.Comp.Instructions)) + float64(len(r.Choices))*m.FlopsPerConfig()
 			}
-			if _, _, err := p.scoreRequests(reqs); err != nil { // warm up the bucket nets
+			if _, _, err := p.ScoreKernels(reqs); err != nil { // warm up the bucket nets
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				if _, _, err := p.scoreRequests(reqs); err != nil {
+				if _, _, err := p.ScoreKernels(reqs); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -82,31 +82,47 @@ type Target struct {
 	Cost      cost.Target
 }
 
+// Loaded is a checkpoint loaded to score kernels for a target (LoadFor).
+type Loaded struct {
+	// Predictor scores kernels for Target; the caller closes it.
+	Predictor *Predictor
+	// Checkpoint is the checkpoint read (its task, loss, config and data Meta).
+	Checkpoint *Checkpoint
+	// Target is the target the predictor scores for.
+	Target Target
+	// Mismatch describes how the model's training target differs from Target (with
+	// allowMismatch only; empty when they agree), for the caller to warn about.
+	Mismatch string
+}
+
 // LoadFor loads the model of the checkpoint in dir to score kernels compiled for the
 // target that target returns (given the checkpoint's Meta, e.g. to default to the chip
 // the model was trained for). A model trained on data simulated for another chip, VMEM
 // size or simulator is refused, naming the field and both values, unless allowMismatch:
-// then it is returned with that description in mismatch (empty when the targets agree),
-// for the caller to warn about. A model of another feature set than tpucost's is refused
-// (NewPredictor).
-func LoadFor(dir string, target func(Meta) (Target, error), allowMismatch bool) (p *Predictor, ck *Checkpoint, t Target, mismatch string, err error) {
+// then it is returned with that description in Loaded.Mismatch (empty when the targets
+// agree), for the caller to warn about. A model of another feature set than tpucost's is
+// refused (NewPredictor).
+func LoadFor(dir string, target func(Meta) (Target, error), allowMismatch bool) (*Loaded, error) {
 	m, ck, err := Load(dir)
 	if err != nil {
-		return nil, nil, t, "", err
+		return nil, err
 	}
-	if t, err = target(ck.Meta); err != nil {
-		return nil, nil, t, "", err
+	t, err := target(ck.Meta)
+	if err != nil {
+		return nil, err
 	}
+	var mismatch string
 	if field, mv, cv := ck.Meta.TargetMismatch(t.Chip, t.VMEMBytes, t.Simulator); field != "" {
 		mismatch = fmt.Sprintf("model %s was trained on data for %s %s, not %s", dir, field, mv, cv)
 		if !allowMismatch {
-			return nil, nil, t, "", fmt.Errorf("%s: use it for its target (or pass --allow-mismatch)", mismatch)
+			return nil, fmt.Errorf("%s: use it for its target (or pass --allow-mismatch)", mismatch)
 		}
 	}
-	if p, err = NewPredictor(m, t.Cost, PredictorOptions{}); err != nil {
-		return nil, nil, t, "", err
+	p, err := NewPredictor(m, t.Cost, PredictorOptions{})
+	if err != nil {
+		return nil, err
 	}
-	return p, ck, t, mismatch, nil
+	return &Loaded{Predictor: p, Checkpoint: ck, Target: t, Mismatch: mismatch}, nil
 }
 
 // LoadPredictor loads the model of the checkpoint in dir (see Load) for target t.
@@ -117,6 +133,10 @@ func LoadPredictor(dir string, t cost.Target) (*Predictor, error) {
 	}
 	return NewPredictor(m, t, PredictorOptions{})
 }
+
+// Target returns the cost target the predictor featurizes kernels for (zero for a row
+// predictor, NewRowPredictor).
+func (p *Predictor) Target() cost.Target { return p.target }
 
 // Model returns the predictor's model (do not modify it).
 func (p *Predictor) Model() *Model { return p.m }
@@ -135,9 +155,9 @@ func (p *Predictor) Close() {
 	}
 }
 
-// scoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
-// the compiler's, or options it listed).
-type scoreRequest struct {
+// ScoreRequest asks for the scores of one kernel under planned choices (cost.Planned:
+// the compiler's, or options it listed): see ScoreKernels.
+type ScoreRequest struct {
 	Kernel  *compiler.Kernel
 	Choices []cost.Planned
 }
@@ -154,16 +174,17 @@ func (p *Predictor) ScoreKernel(k *compiler.Kernel, choices []cost.Planned) ([]f
 // ScoreKernelSpread is ScoreKernel with an ensemble's spread of each choice's score (see
 // ensemble.go; nil for a single model; +Inf scores have spread 0).
 func (p *Predictor) ScoreKernelSpread(k *compiler.Kernel, choices []cost.Planned) (scores, spread []float64, err error) {
-	out, sp, err := p.scoreRequests([]scoreRequest{{Kernel: k, Choices: choices}})
+	out, sp, err := p.ScoreKernels([]ScoreRequest{{Kernel: k, Choices: choices}})
 	if err != nil {
 		return nil, nil, err
 	}
 	return out[0], sp[0], nil
 }
 
-// scoreRequests is ScoreKernel for many kernels at once: their graphs and configurations share
-// batches, which is much faster than one call per kernel.
-func (p *Predictor) scoreRequests(reqs []scoreRequest) (out, spread [][]float64, err error) {
+// ScoreKernels is ScoreKernelSpread for many kernels at once: their graphs and
+// configurations share batches, which is much faster than one call per kernel. out[i]
+// and spread[i] are the scores and spreads of reqs[i].
+func (p *Predictor) ScoreKernels(reqs []ScoreRequest) (out, spread [][]float64, err error) {
 	if p.target == (cost.Target{}) {
 		return nil, nil, fmt.Errorf("this predictor scores dataset rows only (NewRowPredictor): it has no target to featurize kernels for")
 	}

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/tpusim"
 )
 
 // batchTol bounds the difference between a prediction made in a large padded batch and
@@ -38,15 +36,15 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 			}
 			prog := compileZoo(t, "resnet18_b1")
 			target := testChip(t).Target
-			var reqs []scoreRequest
+			var reqs []ScoreRequest
 			for _, k := range prog.Kernels[:20] {
 				choices := k.Info.Options(k.Key, target, k.Choice.Config.Flags)
 				// A choice not planned for the predictor's target is planned for it; an
 				// invalid tile scores +Inf.
 				bad := cost.Planned{Info: k.Info, Key: k.Key, Config: cost.KernelConfig{Tile: cost.Tile{3, 5, 7}, Flags: k.Choice.Config.Flags}}
-				reqs = append(reqs, scoreRequest{Kernel: k, Choices: append(choices, bad)})
+				reqs = append(reqs, ScoreRequest{Kernel: k, Choices: append(choices, bad)})
 			}
-			all, _, err := p.scoreRequests(reqs)
+			all, _, err := p.ScoreKernels(reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,40 +104,6 @@ func TestPredictorBatchEqualsOneByOne(t *testing.T) {
 				t.Errorf("PredictRow: %v, %v vs %v", err, one, preds[0])
 			}
 		})
-	}
-}
-
-func TestReportProgram(t *testing.T) {
-	train, _ := trainRows(t)
-	chip := testChip(t)
-	timer := func(c cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(c, chip) }
-	prog := compileZoo(t, "resnet18_b1")
-	for _, loss := range []Loss{LossMSE, LossRankLogistic} {
-		m := testModel(t, tinyConfig(), dataset.TaskTile, loss, train, 3)
-		p, err := NewPredictor(m, chip.Target, PredictorOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := ReportProgram(p, prog, 3, timer)
-		p.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Kernels) != len(prog.Kernels) || !(r.SimTotalNs > 0) || r.Relative != loss.Rank() {
-			t.Fatalf("%s: report %d kernels, sim total %g", loss, len(r.Kernels), r.SimTotalNs)
-		}
-		if !loss.Rank() && !(r.PredictedTotalNs > 0) {
-			t.Errorf("no predicted total")
-		}
-		k := r.Kernels[0]
-		if len(k.Options) == 0 || len(k.Options) > 3 || k.CurrentRank < 1 || k.BestOptionNs > k.ModelPickNs || r.BestOptionTotalNs > r.ModelPickTotalNs {
-			t.Errorf("%s: kernel report %+v", loss, k)
-		}
-		for i := 1; i < len(k.Options); i++ {
-			if k.Options[i].Score < k.Options[i-1].Score || !strings.Contains(k.Options[i].Tile, "x") && k.Options[i].Tile != "-" {
-				t.Errorf("options out of order: %+v", k.Options)
-			}
-		}
 	}
 }
 

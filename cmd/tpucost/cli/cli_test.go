@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -26,7 +27,7 @@ func TestZooList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var entries []ZooEntry
+	var entries []zoo.ListEntry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestCompileConfigRoundTrip(t *testing.T) {
 	}
 	// With --json the dump is a field of the one JSON document (it was printed as text).
 	out, _, code = run("compile", "mlp_768x3_b8", "--dump-after", "fusion", "--json")
-	var res CompileResult
+	var res compiler.CompileResult
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.DumpAfter != "fusion" ||
 		!strings.HasPrefix(res.HLO, "HloModule") || len(res.Kernels) == 0 {
 		t.Errorf("--dump-after fusion --json: exit %d, %v, %.60q", code, err, out)

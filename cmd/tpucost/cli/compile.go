@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/outpath"
@@ -68,45 +67,6 @@ func listedPasses() []string {
 	return ns
 }
 
-// CompiledKernel is one kernel of `compile --json`.
-type CompiledKernel struct {
-	Name  string `json:"name"`
-	Kind  string `json:"kind"`
-	Key   string `json:"key"`
-	Nodes int    `json:"nodes"`
-	Tile  []int  `json:"tile"`
-	Flags string `json:"flags"`
-	// Staged is what the kernel keeps in VMEM across kernels (cost.Staging: "in0,2+out"),
-	// absent when nothing.
-	Staged string `json:"staged,omitempty"`
-}
-
-// CompiledPass is one pass run of `compile --json`. Iteration is the fixed-point
-// iteration of a pass of the default simplification pipeline (absent otherwise).
-type CompiledPass struct {
-	Name         string `json:"name"`
-	Changed      bool   `json:"changed"`
-	OpCountAfter int    `json:"op_count_after"`
-	Iteration    int    `json:"iteration,omitempty"`
-}
-
-// CompileResult is the output of `compile --json`.
-type CompileResult struct {
-	Program string           `json:"program"`
-	Chip    string           `json:"chip"`
-	Kernels []CompiledKernel `json:"kernels"`
-	Space   map[string]int   `json:"configurable"`
-	// OpCountBefore and OpCountAfter: the module's op count (opt.OpCount) before and after
-	// the simplification passes.
-	OpCountBefore int `json:"op_count_before"`
-	OpCountAfter  int `json:"op_count_after"`
-	// Passes lists every pass run, in order: simplification, then the compiler passes.
-	Passes []CompiledPass `json:"passes"`
-	// DumpAfter and HLO: with --dump-after, the pass and the module's HLO text after it.
-	DumpAfter string `json:"dump_after,omitempty"`
-	HLO       string `json:"hlo,omitempty"`
-}
-
 func runCompile(o *CompileOptions) error {
 	c, err := o.Target.chip()
 	if err != nil {
@@ -130,7 +90,7 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := compileModuleWith(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion, Staging: o.Staging})
+	p, err := compiler.CompileFile(m, o.Config, compiler.Options{Target: c.Target, DumpAfter: o.DumpAfter, Dump: dump, Check: o.Check, Simplify: simp, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}
@@ -142,37 +102,9 @@ func runCompile(o *CompileOptions) error {
 	if o.DumpAfter != "" && !o.Globals.JSON {
 		return nil
 	}
-	res := CompileResult{Program: p.Name, Chip: c.Name, DumpAfter: o.DumpAfter, HLO: hloText.String(), Space: map[string]int{
-		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags), "staging": len(p.Space.Staging)}}
-	res.OpCountBefore, res.OpCountAfter = p.OpCountBefore, p.OpCountAfter
-	for _, r := range p.Passes {
-		res.Passes = append(res.Passes, CompiledPass{Name: r.Name, Changed: r.Changed, OpCountAfter: r.OpCount, Iteration: r.Iteration})
-	}
-	for _, k := range p.Kernels {
-		res.Kernels = append(res.Kernels, CompiledKernel{Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps,
-			Tile: append([]int{}, k.Choice.Config.Tile...), Flags: k.Choice.Config.Flags.String()})
-		if st := k.Choice.Config.Staging; !st.Empty() {
-			res.Kernels[len(res.Kernels)-1].Staged = st.String()
-		}
-	}
+	res := compiler.Summarize(p, c.Name, o.DumpAfter, hloText.String())
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
-		p.Name, c.Name, len(p.Kernels), len(p.Space.Layout), len(p.Space.Fusion), len(p.Space.Tile), p.OpCountBefore, p.OpCountAfter)
-	if n := len(p.Space.Staging); n > 0 {
-		staged := 0
-		for _, sc := range p.Space.Staging {
-			if sc.Chosen {
-				staged++
-			}
-		}
-		fmt.Fprintf(w, "staging: %d of %d candidate edges keep their array in VMEM\n", staged, n)
-	}
-	fmt.Fprintln(w, "KERNEL\tKIND\tNODES\tTILE\tFLAGS\tKEY")
-	for _, k := range res.Kernels {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", k.Name, k.Kind, k.Nodes, cost.Tile(k.Tile), k.Flags, k.Key)
-	}
-	return w.Flush()
+	return res.WriteText(o.IO.Out)
 }

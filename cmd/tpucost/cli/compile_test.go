@@ -30,7 +30,7 @@ func TestCompilePasses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res CompileResult
+	var res compiler.CompileResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCompilePasses(t *testing.T) {
 	}
 
 	out, errs, code = run("compile", "mlp_768x3_b8", "--passes", "none", "--json")
-	res = CompileResult{}
+	res = compiler.CompileResult{}
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
 		t.Fatalf("--passes none: exit %d, %v: %s", code, err, errs)
 	}

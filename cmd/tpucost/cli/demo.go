@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,29 +55,5 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)
 	}
-	w := o.IO.Out
-	fmt.Fprintf(w, "tpucost demo on %s, %.0f s\n", res.Chip, res.WallS)
-	if len(res.Reused) > 0 {
-		fmt.Fprintf(w, "reused from an earlier run: %s\n", strings.Join(res.Reused, ", "))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "tile model (held-out programs):")
-	if err := res.Tile.WriteSummary(w); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nprogram-level model (held-out programs):")
-	if err := res.Graph.WriteSummary(w); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\ntuning:")
-	tw := table(w)
-	fmt.Fprintln(tw, "PROGRAM\tSIM-ONLY SPEEDUP\tMEASUREMENTS\tMODEL-GUIDED SPEEDUP\tMEASUREMENTS\tGAIN SHARE")
-	for _, t := range res.Tuning {
-		fmt.Fprintf(tw, "%s\t%.3f\t%d\t%.3f\t%d\t%.0f%%\n", t.Program, t.Sim.Speedup, t.Sim.Measurements, t.Model.Speedup, t.Model.Measurements, 100*t.SpeedupShare)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nreport: %s\n", res.Report)
-	return nil
+	return res.WriteText(o.IO.Out)
 }

@@ -32,11 +32,11 @@ func TestFusionFlag(t *testing.T) {
 		t.Errorf("sim: default %.0f ns, xla %.0f ns, partition %.0f ns; want default = xla > partition", def.TotalNs, xla.TotalNs, part.TotalNs)
 	}
 
-	var cx, cp CompileResult
+	var cx, cp compiler.CompileResult
 	cfgPath := filepath.Join(t.TempDir(), "part.json")
 	for _, c := range []struct {
 		args []string
-		into *CompileResult
+		into *compiler.CompileResult
 	}{{[]string{"--fusion", "xla"}, &cx}, {[]string{"--fusion", "partition", "--check", "--out", cfgPath}, &cp}} {
 		out, errs, code := run(append([]string{"compile", model, "--json"}, c.args...)...)
 		if code != 0 || json.Unmarshal([]byte(out), c.into) != nil {

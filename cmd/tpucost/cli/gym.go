@@ -152,11 +152,7 @@ func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, a.Meta)
 	}
-	h := a.Meta.History
-	first, last := h[0], h[len(h)-1]
-	fmt.Fprintf(o.IO.Out, "agent trained on %d programs, %d iterations: mean return %.4f -> %.4f, greedy %.4f -> %.4f (return = fraction of the ops removed); written to %s\n",
-		len(programs), len(h), first.MeanReturn, last.MeanReturn, first.GreedyReturn, last.GreedyReturn, o.Agent)
-	return nil
+	return a.Meta.WriteText(o.IO.Out, o.Agent)
 }
 
 // GymEvalOptions are the options of `tpucost gym eval`.
@@ -224,19 +220,5 @@ func runGymEval(cmd *cobra.Command, o *GymEvalOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, rep)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tSTEPS\tDEFAULT-ONCE\tSTEPS\tDEFAULT@AGENT-STEPS\tAGENT\tSTEPS\tRANDOM@AGENT-STEPS")
-	for _, p := range rep.Programs {
-		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%d\t%.1f%%\t%d\t%.1f%%\t%.1f%%\t%d\t%.1f%% ± %.1f\n", p.Program, p.InitialOps, 100*p.DefaultReduction, p.DefaultSteps,
-			100*p.DefaultOnceReduction, p.DefaultOnceSteps, 100*p.DefaultSameStepsReduction, 100*p.AgentReduction, p.AgentSteps,
-			100*p.RandomReduction, 100*p.RandomReductionSD)
-	}
-	fmt.Fprintf(w, "mean\t\t%.1f%%\t%.1f\t%.1f%%\t\t%.1f%%\t%.1f%%\t%.1f\t%.1f%%\n", 100*rep.DefaultReduction, rep.MeanDefaultSteps,
-		100*rep.DefaultOnceReduction, 100*rep.DefaultSameStepsReduction, 100*rep.AgentReduction, rep.MeanAgentSteps, 100*rep.RandomReduction)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "agent vs default (fixed point): %+.1f%%, vs default once: %+.1f%% op-count reduction (reduction = fraction of the initial ops removed; %d programs)\n",
-		rep.AgentVsDefaultPct, rep.AgentVsDefaultOncePct, len(rep.Programs))
-	return nil
+	return rep.WriteText(o.IO.Out)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
@@ -34,13 +36,13 @@ func jsonOutputs() map[string][]any {
 		ChipMismatch bool `json:"chip_mismatch"`
 	}
 	return map[string][]any{
-		"zoo list":          {[]ZooEntry{}},
-		"compile":           {CompileResult{}},
+		"zoo list":          {[]zoo.ListEntry{}},
+		"compile":           {compiler.CompileResult{}},
 		"sim":               {tpusim.Report{}, ragged.Report{}},
 		"gen":               {gen.Result{}},
 		"inspect":           {dataset.Summary{}},
-		"train":             {TrainSummary{}},
-		"predict":           {gnn.ProgramReport{}, gnn.RowReport{}},
+		"train":             {gnn.TrainSummary{}},
+		"predict":           {eval.ProgramReport{}, eval.RowReport{}},
 		"eval":              {eval.Result{}},
 		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},

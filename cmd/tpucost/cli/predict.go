@@ -5,8 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -20,7 +22,7 @@ type PredictOptions struct {
 	Model   string
 	Config  string
 	Top     int
-	// Data, instead of SRC, scores the rows of a dataset directory (gnn.PredictDataset):
+	// Data, instead of SRC, scores the rows of a dataset directory (eval.PredictDataset):
 	// how a model trained on imported data (another feature set) is used.
 	Data    string
 	MaxRows int
@@ -92,7 +94,7 @@ func runPredict(o *PredictOptions) error {
 		return fmt.Errorf("--rows applies to --data")
 	}
 	var c tpusim.Chip
-	pred, _, _, mismatch, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
+	l, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
 		// The chip defaults to the one the model's training data was generated for.
 		if chip, vmem := meta.DefaultTarget(); !o.chipSet && chip != "" {
 			o.Target.Chip = chip
@@ -107,16 +109,17 @@ func runPredict(o *PredictOptions) error {
 	if err != nil {
 		return err
 	}
+	pred, mismatch := l.Predictor, l.Mismatch
 	defer pred.Close()
 	if mismatch != "" {
 		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
 	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, c, "", nil)
+	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target})
 	if err != nil {
 		return err
 	}
 	timer := func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
-	r, err := gnn.ReportProgram(pred, p, o.Top, timer)
+	r, err := eval.ReportProgram(pred, p, o.Top, timer)
 	if err != nil {
 		return err
 	}
@@ -124,92 +127,16 @@ func runPredict(o *PredictOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}
-	w := table(o.IO.Out)
-	if !r.Relative {
-		fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tPRED_NS\tSIM_NS\tANALYTICAL_NS\tPRED_ERR\t")
-		for _, k := range r.Kernels {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", k.Name, k.Kind, k.Tile, k.Flags, k.PredictedNs, k.SimNs, k.AnalyticalNs, 100*(k.PredictedNs-k.SimNs)/k.SimNs)
-		}
-		fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", r.PredictedTotalNs, r.SimTotalNs, r.AnalyticalTotalNs, 100*(r.PredictedTotalNs-r.SimTotalNs)/r.SimTotalNs)
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	}
-	if r.Task == "tile" || r.Task == "flags" {
-		w = table(o.IO.Out)
-		fmt.Fprintln(w, "KERNEL\tCURRENT\tSIM_NS\tRANK\tOPTIONS\tMODEL_TOP (sim ns)\tPICK_NS\tBEST_NS\t")
-		for _, k := range r.Kernels {
-			top := ""
-			for i, opt := range k.Options {
-				if i > 0 {
-					top += ", "
-				}
-				top += fmt.Sprintf("%s %s (%.0f)", opt.Tile, opt.Flags, opt.SimNs)
-			}
-			fmt.Fprintf(w, "%s\t%s %s\t%.0f\t%d\t%d\t%s\t%.0f\t%.0f\t\n", k.Name, k.Tile, k.Flags, k.SimNs, k.CurrentRank, k.OptionCount, top, k.ModelPickNs, k.BestOptionNs)
-		}
-		fmt.Fprintf(w, "total\t\t%.0f\t\t\t\t%.0f\t%.0f\t\n", r.SimTotalNs, r.ModelPickTotalNs, r.BestOptionTotalNs)
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(o.IO.Out, "%s on %s, %s model (%s): %d kernels, simulated %.1f us, analytical %.1f us", r.Program, c.Name, r.Task, r.Loss, len(r.Kernels), r.SimTotalNs/1e3, r.AnalyticalTotalNs/1e3)
-	if !r.Relative {
-		fmt.Fprintf(o.IO.Out, ", predicted %.1f us", r.PredictedTotalNs/1e3)
-	}
-	if r.Task == "tile" || r.Task == "flags" {
-		fmt.Fprintf(o.IO.Out, ", with the model's picks %.1f us (best %.1f us)", r.ModelPickTotalNs/1e3, r.BestOptionTotalNs/1e3)
-	}
-	fmt.Fprintln(o.IO.Out)
-	return nil
+	return r.WriteText(o.IO.Out, c.Name)
 }
 
 func runPredictData(o *PredictOptions) error {
-	r, err := gnn.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
+	r, err := eval.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
 	if err != nil {
 		return err
 	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}
-	w := table(o.IO.Out)
-	if r.Ranked {
-		unit := "NS"
-		if r.RuntimesNormalized {
-			unit = "NORMALIZED"
-		}
-		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_%s\tBEST_%s\tSLOWDOWN\tSEEN\t\n", unit, unit)
-		for _, p := range r.Rows {
-			pick, best := p.PickNs, p.BestNs
-			if r.RuntimesNormalized {
-				pick, best = p.PickNormalized, p.BestNormalized
-			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pick, best, fmtPtr(p.Slowdown, "%.4f"), p.Seen)
-		}
-	} else {
-		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
-		for _, p := range r.Rows {
-			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%+.1f%%\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.TrueNs, 100*(p.PredictedNs-p.TrueNs)/p.TrueNs, p.Seen)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	unit := "ns"
-	if r.RuntimesNormalized {
-		unit = "runtime/normalizer"
-	}
-	fmt.Fprintf(o.IO.Out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
-	if r.MeanSlowdown != nil {
-		fmt.Fprintf(o.IO.Out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
-	}
-	fmt.Fprintln(o.IO.Out)
-	return nil
-}
-
-func fmtPtr(p *float64, format string) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf(format, *p)
+	return r.WriteText(o.IO.Out)
 }

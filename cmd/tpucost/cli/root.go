@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/buildinfo"
 	"github.com/tpucost/tpucost/tpusim"
@@ -229,19 +228,13 @@ func (v fusionValue) Set(s string) error {
 func (fusionValue) Type() string { return "rule" }
 
 // compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
-// own) and compiles it with the config file cfgPath (empty: defaults), rejecting configs
-// that name nodes the program lacks.
-func compileSource(src, shapes, cfgPath string, c tpusim.Chip, dumpAfter string, dump io.Writer) (*compiler.Program, error) {
-	return compileSourceWith(src, shapes, cfgPath, compiler.Options{Target: c.Target, DumpAfter: dumpAfter, Dump: dump})
-}
-
-// compileSourceWith is compileSource under opts (its fusion rule, say).
-func compileSourceWith(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
+// own) and compiles it under opts with the config file cfgPath (compiler.CompileFile).
+func compileSource(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
 	m, err := zoo.ResolveShapes(src, shapes)
 	if err != nil {
 		return nil, err
 	}
-	return compileModuleWith(m, cfgPath, opts)
+	return compiler.CompileFile(m, cfgPath, opts)
 }
 
 // stagingUsage is --staging's help, shared by every command that compiles.
@@ -272,18 +265,4 @@ func (stagingValue) Type() string { return "mode" }
 // bindStaging binds --staging to p: the one flag helper of every command that compiles.
 func bindStaging(cmd *cobra.Command, p *compiler.StagingMode) {
 	cmd.Flags().Var(stagingValue{p}, "staging", stagingUsage)
-}
-
-// compileModuleWith compiles m with the config file cfgPath (empty: defaults; given:
-// strict) under opts.
-func compileModuleWith(m *hlo.Module, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
-	var cfg *compiler.Config
-	if cfgPath != "" {
-		var err error
-		if cfg, err = compiler.ReadConfig(cfgPath); err != nil {
-			return nil, err
-		}
-	}
-	opts.Strict = cfgPath != ""
-	return compiler.Compile(m, cfg, opts)
 }

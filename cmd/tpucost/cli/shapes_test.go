@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
 const boundedHLO = "../../../compiler/zoo/testdata/bounded.hlo"
@@ -16,7 +19,7 @@ func TestZooListDynamic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var entries []ZooEntry
+	var entries []zoo.ListEntry
 	if err := json.Unmarshal([]byte(out), &entries); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func TestShapesFlag(t *testing.T) {
 	if sim.Program != "bert_tiny_s128_b32@seq=64" || !(sim.TotalNs < full) {
 		t.Errorf("seq=64: %s %.0f ns, seq=128 %.0f ns", sim.Program, sim.TotalNs, full)
 	}
-	var comp CompileResult
+	var comp compiler.CompileResult
 	out, errs, code = run("compile", "gpt2_tiny_s128_b8_train", "--shapes", "seq=32", "--json")
 	if code != 0 || json.Unmarshal([]byte(out), &comp) != nil || comp.Program != "gpt2_tiny_s128_b8_train@seq=32" {
 		t.Errorf("compile: exit %d %s %q", code, errs, comp.Program)

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +56,7 @@ func runSim(o *SimOptions) error {
 	if o.Lengths != "" {
 		return runSimRagged(o, c)
 	}
-	p, err := compileSourceWith(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
+	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
 	if err != nil {
 		return err
 	}
@@ -75,65 +74,7 @@ func runSim(o *SimOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tSIM_NS\tANALYTICAL_NS\tBOUND\tFLOPS\tBYTES")
-	n := printEntries(w, r.Kernels, "")
-	fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t\t\t\n", r.TotalNs, r.AnalyticalTotalNs)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, n, r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
-	if r.StagedBytes > 0 {
-		fmt.Fprintf(o.IO.Out, "staged in VMEM: %.3g bytes of HBM traffic avoided (%.3g still moved)\n", r.StagedBytes, r.HBMBytes)
-	}
-	fmt.Fprintf(o.IO.Out, "ops timed approximately (streaming model): %d (%.1f%% of the time); loops with unknown trip counts: %d (each run %d time); collectives: %.1f us over %d chip(s)\n",
-		r.ApproximateOps, 100*r.ApproximateShare, r.UnknownTripCounts, compiler.DefaultTripCount, r.CollectiveNs/1e3, r.Chips)
-	return nil
-}
-
-// printEntries writes a report's steps, nested steps indented, and returns the number of
-// kernel lines.
-func printEntries(w io.Writer, es []tpusim.Entry, indent string) int {
-	n := 0
-	for _, e := range es {
-		if k := e.KernelReport; k != nil {
-			name := k.Name
-			if k.Approximate {
-				name += " (approx)"
-			}
-			fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t%.3g\t%.3g\n", indent, name, k.Kind, k.Tile, k.Flags, k.SimNs, k.AnalyticalNs, k.Bound, k.Flops, k.Bytes)
-			n++
-			continue
-		}
-		c := e.ControlReport
-		switch c.Control {
-		case "while":
-			trips := "unknown"
-			if *c.TripCount >= 0 {
-				trips = fmt.Sprint(*c.TripCount)
-			}
-			if c.TripSource == "bound" {
-				trips += " (upper bound)"
-			}
-			fmt.Fprintf(w, "%swhile %s x %s\twhile\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, trips, c.TotalNs)
-			n += printEntries(w, c.Condition, indent+"  cond: ")
-			n += printEntries(w, c.Body, indent+"  ")
-		case "conditional":
-			fmt.Fprintf(w, "%sconditional %s\tcond\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, c.TotalNs)
-			for i, b := range c.Branches {
-				n += printEntries(w, b, fmt.Sprintf("%s  [%d, p=%.2g] ", indent, i, c.Weights[i]))
-			}
-		case "collective-done":
-			fmt.Fprintf(w, "%sdone %s (exposed)\tcollective\t\t\t%.0f\t\t\t\t\n", indent, c.Instruction, c.TotalNs)
-		default:
-			if c.Async {
-				fmt.Fprintf(w, "%s%s-start %s (%d chips, overlapped)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
-				continue
-			}
-			fmt.Fprintf(w, "%s%s %s (%d chips)\tcollective\t\t\t%.0f\t\t\t\t%.3g\n", indent, c.Collective, c.Instruction, c.GroupSize, c.TotalNs, c.CollectiveBytes)
-		}
-	}
-	return n
+	return r.WriteText(o.IO.Out)
 }
 
 // runSimRagged is `sim SRC --lengths L,L,...`: a ragged batch timed padded and ragged.
@@ -161,19 +102,7 @@ func runSimRagged(o *SimOptions, c tpusim.Chip) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, r)
 	}
-	fmt.Fprintf(o.IO.Out, "%s on %s (%s): %d sequences (lengths %v), batch %d per run\n", r.Program, r.Chip, r.Simulator, len(r.Lengths), r.Lengths, r.Batch)
-	fmt.Fprintf(o.IO.Out, "padded to %d: %.1f us; ragged: %.1f us (packing %.1f us, %.0f bytes per token): %.3fx\n",
-		slicesMax(r.Lengths), r.PaddedNs/1e3, r.RaggedNs/1e3, r.PackNs/1e3, r.PackBytesPerToken, r.Speedup)
-	fmt.Fprintf(o.IO.Out, "padding: %.1f%% of the token slots, %.1f%% of the padded flops\n", 100*r.PaddingShare, 100*r.PaddingWaste)
-	return nil
-}
-
-func slicesMax(v []int) int {
-	m := 0
-	for _, x := range v {
-		m = max(m, x)
-	}
-	return m
+	return r.WriteText(o.IO.Out)
 }
 
 // lengthsValue is the pflag.Value of --lengths: parsed (ragged.ParseLengths) as the flag

@@ -98,26 +98,7 @@ func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "DIR\tCOLLECTION\tSPLIT\tFEATURE_SET\tTASK\tFILES\tROWS\tSAMPLES")
-	for _, s := range res.Datasets {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", s.Dir, s.Collection, orDash(s.Split), s.FeatureSet, s.Task, s.Files, s.Rows, s.Samples)
-	}
-	if p := res.PB; p.Modules > 0 {
-		fmt.Fprintf(w, "\n.pb: %d modules, %d runs (%d layout): %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d modules not mapped\n",
-			p.Modules, p.Runs, p.LayoutRuns, p.ImportedRuns, p.ImportedModule, p.ErrorRuns, p.UntimedRuns, p.Unmapped)
-		for _, m := range res.UnmappedModules {
-			fmt.Fprintf(w, "  not mapped: %s\n", m)
-		}
-	}
-	return w.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return res.WriteText(o.IO.Out)
 }
 
 // ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
@@ -171,16 +152,5 @@ func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, res)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintf(w, "out\t%s\n", res.Out)
-	fmt.Fprintf(w, "collection\t%s\n", res.Collection)
-	fmt.Fprintf(w, "files\t%d (train %d, valid %d, test %d)\n", res.Files, res.SplitFiles["train"], res.SplitFiles["valid"], res.SplitFiles["test"])
-	fmt.Fprintf(w, "split\t%s\n", res.Split)
-	fmt.Fprintf(w, "configs\t%d\n", res.Configs)
-	fs := res.FeatureSet
-	if fs == "" {
-		fs = "tpucost (see " + tpugraphs.ExportManifestName + ")"
-	}
-	fmt.Fprintf(w, "feature_set\t%s\n", fs)
-	return w.Flush()
+	return res.WriteText(o.IO.Out)
 }

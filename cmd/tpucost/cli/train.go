@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,7 +101,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
-	"split_seed": "--split-seed", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
+	"split_seed": "--split-seed", "features": "--features", "heads": "--heads", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
 	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble",
 }
 
@@ -120,26 +117,6 @@ func trainFlagError(err error) error {
 	return err
 }
 
-// TrainSummary is the JSON output of `tpucost train`.
-type TrainSummary struct {
-	Out       string   `json:"out"`
-	Task      string   `json:"task"`
-	Loss      gnn.Loss `json:"loss"`
-	Metric    string   `json:"metric"`
-	BestEpoch int      `json:"best_epoch"`
-	Epochs    int      `json:"epochs"`
-	Stopped   string   `json:"stopped"`
-	// StopReason says why training stopped (budget or early stopping), in a sentence.
-	StopReason string `json:"stop_reason"`
-	// Ensemble is the number of models trained (train --ensemble); the rest describes
-	// the first.
-	Ensemble int         `json:"ensemble"`
-	Best     gnn.Epoch   `json:"best"`
-	History  []gnn.Epoch `json:"history"`
-	// Backend is the BLAS backend training ran on: openblas or go (gnn.TrainResult.Backend).
-	Backend string `json:"backend"`
-}
-
 func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -150,17 +127,15 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	}
 	var ck *gnn.Checkpoint
 	if o.Resume && o.Out != "" {
-		if _, err := os.Stat(filepath.Join(o.Out, gnn.ModelFile)); err == nil {
-			var err error
-			if ck, err = gnn.ReadCheckpoint(o.Out); err != nil {
-				return fmt.Errorf("train --resume: %w", err)
-			}
-			if o.Data == "" {
-				o.Data = strings.Join(ck.DatasetPaths(o.Out), ",")
-			}
-			if o.Task == "" {
-				o.Task = string(ck.Task)
-			}
+		var err error
+		if ck, err = gnn.ResumeCheckpoint(o.Out); err != nil {
+			return fmt.Errorf("train --resume: %w", err)
+		}
+		if ck != nil && o.Data == "" {
+			o.Data = strings.Join(ck.DatasetPaths(o.Out), ",")
+		}
+		if ck != nil && o.Task == "" {
+			o.Task = string(ck.Task)
 		}
 	}
 	switch {
@@ -212,9 +187,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
 	}
-	patience, err := parsePatience(o.Patience)
+	patience, err := gnn.ParsePatience(o.Patience)
 	if err != nil {
-		return err
+		return fmt.Errorf("--patience %w", err)
 	}
 	sched, err := gnn.ParseSchedule(o.Schedule)
 	if err != nil {
@@ -252,108 +227,15 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses
 		// set ones that differ.
-		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
-			opts.Model = gnn.Config{}
-		} else {
-			m := ck.Config
-			if changed("layers") {
-				m.Layers = cfg.Layers
-			}
-			if changed("hidden") {
-				m.Hidden, m.Head = cfg.Hidden, cfg.Head
-			}
-			if changed("reduce") {
-				m.Reduce = cfg.Reduce
-			}
-			if changed("features") {
-				m = m.WithFeatures(set)
-			}
-			if changed("heads") {
-				m.Tasks = cfg.Tasks
-			}
-			opts.Model = m
-		}
-		for flag, field := range map[string]any{"epochs": &opts.Epochs, "batch": &opts.BatchKernels, "max-configs": &opts.MaxConfigs,
-			"lr": &opts.LR, "seed": &opts.Seed, "patience": &opts.Patience, "max-segment-nodes": &opts.MaxSegmentNodes,
-			"steps": &opts.Steps, "lr-schedule": &opts.Schedule} {
-			if !changed(flag) {
-				switch p := field.(type) {
-				case *int:
-					*p = 0
-				case *int64:
-					*p = 0
-				case *float64:
-					*p = 0
-				case *gnn.Schedule:
-					*p = ""
-				}
-			}
-		}
-		m := ck.Meta
-		if !changed("split") {
-			data.Split = m.Split
-		}
-		if !changed("test-fraction") {
-			data.TestFraction = m.TestFraction
-		}
-		if !changed("val-fraction") {
-			data.ValFraction = m.ValFraction
-		}
-		if !changed("split-seed") {
-			data.SplitSeed = m.SplitSeed
-		}
+		data, opts = gnn.MergeResume(ck, cfg, data, opts, func(field string) bool { return changed(strings.TrimPrefix(trainFlags[field], "--")) })
 	}
 	res, err := gnn.TrainEnsemble(ctx, data, opts, o.Ensemble)
 	if err != nil {
 		return trainFlagError(err)
 	}
-	c := res.Checkpoint
-	s := TrainSummary{Out: o.Out, Task: string(c.Task), Loss: c.Loss, Metric: c.Metric, BestEpoch: res.BestEpoch, Epochs: len(res.History),
-		Stopped: res.Stopped, StopReason: res.StopReason, History: res.History, Ensemble: 1 + len(res.Model.Members), Backend: res.Backend}
-	if res.BestEpoch > 0 {
-		s.Best = res.History[res.BestEpoch-1]
-	}
+	s := res.Summary(o.Out)
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, s)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintf(w, "EPOCH\tTRAIN_LOSS\tVAL_LOSS\tVAL_%s\tKERNELS_PER_S\tWALL_S\t\n", strings.ToUpper(c.Metric))
-	for _, e := range res.History {
-		vl, vm := "-", "-"
-		if e.Val != nil {
-			vl, vm = fmt.Sprintf("%.4g", e.Val.Loss), fmt.Sprintf("%.4g", e.Val.Metric)
-		}
-		mark := ""
-		if e.Epoch == res.BestEpoch {
-			mark = "best"
-		}
-		fmt.Fprintf(w, "%d\t%.4g\t%s\t%s\t%.0f\t%.1f\t%s\n", e.Epoch, e.TrainLoss, vl, vm, e.KernelsPerS, e.WallS, mark)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "%s model (%s loss): best epoch %d of %d, saved to %s\nstopped: %s\nbackend: %s\n", c.Task, c.Loss, res.BestEpoch, len(res.History), o.Out, res.StopReason, res.Backend)
-	if n := len(res.Model.Members); n > 0 {
-		fmt.Fprintf(o.IO.Out, "ensemble of %d models (the table is the first's; the others are in %s/member-*)\n", n+1, o.Out)
-	}
-	return nil
-}
-
-// parsePatience reads --patience: "auto" (0: the library's default from the budget), "off"
-// or an integer (0 or negative: off, as before).
-func parsePatience(s string) (int, error) {
-	switch s {
-	case "auto":
-		return 0, nil
-	case "off":
-		return -1, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("--patience %q: want auto, off or an integer number of epochs", s)
-	}
-	if n <= 0 {
-		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
-	}
-	return n, nil
+	return s.WriteText(o.IO.Out)
 }

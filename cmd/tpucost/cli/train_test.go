@@ -16,6 +16,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -114,7 +115,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, stderr)
 	}
-	var s TrainSummary
+	var s gnn.TrainSummary
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
@@ -161,7 +162,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("predict: %v\n%s", err, stderr)
 	}
-	var r gnn.ProgramReport
+	var r eval.ProgramReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("predict --json: %v", err)
 	}

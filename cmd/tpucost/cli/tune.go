@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,8 +11,6 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/gnn"
-	"github.com/tpucost/tpucost/internal/dirlock"
-	"github.com/tpucost/tpucost/internal/outpath"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
@@ -166,26 +161,19 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if err := opts.Validate(); err != nil {
 		return tuneFlagError(err)
 	}
+	var out *tune.ConfigOut
 	if o.Out != "" {
-		if err := checkOut(o.Out, batch); err != nil {
+		if out, err = tune.OpenConfigOut("--out", o.Out, batch, o.Force); err != nil {
 			return err
 		}
-		if batch {
-			if err := outpath.CheckDir("--out", o.Out, o.Force); err != nil {
-				return err
-			}
-			// One writer per directory of tuned configs.
-			lock, err := dirlock.AcquireDir(o.Out, "tuned-config directory")
-			if err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			defer lock.Release()
-		} else if err := outpath.CheckFile("--out", o.Out, compiler.ConfigFileKind(), o.Force); err != nil {
-			return err
-		}
+		defer out.Close()
 	}
 	st, _ := tune.ParseStrategy(o.Strategy) // valid: its canonical spelling
-	kinds, policy, err := tuneRLOptions(o, st)
+	kinds, err := tune.ParseKinds(o.Kinds)
+	if err != nil {
+		return err
+	}
+	kinds, policy, err := tune.SearchKinds(st, kinds, o.Policy)
 	if err != nil {
 		return err
 	}
@@ -223,36 +211,15 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 			bar.Done()
 			bar = nil
 		}
-		if r.NothingToTune {
-			fmt.Fprintf(o.IO.Err, "tune %s: nothing to tune (no kernels): %.0f ns (1.000x)\n", r.Program, r.TunedNs)
-			return
-		}
-		fmt.Fprintf(o.IO.Err, "tune %s: %d measurements, %.0f ns -> %.0f ns (%.3fx)\n", r.Program, r.Measurements, r.DefaultNs, r.TunedNs, r.Speedup)
-		if r.PolicyTrainedOn != "" {
-			fmt.Fprintf(o.IO.Err, "WARNING: the rl policy trained on %s, the same model variant as %s: this is not a held-out result (policy_trained_on in --json)\n", r.PolicyTrainedOn, r.Program)
-		}
+		r.WriteDone(o.IO.Err)
 	}
 	var writeErr error
 	finished := 0
 	b, err := tune.RunMany(ctx, srcs, opts, func(r *tune.Report) {
 		finished++
 		done(r)
-		if o.Out != "" && writeErr == nil {
-			path := o.Out
-			if batch {
-				if err := os.MkdirAll(o.Out, 0o755); err != nil {
-					writeErr = fmt.Errorf("--out: %w", err)
-					return
-				}
-				path = filepath.Join(o.Out, r.Program+".json")
-				if err := outpath.CheckFile("--out", path, compiler.ConfigFileKind(), o.Force); err != nil {
-					writeErr = err
-					return
-				}
-			}
-			if err := compiler.WriteConfig(path, r.Config); err != nil {
-				writeErr = fmt.Errorf("--out: %w", err)
-			}
+		if out != nil && writeErr == nil {
+			writeErr = out.Write(r)
 		}
 	})
 	if err != nil {
@@ -276,17 +243,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 			ChipMismatch bool `json:"chip_mismatch"`
 		}{b, mismatch})
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "MODEL\tKERNELS\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tMEASUREMENTS\tHARDWARE_S\tWALL_S")
-	for _, r := range b.Reports {
-		fmt.Fprintf(w, "%s\t%d\t%.0f\t%.0f\t%.3f\t%d\t%.1f\t%.2f\n", r.Program, r.Kernels, r.DefaultNs, r.TunedNs, r.Speedup, r.Measurements, r.HardwareS, r.WallS)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "%d programs, strategy %s, budget %d: mean speedup %.3fx (geomean %.3fx), max %.3fx; %d measurements, %.0f s hardware, %.1f s wall\n",
-		len(b.Reports), st, o.Budget, b.MeanSpeedup, b.GeomeanSpeedup, b.MaxSpeedup, b.Measurements, b.HardwareS, b.WallS)
-	return nil
+	return b.WriteText(o.IO.Out, st, o.Budget)
 }
 
 // printTuneReport prints the report of one program; mismatch says a --model was trained
@@ -298,40 +255,9 @@ func printTuneReport(o *TuneOptions, r *tune.Report, mismatch bool) error {
 			ChipMismatch bool `json:"chip_mismatch"`
 		}{r, mismatch})
 	}
-	guided := ""
-	if r.ModelGuided {
-		guided = ", model-guided"
-	}
-	fmt.Fprintf(o.IO.Out, "%s on %s (%s), strategy %s%s, budget %d, seed %d\n", r.Program, r.Chip, r.Simulator, r.Strategy, guided, r.Budget, r.Seed)
-	if mismatch {
-		fmt.Fprintln(o.IO.Out, "WARNING: a --model was trained for another target: its guidance is not validated for this one")
-	}
-	if r.NothingToTune {
-		fmt.Fprintf(o.IO.Out, "nothing to tune: %s compiles to no kernels, so no config changes it; the result is the default compile (%.0f ns, speedup 1.000x), nothing was measured\n", r.Program, r.TunedNs)
-		if o.Out != "" {
-			fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
-		}
-		return nil
-	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "PHASE\tSTRATEGY\tMEASUREMENTS\tMODEL_EVALS\tBEST_NS")
-	for _, p := range r.Phases {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%.0f\n", p.Name, p.Strategy, p.Measurements, p.ModelEvaluations, p.BestNs)
-	}
-	if err := w.Flush(); err != nil {
+	if err := r.WriteText(o.IO.Out, o.Fusion, mismatch); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "default %.0f ns, tuned %.0f ns: speedup %.3fx; %d measurements (%d program, %d kernel), %.1f s hardware, %.2f s wall\n",
-		r.DefaultNs, r.TunedNs, r.Speedup, r.Measurements, r.ProgramMeasures, r.KernelMeasures, r.HardwareS, r.WallS)
-	if r.ModelKernels > 0 {
-		fmt.Fprintf(o.IO.Out, "ensemble kernel model: %d of %d kernels uncertain (the members disagree on the pick), twice the options measured there\n",
-			r.UncertainKernels, r.ModelKernels)
-	}
-	start := o.Fusion
-	if tune.Strategy(o.Strategy) == tune.Partition {
-		start = compiler.FusionPartition
-	}
-	fmt.Fprintln(o.IO.Out, confirmationLine(r.Confirmation, start))
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.Out, "tuned config written to %s\n", o.Out)
 	}
@@ -353,41 +279,6 @@ func interrupted(o *TuneOptions, srcs []string, finished int, batch bool, err er
 	}
 	return fmt.Errorf("interrupted (%w): %d of %d programs finished%s, nothing was written for %s; to tune the rest with the same results, re-run the same command with --models %s in place of --models/--all",
 		err, finished, len(srcs), kept, srcs[finished], strings.Join(srcs[finished:], ","))
-}
-
-// checkOut checks --out before the search starts, so that a finished search is not lost
-// to an output it cannot write: for one program, a file path that is not a directory, in
-// an existing writable directory; in batch mode (--models, --all), a directory, existing
-// or to be created (at the first write) in a writable one.
-func checkOut(out string, batch bool) error {
-	st, err := os.Stat(out)
-	switch {
-	case err == nil && st.IsDir() && !batch:
-		return fmt.Errorf("--out %s is a directory: give the path of the config file to write (a directory is for --models and --all)", out)
-	case err == nil && !st.IsDir() && batch:
-		return fmt.Errorf("--out %s is a file: in batch mode --out is a directory of MODEL.json files", out)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("--out: %w", err)
-	}
-	dir := filepath.Dir(out)
-	if batch {
-		// The directory itself, or the nearest ancestor that exists.
-		for dir = filepath.Clean(out); ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("--out %s: %s is not an existing directory", out, dir)
-	}
-	f, err := os.CreateTemp(dir, ".tpucost-write-check-*")
-	if err != nil {
-		return fmt.Errorf("--out %s: cannot write in %s: %w", out, dir, err)
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // tuneFlag names the flag of a tune.Options field the command line sets.
@@ -424,37 +315,6 @@ func strategyNames() string {
 	return strings.Join(names, ", ")
 }
 
-// confirmationLine says what the final confirmation of a tuning run decided; fusion is
-// the run's --fusion (a partition run starts from the partition-fusion program, another
-// from the store-repaired one when it differs from the default compile).
-func confirmationLine(c tune.Confirmation, fusion compiler.FusionRule) string {
-	start := "store-repaired"
-	if fusion == compiler.FusionPartition {
-		start = "partition-fusion"
-	}
-	switch c.Outcome {
-	case tune.KeptWinner:
-		if c.DefaultNs > 0 {
-			return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the %s start's %.0f ns and the default compile's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
-				c.WinnerNs, start, c.StartNs, c.DefaultNs, c.RunsEach, 100*c.Margin)
-		}
-		return fmt.Sprintf("confirmation: kept the search's best: %.0f ns vs the start's %.0f ns (min of %d runs each), faster beyond the noise margin of %.2f%%",
-			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
-	case tune.KeptStart:
-		if c.DefaultNs > 0 {
-			return fmt.Sprintf("confirmation: kept the %s starting program (%.0f ns): the search's best (%.0f ns) is not faster beyond the noise margin of %.2f%%, and the start is faster than the default compile (%.0f ns; min of %d runs each)",
-				start, c.StartNs, c.WinnerNs, 100*c.Margin, c.DefaultNs, c.RunsEach)
-		}
-		return fmt.Sprintf("confirmation: kept the starting program: the search's best (%.0f ns) is not faster than the start (%.0f ns; min of %d runs each) beyond the noise margin of %.2f%%",
-			c.WinnerNs, c.StartNs, c.RunsEach, 100*c.Margin)
-	case tune.KeptDefault:
-		return fmt.Sprintf("confirmation: kept the default compile (%.0f ns): neither the search's best (%.0f ns) nor the %s start (%.0f ns; min of %d runs each) is faster beyond the noise margin of %.2f%%",
-			c.DefaultNs, c.WinnerNs, start, c.StartNs, c.RunsEach, 100*c.Margin)
-	default:
-		return "confirmation: the search's best is the starting program"
-	}
-}
-
 // loadTuneModels loads the comma-separated checkpoints of --model and gives each its role
 // by what it predicts: an absolute model (fusion, layout) scores whole programs, a
 // relative one (tile, flags) ranks a kernel's options. A model trained for another chip,
@@ -465,8 +325,11 @@ func loadTuneModels(o *TuneOptions, c tpusim.Chip) (graph, kernel tune.Model, mi
 	if load == nil {
 		load = func(dir string) (tune.Model, string, error) {
 			target := gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Simulator: tpusim.Version, Cost: c.Target}
-			p, _, _, mismatch, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
-			return p, mismatch, err
+			l, err := gnn.LoadFor(dir, func(gnn.Meta) (gnn.Target, error) { return target, nil }, o.AllowMismatch)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Predictor, l.Mismatch, nil
 		}
 	}
 	var models []tune.Model
@@ -529,18 +392,7 @@ func runTuneRagged(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, rep)
 	}
-	fmt.Fprintf(o.IO.Out, "%s, a ragged batch of %d sequences (lengths %v, batch %d per run), strategy %s, budget %d\n", rep.Source, len(rep.Lengths), rep.Lengths, rep.Batch, rep.Strategy, o.Budget)
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "LENGTH\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
-	for _, s := range rep.Shapes {
-		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "padded %.1f us; ragged %.1f us with default configs, %.1f us tuned (packing %.1f us): %.3fx over default ragged, %.3fx over padded; %d measurements\n",
-		rep.PaddedNs/1e3, rep.DefaultRaggedNs/1e3, rep.TunedRaggedNs/1e3, rep.PackNs/1e3, rep.Speedup, rep.SpeedupVsPadded, rep.Measurements)
-	return nil
+	return rep.WriteText(o.IO.Out, o.Budget)
 }
 
 // shapeRunKinds applies --kinds to a shape-generic or ragged run (whose xtat runs as sa,
@@ -549,7 +401,7 @@ func shapeRunKinds(o *TuneOptions, opts *tune.Options) error {
 	if o.Policy != "" {
 		return errors.New("--policy: a shape-generic run does not take the rl strategy")
 	}
-	kinds, err := parseKinds(o.Kinds)
+	kinds, err := tune.ParseKinds(o.Kinds)
 	if err != nil {
 		return err
 	}
@@ -639,23 +491,5 @@ func runTuneShapes(ctx context.Context, o *TuneOptions, srcs []string, batch boo
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, rep)
 	}
-	fmt.Fprintf(o.IO.Out, "%s at %s on %s (%s), strategy %s, budget %d, seed %d: one shape-generic search\n", rep.Source, list, rep.Chip, rep.Simulator, rep.Strategy, rep.Budget, rep.Seed)
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "VALUE\tDEFAULT_NS\tTUNED_NS\tSPEEDUP\tCONFIRMATION")
-	for _, s := range rep.Shapes {
-		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.3f\t%s\n", s.Value, s.DefaultNs, s.TunedNs, s.Speedup, s.Confirmation.Outcome)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.Out, "shape-generic: %d measurements over %d sizes (%d configs), mean speedup %.3fx, %.1f s hardware, %.2f s wall\n",
-		rep.Measurements, len(rep.Shapes), rep.Candidates, rep.MeanSpeedup, rep.HardwareS, rep.WallS)
-	if rep.ModelGuided {
-		fmt.Fprintf(o.IO.Out, "model-guided: %d configs scored by the model at every size, its top %d measured\n", rep.ModelEvaluations, rep.Candidates)
-	}
-	fmt.Fprintf(o.IO.Out, "dispatch: %s\n", rep.Dispatch)
-	if p := rep.PerShape; p != nil {
-		fmt.Fprintf(o.IO.Out, "per-shape baseline: %d measurements (%d to each size's best), mean speedup %.3fx\n", p.Measurements, p.MeasurementsToBest, p.MeanSpeedup)
-	}
-	return nil
+	return rep.WriteText(o.IO.Out, list)
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/dirlock"
@@ -88,14 +85,14 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 		}
 		mods = append(mods, m)
 	}
-	kinds, err := parseKinds(o.Kinds)
+	kinds, err := tune.ParseKinds(o.Kinds)
 	if err != nil {
 		return err
 	}
 	if len(kinds) == 0 {
 		return errors.New("--kinds: no kind named (layout, fusion or both)")
 	}
-	if err := rlKindsOK(kinds); err != nil {
+	if err := tune.CheckRLKinds(kinds); err != nil {
 		return err
 	}
 	c, err := o.Target.chip()
@@ -123,87 +120,5 @@ func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, p.Meta)
 	}
-	h := p.Meta.History
-	first, last := h[0], h[len(h)-1]
-	fmt.Fprintf(o.IO.Out, "policy (%s) trained on %d programs, %d episodes: mean reward %.4f -> %.4f, greedy %.4f -> %.4f (reward = log(default_ns/ns)); written to %s\n",
-		kindList(kinds), len(mods), len(h), first.MeanReward, last.MeanReward, first.GreedyMean, last.GreedyMean, o.Out)
-	return nil
-}
-
-// parseKinds parses a comma-separated --kinds list.
-func parseKinds(list string) ([]compiler.Kind, error) {
-	var kinds []compiler.Kind
-	for _, s := range strings.Split(list, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		k := compiler.Kind(strings.ToLower(s))
-		if !slices.Contains(compiler.Kinds(), k) {
-			return nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
-		}
-		if !slices.Contains(kinds, k) {
-			kinds = append(kinds, k)
-		}
-	}
-	return kinds, nil
-}
-
-// rlKindsOK accepts kinds the rl policy decides (layout, fusion).
-func rlKindsOK(kinds []compiler.Kind) error {
-	for _, k := range kinds {
-		if !slices.Contains(tune.RLKinds(), k) {
-			return fmt.Errorf("--kinds %s: strategy rl decides layout and fusion (use --kinds layout,fusion, layout or fusion)", kindList(kinds))
-		}
-	}
-	return nil
-}
-
-func kindList(kinds []compiler.Kind) string {
-	var ss []string
-	for _, k := range kinds {
-		ss = append(ss, string(k))
-	}
-	return strings.Join(ss, ",")
-}
-
-// tuneRLOptions resolves --kinds and --policy for strategy st: kinds default to all four,
-// or to layout,fusion for rl; rl requires --policy, and --policy is an error with any
-// other strategy. With rl, the kinds must be ones the policy trained on, and a program
-// of a model variant the policy trained on (gym.Variant: the same zoo model as
-// inference graph or training step, at any batch size) is refused: rl is for programs
-// the policy never saw, and the strategy comparison must not measure it on its training
-// set.
-func tuneRLOptions(o *TuneOptions, st tune.Strategy) ([]compiler.Kind, *tune.Policy, error) {
-	kinds, err := parseKinds(o.Kinds)
-	if err != nil {
-		return nil, nil, err
-	}
-	if st == tune.XTAT && len(kinds) > 0 {
-		return nil, nil, errors.New("--kinds is for the non-xtat strategies (xtat's schedule tunes every pass)")
-	}
-	if st != tune.RL {
-		if o.Policy != "" {
-			return nil, nil, fmt.Errorf("--policy is for --strategy rl, not %s", st)
-		}
-		return kinds, nil, nil
-	}
-	if o.Policy == "" {
-		return nil, nil, fmt.Errorf("--strategy rl: %w", tune.ErrNoPolicy)
-	}
-	if len(kinds) == 0 {
-		kinds = tune.RLKinds()
-	}
-	if err := rlKindsOK(kinds); err != nil {
-		return nil, nil, err
-	}
-	p, err := tune.LoadPolicy(o.Policy)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--policy: %w", err)
-	}
-	for _, k := range kinds {
-		if !slices.Contains(p.Meta.Kinds, k) {
-			return nil, nil, fmt.Errorf("--kinds %s: the policy %s trained on %s decisions only", kindList(kinds), o.Policy, kindList(p.Meta.Kinds))
-		}
-	}
-	return kinds, p, nil
+	return p.Meta.WriteText(o.IO.Out, o.Out)
 }

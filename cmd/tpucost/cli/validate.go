@@ -55,20 +55,20 @@ func runValidate(o *ValidateOptions) error {
 	}
 	opts := replay.Options{Chip: c, MinConfigs: o.MinConfigs}
 	if o.Model != "" {
-		pred, ck, _, mismatch, err := gnn.LoadFor(o.Model, func(gnn.Meta) (gnn.Target, error) {
+		l, err := gnn.LoadFor(o.Model, func(gnn.Meta) (gnn.Target, error) {
 			return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, nil
 		}, o.AllowMismatch)
 		if err != nil {
 			return err
 		}
-		defer pred.Close()
-		if mismatch != "" {
-			fmt.Fprintf(o.IO.Err, "WARNING: %s\n", mismatch)
+		defer l.Predictor.Close()
+		if l.Mismatch != "" {
+			fmt.Fprintf(o.IO.Err, "WARNING: %s\n", l.Mismatch)
 		}
-		if ck.Task != dataset.TaskTile {
+		if ck := l.Checkpoint; ck.Task != dataset.TaskTile {
 			return fmt.Errorf("--model %s is a %s model: validate scores tile runs with a tile model", o.Model, ck.Task)
 		}
-		opts.Learned = replay.Learned(pred)
+		opts.Learned = replay.Learned(l.Predictor)
 	}
 	r, err := replay.Validate(o.Files, opts)
 	if err != nil {

@@ -167,7 +167,7 @@ func TestFineTuneOnMeasuredRows(t *testing.T) {
 	if !strings.Contains(stderr, "starting from "+model) {
 		t.Errorf("no word of the initial model:\n%s", stderr)
 	}
-	var s TrainSummary
+	var s gnn.TrainSummary
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil || s.Epochs != 2 {
 		t.Errorf("summary %+v (%v)", s, err)
 	}

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler/zoo"
@@ -31,56 +28,13 @@ func NewCmdZoo(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-// ZooEntry is one model of `zoo list --json`.
-type ZooEntry struct {
-	Name   string `json:"name"`
-	Family string `json:"family"`
-	Kind   string `json:"kind"`
-	Nodes  int    `json:"nodes"`
-	// Dynamic names the model's dynamic dimensions (["seq"]; --shapes seq=V sizes it),
-	// DynamicMax their largest values; both absent for a static model.
-	Dynamic    []string       `json:"dynamic,omitempty"`
-	DynamicMax map[string]int `json:"dynamic_max,omitempty"`
-}
-
 func runZooList(o *ZooListOptions) error {
-	var out []ZooEntry
-	for _, m := range zoo.All() {
-		if o.Family != "" && m.Family != o.Family {
-			continue
-		}
-		mod, err := m.Build()
-		if err != nil {
-			return err
-		}
-		e := ZooEntry{Name: m.Name, Family: m.Family, Kind: string(m.Kind), Nodes: mod.InstructionCount()}
-		for _, d := range m.Dynamic {
-			if e.DynamicMax == nil {
-				e.DynamicMax = map[string]int{}
-			}
-			e.Dynamic = append(e.Dynamic, d.Name)
-			e.DynamicMax[d.Name] = d.Max
-		}
-		out = append(out, e)
-	}
-	if o.Family != "" && len(out) == 0 {
-		return fmt.Errorf("no family %q (families: %v)", o.Family, zoo.Families())
+	out, err := zoo.List(o.Family)
+	if err != nil {
+		return err
 	}
 	if o.Globals.JSON {
 		return writeJSON(o.IO.Out, out)
 	}
-	w := table(o.IO.Out)
-	fmt.Fprintln(w, "NAME\tFAMILY\tKIND\tNODES\tDYNAMIC")
-	for _, e := range out {
-		dyn := "-"
-		if len(e.Dynamic) > 0 {
-			var ds []string
-			for _, d := range e.Dynamic {
-				ds = append(ds, fmt.Sprintf("%s<=%d", d, e.DynamicMax[d]))
-			}
-			dyn = strings.Join(ds, ",")
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", e.Name, e.Family, e.Kind, e.Nodes, dyn)
-	}
-	return w.Flush()
+	return out.WriteText(o.IO.Out)
 }

@@ -1,13 +1,16 @@
-package gnn
+package eval
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"sort"
+	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 )
 
 // KernelTimer times a planned kernel choice: the ground truth (simulated) and the
@@ -53,7 +56,7 @@ type KernelReport struct {
 type ProgramReport struct {
 	Program           string         `json:"program"`
 	Task              string         `json:"task"`
-	Loss              Loss           `json:"loss"`
+	Loss              gnn.Loss       `json:"loss"`
 	Relative          bool           `json:"relative"`
 	Kernels           []KernelReport `json:"kernels"`
 	PredictedTotalNs  float64        `json:"predicted_total_ns,omitempty"` // absolute models
@@ -73,7 +76,7 @@ type ProgramReport struct {
 // analytical times, and for models of a relative task (tile, flags) every kernel's
 // options ranked by the model with the topK first listed and timed. Kernels with the
 // same key are scored once.
-func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelTimer) (*ProgramReport, error) {
+func ReportProgram(p *gnn.Predictor, prog *compiler.Program, topK int, timer KernelTimer) (*ProgramReport, error) {
 	m := p.Model()
 	r := &ProgramReport{Program: prog.Name, Task: string(m.Task), Loss: m.Loss, Relative: m.Relative()}
 	// Distinct kernels and their requests.
@@ -90,17 +93,17 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 		}
 		kd := &keyed{first: i, choices: []cost.Planned{k.Choice}, current: 0}
 		if m.Task.Relative() {
-			kd.choices, kd.current = options(m, k, p.target)
+			kd.choices, kd.current = options(m, k, p.Target())
 		}
 		byKey[k.Key] = kd
 		order = append(order, k.Key)
 	}
-	reqs := make([]scoreRequest, len(order))
+	reqs := make([]gnn.ScoreRequest, len(order))
 	for i, key := range order {
 		kd := byKey[key]
-		reqs[i] = scoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
+		reqs[i] = gnn.ScoreRequest{Kernel: prog.Kernels[kd.first], Choices: kd.choices}
 	}
-	scores, spreads, err := p.scoreRequests(reqs)
+	scores, spreads, err := p.ScoreKernels(reqs)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +190,7 @@ func ReportProgram(p *Predictor, prog *compiler.Program, topK int, timer KernelT
 // options lists the configurations a relative model chooses among for kernel k, planned
 // for t: every valid tile with k's flags (tile task) or every valid flag set with k's tile
 // (flags task), and the index of k's own configuration among them (-1 if absent).
-func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) {
+func options(m *gnn.Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) {
 	var opts []cost.Planned
 	own, err := k.Choice.For(t)
 	if m.Task == dataset.TaskFlags {
@@ -215,3 +218,51 @@ func options(m *Model, k *compiler.Kernel, t cost.Target) ([]cost.Planned, int) 
 }
 
 func ptrFloat(x float64) *float64 { return &x }
+
+// WriteText writes r as text (tpucost predict): for an absolute model a line per kernel
+// with its predicted, simulated and analytical times; for a tile or flags model a line
+// per kernel with its options ranked by the model; then a summary on chip (the chip's
+// name, which r does not record).
+func (r *ProgramReport) WriteText(out io.Writer, chip string) error {
+	w := table(out)
+	if !r.Relative {
+		fmt.Fprintln(w, "KERNEL\tKIND\tTILE\tFLAGS\tPRED_NS\tSIM_NS\tANALYTICAL_NS\tPRED_ERR\t")
+		for _, k := range r.Kernels {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", k.Name, k.Kind, k.Tile, k.Flags, k.PredictedNs, k.SimNs, k.AnalyticalNs, 100*(k.PredictedNs-k.SimNs)/k.SimNs)
+		}
+		fmt.Fprintf(w, "total\t\t\t\t%.0f\t%.0f\t%.0f\t%+.1f%%\t\n", r.PredictedTotalNs, r.SimTotalNs, r.AnalyticalTotalNs, 100*(r.PredictedTotalNs-r.SimTotalNs)/r.SimTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		w = table(out)
+		fmt.Fprintln(w, "KERNEL\tCURRENT\tSIM_NS\tRANK\tOPTIONS\tMODEL_TOP (sim ns)\tPICK_NS\tBEST_NS\t")
+		for _, k := range r.Kernels {
+			top := ""
+			for i, opt := range k.Options {
+				if i > 0 {
+					top += ", "
+				}
+				top += fmt.Sprintf("%s %s (%.0f)", opt.Tile, opt.Flags, opt.SimNs)
+			}
+			fmt.Fprintf(w, "%s\t%s %s\t%.0f\t%d\t%d\t%s\t%.0f\t%.0f\t\n", k.Name, k.Tile, k.Flags, k.SimNs, k.CurrentRank, k.OptionCount, top, k.ModelPickNs, k.BestOptionNs)
+		}
+		fmt.Fprintf(w, "total\t\t%.0f\t\t\t\t%.0f\t%.0f\t\n", r.SimTotalNs, r.ModelPickTotalNs, r.BestOptionTotalNs)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "%s on %s, %s model (%s): %d kernels, simulated %.1f us, analytical %.1f us", r.Program, chip, r.Task, r.Loss, len(r.Kernels), r.SimTotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	if !r.Relative {
+		fmt.Fprintf(out, ", predicted %.1f us", r.PredictedTotalNs/1e3)
+	}
+	if r.Task == "tile" || r.Task == "flags" {
+		fmt.Fprintf(out, ", with the model's picks %.1f us (best %.1f us)", r.ModelPickTotalNs/1e3, r.BestOptionTotalNs/1e3)
+	}
+	_, err := fmt.Fprintln(out)
+	return err
+}
+
+// table returns a tabwriter for aligned columns, as the command line's tables.
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }

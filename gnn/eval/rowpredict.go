@@ -1,11 +1,13 @@
-package gnn
+package eval
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/gnn"
 )
 
 // RowPrediction is a model's prediction for one dataset row (tpucost predict --data):
@@ -54,12 +56,12 @@ type RowReport struct {
 }
 
 // PredictDataset scores every row of the dataset in dir with the model of the checkpoint
-// in modelDir, whose feature set the data must have (Checkpoint.CheckData): the way to
+// in modelDir, whose feature set the data must have (gnn.Checkpoint.CheckData): the way to
 // use a model trained on imported data (e.g. TpuGraphs), whose rows carry features no
 // tpucost compile can produce. top is the number of configurations listed per ranked row.
 // At most maxRows rows are reported (0: all).
 func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) {
-	m, ck, err := Load(modelDir)
+	m, ck, err := gnn.Load(modelDir)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +72,11 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	if err := ck.CheckData(dir, d.Provenance); err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
-	seen, err := SeenKeys(modelDir, ck)
+	seen, err := gnn.SeenKeys(modelDir, ck)
 	if err != nil {
 		return nil, err
 	}
-	pred, err := NewRowPredictor(m, PredictorOptions{})
+	pred, err := gnn.NewRowPredictor(m, gnn.PredictorOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +91,7 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 		if maxRows > 0 && len(rep.Rows) == maxRows {
 			return errStop
 		}
-		rp := RowPrediction{Program: r.Program, Kernel: r.KernelName, KernelKey: r.KernelKey, Configs: len(r.Configs), Seen: seen.Contains(KernelID(r.KernelKey))}
+		rp := RowPrediction{Program: r.Program, Kernel: r.KernelName, KernelKey: r.KernelKey, Configs: len(r.Configs), Seen: seen.Contains(gnn.KernelID(r.KernelKey))}
 		if rp.Seen {
 			rep.SeenRows++
 		}
@@ -139,10 +141,10 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	return rep, nil
 }
 
-// sourceFunc adapts a function to RowSource.
+// sourceFunc adapts a function to gnn.RowSource.
 type sourceFunc func(fn func(*dataset.Row) error) error
 
-// Rows implements RowSource.
+// Rows implements gnn.RowSource.
 func (f sourceFunc) Rows(fn func(*dataset.Row) error) error { return f(fn) }
 
 func cmpFloat(a, b float64) int {
@@ -153,4 +155,47 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// WriteText writes r as text (tpucost predict --data): a line per row (ranked data: the
+// model's pick beside the row's best and the slowdown; absolute data: the predicted and
+// measured runtime) and a summary.
+func (r *RowReport) WriteText(out io.Writer) error {
+	w := table(out)
+	if r.Ranked {
+		unit := "NS"
+		if r.RuntimesNormalized {
+			unit = "NORMALIZED"
+		}
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tCONFIGS\tPICK\tPICK_%s\tBEST_%s\tSLOWDOWN\tSEEN\t\n", unit, unit)
+		for _, p := range r.Rows {
+			pick, best := p.PickNs, p.BestNs
+			if r.RuntimesNormalized {
+				pick, best = p.PickNormalized, p.BestNormalized
+			}
+			slowdown := "-"
+			if p.Slowdown != nil {
+				slowdown = fmt.Sprintf("%.4f", *p.Slowdown)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pick, best, slowdown, p.Seen)
+		}
+	} else {
+		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
+		for _, p := range r.Rows {
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%+.1f%%\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.TrueNs, 100*(p.PredictedNs-p.TrueNs)/p.TrueNs, p.Seen)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	unit := "ns"
+	if r.RuntimesNormalized {
+		unit = "runtime/normalizer"
+	}
+	fmt.Fprintf(out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
+	if r.MeanSlowdown != nil {
+		fmt.Fprintf(out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
+	}
+	_, err := fmt.Fprintln(out)
+	return err
 }

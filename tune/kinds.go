@@ -1,0 +1,84 @@
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tpucost/tpucost/compiler"
+)
+
+// ParseKinds parses a comma-separated list of config kinds (compiler.Kinds; any case,
+// duplicates dropped, empty items skipped). Errors name the command line's --kinds.
+func ParseKinds(list string) ([]compiler.Kind, error) {
+	var kinds []compiler.Kind
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		k := compiler.Kind(strings.ToLower(s))
+		if !slices.Contains(compiler.Kinds(), k) {
+			return nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds, nil
+}
+
+// CheckRLKinds accepts kinds the rl policy decides (RLKinds: layout, fusion).
+func CheckRLKinds(kinds []compiler.Kind) error {
+	for _, k := range kinds {
+		if !slices.Contains(RLKinds(), k) {
+			return fmt.Errorf("--kinds %s: strategy rl decides layout and fusion (use --kinds layout,fusion, layout or fusion)", KindList(kinds))
+		}
+	}
+	return nil
+}
+
+// KindList joins kinds with commas.
+func KindList(kinds []compiler.Kind) string {
+	var ss []string
+	for _, k := range kinds {
+		ss = append(ss, string(k))
+	}
+	return strings.Join(ss, ",")
+}
+
+// SearchKinds resolves the config kinds a run of strategy st searches and, for rl, its
+// policy, from the kinds asked for (ParseKinds; none: the default) and the policy
+// directory: kinds default to all, or to layout,fusion for rl; rl requires a policy, and
+// a policy is an error with any other strategy. With rl, the kinds must be ones the
+// policy trained on. Errors name the command line's --kinds, --policy and --strategy.
+func SearchKinds(st Strategy, kinds []compiler.Kind, policyDir string) ([]compiler.Kind, *Policy, error) {
+	if st == XTAT && len(kinds) > 0 {
+		return nil, nil, errors.New("--kinds is for the non-xtat strategies (xtat's schedule tunes every pass)")
+	}
+	if st != RL {
+		if policyDir != "" {
+			return nil, nil, fmt.Errorf("--policy is for --strategy rl, not %s", st)
+		}
+		return kinds, nil, nil
+	}
+	if policyDir == "" {
+		return nil, nil, fmt.Errorf("--strategy rl: %w", ErrNoPolicy)
+	}
+	if len(kinds) == 0 {
+		kinds = RLKinds()
+	}
+	if err := CheckRLKinds(kinds); err != nil {
+		return nil, nil, err
+	}
+	p, err := LoadPolicy(policyDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	for _, k := range kinds {
+		if !slices.Contains(p.Meta.Kinds, k) {
+			return nil, nil, fmt.Errorf("--kinds %s: the policy %s trained on %s decisions only", KindList(kinds), policyDir, KindList(p.Meta.Kinds))
+		}
+	}
+	return kinds, p, nil
+}
