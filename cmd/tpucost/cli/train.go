@@ -41,6 +41,7 @@ type TrainOptions struct {
 	Hidden       int
 	Reduce       string
 	Features     string
+	Prior        float64
 	Resume       bool
 	NoBucketing  bool
 	MaxSegment   int
@@ -91,6 +92,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model), tiling (paper and arithmetic on the (8,128) tiling: blocks in all, one block or more, the tile against the padded dimension) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
+	f.Float64Var(&o.Prior, "prior", 0, "relative models: weight w of the analytical prior, score = network + w·ln(analytical ns), so the network learns the correction to the compiler's estimate (0: off; at most 100)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
@@ -194,6 +196,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
+	cfg.Prior = o.Prior
 	if changed("features") {
 		// --features chooses among tpucost's own config features; imported data (another
 		// feature set) is read as it is.
@@ -242,7 +245,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if o.Init != "" {
 		// Fine-tuning keeps the model's architecture: flags that would set another are
 		// refused, the others are the model's.
-		for _, f := range []string{"layers", "hidden", "reduce", "features", "heads", "max-segment-nodes"} {
+		for _, f := range []string{"layers", "hidden", "reduce", "features", "heads", "max-segment-nodes", "prior"} {
 			if changed(f) {
 				return fmt.Errorf("--%s with --init: the architecture is the initial model's", f)
 			}
@@ -252,7 +255,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if ck != nil {
 		// Resuming: flags the user did not set are the checkpoint's; the library refuses
 		// set ones that differ.
-		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") {
+		if !changed("layers") && !changed("hidden") && !changed("reduce") && !changed("features") && !changed("heads") && !changed("prior") {
 			opts.Model = gnn.Config{}
 		} else {
 			m := ck.Config
@@ -270,6 +273,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			}
 			if changed("heads") {
 				m.Tasks = cfg.Tasks
+			}
+			if changed("prior") {
+				m.Prior = cfg.Prior
 			}
 			opts.Model = m
 		}
