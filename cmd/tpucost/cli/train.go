@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,7 +42,7 @@ type TrainOptions struct {
 	Hidden       int
 	Reduce       string
 	Features     string
-	Prior        float64
+	Prior        string
 	Resume       bool
 	NoBucketing  bool
 	MaxSegment   int
@@ -92,7 +93,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model), tiling (paper and arithmetic on the (8,128) tiling: blocks in all, one block or more, the tile against the padded dimension) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
-	f.Float64Var(&o.Prior, "prior", 0, "relative models: weight w of the analytical prior, score = network + w·ln(analytical ns), so the network learns the correction to the compiler's estimate (0: off; at most 100)")
+	f.StringVar(&o.Prior, "prior", "auto", "weight w of the analytical prior of a model with a rank loss: score = network + w·ln(analytical ns), a residual on the compiler's estimate; auto (1 for tile models of tpucost's features, else 0) or a number in [0, 100] (0: off)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
@@ -196,7 +197,6 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return fmt.Errorf("--features: %w", err)
 	}
 	cfg = cfg.WithFeatures(set)
-	cfg.Prior = o.Prior
 	if changed("features") {
 		// --features chooses among tpucost's own config features; imported data (another
 		// feature set) is read as it is.
@@ -214,6 +214,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
+	}
+	if cfg.Prior, err = trainPrior(o.Prior, task, cfg, loss, o.Data); err != nil {
+		return err
 	}
 	patience, err := parsePatience(o.Patience)
 	if err != nil {
@@ -362,4 +365,24 @@ func parsePatience(s string) (int, error) {
 		return -1, nil // 0 epochs of patience would stop after the first; the library's 0 means "default"
 	}
 	return n, nil
+}
+
+// trainPrior is the analytical prior's weight --prior sets: auto is gnn.DefaultPrior for
+// the task, the architecture (the data's feature set) and the loss (its default when
+// --loss is unset), a number is taken as it is (the library checks its range).
+func trainPrior(flag string, task dataset.Task, cfg gnn.Config, loss gnn.Loss, data string) (float64, error) {
+	if flag != "auto" {
+		w, err := strconv.ParseFloat(flag, 64)
+		if err != nil || math.IsNaN(w) || w < 0 {
+			return 0, fmt.Errorf("--prior %s: want auto or a number >= 0", flag)
+		}
+		return w, nil
+	}
+	if p, err := gnn.DataProvenance(data); err == nil && p.FeatureSet != "" {
+		cfg.FeatureSet = p.FeatureSet
+	}
+	if loss == "" {
+		loss = gnn.DefaultLoss(task, cfg)
+	}
+	return gnn.DefaultPrior(task, cfg, loss), nil
 }
