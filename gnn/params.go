@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/tpucost/tpucost/gnn/nn"
 )
@@ -113,12 +112,6 @@ func initParams(c Config, seed int64) nn.Params {
 		}
 		if limit > 0 {
 			nn.Uniform(p.Data, limit, rng)
-		}
-		if c.Prior > 0 && strings.HasSuffix(s.name, "out.w") {
-			// A residual on the analytical model starts as the analytical model: the
-			// output layer's weights are zero (drawn all the same, so the other
-			// parameters are those of the same seed without a prior).
-			clear(p.Data)
 		}
 		ps = append(ps, p)
 	}
