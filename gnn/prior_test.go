@@ -122,3 +122,30 @@ func TestPriorRefused(t *testing.T) {
 		t.Errorf("row without analytical estimates: got %v, want a refusal", err)
 	}
 }
+
+// TestDefaultPrior checks where the prior is on by default: single-task tile models of
+// tpucost's own features with a rank loss.
+func TestDefaultPrior(t *testing.T) {
+	multi := DefaultConfig()
+	multi.Tasks = []dataset.Task{dataset.TaskTile, dataset.TaskFlags}
+	foreign := DefaultConfig()
+	foreign.FeatureSet = "tpugraphs-v1"
+	for _, tc := range []struct {
+		task dataset.Task
+		cfg  Config
+		loss Loss
+		want float64
+	}{
+		{dataset.TaskTile, DefaultConfig(), LossRankHingeGap, 1},
+		{dataset.TaskTile, DefaultConfig(), LossListMLE, 1},
+		{dataset.TaskTile, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFlags, DefaultConfig(), LossRankHingeGap, 0},
+		{dataset.TaskFusion, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskTile, multi, LossRankHingeGap, 0},
+		{dataset.TaskTile, foreign, LossRankHingeGap, 0},
+	} {
+		if got := DefaultPrior(tc.task, tc.cfg, tc.loss); got != tc.want {
+			t.Errorf("DefaultPrior(%s, feature set %q, %d heads, %s) = %g, want %g", tc.task, tc.cfg.FeatureSet, len(tc.cfg.Tasks), tc.loss, got, tc.want)
+		}
+	}
+}
