@@ -7,6 +7,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,7 +194,11 @@ func generate(ctx context.Context, o gen.Options, progress io.Writer) ([]string,
 func checkOptions(data gnn.DataOptions, opts gnn.TrainOptions) (gnn.TrainOptions, error) {
 	check := opts
 	if reflect.DeepEqual(check.Model, gnn.Config{}) {
-		check.Model = gnn.DefaultConfig() // what Train uses: a checkpoint of another default is redone
+		// What Train uses (the demo's data have tpucost's own features): a checkpoint of
+		// another default is redone.
+		check.Model = gnn.DefaultConfig()
+		loss := cmp.Or(check.Loss, gnn.DefaultLoss(opts.Task, check.Model))
+		check.Model.Prior = gnn.DefaultPrior(opts.Task, check.Model, loss)
 	}
 	var err error
 	if check.Datasets, err = gnn.Fingerprints(data.Dir); err != nil {

@@ -250,6 +250,7 @@ type batch struct {
 	otherMax []float32 // [B, Hidden] their max, −Inf where there are none
 	invNodes []float32 // [B] 1 / the kernel's node count (0 for padding groups)
 	sk       []int     // [S] the kernel of each sample, −1 for padding
+	prior    []float32 // [S] Config.Prior · ln(analytical ns) of each sample (models with a prior), 0 for padding
 
 	// Targets (training only).
 	y     []float32 // [S] standardized log runtime (mse)
@@ -306,6 +307,9 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 	b.kf = make([]float32, s.B*KW)
 	b.cf = make([]float32, s.S*CW)
 	b.sk = fill(make([]int, s.S), -1)
+	if c.Prior > 0 {
+		b.prior = make([]float32, s.S)
+	}
 	off, so := 0, 0
 	b.segmentInputs(c)
 	for bi, it := range items {
@@ -319,6 +323,13 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 		for _, cfg := range it.cfgs {
 			copy(b.cf[so*CW:], k.cf[cfg])
 			b.sk[so] = bi
+			if b.prior != nil {
+				p, err := priorOf(c, k, cfg)
+				if err != nil {
+					return nil, err
+				}
+				b.prior[so] = p
+			}
 			so++
 		}
 		b.starts[bi+1] = so
@@ -371,6 +382,9 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 	b.kf = make([]float32, s.B*KW)
 	b.cf = make([]float32, s.S*CW)
 	b.sk = fill(make([]int, s.S), -1)
+	if c.Prior > 0 {
+		b.prior = make([]float32, s.S)
+	}
 	off, so := 0, 0
 	b.segmentInputs(c)
 	for bi, it := range items {
@@ -401,6 +415,20 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 		}
 	}
 	return b, nil
+}
+
+// priorOf is Config.Prior · ln(analytical ns) of configuration cfg of k: the part of a
+// model with a prior's score that the analytical model gives. The estimate must be known
+// and positive.
+func priorOf(c Config, k *kernel, cfg int) (float32, error) {
+	if cfg >= len(k.analytical) {
+		return 0, fmt.Errorf("kernel %s has no analytical estimate of configuration %d, which the model's prior needs", k.key, cfg)
+	}
+	a := k.analytical[cfg]
+	if !(a > 0) || math.IsInf(a, 1) {
+		return 0, fmt.Errorf("kernel %s: configuration %d has analytical estimate %g ns, the model's prior needs a positive finite one", k.key, cfg, a)
+	}
+	return float32(c.Prior * math.Log(a)), nil
 }
 
 // place writes the nodes of item it's range of kernel k at batch node offset off

@@ -181,6 +181,15 @@ type Config struct {
 	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
 	MaxSegmentNodes int `json:"max_segment_nodes,omitempty"`
 
+	// Prior > 0 makes the model a residual on the analytical model (a relative model of
+	// tpucost's own features only): a configuration's score is the network's output plus
+	// Prior · ln(analytical ns), so the network learns the correction to the compiler's
+	// estimate, ln(sim/analytical) up to a per-kernel constant and the scale Prior, instead
+	// of the whole ranking. The analytical estimate is the row's (dataset.Row.AnalyticalNs)
+	// or, when scoring compiled kernels, cost.Planned.Analytical. 0 (no prior): the score
+	// is the network's alone.
+	Prior float64 `json:"prior,omitempty"`
+
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
 	// width of the Features set.
 	Vocab       int `json:"vocab"`
@@ -350,6 +359,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSegmentNodes != 0 {
 		errs = append(errs, intField("max_segment_nodes", c.MaxSegmentNodes, MinSegmentNodes, MaxSegmentNodes))
+	}
+	if !(c.Prior >= 0 && c.Prior <= maxPrior) {
+		errs = append(errs, fmt.Errorf("prior weight must be in [0, %g], got %g", float64(maxPrior), c.Prior))
+	}
+	if c.Prior > 0 && (c.FeatureSet != "" || c.PerNode()) {
+		errs = append(errs, fmt.Errorf("an analytical prior needs tpucost's own features (analytical estimates per configuration), not feature set %q", c.FeatureSet))
 	}
 	if c.MaxDegree <= 0 {
 		errs = append(errs, fmt.Errorf("max degree must be positive, got %d", c.MaxDegree))

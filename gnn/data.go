@@ -259,11 +259,19 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 			}
 			model = ck.Config
 		}
-		if reflect.DeepEqual(model, Config{}) {
+		defaultModel := reflect.DeepEqual(model, Config{})
+		if defaultModel {
 			model = DefaultConfig()
 		}
 		if opts.Model, err = model.ForData(prov); err != nil {
 			return nil, fmt.Errorf("train: dataset %s: %w", strings.Split(data.Dir, ",")[0], err)
+		}
+		if defaultModel {
+			loss := opts.Loss
+			if loss == "" {
+				loss = DefaultLoss(opts.Task, opts.Model)
+			}
+			opts.Model.Prior = DefaultPrior(opts.Task, opts.Model, loss)
 		}
 	}
 	if prov.FeatureSet != "" {

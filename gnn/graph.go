@@ -40,6 +40,7 @@ type net struct {
 	otherSum, otherMax, invNodes, segSum, segMax *G.Node
 	lastSum, lastMax                             []float64
 	sk, y, w, rank, kw, kspan, out, cost         *G.Node
+	prior                                        *G.Node // Config.Prior · ln(analytical ns) per sample (models with a prior)
 }
 
 // l2Eps is added to the squared norm before the L2 normalization's square root: it
@@ -157,6 +158,12 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	}
 	out := nn.Linear([]*G.Node{z}, []*G.Node{P(prefix + "out.w")}, P(prefix+"out.b"), nil, false)
 	n.out = G.Must(G.Reshape(out, tensor.Shape{s.S}))
+	if cfg.Prior > 0 {
+		// A residual on the analytical model: the score is the network's output plus the
+		// batch's Prior · ln(analytical ns) per sample (Config.Prior).
+		n.prior = G.NewVector(g, dt, G.WithShape(s.S), G.WithName("prior"))
+		n.out = G.Must(G.Add(n.out, n.prior))
+	}
 
 	if train {
 		if err := n.buildLoss(); err != nil {
@@ -229,6 +236,12 @@ func (n *net) bind(b *batch) error {
 	}
 	if n.cf != nil {
 		lets = append(lets, let{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)})
+	}
+	if n.prior != nil {
+		if b.prior == nil {
+			return fmt.Errorf("batch has no analytical prior")
+		}
+		lets = append(lets, let{n.prior, n.floatTensor(b.prior, s.S)})
 	}
 	if n.ncf != nil {
 		if b.ncf == nil {

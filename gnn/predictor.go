@@ -200,6 +200,7 @@ func (p *Predictor) ScoreKernels(reqs []ScoreRequest) (out, spread [][]float64, 
 		out[ri] = make([]float64, len(r.Choices))
 		var cfs [][]float32
 		var idx []int
+		var an []float64
 		for i, c := range r.Choices {
 			out[ri][i] = math.Inf(1)
 			c, err := c.For(p.target)
@@ -208,6 +209,7 @@ func (p *Predictor) ScoreKernels(reqs []ScoreRequest) (out, spread [][]float64, 
 			}
 			cfs = append(cfs, features.Config(c))
 			idx = append(idx, i)
+			an = append(an, c.Analytical())
 		}
 		if len(cfs) == 0 {
 			continue
@@ -218,6 +220,7 @@ func (p *Predictor) ScoreKernels(reqs []ScoreRequest) (out, spread [][]float64, 
 			return nil, nil, fmt.Errorf("kernel %s: %w", r.Kernel.Name, err)
 		}
 		k.key = r.Kernel.Key
+		k.analytical = an
 		ks = append(ks, k)
 		valid = append(valid, idx)
 		owner = append(owner, ri)

@@ -19,13 +19,13 @@ func ResumeCheckpoint(out string) (*Checkpoint, error) {
 
 // MergeResume returns the options of a run that continues ck from those the caller
 // built, given which settings the caller set (set(field); fields are named as in
-// FieldError.Field, and "layers", "hidden", "reduce", "features", "heads" for the
-// model's architecture): a setting not set is taken from ck (cleared, for training to
+// FieldError.Field, and "layers", "hidden", "reduce", "features", "heads", "prior" for
+// the model's architecture): a setting not set is taken from ck (cleared, for training to
 // fill from the checkpoint, or ck's split settings), a set one is kept for training to
 // compare with ck's (it refuses one that differs). model is the architecture the
 // caller's settings describe, of which only the set parts are used.
 func MergeResume(ck *Checkpoint, model Config, data DataOptions, opts TrainOptions, set func(field string) bool) (DataOptions, TrainOptions) {
-	if !set("layers") && !set("hidden") && !set("reduce") && !set("features") && !set("heads") {
+	if !set("layers") && !set("hidden") && !set("reduce") && !set("features") && !set("heads") && !set("prior") {
 		opts.Model = Config{}
 	} else {
 		m := ck.Config
@@ -43,6 +43,9 @@ func MergeResume(ck *Checkpoint, model Config, data DataOptions, opts TrainOptio
 		}
 		if set("heads") {
 			m.Tasks = model.Tasks
+		}
+		if set("prior") {
+			m.Prior = model.Prior
 		}
 		opts.Model = m
 	}

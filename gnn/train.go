@@ -117,15 +117,33 @@ func DefaultLoss(task dataset.Task, m Config) Loss {
 	return LossMSE
 }
 
+// DefaultPrior is the analytical prior's weight (Config.Prior) training uses for task,
+// architecture m (its feature set read from the data) and loss when the architecture is
+// not given: 1 for a single-task tile model of tpucost's own features with a rank loss
+// (a residual on the analytical model: the tile APE on four held-out families, ensembles
+// of 3, went from 5.29 to 3.14 against the analytical model's 3.41; docs/training.md,
+// Results, "The analytical prior"), else 0. Flags models get none: the analytical
+// estimate does not depend on flags, so the prior would be one constant per kernel.
+func DefaultPrior(task dataset.Task, m Config, loss Loss) float64 {
+	if task != dataset.TaskTile || m.MultiTask() || m.FeatureSet != "" || m.PerNode() || !loss.Rank() {
+		return 0
+	}
+	return 1
+}
+
 func (o *TrainOptions) defaults() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
 		return fmt.Errorf("unknown task %q", o.Task)
 	}
-	if reflect.DeepEqual(o.Model, Config{}) {
+	defaultModel := reflect.DeepEqual(o.Model, Config{})
+	if defaultModel {
 		o.Model = DefaultConfig()
 	}
 	if o.Loss == "" {
 		o.Loss = DefaultLoss(o.Task, o.Model)
+	}
+	if defaultModel {
+		o.Model.Prior = DefaultPrior(o.Task, o.Model, o.Loss)
 	}
 	if o.Schedule == "" {
 		o.Schedule = ScheduleCosine

@@ -40,6 +40,9 @@ const (
 	// maxNodeConfigWidth bounds Config.NodeConfigWidth (TpuGraphs' layout configs have
 	// 18 features per node).
 	maxNodeConfigWidth = 4096
+	// maxPrior bounds Config.Prior: at 100 a 1% analytical difference is a hinge margin,
+	// the network's output could no longer overrule the prior.
+	maxPrior = 100
 	// MinSegmentNodes and MaxSegmentNodes bound Config.MaxSegmentNodes when set (0 is
 	// off): a segment of fewer nodes than a GraphSAGE layer's reach cuts most of the
 	// graph's edges, and a segment of more than 2^20 nodes bounds nothing on this machine.

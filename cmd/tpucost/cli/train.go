@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -38,6 +40,7 @@ type TrainOptions struct {
 	Hidden       int
 	Reduce       string
 	Features     string
+	Prior        string
 	Resume       bool
 	NoBucketing  bool
 	MaxSegment   int
@@ -88,6 +91,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model), tiling (paper and arithmetic on the (8,128) tiling: blocks in all, one block or more, the tile against the padded dimension) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
+	f.StringVar(&o.Prior, "prior", "auto", "weight w of the analytical prior of a model with a rank loss: score = network + w·ln(analytical ns), a residual on the compiler's estimate; auto (1 for tile models of tpucost's features, else 0) or a number in [0, 100] (0: off)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")
@@ -102,7 +106,7 @@ var trainFlags = map[string]string{
 	"epochs": "--epochs", "batch_kernels": "--batch", "max_configs": "--max-configs", "lr": "--lr", "layers": "--layers",
 	"hidden": "--hidden", "test_fraction": "--test-fraction", "val_fraction": "--val-fraction", "split": "--split", "seed": "--seed",
 	"split_seed": "--split-seed", "features": "--features", "heads": "--heads", "patience": "--patience", "loss": "--loss", "reduce": "--reduce", "bucketing": "--no-bucketing",
-	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble",
+	"max_segment_nodes": "--max-segment-nodes", "steps": "--steps", "schedule": "--lr-schedule", "ensemble": "--ensemble", "prior": "--prior",
 }
 
 // trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is out
@@ -187,6 +191,9 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 			return fmt.Errorf("--heads %s: %w", o.Heads, err)
 		}
 	}
+	if cfg.Prior, err = trainPrior(o.Prior, task, cfg, loss, o.Data); err != nil {
+		return err
+	}
 	patience, err := gnn.ParsePatience(o.Patience)
 	if err != nil {
 		return fmt.Errorf("--patience %w", err)
@@ -217,7 +224,7 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 	if o.Init != "" {
 		// Fine-tuning keeps the model's architecture: flags that would set another are
 		// refused, the others are the model's.
-		for _, f := range []string{"layers", "hidden", "reduce", "features", "heads", "max-segment-nodes"} {
+		for _, f := range []string{"layers", "hidden", "reduce", "features", "heads", "max-segment-nodes", "prior"} {
 			if changed(f) {
 				return fmt.Errorf("--%s with --init: the architecture is the initial model's", f)
 			}
@@ -238,4 +245,24 @@ func runTrain(ctx context.Context, o *TrainOptions) error {
 		return writeJSON(o.IO.Out, s)
 	}
 	return s.WriteText(o.IO.Out)
+}
+
+// trainPrior is the analytical prior's weight --prior sets: auto is gnn.DefaultPrior for
+// the task, the architecture (the data's feature set) and the loss (its default when
+// --loss is unset), a number is taken as it is (the library checks its range).
+func trainPrior(flag string, task dataset.Task, cfg gnn.Config, loss gnn.Loss, data string) (float64, error) {
+	if flag != "auto" {
+		w, err := strconv.ParseFloat(flag, 64)
+		if err != nil || math.IsNaN(w) || w < 0 {
+			return 0, fmt.Errorf("--prior %s: want auto or a number >= 0", flag)
+		}
+		return w, nil
+	}
+	if p, err := gnn.DataProvenance(data); err == nil && p.FeatureSet != "" {
+		cfg.FeatureSet = p.FeatureSet
+	}
+	if loss == "" {
+		loss = gnn.DefaultLoss(task, cfg)
+	}
+	return gnn.DefaultPrior(task, cfg, loss), nil
 }

@@ -222,6 +222,9 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--hidden", "0"}, "--hidden 0 is out of range: want an integer in [1, 4096]"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--max-segment-nodes", "3"}, "--max-segment-nodes 3 is out of range: want an integer in [8, 1048576]"},
 		{[]string{"--task", "tile", "--data", data, "--out", root + "/o8", "--heads", "flags,tile"}, "--heads flags,tile: want at least two tasks, the first being --task tile"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "soon"}, "--prior soon: want auto or a number >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "-1"}, "--prior -1: want auto or a number >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "1"}, "needs a rank loss"},
 		// An unwritable output fails before training.
 		{[]string{"--task", "fusion", "--data", data, "--out", filepath.Join(data, "fusion-0of1-00000.arrow", "m")}, "not writable"},
 	} {

@@ -1,0 +1,151 @@
+package gnn
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/dataset"
+)
+
+// priorTol bounds |(score with prior − score without) − Prior·ln(analytical)| relative to
+// max(1, |score|): the prior enters the graph as float32 (ln of a few µs is about 9, so
+// Prior·ln(a) ≈ 18 here, float32's unit roundoff 6e-8 of it) and the network's products
+// may round differently in the two graphs (batchTol).
+const priorTol = 1e-5
+
+// TestPriorRoundTrip checks the residual on the analytical model: a model with Prior w
+// scores every configuration as the same network without the prior plus w·ln(analytical
+// ns), for dataset rows (their stored estimate) and for compiled kernels (the planned
+// choice's cost.Planned.Analytical), and both routes agree.
+func TestPriorRoundTrip(t *testing.T) {
+	const w = 2.0
+	train, _ := trainRows(t)
+	cfg := DefaultConfig()
+	cfg.Prior = w
+	m := testModel(t, cfg, dataset.TaskTile, LossRankHingeGap, train, 3)
+	plain := *m
+	plain.Config.Prior = 0
+	target := testChip(t).Target
+	p, err := NewPredictor(m, target, PredictorOptions{BatchKernels: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	q, err := NewPredictor(&plain, target, PredictorOptions{BatchKernels: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+
+	rows := rowsFor(t, "resnet18_b1", dataset.TaskTile, 1000, rand.New(rand.NewPCG(1, 1)))
+	var ptrs []*dataset.Row
+	for i := range rows {
+		if len(rows[i].Configs) > 1 {
+			ptrs = append(ptrs, &rows[i])
+		}
+	}
+	if len(ptrs) == 0 {
+		t.Fatal("no row with two configurations or more")
+	}
+	withPrior, err := p.PredictRows(ptrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := q.PredictRows(ptrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range ptrs {
+		for j := range r.Configs {
+			want := without[i][j] + w*math.Log(r.AnalyticalNs[j])
+			if !near(withPrior[i][j], want, priorTol) {
+				t.Fatalf("row %s config %s: score %g, want network %g + %g·ln(%g ns) = %g", r.KernelName, r.Configs[j], withPrior[i][j], without[i][j], w, r.AnalyticalNs[j], want)
+			}
+		}
+	}
+
+	prog := compileZoo(t, "resnet18_b1")
+	checked := 0
+	for _, k := range prog.Kernels[:10] {
+		choices := k.Info.Options(k.Key, target, k.Choice.Config.Flags)
+		a, err := p.ScoreKernel(k, choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := q.ScoreKernel(k, choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range choices {
+			want := b[i] + w*math.Log(c.Analytical())
+			if !near(a[i], want, priorTol) {
+				t.Fatalf("%s %s: score %g, want %g", k.Name, c.Config, a[i], want)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no kernel choice scored")
+	}
+}
+
+// TestPriorRefused checks that a prior needs a rank loss and rows with analytical
+// estimates.
+func TestPriorRefused(t *testing.T) {
+	train, _ := trainRows(t)
+	cfg := DefaultConfig()
+	cfg.Prior = 1
+	st, ts, err := fitStats(sliceSource(train))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewModel(cfg, dataset.TaskTile, LossMSE, st, ts, 1); err == nil || !strings.Contains(err.Error(), "rank loss") {
+		t.Errorf("prior with mse: got %v, want a refusal naming the rank loss", err)
+	}
+	for _, bad := range []float64{-1, math.NaN(), maxPrior + 1} {
+		c := cfg
+		c.Prior = bad
+		if err := c.Validate(); err == nil {
+			t.Errorf("prior %g accepted", bad)
+		}
+	}
+	m := testModel(t, cfg, dataset.TaskTile, LossRankHinge, train, 1)
+	r := train[0]
+	r.AnalyticalNs = nil
+	k, err := m.prepare(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newBatch(m.Config, []item{{k: k, cfgs: []int{0}}}, false, 1, m.Loss, m.Target, false); err == nil || !strings.Contains(err.Error(), "analytical") {
+		t.Errorf("row without analytical estimates: got %v, want a refusal", err)
+	}
+}
+
+// TestDefaultPrior checks where the prior is on by default: single-task tile models of
+// tpucost's own features with a rank loss.
+func TestDefaultPrior(t *testing.T) {
+	multi := DefaultConfig()
+	multi.Tasks = []dataset.Task{dataset.TaskTile, dataset.TaskFlags}
+	foreign := DefaultConfig()
+	foreign.FeatureSet = "tpugraphs-v1"
+	for _, tc := range []struct {
+		task dataset.Task
+		cfg  Config
+		loss Loss
+		want float64
+	}{
+		{dataset.TaskTile, DefaultConfig(), LossRankHingeGap, 1},
+		{dataset.TaskTile, DefaultConfig(), LossListMLE, 1},
+		{dataset.TaskTile, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFlags, DefaultConfig(), LossRankHingeGap, 0},
+		{dataset.TaskFusion, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskTile, multi, LossRankHingeGap, 0},
+		{dataset.TaskTile, foreign, LossRankHingeGap, 0},
+	} {
+		if got := DefaultPrior(tc.task, tc.cfg, tc.loss); got != tc.want {
+			t.Errorf("DefaultPrior(%s, feature set %q, %d heads, %s) = %g, want %g", tc.task, tc.cfg.FeatureSet, len(tc.cfg.Tasks), tc.loss, got, tc.want)
+		}
+	}
+}
