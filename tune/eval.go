@@ -127,24 +127,33 @@ func (e *simEval) remaining() int { return max(0, min(e.cap-e.n, e.r.left())) }
 func (e *simEval) used() int      { return e.n }
 func (e *simEval) limit() int     { return e.cap }
 
-func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
-	r := e.r
+// toEvaluate returns the candidates of cands an evaluator still has to evaluate, in order:
+// not yet evaluated, distinct by program fingerprint and at most room of them. A candidate
+// whose fingerprint cache already holds takes that value without spending budget
+// (evaluated, not fresh), as does one evaluated before.
+func toEvaluate(cands []*candidate, cache map[string]float64, room int) []*candidate {
 	var todo []*candidate
 	pending := map[string]bool{}
 	for _, c := range cands {
 		if c.evaluated {
 			continue
 		}
-		if v, ok := r.progCache[c.fp]; ok {
+		if v, ok := cache[c.fp]; ok {
 			c.value, c.evaluated, c.fresh = v, true, false
 			continue
 		}
-		if pending[c.fp] || len(todo) >= e.remaining() {
+		if pending[c.fp] || len(todo) >= room {
 			continue
 		}
 		pending[c.fp] = true
 		todo = append(todo, c)
 	}
+	return todo
+}
+
+func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
+	r := e.r
+	todo := toEvaluate(cands, r.progCache, e.remaining())
 	type result struct {
 		m    tpusim.Measurement
 		prof []float64

@@ -303,22 +303,7 @@ func (e *genericEval) limit() int     { return e.r.budget / len(e.shapes) }
 
 func (e *genericEval) eval(ctx context.Context, cands []*candidate) error {
 	r := e.r
-	var todo []*candidate
-	pending := map[string]bool{}
-	for _, c := range cands {
-		if c.evaluated {
-			continue
-		}
-		if v, ok := e.cache[c.fp]; ok {
-			c.value, c.evaluated, c.fresh = v, true, false
-			continue
-		}
-		if pending[c.fp] || len(todo) >= e.remaining() {
-			continue
-		}
-		pending[c.fp] = true
-		todo = append(todo, c)
-	}
+	todo := toEvaluate(cands, e.cache, e.remaining())
 	ns := len(e.shapes)
 	at := make([]*candidate, len(todo)*ns) // at[i*ns+j]: todo[i] applied at size j
 	err := parallel(ctx, r.workers, len(at), func(k int) error {
@@ -573,22 +558,7 @@ func (e *genericModelEval) used() int      { return e.n }
 func (e *genericModelEval) limit() int     { return e.cap }
 
 func (e *genericModelEval) eval(ctx context.Context, cands []*candidate) error {
-	var todo []*candidate
-	pending := map[string]bool{}
-	for _, c := range cands {
-		if c.evaluated {
-			continue
-		}
-		if v, ok := e.cache[c.fp]; ok {
-			c.value, c.evaluated, c.fresh = v, true, false
-			continue
-		}
-		if pending[c.fp] || len(todo) >= e.remaining() {
-			continue
-		}
-		pending[c.fp] = true
-		todo = append(todo, c)
-	}
+	todo := toEvaluate(cands, e.cache, e.remaining())
 	ns := len(e.shapes)
 	pred := make([]float64, len(todo)*ns) // pred[i*ns+j]: todo[i]'s predicted time at size j
 	err := parallel(ctx, e.r.workers, len(pred), func(k int) error {
