@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/internal/sealedckpt"
+	"github.com/tpucost/tpucost/gnn/nn/sealedckpt"
 )
 
 // An agent checkpoint is a directory holding one file, AgentFile: JSON with the format,
 // the agent's input schema (the encoder's degree cap, node and global feature names,
 // actions), its parameters (nn.Saved: names and shapes, their values in base64) and
 // training record, sealed with the SHA-256 of all of it and written atomically
-// (internal/sealedckpt, shared with tune's policy checkpoints: a crash leaves the previous
+// (gnn/nn/sealedckpt, shared with tune's policy checkpoints: a crash leaves the previous
 // or the new checkpoint); a checkpoint whose
 // checksum fails is refused (ErrAgentCorrupt), and so is one of another format, schema
 // or dimensions (ErrAgentMismatch).
@@ -50,7 +50,7 @@ type agentFile struct {
 	Meta AgentMeta `json:"meta"`
 }
 
-// agentCheckpoint is the kind of an agent checkpoint (internal/sealedckpt).
+// agentCheckpoint is the kind of an agent checkpoint (gnn/nn/sealedckpt).
 func agentCheckpoint() sealedckpt.Kind {
 	return sealedckpt.Kind{What: "agent", File: AgentFile, Prefix: agentFormatPrefix, Version: agentFormatVersion,
 		Older: func(int) string {

@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/tpucost/tpucost/internal/reinforce"
+	"github.com/tpucost/tpucost/gnn/nn/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 

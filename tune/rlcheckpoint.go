@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/internal/sealedckpt"
+	"github.com/tpucost/tpucost/gnn/nn/sealedckpt"
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
 // the policy's dimensions, its parameters (nn.Saved: names and shapes, their values in
 // base64) and training record, sealed with the SHA-256 of all of it and written atomically
-// (internal/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
+// (gnn/nn/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
 // previous or the new checkpoint), and a checkpoint whose checksum, format or dimensions
 // do not match this build is refused.
 
@@ -51,7 +51,7 @@ type policyFile struct {
 	Meta PolicyMeta `json:"meta"`
 }
 
-// policyCheckpoint is the kind of a policy checkpoint (internal/sealedckpt).
+// policyCheckpoint is the kind of a policy checkpoint (gnn/nn/sealedckpt).
 func policyCheckpoint() sealedckpt.Kind {
 	return sealedckpt.Kind{What: "policy", File: PolicyFile, Prefix: policyFormatPrefix, Version: policyFormatVersion,
 		Older: func(v int) string {

@@ -15,7 +15,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/internal/reinforce"
+	"github.com/tpucost/tpucost/gnn/nn/reinforce"
 )
 
 // The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for

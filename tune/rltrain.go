@@ -11,7 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/internal/reinforce"
+	"github.com/tpucost/tpucost/gnn/nn/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 )
