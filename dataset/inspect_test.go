@@ -175,3 +175,16 @@ func TestJSONNames(t *testing.T) {
 		t.Errorf("checksums in the summary: %s, %d files verified, manifests %v", s.Files[0].SHA256, s.VerifiedFiles, s.Manifests)
 	}
 }
+
+// TestCompileSettingsLine: inspect's text names the non-default compile settings a
+// generated dataset records (gen --fusion, --staging, --shapes) on one "compile" line,
+// and prints no such line for a default dataset.
+func TestCompileSettingsLine(t *testing.T) {
+	if got := compileSettings(Provenance{}); got != "" {
+		t.Errorf("default provenance: %q, want no settings", got)
+	}
+	p := Provenance{Fusion: "partition", Staging: "auto", Shapes: "seq=64,128"}
+	if got, want := compileSettings(p), "fusion partition, staging auto, shapes seq=64,128"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

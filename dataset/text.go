@@ -44,9 +44,13 @@ func (s *Summary) WriteText(out io.Writer) error {
 		origin,
 		{"generator", fmt.Sprintf("%s, seed %d, %d configs per kernel, tool %s", p.GeneratorVersion, p.Seed, p.ConfigsPerKernel, p.ToolVersion)},
 		{"models", fmt.Sprintf("%d: %s", len(p.Models), abbreviateList(p.Models, 8))},
+		{"compile", compileSettings(p)},
 		{"bytes", fmt.Sprint(s.Bytes)},
 		{"checksums", fmt.Sprintf("%d files verified (size and SHA-256) against %s", s.VerifiedFiles, strings.Join(s.Manifests, ","))},
 	} {
+		if kv[0] == "compile" && kv[1] == "" {
+			continue // default compile settings: not recorded
+		}
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}
 	fmt.Fprintln(w)
@@ -65,6 +69,18 @@ func (s *Summary) WriteText(out io.Writer) error {
 		fmt.Fprintf(w, "%s\t%s\n", c.Name, c.Type)
 	}
 	return w.Flush()
+}
+
+// compileSettings lists the non-default compile settings a generated dataset records
+// (gen --fusion, --staging, --shapes), "" when it records none.
+func compileSettings(p Provenance) string {
+	var parts []string
+	for _, kv := range [][2]string{{"fusion", p.Fusion}, {"staging", p.Staging}, {"shapes", p.Shapes}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // orDash is s, or "-" when empty.
