@@ -151,6 +151,19 @@ func toEvaluate(cands []*candidate, cache map[string]float64, room int) []*candi
 	return todo
 }
 
+// fromCache gives every candidate of cands not yet evaluated whose fingerprint cache holds
+// that value, without spending budget (evaluated, not fresh): after a batch is measured,
+// its duplicates take the value just measured.
+func fromCache(cands []*candidate, cache map[string]float64) {
+	for _, c := range cands {
+		if !c.evaluated {
+			if v, ok := cache[c.fp]; ok {
+				c.value, c.evaluated, c.fresh = v, true, false
+			}
+		}
+	}
+}
+
 func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
 	r := e.r
 	todo := toEvaluate(cands, r.progCache, e.remaining())
@@ -200,14 +213,7 @@ func (e *simEval) eval(ctx context.Context, cands []*candidate) error {
 			r.bestNs, r.bestAt = m.Ns, r.measurements
 		}
 	}
-	// Duplicates within the batch take the value just measured.
-	for _, c := range cands {
-		if !c.evaluated {
-			if v, ok := r.progCache[c.fp]; ok {
-				c.value, c.evaluated, c.fresh = v, true, false
-			}
-		}
-	}
+	fromCache(cands, r.progCache) // duplicates within the batch take the value just measured
 	if len(todo) > 0 {
 		r.progress()
 	}

@@ -377,13 +377,7 @@ func (e *genericEval) eval(ctx context.Context, cands []*candidate) error {
 			r.bestNs, r.bestAt = v, r.measurements
 		}
 	}
-	for _, c := range cands { // duplicates within the batch
-		if !c.evaluated {
-			if v, ok := e.cache[c.fp]; ok {
-				c.value, c.evaluated, c.fresh = v, true, false
-			}
-		}
-	}
+	fromCache(cands, e.cache) // duplicates within the batch take the value just measured
 	if len(todo) > 0 {
 		r.progress()
 	}
@@ -588,12 +582,6 @@ func (e *genericModelEval) eval(ctx context.Context, cands []*candidate) error {
 		e.r.modelEvals++
 		e.scored = append(e.scored, &candidate{cfg: c.cfg, fp: c.fp, value: v, evaluated: true})
 	}
-	for _, c := range cands { // duplicates within the batch
-		if !c.evaluated {
-			if v, ok := e.cache[c.fp]; ok {
-				c.value, c.evaluated, c.fresh = v, true, false
-			}
-		}
-	}
+	fromCache(cands, e.cache) // duplicates within the batch take the value just measured
 	return nil
 }

@@ -73,31 +73,10 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
-	f.Var(shapeListValue{&o.Shapes}, "shapes", "generate every model at each of these sizes of a dynamic dimension, NAME=V,V,... (e.g. seq=64,128,256; zoo list: DYNAMIC): "+
+	f.Var(checkedString(&o.Shapes, "shapes", func(s string) error { _, err := zoo.ParseShapeList(s); return err }), "shapes", "generate every model at each of these sizes of a dynamic dimension, NAME=V,V,... (e.g. seq=64,128,256; zoo list: DYNAMIC): "+
 		"one program per size, named MODEL@seq=V, with its model's family; a model without the dimension is an error")
 	return cmd
 }
-
-// shapeListValue is the pflag.Value of gen's --shapes: a list of one dimension's sizes
-// (zoo.ParseShapeList), checked as the flag is set.
-type shapeListValue struct{ p *string }
-
-func (v shapeListValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
-}
-
-func (v shapeListValue) Set(s string) error {
-	if _, err := zoo.ParseShapeList(s); err != nil {
-		return err
-	}
-	*v.p = s
-	return nil
-}
-
-func (shapeListValue) Type() string { return "shapes" }
 
 func runGen(ctx context.Context, o *GenOptions) error {
 	if ctx == nil {

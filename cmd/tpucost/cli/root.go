@@ -171,28 +171,8 @@ const shapesUsage = "size dynamic dimensions, NAME=V[,NAME=V]: a zoo model's seq
 // list or a bad number fails naming the flag; zoo.ResolveShapes checks the names and
 // bounds against the source.
 func bindShapes(cmd *cobra.Command, p *string) {
-	cmd.Flags().Var(shapesValue{p}, "shapes", shapesUsage)
+	cmd.Flags().Var(checkedString(p, "shapes", func(s string) error { _, err := zoo.ParseShapes(s); return err }), "shapes", shapesUsage)
 }
-
-// shapesValue is the pflag.Value of --shapes.
-type shapesValue struct{ p *string }
-
-func (v shapesValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
-}
-
-func (v shapesValue) Set(s string) error {
-	if _, err := zoo.ParseShapes(s); err != nil {
-		return err
-	}
-	*v.p = s
-	return nil
-}
-
-func (shapesValue) Type() string { return "shapes" }
 
 // fusionUsage is the help of --fusion, which compile, sim, gen and tune have.
 const fusionUsage = "fusion rule for the decisions a config leaves open: xla (the XLA-like heuristic) or partition " +
@@ -203,29 +183,9 @@ const fusionUsage = "fusion rule for the decisions a config leaves open: xla (th
 // set, so a bad rule fails naming the flag.
 func bindFusion(cmd *cobra.Command, p *compiler.FusionRule) {
 	*p = compiler.FusionXLA
-	cmd.Flags().Var(fusionValue{p}, "fusion", fusionUsage)
+	cmd.Flags().Var(parsedValue[compiler.FusionRule]{p: p, parse: compiler.ParseFusionRule, typ: "rule",
+		show: func(r compiler.FusionRule) string { return string(r) }}, "fusion", fusionUsage)
 }
-
-// fusionValue is the pflag.Value of --fusion.
-type fusionValue struct{ p *compiler.FusionRule }
-
-func (v fusionValue) String() string {
-	if v.p == nil {
-		return string(compiler.FusionXLA)
-	}
-	return string(*v.p)
-}
-
-func (v fusionValue) Set(s string) error {
-	r, err := compiler.ParseFusionRule(s)
-	if err != nil {
-		return err
-	}
-	*v.p = r
-	return nil
-}
-
-func (fusionValue) Type() string { return "rule" }
 
 // compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
 // own) and compiles it under opts with the config file cfgPath (compiler.CompileFile).
@@ -241,28 +201,8 @@ func compileSource(src, shapes, cfgPath string, opts compiler.Options) (*compile
 const stagingUsage = "VMEM staging of kernel outputs for their consumers: off (default: every array through HBM), " +
 	"on (every candidate edge that fits VMEM) or auto (those the analytical model says are faster); see docs/compiler.md"
 
-// stagingValue is --staging: a compiler.StagingMode parsed as the flag is set.
-type stagingValue struct{ p *compiler.StagingMode }
-
-func (v stagingValue) String() string {
-	if v.p == nil {
-		return compiler.StagingOff.String()
-	}
-	return v.p.String()
-}
-
-func (v stagingValue) Set(s string) error {
-	m, err := compiler.ParseStagingMode(s)
-	if err != nil {
-		return err
-	}
-	*v.p = m
-	return nil
-}
-
-func (stagingValue) Type() string { return "mode" }
-
 // bindStaging binds --staging to p: the one flag helper of every command that compiles.
 func bindStaging(cmd *cobra.Command, p *compiler.StagingMode) {
-	cmd.Flags().Var(stagingValue{p}, "staging", stagingUsage)
+	cmd.Flags().Var(parsedValue[compiler.StagingMode]{p: p, parse: compiler.ParseStagingMode, typ: "mode",
+		show: compiler.StagingMode.String}, "staging", stagingUsage)
 }

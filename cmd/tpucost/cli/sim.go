@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/tpusim"
@@ -43,7 +44,7 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
-	cmd.Flags().Var(lengthsValue{&o.Lengths}, "lengths", "time a ragged batch of these sequence lengths (L,L,...; a zoo model with seq): padded_ns, ragged_ns, padding_waste")
+	cmd.Flags().Var(lengthsFlag(&o.Lengths), "lengths", "time a ragged batch of these sequence lengths (L,L,...; a zoo model with seq): padded_ns, ragged_ns, padding_waste")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
 }
@@ -105,23 +106,8 @@ func runSimRagged(o *SimOptions, c tpusim.Chip) error {
 	return r.WriteText(o.IO.Out)
 }
 
-// lengthsValue is the pflag.Value of --lengths: parsed (ragged.ParseLengths) as the flag
-// is set, so an empty value fails naming the flag.
-type lengthsValue struct{ p *string }
-
-func (v lengthsValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
+// lengthsFlag is the value of --lengths (sim, tune): parsed (ragged.ParseLengths) as the
+// flag is set, so an empty value fails naming the flag.
+func lengthsFlag(p *string) pflag.Value {
+	return checkedString(p, "lengths", func(s string) error { _, err := ragged.ParseLengths(s); return err })
 }
-
-func (v lengthsValue) Set(s string) error {
-	if _, err := ragged.ParseLengths(s); err != nil {
-		return err
-	}
-	*v.p = s
-	return nil
-}
-
-func (lengthsValue) Type() string { return "lengths" }

@@ -89,8 +89,8 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
 	f := cmd.Flags()
-	f.Var(tuneShapesValue{&o.Shapes}, "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
-	f.Var(lengthsValue{&o.Lengths}, "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
+	f.Var(checkedString(&o.Shapes, "shapes", checkTuneShapes), "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
+	f.Var(lengthsFlag(&o.Lengths), "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
 	f.BoolVar(&o.ComparePerShape, "compare-per-shape", false, "with a --shapes list: also tune each size on its own with the same strategy, seed and budget (the baseline; per_shape in --json)")
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
@@ -411,21 +411,11 @@ func shapeRunKinds(o *TuneOptions, opts *tune.Options) error {
 	return nil
 }
 
-// tuneShapesValue is the pflag.Value of tune's --shapes: a --shapes value of every command
+// checkTuneShapes checks tune's --shapes: a --shapes value of every command
 // (zoo.ParseShapes) or a list of one dimension's sizes (zoo.ParseShapeList).
-type tuneShapesValue struct{ p *string }
-
-func (v tuneShapesValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
-}
-
-func (v tuneShapesValue) Set(s string) error {
+func checkTuneShapes(s string) error {
 	_, errList := zoo.ParseShapeList(s)
 	if errList == nil {
-		*v.p = s
 		return nil
 	}
 	if _, err := zoo.ParseShapes(s); err != nil {
@@ -434,11 +424,8 @@ func (v tuneShapesValue) Set(s string) error {
 		}
 		return errList
 	}
-	*v.p = s
 	return nil
 }
-
-func (tuneShapesValue) Type() string { return "shapes" }
 
 // shapeList returns the sizes of a --shapes value that lists several of one dimension.
 func shapeList(s string) (zoo.ShapeList, bool) {
