@@ -46,7 +46,8 @@ func (r *PolicyResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Met
 func (r *PolicyResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }
 
 // Run checks the request, locks Out before training (so a directory it cannot write
-// fails first), trains and saves the policy.
+// fails first), trains and saves the policy. When ctx is cancelled, training stops within
+// an episode, nothing is saved, and the error wraps ctx.Err() and says how to carry on.
 func (q TrainPolicyRequest) Run(ctx context.Context) (*PolicyResult, error) {
 	if q.Log == nil {
 		q.Log = io.Discard
@@ -63,6 +64,9 @@ func (q TrainPolicyRequest) Run(ctx context.Context) (*PolicyResult, error) {
 	defer lock.Release()
 	p, err := TrainPolicy(ctx, mods, opts)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("interrupted (%w): no policy was written to %s; re-run the same command to train it again (the same seed gives the same policy)", err, q.Out)
+		}
 		return nil, err
 	}
 	if err := SavePolicy(q.Out, p); err != nil {

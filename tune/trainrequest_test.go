@@ -2,6 +2,8 @@ package tune
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -91,5 +93,19 @@ func TestTrainPolicyRequestRun(t *testing.T) {
 	var text bytes.Buffer
 	if err := res.WriteText(&text); err != nil || !strings.HasSuffix(text.String(), "written to "+out+"\n") {
 		t.Errorf("text %q, %v", text.String(), err)
+	}
+}
+
+// TestTrainPolicyRequestInterrupted: a cancelled training saves nothing and says so.
+func TestTrainPolicyRequestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	out := filepath.Join(t.TempDir(), "policy")
+	_, err := policyRequest(out).Run(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "no policy was written to "+out+"; re-run the same command") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := LoadPolicy(out); err == nil {
+		t.Error("a policy was saved")
 	}
 }

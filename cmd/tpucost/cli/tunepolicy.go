@@ -29,7 +29,7 @@ func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
 			"--kinds restricts it to layout or fusion. The policy is written atomically, with a checksum, to --out; " +
 			"`tpucost tune --strategy rl --policy DIR` uses it on other programs (not on model variants of the training programs).",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runTrainPolicy(context.Background(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrainPolicy(cmd.Context(), o) },
 	}
 	o.Target.bind(cmd)
 	f := cmd.Flags()
