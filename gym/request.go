@@ -54,7 +54,7 @@ type AgentResult struct {
 }
 
 // MarshalJSON encodes the agent's record.
-func (r *AgentResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
+func (r AgentResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
 
 // WriteText writes the record as text (AgentMeta.WriteText).
 func (r *AgentResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }

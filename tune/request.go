@@ -81,7 +81,7 @@ type Result struct {
 }
 
 // MarshalJSON encodes the report that was run (see Result).
-func (r *Result) MarshalJSON() ([]byte, error) {
+func (r Result) MarshalJSON() ([]byte, error) {
 	switch {
 	case r.Report != nil:
 		return json.Marshal(struct {

@@ -40,7 +40,7 @@ type PolicyResult struct {
 }
 
 // MarshalJSON encodes the policy's record.
-func (r *PolicyResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
+func (r PolicyResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
 
 // WriteText writes the record as text (PolicyMeta.WriteText).
 func (r *PolicyResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }
