@@ -113,12 +113,13 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	// Input layer: ReLU([emb(opcode), x] W₀ + b₀), one fused op (nn.Linear) over the
 	// blocks emb·W_op + x·W_x (+ ncf·W_nc).
 	emb := nn.Gather(P("embed"), n.opcodes, nn.ReduceSum, 1)
-	xs, ws := []*G.Node{emb, n.x}, []*G.Node{P("input.w_op"), P("input.w_x")}
+	// The node features (and per-node configurations) are data: no gradient.
+	xs, ws, data := []*G.Node{emb, n.x}, []*G.Node{P("input.w_op"), P("input.w_x")}, []bool{false, true}
 	if cfg.PerNode() {
 		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
-		xs, ws = append(xs, n.ncf), append(ws, P("input.w_nc"))
+		xs, ws, data = append(xs, n.ncf), append(ws, P("input.w_nc")), append(data, true)
 	}
-	h := nn.Linear(xs, ws, P("input.b"), nil, true)
+	h := nn.LinearData(xs, ws, P("input.b"), nil, true, data)
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
 	layers := make([]nn.SAGELayer, cfg.Layers)
@@ -135,22 +136,24 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
 	// Each layer is one fused op (nn.Linear).
+	// The kernel and configuration features are data: no gradient.
 	var kx, kw []*G.Node
+	var kdata []bool
 	if cfg.KernelWidth > 0 {
-		kx, kw = append(kx, n.kf), append(kw, P(prefix+"head0.w_kernel"))
+		kx, kw, kdata = append(kx, n.kf), append(kw, P(prefix+"head0.w_kernel")), append(kdata, true)
 	}
 	for _, r := range cfg.Reduce {
 		pooled := func() *G.Node { return nn.Gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		kx, kw = append(kx, pooled()), append(kw, P(prefix+"head0.w_"+string(r)))
+		kx, kw, kdata = append(kx, pooled()), append(kw, P(prefix+"head0.w_"+string(r))), append(kdata, false)
 	}
-	zk := nn.Linear(kx, kw, nil, nil, false)
+	zk := nn.LinearData(kx, kw, nil, nil, false, kdata)
 	z0 := nn.Gather(zk, n.sk, nn.ReduceSum, 1) // [S, h0]
 	var z *G.Node
 	if cfg.ConfigWidth > 0 {
-		z = nn.Linear([]*G.Node{n.cf}, []*G.Node{P(prefix + "head0.w_config")}, P(prefix+"head0.b"), z0, true)
+		z = nn.LinearData([]*G.Node{n.cf}, []*G.Node{P(prefix + "head0.w_config")}, P(prefix+"head0.b"), z0, true, []bool{true})
 	} else {
 		z = nn.ReLU(hbias(z0, "head0.b"))
 	}
