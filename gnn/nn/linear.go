@@ -382,7 +382,8 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 		for v := 0; v < N; v++ {
 			row := gz[v*H : (v+1)*H]
 			if op.relu {
-				reluGrad(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H])
+				reluGradSum(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H], db)
+				continue
 			}
 			db := db[:len(row)]
 			for j, g := range row {
