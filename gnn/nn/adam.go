@@ -14,9 +14,10 @@ import (
 // and moments' precision) as θ ← θ − α·m / (√v + ε̂) with the step's constants
 // α = lr·√(1−β₂ᵗ)/(1−β₁ᵗ) and ε̂ = ε·√(1−β₂ᵗ) computed once in float64: the same
 // formula, with one float32 division and square root per element where the float64 form
-// took three divisions and a square root (a tenth of a training step, issue 25). With ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖),
-// ‖g‖ the L2 norm over every parameter's gradient (global-norm clipping, for the
-// heavy-tailed gradients of policy-gradient training). Its moments and step are saved
+// took three divisions and a square root (a tenth of a training step, issue 25). With
+// ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖), ‖g‖ the L2 norm
+// over every parameter's gradient (global-norm clipping, for the heavy-tailed gradients
+// of policy-gradient training). Its moments and step are saved
 // by State and read back by Restore. Update runs on two goroutines for models of
 // adamSplitMin elements or more; every element's update is independent of the others',
 // so the result is the same bits either way. An Adam is not safe for concurrent use.
