@@ -39,6 +39,7 @@ type net struct {
 	// pooled sum and max, and their values after the last inference run.
 	otherSum, otherMax, invNodes, segSum, segMax *G.Node
 	lastSum, lastMax                             []float64
+	in                                           map[*G.Node]tensor.Tensor // the inputs' values (floatTensor)
 	sk, y, w, rank, kw, kspan, out, cost         *G.Node
 	prior                                        *G.Node // Config.Prior · ln(analytical ns) per sample (models with a prior)
 }
@@ -112,12 +113,13 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	// Input layer: ReLU([emb(opcode), x] W₀ + b₀), one fused op (nn.Linear) over the
 	// blocks emb·W_op + x·W_x (+ ncf·W_nc).
 	emb := nn.Gather(P("embed"), n.opcodes, nn.ReduceSum, 1)
-	xs, ws := []*G.Node{emb, n.x}, []*G.Node{P("input.w_op"), P("input.w_x")}
+	// The node features (and per-node configurations) are data: no gradient.
+	xs, ws, data := []*G.Node{emb, n.x}, []*G.Node{P("input.w_op"), P("input.w_x")}, []bool{false, true}
 	if cfg.PerNode() {
 		n.ncf = floats("ncf", s.N, cfg.NodeConfigWidth)
-		xs, ws = append(xs, n.ncf), append(ws, P("input.w_nc"))
+		xs, ws, data = append(xs, n.ncf), append(ws, P("input.w_nc")), append(data, true)
 	}
-	h := nn.Linear(xs, ws, P("input.b"), nil, true)
+	h := nn.LinearData(xs, ws, P("input.b"), nil, true, data)
 
 	// GraphSAGE layers: [h, mean_in(h), mean_out(h)] W + b as three products.
 	layers := make([]nn.SAGELayer, cfg.Layers)
@@ -134,22 +136,24 @@ func newNet(cfg Config, loss Loss, ps nn.Params, s shape, train bool, dt tensor.
 	// Head: the first layer's per-kernel part (reductions and kernel features, [B, h0])
 	// is gathered to each of the kernel's samples and added to the per-config part.
 	// Each layer is one fused op (nn.Linear).
+	// The kernel and configuration features are data: no gradient.
 	var kx, kw []*G.Node
+	var kdata []bool
 	if cfg.KernelWidth > 0 {
-		kx, kw = append(kx, n.kf), append(kw, P(prefix+"head0.w_kernel"))
+		kx, kw, kdata = append(kx, n.kf), append(kw, P(prefix+"head0.w_kernel")), append(kdata, true)
 	}
 	for _, r := range cfg.Reduce {
 		pooled := func() *G.Node { return nn.Gather(h, n.poolIdx, r, s.M) }
 		if cfg.MaxSegmentNodes > 0 {
 			pooled = func() *G.Node { return n.segmentPool(h, r) }
 		}
-		kx, kw = append(kx, pooled()), append(kw, P(prefix+"head0.w_"+string(r)))
+		kx, kw, kdata = append(kx, pooled()), append(kw, P(prefix+"head0.w_"+string(r))), append(kdata, false)
 	}
-	zk := nn.Linear(kx, kw, nil, nil, false)
+	zk := nn.LinearData(kx, kw, nil, nil, false, kdata)
 	z0 := nn.Gather(zk, n.sk, nn.ReduceSum, 1) // [S, h0]
 	var z *G.Node
 	if cfg.ConfigWidth > 0 {
-		z = nn.Linear([]*G.Node{n.cf}, []*G.Node{P(prefix + "head0.w_config")}, P(prefix+"head0.b"), z0, true)
+		z = nn.LinearData([]*G.Node{n.cf}, []*G.Node{P(prefix + "head0.w_config")}, P(prefix+"head0.b"), z0, true, []bool{true})
 	} else {
 		z = nn.ReLU(hbias(z0, "head0.b"))
 	}
@@ -199,16 +203,48 @@ func (n *net) buildLoss() error {
 	return nil
 }
 
-func (n *net) floatTensor(data []float32, shp ...int) tensor.Tensor {
-	if n.dt == tensor.Float32 {
-		// A copy: Gorgonia may compute in place in an input's register.
-		return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(append([]float32(nil), data...)))
+// floatTensor is the value of input node nd for one run: a tensor of shape shp holding a
+// copy of data (a copy: Gorgonia may compute in place in an input's register), in the
+// net's precision. The tensor is the node's own, kept from one run to the next (the
+// net's shape fixes its size), so that binding a batch allocates nothing.
+func (n *net) floatTensor(nd *G.Node, data []float32, shp ...int) tensor.Tensor {
+	if t, ok := n.in[nd]; ok && t.Shape().TotalSize() == len(data) {
+		switch d := t.Data().(type) {
+		case []float32:
+			copy(d, data)
+		case []float64:
+			for i, x := range data {
+				d[i] = float64(x)
+			}
+		}
+		return t
 	}
-	return tensor.New(tensor.WithShape(shp...), tensor.WithBacking(nn.To64(data)))
+	var t tensor.Tensor
+	if n.dt == tensor.Float32 {
+		t = tensor.New(tensor.WithShape(shp...), tensor.WithBacking(append([]float32(nil), data...)))
+	} else {
+		t = tensor.New(tensor.WithShape(shp...), tensor.WithBacking(nn.To64(data)))
+	}
+	n.keep(nd, t)
+	return t
 }
 
-func intTensor(data []int) tensor.Tensor {
-	return tensor.New(tensor.WithShape(len(data)), tensor.WithBacking(append([]int(nil), data...)))
+// intTensor is floatTensor for an index input.
+func (n *net) intTensor(nd *G.Node, data []int) tensor.Tensor {
+	if t, ok := n.in[nd]; ok && t.Shape().TotalSize() == len(data) {
+		copy(t.Data().([]int), data)
+		return t
+	}
+	t := tensor.New(tensor.WithShape(len(data)), tensor.WithBacking(append([]int(nil), data...)))
+	n.keep(nd, t)
+	return t
+}
+
+func (n *net) keep(nd *G.Node, t tensor.Tensor) {
+	if n.in == nil {
+		n.in = map[*G.Node]tensor.Tensor{}
+	}
+	n.in[nd] = t
 }
 
 // let is an input node and its value for one run.
@@ -224,42 +260,42 @@ func (n *net) bind(b *batch) error {
 	}
 	s := n.shape
 	lets := []let{
-		{n.opcodes, intTensor(b.opcodes)},
-		{n.x, n.floatTensor(b.x, s.N, n.cfg.NodeWidth)},
-		{n.inIdx, intTensor(b.inIdx)},
-		{n.outIdx, intTensor(b.outIdx)},
-		{n.poolIdx, intTensor(b.poolIdx)},
-		{n.sk, intTensor(b.sk)},
+		{n.opcodes, n.intTensor(n.opcodes, b.opcodes)},
+		{n.x, n.floatTensor(n.x, b.x, s.N, n.cfg.NodeWidth)},
+		{n.inIdx, n.intTensor(n.inIdx, b.inIdx)},
+		{n.outIdx, n.intTensor(n.outIdx, b.outIdx)},
+		{n.poolIdx, n.intTensor(n.poolIdx, b.poolIdx)},
+		{n.sk, n.intTensor(n.sk, b.sk)},
 	}
 	if n.kf != nil {
-		lets = append(lets, let{n.kf, n.floatTensor(b.kf, s.B, n.cfg.KernelWidth)})
+		lets = append(lets, let{n.kf, n.floatTensor(n.kf, b.kf, s.B, n.cfg.KernelWidth)})
 	}
 	if n.cf != nil {
-		lets = append(lets, let{n.cf, n.floatTensor(b.cf, s.S, n.cfg.ConfigWidth)})
+		lets = append(lets, let{n.cf, n.floatTensor(n.cf, b.cf, s.S, n.cfg.ConfigWidth)})
 	}
 	if n.prior != nil {
 		if b.prior == nil {
 			return fmt.Errorf("batch has no analytical prior")
 		}
-		lets = append(lets, let{n.prior, n.floatTensor(b.prior, s.S)})
+		lets = append(lets, let{n.prior, n.floatTensor(n.prior, b.prior, s.S)})
 	}
 	if n.ncf != nil {
 		if b.ncf == nil {
 			return fmt.Errorf("batch has no per-node configuration features")
 		}
-		lets = append(lets, let{n.ncf, n.floatTensor(b.ncf, s.N, n.cfg.NodeConfigWidth)})
+		lets = append(lets, let{n.ncf, n.floatTensor(n.ncf, b.ncf, s.N, n.cfg.NodeConfigWidth)})
 	}
 	if n.train {
 		if n.loss.Rank() {
 			if b.rank == nil {
 				return fmt.Errorf("batch has no rank targets")
 			}
-			lets = append(lets, let{n.rank, n.floatTensor(b.rank, s.S)}, let{n.kw, n.floatTensor(b.kw, s.B)}, let{n.kspan, intTensor(b.kspan)})
+			lets = append(lets, let{n.rank, n.floatTensor(n.rank, b.rank, s.S)}, let{n.kw, n.floatTensor(n.kw, b.kw, s.B)}, let{n.kspan, n.intTensor(n.kspan, b.kspan)})
 		} else {
 			if b.y == nil {
 				return fmt.Errorf("batch has no regression targets")
 			}
-			lets = append(lets, let{n.y, n.floatTensor(b.y, s.S)}, let{n.w, n.floatTensor(b.w, s.S)})
+			lets = append(lets, let{n.y, n.floatTensor(n.y, b.y, s.S)}, let{n.w, n.floatTensor(n.w, b.w, s.S)})
 		}
 	}
 	lets, err := n.bindSegments(b, lets)

@@ -221,8 +221,8 @@ func (n *net) bindSegments(b *batch, lets []let) ([]let, error) {
 		return nil, fmt.Errorf("batch has no segment inputs")
 	}
 	s, H := n.shape, n.cfg.Hidden
-	return append(lets, let{n.otherSum, n.floatTensor(b.otherSum, s.B, H)}, let{n.otherMax, n.floatTensor(b.otherMax, s.B, H)},
-		let{n.invNodes, n.floatTensor(b.invNodes, s.B)}), nil
+	return append(lets, let{n.otherSum, n.floatTensor(n.otherSum, b.otherSum, s.B, H)}, let{n.otherMax, n.floatTensor(n.otherMax, b.otherMax, s.B, H)},
+		let{n.invNodes, n.floatTensor(n.invNodes, b.invNodes, s.B)}), nil
 }
 
 // poolStats returns the per-group segment statistics of the last inference run.

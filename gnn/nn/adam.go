@@ -10,10 +10,14 @@ import (
 //
 //	m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g²;  θ ← θ − lr · m̂ / (√v̂ + ε)
 //
-// with m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ), computed in float64 per element with float32
-// moments. With ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖),
-// ‖g‖ the L2 norm over every parameter's gradient (global-norm clipping, for the
-// heavy-tailed gradients of policy-gradient training). Its moments and step are saved
+// with m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ), computed per element in float32 (the parameters'
+// and moments' precision) as θ ← θ − α·m / (√v + ε̂) with the step's constants
+// α = lr·√(1−β₂ᵗ)/(1−β₁ᵗ) and ε̂ = ε·√(1−β₂ᵗ) computed once in float64: the same
+// formula, with one float32 division and square root per element where the float64 form
+// took three divisions and a square root (a tenth of a training step, issue 25). With
+// ClipNorm > 0 the gradients are first scaled by min(1, ClipNorm/‖g‖), ‖g‖ the L2 norm
+// over every parameter's gradient (global-norm clipping, for the heavy-tailed gradients
+// of policy-gradient training). Its moments and step are saved
 // by State and read back by Restore. Update runs on two goroutines for models of
 // adamSplitMin elements or more; every element's update is independent of the others',
 // so the result is the same bits either way. An Adam is not safe for concurrent use.
@@ -115,16 +119,20 @@ func (a *Adam) updateRange(ps Params, grads [][]float32, from, to int, scale, c1
 
 // update is Update's loop over one parameter: the optimizer's constants in locals and
 // every slice cut to the parameter's length, so that the loop reloads nothing and checks
-// no bounds (the same operations in the same order as the formula above).
+// no bounds. See Adam for the formula.
 func (a *Adam) update(p, g, m, v []float32, scale, c1, c2 float64) {
-	b1, b2, lr, eps := a.Beta1, a.Beta2, a.LR, a.Eps
+	b1, b2 := float32(a.Beta1), float32(a.Beta2)
+	ob1, ob2 := float32(1-a.Beta1), float32(1-a.Beta2)
+	alpha := float32(a.LR * math.Sqrt(c2) / c1)
+	eps := float32(a.Eps * math.Sqrt(c2))
+	sc := float32(scale)
 	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
 	for j := range p {
-		gj := float64(g[j]) * scale
-		mj := b1*float64(m[j]) + (1-b1)*gj
-		vj := b2*float64(v[j]) + (1-b2)*gj*gj
-		m[j], v[j] = float32(mj), float32(vj)
-		p[j] -= float32(lr * (mj / c1) / (math.Sqrt(vj/c2) + eps))
+		gj := g[j] * sc
+		mj := b1*m[j] + ob1*gj
+		vj := b2*v[j] + ob2*gj*gj
+		m[j], v[j] = mj, vj
+		p[j] -= alpha * mj / (float32(math.Sqrt(float64(vj))) + eps)
 	}
 }
 

@@ -32,7 +32,22 @@ func (r Reduction) Valid() bool { return r == ReduceSum || r == ReduceMean || r 
 // over a graph's nodes (sum, mean, max). Its gradient with respect to h is analytic; idx
 // has none.
 func Gather(h, idx *G.Node, red Reduction, slots int) *G.Node {
-	return G.Must(G.ApplyOp(gatherOp{red: red, slots: slots}, h, idx))
+	return G.Must(G.ApplyOp(gatherOp{red: red, slots: slots, st: &gatherState{}}, h, idx))
+}
+
+// gatherState holds a gather's output and gradient buffers, reused from one run to the
+// next like the fused layers' (a graph's machine runs one batch at a time): a training
+// step allocated about 400 KB in the gathers' outputs, which the allocator zeroed and the
+// collector then swept (issue 25's profile). Each run clears what it accumulates into.
+type gatherState struct {
+	f32 gatherBufs[float32]
+	f64 gatherBufs[float64]
+}
+
+type gatherBufs[T float32 | float64] struct {
+	out, dh []T
+	best    []T   // backward of max: each column's running maximum
+	arg     []int // and the row holding it
 }
 
 // gatherOp is Gather's op.
@@ -44,6 +59,7 @@ func Gather(h, idx *G.Node, red Reduction, slots int) *G.Node {
 type gatherOp struct {
 	red   Reduction
 	slots int
+	st    *gatherState
 }
 
 func (op gatherOp) Arity() int { return 2 }
@@ -83,17 +99,21 @@ func (op gatherOp) Do(vals ...G.Value) (G.Value, error) {
 	groups := len(idx) / op.slots
 	switch h := vals[0].Data().(type) {
 	case []float32:
-		out := make([]float32, groups*width)
-		if err := gatherForward(op, h, idx, rows, width, out); err != nil {
+		bf := &op.st.f32
+		bf.out = grow(bf.out, groups*width)
+		clear(bf.out)
+		if err := gatherForward(op, h, idx, rows, width, bf.out); err != nil {
 			return nil, err
 		}
-		return tensor.New(tensor.WithShape(groups, width), tensor.WithBacking(out)), nil
+		return tensor.New(tensor.WithShape(groups, width), tensor.WithBacking(bf.out)), nil
 	case []float64:
-		out := make([]float64, groups*width)
-		if err := gatherForward(op, h, idx, rows, width, out); err != nil {
+		bf := &op.st.f64
+		bf.out = grow(bf.out, groups*width)
+		clear(bf.out)
+		if err := gatherForward(op, h, idx, rows, width, bf.out); err != nil {
 			return nil, err
 		}
-		return tensor.New(tensor.WithShape(groups, width), tensor.WithBacking(out)), nil
+		return tensor.New(tensor.WithShape(groups, width), tensor.WithBacking(bf.out)), nil
 	}
 	return nil, fmt.Errorf("%v: unsupported data %T", op, vals[0].Data())
 }
@@ -196,24 +216,30 @@ func (op gatherDiffOp) Do(vals ...G.Value) (G.Value, error) {
 		if !ok {
 			return nil, fmt.Errorf("%v: gradient is %T", op, vals[2].Data())
 		}
-		dh := make([]float32, rows*width)
-		gatherBackward(op.gatherOp, h, idx, width, g, dh)
-		return tensor.New(tensor.WithShape(rows, width), tensor.WithBacking(dh)), nil
+		bf := &op.st.f32
+		bf.dh = grow(bf.dh, rows*width)
+		clear(bf.dh)
+		gatherBackward(op.gatherOp, bf, h, idx, width, g)
+		return tensor.New(tensor.WithShape(rows, width), tensor.WithBacking(bf.dh)), nil
 	case []float64:
 		g, ok := vals[2].Data().([]float64)
 		if !ok {
 			return nil, fmt.Errorf("%v: gradient is %T", op, vals[2].Data())
 		}
-		dh := make([]float64, rows*width)
-		gatherBackward(op.gatherOp, h, idx, width, g, dh)
-		return tensor.New(tensor.WithShape(rows, width), tensor.WithBacking(dh)), nil
+		bf := &op.st.f64
+		bf.dh = grow(bf.dh, rows*width)
+		clear(bf.dh)
+		gatherBackward(op.gatherOp, bf, h, idx, width, g)
+		return tensor.New(tensor.WithShape(rows, width), tensor.WithBacking(bf.dh)), nil
 	}
 	return nil, fmt.Errorf("%v: unsupported data %T", op, vals[0].Data())
 }
 
-func gatherBackward[T float32 | float64](op gatherOp, h []T, idx []int, width int, g, dh []T) {
-	var best []T
-	var arg []int
+// gatherBackward accumulates into bf.dh (cleared) the gradient g of the gather's output.
+func gatherBackward[T float32 | float64](op gatherOp, bf *gatherBufs[T], h []T, idx []int, width int, g []T) {
+	dh := bf.dh
+	best, arg := bf.best, bf.arg
+	defer func() { bf.best, bf.arg = best, arg }()
 	for k := 0; k < len(idx)/op.slots; k++ {
 		group := idx[k*op.slots : (k+1)*op.slots]
 		gk := g[k*width : (k+1)*width]

@@ -15,11 +15,28 @@ import (
 // fused layer, the op reuses its buffers from run to run, so one graph's machine must
 // not run concurrently with itself.
 func Linear(xs, ws []*G.Node, b, a *G.Node, relu bool) *G.Node {
-	if len(xs) == 0 || len(xs) != len(ws) {
-		panic(fmt.Sprintf("nn.Linear: %d inputs and %d weights", len(xs), len(ws)))
+	return LinearData(xs, ws, b, a, relu, nil)
+}
+
+// LinearData is Linear where the inputs x_i with data[i] set are data (a batch's
+// features), whose gradient no one reads: the op has none with respect to them
+// (DiffWRT), and its backward skips their part of dx = dz·Wᵀ — for a network's input
+// layer most of that product, for a head layer over configuration features all of it.
+// data may be shorter than xs (missing: false).
+func LinearData(xs, ws []*G.Node, b, a *G.Node, relu bool, data []bool) *G.Node {
+	if len(xs) == 0 || len(xs) != len(ws) || len(xs) > 64 || len(data) > len(xs) {
+		panic(fmt.Sprintf("nn.Linear: %d inputs, %d weights and %d data flags", len(xs), len(ws), len(data)))
 	}
 	op := denseOp{k: len(xs), bias: b != nil, add: a != nil, relu: relu, st: &denseState{}}
+	for i, d := range data {
+		if d {
+			op.data |= 1 << i
+		}
+	}
 	op.ID = fmt.Sprintf("nn.dense{%d,%t,%t,%t}", op.k, op.bias, op.add, op.relu)
+	if op.data != 0 {
+		op.ID = fmt.Sprintf("nn.dense{%d,%t,%t,%t,data%b}", op.k, op.bias, op.add, op.relu, op.data)
+	}
 	in := append(append(G.Nodes{}, xs...), ws...)
 	if b != nil {
 		in = append(in, b)
@@ -35,8 +52,12 @@ type denseOp struct {
 	OpBase
 	k               int
 	bias, add, relu bool
+	data            uint64 // bit i: x_i is data, without a gradient (LinearData)
 	st              *denseState
 }
+
+// isData reports whether x_i is data (LinearData).
+func (op denseOp) isData(i int) bool { return op.data&(1<<i) != 0 }
 
 type denseState struct {
 	f32 denseBufs[float32]
@@ -223,7 +244,7 @@ func denseForward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.Va
 func (op denseOp) DiffWRT(n int) []bool {
 	out := make([]bool, n)
 	for i := range out {
-		out[i] = true
+		out[i] = i >= op.k || !op.isData(i)
 	}
 	return out
 }
@@ -250,6 +271,9 @@ func (op denseOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error)
 		return nil
 	}
 	for i := range op.k {
+		if op.isData(i) { // no gradient: not in the packed vector
+			continue
+		}
 		if err := view(i, N, inputs[i].Shape()[1]); err != nil {
 			return nil, err
 		}
@@ -275,7 +299,8 @@ func (op denseOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error)
 }
 
 // denseDiffOp is denseOp's backward: (inputs…, dy) → the packed gradient
-// [dx_1 … dx_k | dw_1 … dw_k | db | da]. It reads the forward's buffers of the same run.
+// [dx_1 … dx_k | dw_1 … dw_k | db | da], without the dx_i of data inputs. It reads the
+// forward's buffers of the same run.
 type denseDiffOp struct {
 	OpBase
 	fwd denseOp
@@ -290,6 +315,9 @@ func (op denseDiffOp) Type() hm.Type {
 func (op denseDiffOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	n := 0
 	for i := 0; i < op.fwd.Arity(); i++ {
+		if i < op.fwd.k && op.fwd.isData(i) {
+			continue
+		}
 		s, err := ShapeOf(in[i])
 		if err != nil {
 			return nil, err
@@ -322,7 +350,13 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 	if !ok || len(dy) != N*H || len(bf.z) != N*H || len(bf.x) != N*K {
 		return nil, fmt.Errorf("%v: backward without its forward, or of another shape", op)
 	}
-	size := N*K + K*H
+	kg := 0 // the columns of the inputs with a gradient
+	for i, ki := range d.ks {
+		if !op.isData(i) {
+			kg += ki
+		}
+	}
+	size := N*kg + K*H
 	if op.bias {
 		size += H
 	}
@@ -341,14 +375,15 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 		x, w = d.xs[0], d.ws[0]
 	}
 	grads := bf.grads
-	dxs, dw, rest := grads[:N*K], grads[N*K:N*K+K*H], grads[N*K+K*H:]
+	dxs, dw, rest := grads[:N*kg], grads[N*kg:N*kg+K*H], grads[N*kg+K*H:]
 	if op.bias { // db = Σ_rows dz (with ReLU, dz masked here, row by row)
 		db := rest[:H]
 		clear(db)
 		for v := 0; v < N; v++ {
 			row := gz[v*H : (v+1)*H]
 			if op.relu {
-				reluGrad(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H])
+				reluGradSum(row, dy[v*H:(v+1)*H], bf.z[v*H:(v+1)*H], db)
+				continue
 			}
 			db := db[:len(row)]
 			for j, g := range row {
@@ -358,9 +393,22 @@ func denseBackward[T float32 | float64](op denseOp, bf *denseBufs[T], vals []G.V
 		rest = rest[H:]
 	}
 	gemm(true, false, K, H, N, x, K, gz, H, 0, dw, H) // dW = xᵀ·dz, the blocks dw_i in order
-	if op.k == 1 {
+	switch {
+	case kg == 0: // every input is data
+	case op.k == 1:
 		gemm(false, true, N, K, H, gz, H, w, H, 0, dxs, K) // dx = dz·Wᵀ
-	} else {
+	case op.data != 0:
+		// dx_i = dz·W_iᵀ for the inputs with a gradient, each its own product (W_i: rows
+		// off..off+K_i of W), written packed.
+		off, at := 0, 0
+		for i, ki := range d.ks {
+			if !op.isData(i) {
+				gemm(false, true, N, ki, H, gz, H, w[off*H:(off+ki)*H], H, 0, dxs[at:at+N*ki], ki)
+				at += N * ki
+			}
+			off += ki
+		}
+	default:
 		gemm(false, true, N, K, H, gz, H, w, H, 0, bf.dx, K)
 		off, at := 0, 0
 		for _, ki := range d.ks { // dx_i: the column block of dx, packed

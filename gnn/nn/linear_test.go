@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // TestLinearGradients checks Linear's gradients against finite differences, and its value
@@ -53,4 +54,106 @@ func compareBuilds(t *testing.T, ins []fdInput, a, b func(g *G.ExprGraph, xs []*
 			t.Errorf("gradient of input %d differs from the reference by %g", i, d)
 		}
 	}
+}
+
+// TestLinearDataMatchesLinear checks LinearData against Linear (whose gradients
+// TestLinearGradients checks against finite differences): the same value, and within
+// fusedTol the same gradients of every input that is not data (each data input's part
+// of dx is skipped, the others' computed by their own products); data inputs get none.
+func TestLinearDataMatchesLinear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	// x0 [4,3] learned, x1 [4,2] data, x2 [4,6] learned, their weights, bias, addend.
+	ins := []fdInput{randInput(rng, 4, 3), randInput(rng, 4, 2), randInput(rng, 4, 6), randInput(rng, 3, 5), randInput(rng, 2, 5), randInput(rng, 6, 5), randInput(rng, 5), randInput(rng, 4, 5)}
+	data := []bool{false, true, false}
+	build := func(withData bool) func(g *G.ExprGraph, xs []*G.Node) *G.Node {
+		return func(g *G.ExprGraph, xs []*G.Node) *G.Node {
+			if withData {
+				return LinearData(xs[:3], xs[3:6], xs[6], xs[7], true, data)
+			}
+			return Linear(xs[:3], xs[3:6], xs[6], xs[7], true)
+		}
+	}
+	wrt := func(i int) bool { return i != 1 }
+	la, ga := scalarLossWRT(t, ins, build(true), wrt)
+	lb, gb := scalarLossWRT(t, ins, build(false), wrt)
+	if la != lb {
+		t.Errorf("loss %.17g, Linear's %.17g", la, lb)
+	}
+	for i := range ga {
+		if ga[i] == nil {
+			continue
+		}
+		for j := range ga[i] {
+			if d := math.Abs(ga[i][j] - gb[i][j]); d > fusedTol*math.Max(1, math.Abs(gb[i][j])) {
+				t.Fatalf("gradient of input %d[%d]: %g, Linear's %g", i, j, ga[i][j], gb[i][j])
+			}
+		}
+	}
+	op := denseOp{k: 3, bias: true, add: true, relu: true, data: 0b010}
+	if diff := op.DiffWRT(op.Arity()); diff[1] || !diff[0] || !diff[2] || !diff[3] {
+		t.Errorf("DiffWRT = %v: want false for the data input 1 only", diff)
+	}
+	// A layer over data only (a head layer over configuration features): weights, bias
+	// and addend still get their gradients.
+	only := []fdInput{randInput(rng, 4, 2), randInput(rng, 2, 5), randInput(rng, 5), randInput(rng, 4, 5)}
+	fused := func(g *G.ExprGraph, xs []*G.Node) *G.Node {
+		return LinearData(xs[:1], xs[1:2], xs[2], xs[3], true, []bool{true})
+	}
+	plain := func(g *G.ExprGraph, xs []*G.Node) *G.Node { return Linear(xs[:1], xs[1:2], xs[2], xs[3], true) }
+	notData := func(i int) bool { return i != 0 }
+	_, ga = scalarLossWRT(t, only, fused, notData)
+	_, gb = scalarLossWRT(t, only, plain, notData)
+	for i := 1; i < len(ga); i++ {
+		for j := range ga[i] {
+			if d := math.Abs(ga[i][j] - gb[i][j]); d > fusedTol*math.Max(1, math.Abs(gb[i][j])) {
+				t.Fatalf("data-only layer: gradient of input %d[%d]: %g, Linear's %g", i, j, ga[i][j], gb[i][j])
+			}
+		}
+	}
+}
+
+// scalarLossWRT is scalarLoss with gradients (nil for the others) of the inputs i for
+// which wrt(i) holds.
+func scalarLossWRT(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.Node) *G.Node, wrt func(int) bool) (float64, [][]float64) {
+	t.Helper()
+	g := G.NewGraph()
+	var xs, diff []*G.Node
+	for i, in := range ins {
+		v := tensor.New(tensor.WithShape(in.shape...), tensor.WithBacking(append([]float64(nil), in.data...)))
+		x := G.NewTensor(g, tensor.Float64, len(in.shape), G.WithShape(in.shape...), G.WithName(string(rune('a'+i))), G.WithValue(v))
+		xs = append(xs, x)
+		if wrt(i) {
+			diff = append(diff, x)
+		}
+	}
+	out := build(g, xs)
+	n := out.Shape().TotalSize()
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = 2*rng.Float64() - 1
+	}
+	rn := G.NewTensor(g, tensor.Float64, out.Shape().Dims(), G.WithShape(out.Shape()...), G.WithName("r"),
+		G.WithValue(tensor.New(tensor.WithShape(out.Shape()...), tensor.WithBacking(r))))
+	loss := G.Must(G.Sum(G.Must(G.HadamardProd(out, rn))))
+	if _, err := G.Grad(loss, diff...); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g, G.BindDualValues(diff...))
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	gs := make([][]float64, len(xs))
+	for i, x := range xs {
+		if !wrt(i) {
+			continue
+		}
+		gv, err := x.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs[i] = append([]float64(nil), gv.Data().([]float64)...)
+	}
+	return loss.Value().Data().(float64), gs
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -136,5 +137,59 @@ func TestAdamSplitSameBytes(t *testing.T) {
 		if !bytes.Equal(ps.Bytes(), psOne.Bytes()) || !bytes.Equal(split.State().Bytes(), one.State().Bytes()) {
 			t.Fatalf("step %d: the split update differs from one loop", step+1)
 		}
+	}
+}
+
+// adamFloat32Tol bounds how far the float32 update (hoisted constants α, ε̂; see Adam)
+// drifts from the textbook formula evaluated in float64 over adamRefSteps steps on
+// parameters of order 1: float32 rounds each of the dozen operations of a step to 2⁻²⁴
+// (6e-8) relative, and each step's parameter, of order 1, is rounded to float32 again;
+// 20 steps accumulate a few 1e-6 at most.
+const (
+	adamFloat32Tol = 1e-5
+	adamRefSteps   = 20
+)
+
+// TestAdamMatchesFloat64Formula checks Update against the textbook Adam in float64
+// (m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ), θ ← θ − lr·m̂/(√v̂ + ε)) over adamRefSteps steps with
+// random gradients of several scales, including tiny ones where ε matters.
+func TestAdamMatchesFloat64Formula(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 64
+	ps := Params{NewParam("p", n)}
+	Uniform(ps[0].Data, 1, rng)
+	ref := make([]float64, n)
+	for i, x := range ps[0].Data {
+		ref[i] = float64(x)
+	}
+	init := slices.Clone(ref)
+	m, v := make([]float64, n), make([]float64, n)
+	a := NewAdam(ps, 0.01)
+	for step := 1; step <= adamRefSteps; step++ {
+		g := make([]float32, n)
+		for i := range g {
+			scale := []float32{1, 1e-3, 1e-7}[i%3]
+			g[i] = scale * float32(2*rng.Float64()-1)
+		}
+		a.Update(ps, [][]float32{g})
+		c1, c2 := 1-math.Pow(a.Beta1, float64(step)), 1-math.Pow(a.Beta2, float64(step))
+		for i := range ref {
+			gi := float64(g[i])
+			m[i] = a.Beta1*m[i] + (1-a.Beta1)*gi
+			v[i] = a.Beta2*v[i] + (1-a.Beta2)*gi*gi
+			ref[i] -= a.LR * (m[i] / c1) / (math.Sqrt(v[i]/c2) + a.Eps)
+		}
+	}
+	var moved float64
+	for i, x := range ps[0].Data {
+		if d := math.Abs(float64(x) - ref[i]); d > adamFloat32Tol {
+			t.Errorf("p[%d] = %.9g, the float64 formula gives %.9g (off by %g)", i, x, ref[i], d)
+		}
+		moved = math.Max(moved, math.Abs(ref[i]-init[i]))
+	}
+	// The steps must move the parameters far more than the tolerance (about lr per step),
+	// or the comparison says nothing.
+	if moved < 100*adamFloat32Tol {
+		t.Errorf("the parameters moved at most %g in %d steps", moved, adamRefSteps)
 	}
 }

@@ -49,3 +49,29 @@ func reluGrad[T float32 | float64](g, d, z []T) {
 		}
 	}
 }
+
+// reluGradSum is reluGrad (g[i] = d[i] where z[i] > 0, else +0) adding each g[i] to
+// sum[i] in the same pass (a layer's bias gradient, row by row); len(d), len(g) and
+// len(sum) ≥ len(z).
+func reluGradSum[T float32 | float64](g, d, z, sum []T) {
+	switch z := any(z).(type) {
+	case []float32:
+		g, d, sum := any(g).([]float32)[:len(z)], any(d).([]float32)[:len(z)], any(sum).([]float32)[:len(z)]
+		for i, v := range z {
+			u := int32(math.Float32bits(v))
+			drop := uint32((u | (u - 1)) >> 31)
+			x := math.Float32frombits(math.Float32bits(d[i]) &^ drop)
+			g[i] = x
+			sum[i] += x
+		}
+	case []float64:
+		g, d, sum := any(g).([]float64)[:len(z)], any(d).([]float64)[:len(z)], any(sum).([]float64)[:len(z)]
+		for i, v := range z {
+			u := int64(math.Float64bits(v))
+			drop := uint64((u | (u - 1)) >> 63)
+			x := math.Float64frombits(math.Float64bits(d[i]) &^ drop)
+			g[i] = x
+			sum[i] += x
+		}
+	}
+}

@@ -426,11 +426,12 @@ func sageBackward[T float32 | float64](op sageOp, bf *sageBufs[T], vals []G.Valu
 // for the row's y·dy (the mask applied while the row is in cache).
 func sageDNorm[T float32 | float64](bf *sageBufs[T], y, dy []T, v, H int, yg float64) {
 	inv := float64(bf.inv[v])
-	yr, g, gz := y[v*H:(v+1)*H], dy[v*H:(v+1)*H], bf.gz[v*H:(v+1)*H]
+	yr, g, gz, z := y[v*H:(v+1)*H], dy[v*H:(v+1)*H], bf.gz[v*H:(v+1)*H], bf.z[v*H:(v+1)*H]
+	g, gz, z = g[:len(yr)], gz[:len(yr)], z[:len(yr)]
 	for j, x := range yr {
 		gz[j] = T((float64(g[j]) - float64(x)*yg) * inv)
 	}
-	reluGrad(gz, gz, bf.z[v*H:(v+1)*H])
+	reluGrad(gz, gz, z)
 }
 
 // partOp views part of a packed vector, [off, off+size), as a tensor of shape shp (no
