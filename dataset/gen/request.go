@@ -66,10 +66,10 @@ func (r Request) Options(chip tpusim.Chip) (Options, error) {
 	return o, o.Validate()
 }
 
-// Run resolves r (Options) and generates (Generate), with progress lines to r.Progress.
-// For the run the process's garbage collector runs at GCPercent under MemoryLimit of the
-// workers (both restored after).
-func (r Request) Run(ctx context.Context, chip tpusim.Chip) (*Report, error) {
+// Run resolves the chip (chipOf) and r (Options), and generates (Generate), with
+// progress lines to r.Progress. For the run the process's garbage collector runs at
+// GCPercent under MemoryLimit of the workers (both restored after).
+func (r Request) Run(ctx context.Context, chipOf func() (tpusim.Chip, error)) (*Report, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -79,6 +79,10 @@ func (r Request) Run(ctx context.Context, chip tpusim.Chip) (*Report, error) {
 	// ... but no more than the workers need (gen --task fusion --all --configs 16 peaked at
 	// 7.3 GB on 2 workers; BenchmarkGenerateFusionMemory).
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(MemoryLimit(r.Workers)))
+	chip, err := chipOf()
+	if err != nil {
+		return nil, err
+	}
 	o, err := r.Options(chip)
 	if err != nil {
 		return nil, err

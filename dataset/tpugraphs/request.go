@@ -38,9 +38,14 @@ func (r ImportRequest) Check() error {
 	return nil
 }
 
-// Import checks r and imports its sources (Import) with chip's features for .pb modules.
-func (r ImportRequest) Import(ctx context.Context, chip tpusim.Chip) (*ImportReport, error) {
+// Import checks r, then resolves the chip whose features describe .pb modules, and
+// imports r's sources (Import).
+func (r ImportRequest) Import(ctx context.Context, chipOf func() (tpusim.Chip, error)) (*ImportReport, error) {
 	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	chip, err := chipOf()
+	if err != nil {
 		return nil, err
 	}
 	o := ImportOptions{Sources: r.Sources, Out: r.Out, Collection: r.Collection, Format: dataset.Format(r.Format), Chip: chip}

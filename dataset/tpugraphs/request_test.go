@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/tpusim"
 )
 
 // TestRequestChecks: import and export refuse a missing --out and unknown values, naming
@@ -19,7 +21,11 @@ func TestRequestChecks(t *testing.T) {
 		{ImportRequest{Out: "o", Format: "csv"}, `--format: got "csv", want arrow or parquet`},
 		{ImportRequest{Out: "o", Format: "arrow", Collection: "graph"}, `--collection: got "graph", want tile or layout`},
 	} {
-		if _, err := c.r.Import(context.Background(), v4(t)); err == nil || err.Error() != c.want {
+		unresolved := func() (tpusim.Chip, error) {
+			t.Error("the chip was resolved before the checks passed")
+			return v4(t), nil
+		}
+		if _, err := c.r.Import(context.Background(), unresolved); err == nil || err.Error() != c.want {
 			t.Errorf("import %+v: %v, want %q", c.r, err, c.want)
 		}
 	}
@@ -46,7 +52,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 	var progress bytes.Buffer
 	out := filepath.Join(root, "imported")
-	imp, err := ImportRequest{Sources: []string{src}, Out: out, Format: "arrow", Progress: &progress}.Import(context.Background(), v4(t))
+	imp, err := ImportRequest{Sources: []string{src}, Out: out, Format: "arrow", Progress: &progress}.Import(context.Background(), func() (tpusim.Chip, error) { return v4(t), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

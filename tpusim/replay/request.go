@@ -49,10 +49,14 @@ func (r CalibrateRequest) Check() error {
 	return nil
 }
 
-// Calibrate checks r, fits base's constants (Calibrate) and writes the fitted preset to
-// Out (tpusim.WriteChipFile).
-func (r CalibrateRequest) Calibrate(base tpusim.Chip) (*CalibrateResult, error) {
+// Calibrate checks r, then resolves the base preset (baseOf), fits its constants
+// (Calibrate) and writes the fitted preset to Out (tpusim.WriteChipFile).
+func (r CalibrateRequest) Calibrate(baseOf func() (tpusim.Chip, error)) (*CalibrateResult, error) {
 	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	base, err := baseOf()
+	if err != nil {
 		return nil, err
 	}
 	rep, err := Calibrate(r.Files, CalibrateOptions{Base: base, Name: r.Name, Seed: r.Seed, MinConfigs: r.MinConfigs, MaxEvals: r.MaxEvals, Prior: r.Prior})

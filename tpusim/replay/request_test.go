@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/tpusim"
 )
 
 // TestCalibrateRequestCheck: every value is checked as given, and --out may only replace
@@ -35,7 +37,11 @@ func TestCalibrateRequestCheck(t *testing.T) {
 		if err := r.Check(); err == nil || err.Error() != c.want {
 			t.Errorf("%+v: %v, want %q", r, err, c.want)
 		}
-		if _, err := r.Calibrate(v3(t)); err == nil || err.Error() != c.want {
+		unresolved := func() (tpusim.Chip, error) {
+			t.Error("the chip was resolved before the checks passed")
+			return v3(t), nil
+		}
+		if _, err := r.Calibrate(unresolved); err == nil || err.Error() != c.want {
 			t.Errorf("Calibrate %+v: %v, want the check's %q before any fit", r, err, c.want)
 		}
 	}

@@ -6,12 +6,10 @@ import (
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
-// CalibrateOptions are the options of `tpucost calibrate`: the flags fill the library's
-// request.
+// CalibrateOptions are the options of `tpucost calibrate`: the flags of its request.
 type CalibrateOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	replay.CalibrateRequest
 }
 
@@ -21,7 +19,7 @@ type CalibrateResult = replay.CalibrateResult
 
 // NewCmdCalibrate builds `tpucost calibrate FILE.pb... --out F`.
 func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
-	o := &CalibrateOptions{IO: ios, Globals: g}
+	o := &CalibrateOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "calibrate FILE.pb... --out F",
 		Short: "Fit a preset's non-public timing constants to real TPU runs (TpuGraphs .pb)",
@@ -43,16 +41,5 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 }
 
 func runCalibrate(o *CalibrateOptions) error {
-	if err := o.Check(); err != nil {
-		return err
-	}
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
-	r, err := o.Calibrate(c)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, r)
+	return o.output()(o.Calibrate(o.Target.chip))
 }

@@ -11,20 +11,18 @@ import (
 	"github.com/tpucost/tpucost/compiler/zoo"
 )
 
-// CompileOptions are the options of `tpucost compile`: the flags fill the library's
-// request; Src and Shapes select the module.
+// CompileOptions are the options of `tpucost compile`: the flags of a compile request.
 type CompileOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
-	Src     string
-	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
+	cmdIO
+	Target TargetFlags
+	Src    string
+	Shapes string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
 	compiler.CompileRequest
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
 func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
-	o := &CompileOptions{IO: ios, Globals: g}
+	o := &CompileOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "compile SRC",
 		Short: "Compile a zoo model or HLO file and list its kernels",
@@ -57,9 +55,5 @@ func runCompile(o *CompileOptions) error {
 		return err
 	}
 	o.Load = func() (*hlo.Module, error) { return zoo.ResolveShapes(o.Src, o.Shapes) }
-	res, err := o.Compile(c.Target, c.Name)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, res)
+	return o.output()(o.Compile(c.Target, c.Name))
 }

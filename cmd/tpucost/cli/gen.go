@@ -13,17 +13,16 @@ import (
 // Version is the tool version recorded in datasets and reports.
 const Version = "0.1.0"
 
-// GenOptions are the options of `tpucost gen`: the flags fill the library's request.
+// GenOptions are the options of `tpucost gen`: the flags of a gen.Request.
 type GenOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	gen.Request
 }
 
 // NewCmdGen builds `tpucost gen`.
 func NewCmdGen(ios IO, g *Globals) *cobra.Command {
-	o := &GenOptions{IO: ios, Globals: g}
+	o := &GenOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "gen --task tile|flags|fusion|layout --models a,b|--all --out DIR",
 		Short: "Generate a dataset: random configs compiled, timed on tpusim, featurized, written as Arrow",
@@ -59,14 +58,6 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 }
 
 func runGen(ctx context.Context, o *GenOptions) error {
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
 	o.ToolVersion, o.Progress = Version, o.IO.Err
-	res, err := o.Run(ctx, c)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, res)
+	return o.output()(o.Run(ctx, o.Target.chip))
 }

@@ -10,18 +10,16 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// PredictOptions are the options of `tpucost predict`: the flags fill the library's
-// request; Target builds the chip.
+// PredictOptions are the options of `tpucost predict`: the flags of an eval.PredictRequest.
 type PredictOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	eval.PredictRequest
 }
 
 // NewCmdPredict builds `tpucost predict SRC --model DIR`.
 func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
-	o := &PredictOptions{IO: ios, Globals: g}
+	o := &PredictOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "predict SRC --model DIR | predict --data DIR --model DIR",
 		Short: "Predict a compiled program's kernel times with a trained model, beside the simulator",
@@ -73,9 +71,5 @@ func runPredict(o *PredictOptions) error {
 	}
 	o.Timer = func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	o.Warn = o.IO.Err
-	r, err := o.Predict()
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, r)
+	return o.output()(o.Predict())
 }

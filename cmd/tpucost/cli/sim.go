@@ -9,23 +9,17 @@ import (
 	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
-// SimOptions are the options of `tpucost sim`.
+// SimOptions are the options of `tpucost sim`: the flags fill a ragged.Request, whose
+// Lengths selects a ragged batch; without it Src is compiled and simulated on its own.
 type SimOptions struct {
-	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
-	Lengths string // --lengths: a ragged batch's sequence lengths (ragged.TimeZoo)
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
-	Src     string
-	Config  string
-	Chips   int
-	Fusion  compiler.FusionRule  // --fusion
-	Staging compiler.StagingMode // --staging
+	cmdIO
+	Target TargetFlags
+	ragged.Request
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
 func NewCmdSim(ios IO, g *Globals) *cobra.Command {
-	o := &SimOptions{IO: ios, Globals: g}
+	o := &SimOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "sim SRC",
 		Short: "Simulate a compiled program: per-kernel simulated and analytical time",
@@ -51,19 +45,13 @@ func runSim(o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	var r textResult
 	if o.Lengths != "" {
-		r, err = ragged.Request{Src: o.Src, Lengths: o.Lengths, Shapes: o.Shapes, Config: o.Config, Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging}.Time(c)
-	} else {
-		compile := func(opts compiler.Options) (*compiler.Program, error) {
-			return compileSource(o.Src, o.Shapes, o.Config, opts)
-		}
-		r, err = tpusim.SimRequest{Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging, Compile: compile, Warn: o.IO.Err}.Simulate(c)
+		return o.output()(o.Request.Time(c))
 	}
-	if err != nil {
-		return err
+	compile := func(opts compiler.Options) (*compiler.Program, error) {
+		return compileSource(o.Src, o.Shapes, o.Config, opts)
 	}
-	return printResult(o.IO, o.Globals, r)
+	return o.output()(tpusim.SimRequest{Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging, Compile: compile, Warn: o.IO.Err}.Simulate(c))
 }
 
 // lengthsFlag is the value of --lengths (sim, tune): parsed (ragged.ParseLengths) as the

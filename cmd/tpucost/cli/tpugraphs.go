@@ -32,18 +32,16 @@ func NewCmdExport(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-// ImportTpuGraphsOptions are the options of `tpucost import tpugraphs`: the flags fill
-// the library's request.
+// ImportTpuGraphsOptions are the options of `tpucost import tpugraphs`.
 type ImportTpuGraphsOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	tpugraphs.ImportRequest
 }
 
 // NewCmdImportTpuGraphs builds `tpucost import tpugraphs SRC... --out DIR`.
 func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
-	o := &ImportTpuGraphsOptions{IO: ios, Globals: g}
+	o := &ImportTpuGraphsOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "tpugraphs SRC... --out DIR",
 		Short: "Import TpuGraphs npz files and raw tuning .pb files",
@@ -67,32 +65,19 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 }
 
 func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
-	if err := o.Check(); err != nil {
-		return err
-	}
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
 	o.Progress = o.IO.Err
-	res, err := o.Import(ctx, c)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, res)
+	return o.output()(o.Import(ctx, o.Target.chip))
 }
 
-// ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`: the flags fill
-// the library's request.
+// ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
 type ExportTpuGraphsOptions struct {
-	IO      IO
-	Globals *Globals
+	cmdIO
 	tpugraphs.ExportRequest
 }
 
 // NewCmdExportTpuGraphs builds `tpucost export tpugraphs DIR --out NPZDIR`.
 func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
-	o := &ExportTpuGraphsOptions{IO: ios, Globals: g}
+	o := &ExportTpuGraphsOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "tpugraphs DIR --out NPZDIR",
 		Short: "Write a dataset in the TpuGraphs npz layout",
@@ -114,9 +99,5 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 
 func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	o.Progress = o.IO.Err
-	res, err := o.Export(ctx)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, res)
+	return o.output()(o.Export(ctx))
 }

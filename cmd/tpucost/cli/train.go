@@ -10,16 +10,15 @@ import (
 	"github.com/tpucost/tpucost/gnn"
 )
 
-// TrainOptions are the options of `tpucost train`: the flags fill the library's request.
+// TrainOptions are the options of `tpucost train`: the flags of a gnn.TrainRequest.
 type TrainOptions struct {
-	IO      IO
-	Globals *Globals
+	cmdIO
 	gnn.TrainRequest
 }
 
 // NewCmdTrain builds `tpucost train`.
 func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
-	o := &TrainOptions{IO: ios, Globals: g}
+	o := &TrainOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "train --task T --data DIR --out DIR",
 		Short: "Train a GraphSAGE cost model on a dataset",
@@ -69,9 +68,5 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
 	o.Progress = o.IO.Err
-	s, err := o.Train(ctx)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, s)
+	return o.output()(o.Train(ctx))
 }

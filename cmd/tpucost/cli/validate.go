@@ -7,11 +7,9 @@ import (
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
-// ValidateOptions are the options of `tpucost validate`: the flags fill the library's
-// request; Model, if set, scores the runs with a learned tile model.
+// ValidateOptions are the options of `tpucost validate`: the flags of a validate request.
 type ValidateOptions struct {
-	IO            IO
-	Globals       *Globals
+	cmdIO
 	Target        TargetFlags
 	Model         string
 	AllowMismatch bool
@@ -20,7 +18,7 @@ type ValidateOptions struct {
 
 // NewCmdValidate builds `tpucost validate FILE.pb...`.
 func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
-	o := &ValidateOptions{IO: ios, Globals: g}
+	o := &ValidateOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "validate FILE.pb...",
 		Short: "Replay real TPU tuning runs (TpuGraphs .pb) on the simulator and score it against the hardware",
@@ -57,9 +55,5 @@ func runValidate(o *ValidateOptions) error {
 		o.Learned = replay.Learned(l.Predictor)
 	}
 	o.Notes = o.IO.Err
-	r, err := o.Validate(c)
-	if err != nil {
-		return err
-	}
-	return printResult(o.IO, o.Globals, r)
+	return o.output()(o.Validate(c))
 }
