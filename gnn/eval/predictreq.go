@@ -131,7 +131,3 @@ func (r *PredictResult) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(r.Program)
 }
-
-// WriteText writes the evaluation as text (WriteTable), as every command's result
-// prints itself.
-func (res *Result) WriteText(w io.Writer) error { return res.WriteTable(w) }
