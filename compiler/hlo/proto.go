@@ -572,40 +572,34 @@ func protoInstruction(in pbwire.Message, ids map[int64]string, compName map[int6
 		}
 		attr("to_apply", n)
 	}
-	if in.Has(33) {
-		g := sub(33)
-		for _, f := range []struct {
-			key string
-			n   protowire.Number
-		}{{"offset_dims", 1}, {"collapsed_slice_dims", 2}, {"start_index_map", 3}, {"operand_batching_dims", 5}, {"start_indices_batching_dims", 6}} {
-			v, e := g.Ints(f.n)
+	// A gather's (field 33) or scatter's (48) dimension numbers: repeated fields 1-3 and
+	// 5-6 named by names (1-3 always written, the batching dims only when present), field 4
+	// the index vector dimension.
+	dimNumbers := func(field protowire.Number, names [5]string) error {
+		if !in.Has(field) {
+			return nil
+		}
+		g := sub(field)
+		for k, n := range []protowire.Number{1, 2, 3, 5, 6} {
+			v, e := g.Ints(n)
 			if e != nil {
-				return "", e
+				return e
 			}
-			if len(v) > 0 || f.n <= 3 {
-				attr(f.key, protoSet(v))
+			if len(v) > 0 || n <= 3 {
+				attr(names[k], protoSet(v))
 			}
 		}
 		attr("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
+		return nil
+	}
+	if e := dimNumbers(33, [5]string{"offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims", "start_indices_batching_dims"}); e != nil {
+		return "", e
 	}
 	if v := ints(34); len(v) > 0 {
 		attr("slice_sizes", protoSet(v))
 	}
-	if in.Has(48) {
-		g := sub(48)
-		for _, f := range []struct {
-			key string
-			n   protowire.Number
-		}{{"update_window_dims", 1}, {"inserted_window_dims", 2}, {"scatter_dims_to_operand_dims", 3}, {"input_batching_dims", 5}, {"scatter_indices_batching_dims", 6}} {
-			v, e := g.Ints(f.n)
-			if e != nil {
-				return "", e
-			}
-			if len(v) > 0 || f.n <= 3 {
-				attr(f.key, protoSet(v))
-			}
-		}
-		attr("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
+	if e := dimNumbers(48, [5]string{"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "input_batching_dims", "scatter_indices_batching_dims"}); e != nil {
+		return "", e
 	}
 	if v := ints(20); len(v) > 0 {
 		attr("dynamic_slice_sizes", protoSet(v))

@@ -210,3 +210,41 @@ func FuzzDecodeModuleProto(f *testing.F) {
 		roundTrip(t, m)
 	})
 }
+
+// TestDecodeGatherScatterDims decodes a gather's (field 33) and a scatter's (field 48)
+// dimension numbers into the attributes the text form has: fields 1-3 always, the
+// batching dims (5, 6) only when present, index_vector_dim from field 4.
+func TestDecodeGatherScatterDims(t *testing.T) {
+	const f32, s32 = 11, 4
+	add := pb(nil).str(1, "add").int(5, 20).int(6, 23).
+		msg(2, pbInstr(21, "x", "parameter", pbShape(f32))).
+		msg(2, pbInstr(22, "y", "parameter", pbShape(f32)).int(9, 1)).
+		msg(2, pbInstr(23, "s", "add", pbShape(f32), 21, 22))
+	entry := pb(nil).str(1, "main").int(5, 1).int(6, 5).
+		msg(2, pbInstr(1, "table", "parameter", pbShape(f32, 100, 16))).
+		msg(2, pbInstr(2, "idx", "parameter", pbShape(s32, 4, 1)).int(9, 1)).
+		msg(2, pbInstr(3, "rows", "gather", pbShape(f32, 4, 16), 1, 2).
+			msg(33, pb(nil).packed(1, 1).packed(2, 0).packed(3, 0).int(4, 1)).packed(34, 1, 16)).
+		msg(2, pbInstr(5, "upd", "scatter", pbShape(f32, 100, 16), 1, 2, 3).
+			msg(48, pb(nil).packed(1, 1).packed(2, 0).packed(3, 0).int(4, 1)).packed(38, 20))
+	data := pb(nil).str(1, "m").int(6, 1).msg(3, add).msg(3, entry)
+	m, err := DecodeModuleProto("g.pb", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	text := roundTrip(t, m)
+	for _, want := range []string{
+		"offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,16}",
+		"update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("decoded module lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "batching_dims") {
+		t.Errorf("absent batching dims were written:\n%s", text)
+	}
+}

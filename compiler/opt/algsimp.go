@@ -105,29 +105,17 @@ func scalarBroadcast(x *hlo.Instruction) bool {
 //     operand; reduce of a reduce with the same reducer (identity inits) → one reduce
 //   - dynamic-slice at constant start indices → slice (indices clamped as XLA does)
 func runAlgsimp(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	comps := flowComputations(m)
-	if err := mc.checkLiterals(comps); err != nil {
-		return false, err
-	}
-	changed := false
-	for _, c := range comps {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || !mc.pure(x) || !x.Shape.IsArray() {
-				continue
-			}
-			e.anchor = x
-			if y := simplify(e, x); y != nil && y != x {
-				e.replace(x, y)
-			}
+	return rewriteEach(m, true, pureArray, func(e *editor, x *hlo.Instruction) error {
+		if y := simplify(e, x); y != nil && y != x {
+			e.replace(x, y)
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }
+
+// pureArray is rewriteEach's filter of the passes that rewrite pure array-valued
+// instructions.
+func pureArray(mc *modCtx, x *hlo.Instruction) bool { return mc.pure(x) && x.Shape.IsArray() }
 
 // simplify returns a replacement for x (possibly new), or nil.
 func simplify(e *editor, x *hlo.Instruction) *hlo.Instruction {

@@ -26,46 +26,26 @@ func constantFolding() Pass {
 // the constant they would become. Constants with elided payloads ("{...}") are unknown
 // and never fold. Operands that become unused are deleted.
 func runConstantFolding(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	changed := false
-	for _, c := range flowComputations(m) {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || !foldable(x) || !mc.pure(x) || x.Shape.Elements() > MaxFoldElements {
-				continue
+	keep := func(mc *modCtx, x *hlo.Instruction) bool {
+		return foldable(x) && mc.pure(x) && x.Shape.Elements() <= MaxFoldElements
+	}
+	return rewriteEach(m, false, keep, func(e *editor, x *hlo.Instruction) error {
+		vals := make([][]float64, len(x.Operands))
+		for k, op := range x.Operands {
+			if op.Shape.Elements() > MaxFoldElements {
+				return nil
 			}
-			vals := make([][]float64, len(x.Operands))
-			ok := true
-			for k, op := range x.Operands {
-				if op.Shape.Elements() > MaxFoldElements {
-					ok = false
-					break
-				}
-				v, known, err := mc.knownLiteral(op)
-				if err != nil {
-					return changed, err
-				}
-				if !known {
-					ok = false
-					break
-				}
-				vals[k] = v
+			v, known, err := e.mc.knownLiteral(op)
+			if err != nil || !known {
+				return err
 			}
-			if !ok {
-				continue
-			}
-			out, ok := foldInstruction(x, vals)
-			if !ok {
-				continue
-			}
-			e.anchor = x
+			vals[k] = v
+		}
+		if out, ok := foldInstruction(x, vals); ok {
 			e.replace(x, e.constant(x.Shape, out))
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }
 
 // foldable reports whether constant folding evaluates instructions of x's opcode.

@@ -238,39 +238,27 @@ func tupleSimplifier() Pass {
 // replaced by the tuple's operand, and a tuple that reassembles every element of one
 // tuple-shaped value, in order, is replaced by that value.
 func runTupleSimplifier(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	changed := false
-	for _, c := range flowComputations(m) {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) {
-				continue
+	return rewriteEach(m, false, nil, func(e *editor, x *hlo.Instruction) error {
+		switch x.Opcode {
+		case hlo.OpGetTupleElement:
+			if t := x.Operands[0]; t.Opcode == hlo.OpTuple && x.Index < len(t.Operands) {
+				e.replace(x, t.Operands[x.Index])
 			}
-			e.anchor = x
-			switch x.Opcode {
-			case hlo.OpGetTupleElement:
-				if t := x.Operands[0]; t.Opcode == hlo.OpTuple && x.Index < len(t.Operands) {
-					e.replace(x, t.Operands[x.Index])
-				}
-			case hlo.OpTuple:
-				if len(x.Operands) == 0 || x.Operands[0].Opcode != hlo.OpGetTupleElement {
-					continue
-				}
-				src := x.Operands[0].Operands[0]
-				ok := len(src.Shape.Tuple) == len(x.Operands) && src.Shape.Compatible(x.Shape)
-				for j, op := range x.Operands {
-					ok = ok && op.Opcode == hlo.OpGetTupleElement && op.Operands[0] == src && op.Index == j
-				}
-				if ok {
-					e.replace(x, src)
-				}
+		case hlo.OpTuple:
+			if len(x.Operands) == 0 || x.Operands[0].Opcode != hlo.OpGetTupleElement {
+				return nil
+			}
+			src := x.Operands[0].Operands[0]
+			ok := len(src.Shape.Tuple) == len(x.Operands) && src.Shape.Compatible(x.Shape)
+			for j, op := range x.Operands {
+				ok = ok && op.Opcode == hlo.OpGetTupleElement && op.Operands[0] == src && op.Index == j
+			}
+			if ok {
+				e.replace(x, src)
 			}
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }
 
 func callInliner() Pass {

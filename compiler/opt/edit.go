@@ -234,6 +234,41 @@ type editor struct {
 	changed bool
 }
 
+// rewriteEach is the loop of the local rewrite passes. With literals, the constant
+// payloads of m's flow computations are checked first (a malformed one is an error before
+// anything changes). Then in every flow computation, in order, f runs on each instruction
+// that was there when the computation's edit began, is still used, and for which keep
+// holds (nil: every one), with the anchor set to it (new instructions go just before it); the edit is
+// finished before the next computation. It reports whether anything changed; an error
+// from f stops it at once, with what was changed so far.
+func rewriteEach(m *hlo.Module, literals bool, keep func(mc *modCtx, x *hlo.Instruction) bool,
+	f func(e *editor, x *hlo.Instruction) error) (bool, error) {
+	mc := newModCtx(m)
+	comps := flowComputations(m)
+	if literals {
+		if err := mc.checkLiterals(comps); err != nil {
+			return false, err
+		}
+	}
+	changed := false
+	for _, c := range comps {
+		e := mc.edit(c)
+		for i := 0; i < e.norig; i++ {
+			x := e.ins[i]
+			if e.unused(x) || (keep != nil && !keep(mc, x)) {
+				continue
+			}
+			e.anchor = x
+			if err := f(e, x); err != nil {
+				return changed, err
+			}
+		}
+		e.finish()
+		changed = changed || e.changed
+	}
+	return changed, nil
+}
+
 func (mc *modCtx) edit(c *hlo.Computation) *editor {
 	n := len(c.Instructions)
 	e := &editor{mc: mc, c: c, ins: append([]*hlo.Instruction(nil), c.Instructions...),

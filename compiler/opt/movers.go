@@ -7,21 +7,10 @@ import (
 // eachElementwise runs f on every live pure elementwise instruction of every flow
 // computation, in order, with the anchor set.
 func eachElementwise(m *hlo.Module, f func(e *editor, x *hlo.Instruction)) bool {
-	mc := newModCtx(m)
-	changed := false
-	for _, c := range flowComputations(m) {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || !elementwiseOpcode(x.Opcode) || !x.Shape.IsArray() || x.Shape.Rank() == 0 {
-				continue
-			}
-			e.anchor = x
-			f(e, x)
-		}
-		e.finish()
-		changed = changed || e.changed
+	keep := func(_ *modCtx, x *hlo.Instruction) bool {
+		return elementwiseOpcode(x.Opcode) && x.Shape.IsArray() && x.Shape.Rank() > 0
 	}
+	changed, _ := rewriteEach(m, false, keep, func(e *editor, x *hlo.Instruction) error { f(e, x); return nil })
 	return changed
 }
 
@@ -189,53 +178,41 @@ func transposeFolding() Pass {
 //     convolution with its output labels permuted; both only when the transpose is the
 //     op's only user.
 func runTransposeFolding(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	changed := false
-	for _, c := range flowComputations(m) {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || !mc.pure(x) {
-				continue
+	return rewriteEach(m, false, (*modCtx).pure, func(e *editor, x *hlo.Instruction) error {
+		switch x.Opcode {
+		case hlo.OpDot:
+			foldDotOperands(e, x)
+		case hlo.OpConvolution:
+			foldConvOperands(e, x)
+		case hlo.OpTranspose:
+			a := x.Operands[0]
+			if !e.onlyUsedBy(a, x) || !e.mc.pure(a) {
+				return nil
 			}
-			e.anchor = x
-			switch x.Opcode {
+			switch a.Opcode {
 			case hlo.OpDot:
-				foldDotOperands(e, x)
+				if y := swapDot(e, x, a); y != nil {
+					e.replace(x, y)
+				}
 			case hlo.OpConvolution:
-				foldConvOperands(e, x)
-			case hlo.OpTranspose:
-				a := x.Operands[0]
-				if !e.onlyUsedBy(a, x) || !mc.pure(a) {
-					continue
+				if a.Conv == nil {
+					return nil
 				}
-				switch a.Opcode {
-				case hlo.OpDot:
-					if y := swapDot(e, x, a); y != nil {
-						e.replace(x, y)
-					}
-				case hlo.OpConvolution:
-					if a.Conv == nil {
-						continue
-					}
-					inv := invert(x.Dimensions)
-					cd := cloneConv(a.Conv)
-					cd.OutputBatch, cd.OutputFeature = inv[cd.OutputBatch], inv[cd.OutputFeature]
-					for j, d := range cd.OutputSpatial {
-						cd.OutputSpatial[j] = inv[d]
-					}
-					y := a.CloneShallow()
-					y.Name = ""
-					y.Conv = cd
-					y.Shape = hlo.Array(x.Shape.Elem, x.Shape.Dims...)
-					e.replace(x, e.add(y))
+				inv := invert(x.Dimensions)
+				cd := cloneConv(a.Conv)
+				cd.OutputBatch, cd.OutputFeature = inv[cd.OutputBatch], inv[cd.OutputFeature]
+				for j, d := range cd.OutputSpatial {
+					cd.OutputSpatial[j] = inv[d]
 				}
+				y := a.CloneShallow()
+				y.Name = ""
+				y.Conv = cd
+				y.Shape = hlo.Array(x.Shape.Elem, x.Shape.Dims...)
+				e.replace(x, e.add(y))
 			}
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }
 
 func dotDims(x *hlo.Instruction) hlo.DotDims {

@@ -24,48 +24,29 @@ func padAddToConcat() Pass {
 // add (OpCount never grows). XLA has no pass of this name; the rewrite is what its
 // algebraic simplifier does for a concatenate's gradient in spirit.
 func runPadAddToConcat(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	comps := flowComputations(m)
-	if err := mc.checkLiterals(comps); err != nil {
-		return false, err
-	}
-	changed := false
-	for _, c := range comps {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || x.Opcode != hlo.OpAdd || !x.Shape.IsArray() || !mc.pure(x) {
+	keep := func(mc *modCtx, x *hlo.Instruction) bool { return x.Opcode == hlo.OpAdd && pureArray(mc, x) }
+	return rewriteEach(m, true, keep, func(e *editor, x *hlo.Instruction) error {
+		a, b := x.Operands[0], x.Operands[1]
+		if y := mergePads(e, a, x, b, x); y != nil {
+			e.replace(x, y)
+			return nil
+		}
+		// add(add(u, p1), p2) in any operand order
+		for k := 0; k < 2; k++ {
+			in, p2 := x.Operands[k], x.Operands[1-k]
+			if in.Opcode != hlo.OpAdd || !e.wouldDie(in, x) {
 				continue
 			}
-			e.anchor = x
-			a, b := x.Operands[0], x.Operands[1]
-			if y := mergePads(e, a, x, b, x); y != nil {
-				e.replace(x, y)
-				continue
-			}
-			// add(add(u, p1), p2) in any operand order
-			for k := 0; k < 2; k++ {
-				in, p2 := x.Operands[k], x.Operands[1-k]
-				if in.Opcode != hlo.OpAdd || !e.wouldDie(in, x) {
-					continue
-				}
-				done := false
-				for j := 0; j < 2 && !done; j++ {
-					u, p1 := in.Operands[1-j], in.Operands[j]
-					if y := mergePads(e, p1, in, p2, x); y != nil {
-						e.replace(x, e.op(hlo.OpAdd, x.Shape, u, y))
-						done = true
-					}
-				}
-				if done {
-					break
+			for j := 0; j < 2; j++ {
+				u, p1 := in.Operands[1-j], in.Operands[j]
+				if y := mergePads(e, p1, in, p2, x); y != nil {
+					e.replace(x, e.op(hlo.OpAdd, x.Shape, u, y))
+					return nil
 				}
 			}
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }
 
 // zeroPad reports whether p is a pad with a zero value, no interior and no negative

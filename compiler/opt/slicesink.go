@@ -158,66 +158,54 @@ func zeroSizedElimination() Pass {
 // operand; dot with a zero-element contraction is a broadcast zero (when OpCount does
 // not grow).
 func runZeroSized(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	changed := false
-	for _, c := range flowComputations(m) {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			x := e.ins[i]
-			if e.unused(x) || !mc.pure(x) || !x.Shape.IsArray() || x.Opcode == hlo.OpParameter {
-				continue
+	return rewriteEach(m, false, func(mc *modCtx, x *hlo.Instruction) bool { return pureArray(mc, x) && x.Opcode != hlo.OpParameter }, func(e *editor, x *hlo.Instruction) error {
+		if x.Shape.Elements() == 0 {
+			if x.Opcode != hlo.OpConstant {
+				e.replace(x, e.constant(x.Shape, nil))
 			}
-			e.anchor = x
-			if x.Shape.Elements() == 0 {
-				if x.Opcode != hlo.OpConstant {
-					e.replace(x, e.constant(x.Shape, nil))
+			return nil
+		}
+		ops := x.Operands
+		switch x.Opcode {
+		case hlo.OpConcatenate:
+			var keep []*hlo.Instruction
+			for _, op := range ops {
+				if op.Shape.Elements() > 0 {
+					keep = append(keep, op)
 				}
-				continue
 			}
-			ops := x.Operands
-			switch x.Opcode {
-			case hlo.OpConcatenate:
-				var keep []*hlo.Instruction
+			switch {
+			case len(keep) == len(ops) || len(keep) == 0:
+			case len(keep) == 1:
+				e.replace(x, keep[0])
+			default:
+				e.replace(x, e.add(&hlo.Instruction{Opcode: hlo.OpConcatenate, Operands: keep, Dimensions: x.Dimensions, HasDimensions: true}))
+			}
+		case hlo.OpPad:
+			if ops[0].Shape.Elements() == 0 {
+				e.replace(x, e.broadcast(ops[1], nil, x.Shape.Dims))
+			}
+		case hlo.OpReduce:
+			if len(ops) == 2 && ops[0].Shape.Elements() == 0 {
+				e.replace(x, e.broadcast(ops[1], nil, x.Shape.Dims))
+			}
+		case hlo.OpDynamicUpdateSlice:
+			if ops[1].Shape.Elements() == 0 {
+				e.replace(x, ops[0])
+			}
+		case hlo.OpDot:
+			if (ops[0].Shape.Elements() == 0 || ops[1].Shape.Elements() == 0) && numericType(x.Shape.Elem) {
+				dying := 0
 				for _, op := range ops {
-					if op.Shape.Elements() > 0 {
-						keep = append(keep, op)
+					if e.wouldDie(op, x) {
+						dying++
 					}
 				}
-				switch {
-				case len(keep) == len(ops) || len(keep) == 0:
-				case len(keep) == 1:
-					e.replace(x, keep[0])
-				default:
-					e.replace(x, e.add(&hlo.Instruction{Opcode: hlo.OpConcatenate, Operands: keep, Dimensions: x.Dimensions, HasDimensions: true}))
-				}
-			case hlo.OpPad:
-				if ops[0].Shape.Elements() == 0 {
-					e.replace(x, e.broadcast(ops[1], nil, x.Shape.Dims))
-				}
-			case hlo.OpReduce:
-				if len(ops) == 2 && ops[0].Shape.Elements() == 0 {
-					e.replace(x, e.broadcast(ops[1], nil, x.Shape.Dims))
-				}
-			case hlo.OpDynamicUpdateSlice:
-				if ops[1].Shape.Elements() == 0 {
-					e.replace(x, ops[0])
-				}
-			case hlo.OpDot:
-				if (ops[0].Shape.Elements() == 0 || ops[1].Shape.Elements() == 0) && numericType(x.Shape.Elem) {
-					dying := 0
-					for _, op := range ops {
-						if e.wouldDie(op, x) {
-							dying++
-						}
-					}
-					if dying >= 1 {
-						e.replace(x, e.broadcast(e.scalar(x.Shape.Elem, 0), nil, x.Shape.Dims))
-					}
+				if dying >= 1 {
+					e.replace(x, e.broadcast(e.scalar(x.Shape.Elem, 0), nil, x.Shape.Dims))
 				}
 			}
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	return changed, nil
+		return nil
+	})
 }

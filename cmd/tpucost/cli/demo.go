@@ -41,9 +41,6 @@ func NewCmdDemo(ios IO, g *Globals) *cobra.Command {
 }
 
 func runDemo(ctx context.Context, o *DemoOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
@@ -52,8 +49,5 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, res)
-	}
-	return res.WriteText(o.IO.Out)
+	return output(o.IO.Out, o.Globals, res)
 }

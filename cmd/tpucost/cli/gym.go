@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"fmt"
-	"math"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/gym"
-	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // NewCmdGym builds `tpucost gym` and its subcommands.
@@ -23,11 +18,11 @@ func NewCmdGym(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-// GymServeOptions are the options of `tpucost gym serve`.
+// GymServeOptions are the options of `tpucost gym serve`: the flags fill the embedded
+// gym.ServeRequest, which runs them.
 type GymServeOptions struct {
-	IO       IO
-	Programs string
-	Verify   bool
+	IO IO
+	gym.ServeRequest
 }
 
 // NewCmdGymServe builds `tpucost gym serve`.
@@ -41,11 +36,7 @@ func NewCmdGymServe(ios IO, _ *Globals) *cobra.Command {
 			"or ok=false with an error naming the line). It ends at EOF. See docs/gym.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			programs, err := gymPrograms(o.Programs, false)
-			if err != nil {
-				return err
-			}
-			return gym.Serve(cmd.Context(), o.IO.In, o.IO.Out, gym.ServeOptions{Programs: programs, Verify: o.Verify})
+			return o.ServeRequest.Run(cmd.Context(), o.IO.In, o.IO.Out)
 		},
 	}
 	cmd.Flags().StringVar(&o.Programs, "programs", "", "comma-separated programs (zoo models, HLO files, bench:NAME) or sets (train, heldout, all) a reset without a program picks from")
@@ -53,33 +44,12 @@ func NewCmdGymServe(ios IO, _ *Globals) *cobra.Command {
 	return cmd
 }
 
-// gymPrograms parses a --programs list; required says an empty list is an error.
-func gymPrograms(list string, required bool) ([]string, error) {
-	if strings.TrimSpace(list) == "" {
-		if required {
-			return nil, fmt.Errorf("--programs: no program named (programs: zoo models, HLO files, bench:NAME; sets: train, heldout, all)")
-		}
-		return nil, nil
-	}
-	ps, err := gym.ExpandPrograms(strings.Split(list, ","))
-	if err != nil {
-		return nil, fmt.Errorf("--programs: %w", err)
-	}
-	return ps, nil
-}
-
-// GymTrainOptions are the options of `tpucost gym train`.
+// GymTrainOptions are the options of `tpucost gym train`: the flags fill the embedded
+// gym.TrainRequest, which runs them.
 type GymTrainOptions struct {
-	IO         IO
-	Globals    *Globals
-	Agent      string
-	Programs   string
-	Seed       int64
-	Iterations int
-	Samples    int
-	MaxSteps   int
-	LR         float64
-	Entropy    float64
+	IO      IO
+	Globals *Globals
+	gym.TrainRequest
 }
 
 // NewCmdGymTrain builds `tpucost gym train`.
@@ -107,64 +77,20 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 }
 
 func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
-	if o.Agent == "" {
-		return fmt.Errorf("--agent: an agent directory is required")
-	}
-	switch {
-	case o.Iterations < 1:
-		return fmt.Errorf("--iterations: got %d, want at least 1", o.Iterations)
-	case o.Samples < 2:
-		return fmt.Errorf("--samples: got %d, want at least 2", o.Samples)
-	case o.MaxSteps < 1:
-		return fmt.Errorf("--max-steps: got %d, want at least 1", o.MaxSteps)
-	case !(o.LR > 0) || math.IsInf(o.LR, 0):
-		return fmt.Errorf("--lr: got %g, want a positive number", o.LR)
-	case !(o.Entropy >= 0) || math.IsInf(o.Entropy, 0):
-		return fmt.Errorf("--entropy: got %g, want a finite number >= 0 (0: no entropy bonus)", o.Entropy)
-	}
-	// The agent directory is checked and locked before training, not after.
-	lock, err := dirlock.AcquireDir(o.Agent, "agent directory")
-	if err != nil {
-		return fmt.Errorf("--agent: %w", err)
-	}
-	defer lock.Release()
-	entropy := o.Entropy
-	if entropy == 0 {
-		entropy = -1 // the library's "none" (its zero value means its default)
-	}
-	programs, err := gymPrograms(o.Programs, true)
+	o.Log = o.IO.Err
+	res, err := o.TrainRequest.Run(cmd.Context())
 	if err != nil {
 		return err
 	}
-	a, err := gym.Train(cmd.Context(), gym.TrainOptions{
-		Programs: programs, Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, LR: o.LR, Entropy: entropy,
-		Progress: func(r gym.IterReport) {
-			fmt.Fprintf(o.IO.Err, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
-				r.Iteration, o.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if err := gym.SaveAgent(o.Agent, a); err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, a.Meta)
-	}
-	return a.Meta.WriteText(o.IO.Out, o.Agent)
+	return output(o.IO.Out, o.Globals, res)
 }
 
-// GymEvalOptions are the options of `tpucost gym eval`.
+// GymEvalOptions are the options of `tpucost gym eval`: the flags fill the embedded
+// gym.EvalRequest, which runs them.
 type GymEvalOptions struct {
-	IO          IO
-	Globals     *Globals
-	Agent       string
-	Programs    string
-	Seed        int64
-	RandomSeeds int
-	MaxSteps    int
-	Verify      bool
+	IO      IO
+	Globals *Globals
+	gym.EvalRequest
 }
 
 // NewCmdGymEval builds `tpucost gym eval`.
@@ -191,34 +117,10 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 }
 
 func runGymEval(cmd *cobra.Command, o *GymEvalOptions) error {
-	if o.Agent == "" {
-		return fmt.Errorf("--agent: an agent directory is required")
-	}
-	if o.RandomSeeds < 1 {
-		return fmt.Errorf("--random-seeds: got %d, want at least 1", o.RandomSeeds)
-	}
-	if o.MaxSteps < 0 {
-		return fmt.Errorf("--max-steps: got %d, want at least 1 (or 0: the agent's)", o.MaxSteps)
-	}
-	programs, err := gymPrograms(o.Programs, true)
+	o.Log = o.IO.Err
+	rep, err := o.EvalRequest.Run(cmd.Context())
 	if err != nil {
 		return err
 	}
-	a, err := gym.LoadAgent(o.Agent)
-	if err != nil {
-		return fmt.Errorf("--agent: %w", err)
-	}
-	rep, err := gym.Evaluate(cmd.Context(), a, gym.EvalOptions{
-		Programs: programs, Seed: o.Seed, RandomSeeds: o.RandomSeeds, MaxSteps: o.MaxSteps, Verify: o.Verify,
-		Progress: func(p gym.ProgramEval) {
-			fmt.Fprintf(o.IO.Err, "%s: agent %.1f%%, default %.1f%%\n", p.Program, 100*p.AgentReduction, 100*p.DefaultReduction)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, rep)
-	}
-	return rep.WriteText(o.IO.Out)
+	return output(o.IO.Out, o.Globals, rep)
 }

@@ -37,8 +37,5 @@ func runInspect(o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, s)
-	}
-	return s.WriteText(o.IO.Out)
+	return output(o.IO.Out, o.Globals, s)
 }

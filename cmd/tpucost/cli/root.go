@@ -14,13 +14,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/buildinfo"
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -49,7 +50,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 	root.SetErr(ios.Err)
 	root.SetIn(ios.In)
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "machine-readable JSON output on stdout")
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(cliflag.Rewrite)
 	root.Version = buildinfo.Read().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
@@ -67,7 +68,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
 		NewCmdValidate(ios, g), NewCmdCalibrate(ios, g),
 	)
-	requireKnownSubcommands(root)
+	cliflag.RequireKnownSubcommands(root)
 	return root
 }
 
@@ -113,8 +114,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// table returns a tabwriter for aligned columns.
-func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+// output prints a command's result: as JSON with --json, else as its text.
+func output(w io.Writer, g *Globals, r interface{ WriteText(io.Writer) error }) error {
+	if g.JSON {
+		return writeJSON(w, r)
+	}
+	return r.WriteText(w)
+}
 
 // TargetFlags select the chip to compile for and simulate on.
 type TargetFlags struct {
@@ -125,9 +131,6 @@ type TargetFlags struct {
 	chipSet  func() bool
 }
 
-// maxVMEMMiB bounds --vmem (1 TiB): far above any chip, and its bytes fit an int64.
-const maxVMEMMiB = 1 << 20
-
 func (t *TargetFlags) bind(cmd *cobra.Command) { t.bindDefault(cmd, tpusim.DefaultChip) }
 
 // bindDefault is bind with another default preset (validate's files are TPU v3 runs).
@@ -135,31 +138,23 @@ func (t *TargetFlags) bindDefault(cmd *cobra.Command, preset string) {
 	cmd.Flags().StringVar(&t.Chip, "chip", preset, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
 	cmd.Flags().StringVar(&t.ChipFile, "chip-file", "", "a preset file (as `tpucost calibrate` writes) in place of --chip")
 	t.chipSet = func() bool { return cmd.Flags().Changed("chip") }
-	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", maxVMEMMiB))
+	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", tpusim.MaxVMEMMiB))
 	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }
 
-func (t *TargetFlags) chip() (tpusim.Chip, error) {
-	var c tpusim.Chip
-	var err error
-	switch {
-	case t.ChipFile != "" && t.chipSet != nil && t.chipSet():
-		return c, fmt.Errorf("--chip and --chip-file: give one")
-	case t.ChipFile != "":
-		c, err = tpusim.LoadChipFile(t.ChipFile)
-	default:
-		c, err = tpusim.Preset(t.Chip)
-	}
-	if err != nil {
-		return c, err
-	}
-	if (t.VMEMMiB != 0 || (t.vmemSet != nil && t.vmemSet())) && (t.VMEMMiB < 1 || t.VMEMMiB > maxVMEMMiB) {
-		return c, fmt.Errorf("--vmem: got %d, want MiB in [1, %d]", t.VMEMMiB, maxVMEMMiB)
-	}
-	if t.VMEMMiB > 0 {
-		c = c.WithVMEM(int64(t.VMEMMiB) << 20)
-	}
-	return c, nil
+// chip resolves the flags to the chip they select (tpusim.ChipSpec.Resolve).
+func (t *TargetFlags) chip() (tpusim.Chip, error) { return t.spec().Resolve() }
+
+// spec is the flags as given: which of --chip and --vmem were set on the command line.
+func (t *TargetFlags) spec() tpusim.ChipSpec {
+	return tpusim.ChipSpec{Preset: t.Chip, File: t.ChipFile, VMEMMiB: t.VMEMMiB,
+		PresetSet: t.chipSet != nil && t.chipSet(), VMEMSet: t.vmemSet != nil && t.vmemSet()}
+}
+
+// checkedString is a flag value holding the string as given once check accepts it
+// (cliflag.CheckedString): a bad value fails naming the flag, in check's words.
+func checkedString(p *string, typ string, check func(string) error) pflag.Value {
+	return cliflag.CheckedString(p, typ, check)
 }
 
 // shapesUsage is the help of --shapes, which every command that builds SRC has.
@@ -183,8 +178,8 @@ const fusionUsage = "fusion rule for the decisions a config leaves open: xla (th
 // set, so a bad rule fails naming the flag.
 func bindFusion(cmd *cobra.Command, p *compiler.FusionRule) {
 	*p = compiler.FusionXLA
-	cmd.Flags().Var(parsedValue[compiler.FusionRule]{p: p, parse: compiler.ParseFusionRule, typ: "rule",
-		show: func(r compiler.FusionRule) string { return string(r) }}, "fusion", fusionUsage)
+	cmd.Flags().Var(cliflag.Parsed[compiler.FusionRule]{P: p, Parse: compiler.ParseFusionRule, TypeName: "rule",
+		Show: func(r compiler.FusionRule) string { return string(r) }}, "fusion", fusionUsage)
 }
 
 // compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
@@ -203,6 +198,6 @@ const stagingUsage = "VMEM staging of kernel outputs for their consumers: off (d
 
 // bindStaging binds --staging to p: the one flag helper of every command that compiles.
 func bindStaging(cmd *cobra.Command, p *compiler.StagingMode) {
-	cmd.Flags().Var(parsedValue[compiler.StagingMode]{p: p, parse: compiler.ParseStagingMode, typ: "mode",
-		show: compiler.StagingMode.String}, "staging", stagingUsage)
+	cmd.Flags().Var(cliflag.Parsed[compiler.StagingMode]{P: p, Parse: compiler.ParseStagingMode, TypeName: "mode",
+		Show: compiler.StagingMode.String, Want: "one of " + strings.Join(compiler.StagingModes(), ", ")}, "staging", stagingUsage)
 }

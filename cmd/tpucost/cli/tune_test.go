@@ -156,16 +156,16 @@ func TestTuneErrors(t *testing.T) {
 // TestTuneModelHook: with a loader set, --model is used.
 func TestTuneModelHook(t *testing.T) {
 	var out, errb bytes.Buffer
-	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Src: "mlp_96x2_b1", Strategy: "xtat",
-		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}
+	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Request: tune.Request{Src: "mlp_96x2_b1", Strategy: "xtat",
+		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}}
 	o.Target.Chip = "v4"
-	o.LoadModel = func(string) (tune.Model, string, error) {
+	o.LoadModel = func(string, tpusim.Chip, bool) (tune.Model, string, error) {
 		return nil, "", errors.New("checkpoint is corrupt")
 	}
 	if err := runTune(t.Context(), o); err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
 		t.Errorf("loader error: %v", err)
 	}
-	o.LoadModel = func(dir string) (tune.Model, string, error) { return simScorer{}, "", nil }
+	o.LoadModel = func(string, tpusim.Chip, bool) (tune.Model, string, error) { return simScorer{}, "", nil }
 	if err := runTune(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -68,5 +70,18 @@ func TestTuneRLEndToEnd(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q, want one line containing %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestTrainPolicyInterrupted: train-policy runs under the command's context (it ignored
+// Ctrl-C): cancelled, it exits with ExitInterrupted, writes nothing and says so.
+func TestTrainPolicyInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	dir := filepath.Join(t.TempDir(), "policy")
+	var out, errb bytes.Buffer
+	code := MainContext(ctx, []string{"tune", "train-policy", "--programs", "mlp_96x2_b1", "--out", dir}, strings.NewReader(""), &out, &errb)
+	if code != ExitInterrupted || out.Len() != 0 || !strings.Contains(errb.String(), "no policy was written") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }

@@ -33,8 +33,5 @@ func runZooList(o *ZooListOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, out)
-	}
-	return out.WriteText(o.IO.Out)
+	return output(o.IO.Out, o.Globals, out)
 }

@@ -1,0 +1,178 @@
+package gym
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/tpucost/tpucost/internal/dirlock"
+)
+
+// ParseProgramList parses a --programs value: comma-separated programs (zoo models, HLO
+// files, bench:NAME) or sets (train, heldout, all), expanded (ExpandPrograms). An empty
+// list is nil, or with required an error; errors name --programs.
+func ParseProgramList(list string, required bool) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		if required {
+			return nil, errors.New("--programs: no program named (programs: zoo models, HLO files, bench:NAME; sets: train, heldout, all)")
+		}
+		return nil, nil
+	}
+	ps, err := ExpandPrograms(strings.Split(list, ","))
+	if err != nil {
+		return nil, fmt.Errorf("--programs: %w", err)
+	}
+	return ps, nil
+}
+
+// TrainRequest is one run of `tpucost gym train` as its command line gives it: the flags'
+// values, unchecked. Run checks every one as given (an out-of-range value is an error
+// naming its flag, never a default), trains the agent (Train) and writes it to Agent
+// (SaveAgent).
+type TrainRequest struct {
+	Agent      string // the agent checkpoint directory to write; required
+	Programs   string // ParseProgramList; required
+	Seed       int64
+	Iterations int     // >= 1
+	Samples    int     // episodes per program per iteration, >= 2
+	MaxSteps   int     // >= 1
+	LR         float64 // > 0, finite
+	Entropy    float64 // >= 0, finite; 0: no entropy bonus
+	// Log receives a line per iteration; nil: discarded.
+	Log io.Writer
+}
+
+// AgentResult is a trained agent's record and the directory it was written to. Its JSON
+// is the record (AgentMeta).
+type AgentResult struct {
+	Meta *AgentMeta
+	Dir  string
+}
+
+// MarshalJSON encodes the agent's record.
+func (r AgentResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
+
+// WriteText writes the record as text (AgentMeta.WriteText).
+func (r *AgentResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }
+
+// check checks the request's values in the order of the command line's errors.
+func (q TrainRequest) check() error {
+	if q.Agent == "" {
+		return errors.New("--agent: an agent directory is required")
+	}
+	switch {
+	case q.Iterations < 1:
+		return fmt.Errorf("--iterations: got %d, want at least 1", q.Iterations)
+	case q.Samples < 2:
+		return fmt.Errorf("--samples: got %d, want at least 2", q.Samples)
+	case q.MaxSteps < 1:
+		return fmt.Errorf("--max-steps: got %d, want at least 1", q.MaxSteps)
+	case !(q.LR > 0) || math.IsInf(q.LR, 0):
+		return fmt.Errorf("--lr: got %g, want a positive number", q.LR)
+	case !(q.Entropy >= 0) || math.IsInf(q.Entropy, 0):
+		return fmt.Errorf("--entropy: got %g, want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
+	}
+	return nil
+}
+
+// Run checks the request, locks Agent before training (so a directory it cannot write
+// fails first), trains and saves the agent.
+func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
+	if q.Log == nil {
+		q.Log = io.Discard
+	}
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	// The agent directory is checked and locked before training, not after.
+	lock, err := dirlock.AcquireDir(q.Agent, "agent directory")
+	if err != nil {
+		return nil, fmt.Errorf("--agent: %w", err)
+	}
+	defer lock.Release()
+	entropy := q.Entropy
+	if entropy == 0 {
+		entropy = -1 // TrainOptions' "none" (its zero value means its default)
+	}
+	programs, err := ParseProgramList(q.Programs, true)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Train(ctx, TrainOptions{
+		Programs: programs, Seed: q.Seed, Iterations: q.Iterations, Samples: q.Samples, MaxSteps: q.MaxSteps, LR: q.LR, Entropy: entropy,
+		Progress: func(r IterReport) {
+			fmt.Fprintf(q.Log, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
+				r.Iteration, q.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := SaveAgent(q.Agent, a); err != nil {
+		return nil, err
+	}
+	return &AgentResult{Meta: &a.Meta, Dir: q.Agent}, nil
+}
+
+// EvalRequest is one run of `tpucost gym eval` as its command line gives it: the flags'
+// values, unchecked. Run checks them, loads the agent (LoadAgent) and evaluates it
+// (Evaluate).
+type EvalRequest struct {
+	Agent       string // the agent checkpoint directory; required
+	Programs    string // ParseProgramList; required
+	Seed        int64
+	RandomSeeds int  // random sequences per program, >= 1
+	MaxSteps    int  // the agent's episode limit, >= 0 (0: the one it trained with)
+	Verify      bool // run the HLO verifier after every pass of the agent's sequence
+	// Log receives a line per program evaluated; nil: discarded.
+	Log io.Writer
+}
+
+// Run checks the request, loads the agent and evaluates it.
+func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
+	if q.Log == nil {
+		q.Log = io.Discard
+	}
+	if q.Agent == "" {
+		return nil, errors.New("--agent: an agent directory is required")
+	}
+	if q.RandomSeeds < 1 {
+		return nil, fmt.Errorf("--random-seeds: got %d, want at least 1", q.RandomSeeds)
+	}
+	if q.MaxSteps < 0 {
+		return nil, fmt.Errorf("--max-steps: got %d, want at least 1 (or 0: the agent's)", q.MaxSteps)
+	}
+	programs, err := ParseProgramList(q.Programs, true)
+	if err != nil {
+		return nil, err
+	}
+	a, err := LoadAgent(q.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("--agent: %w", err)
+	}
+	return Evaluate(ctx, a, EvalOptions{
+		Programs: programs, Seed: q.Seed, RandomSeeds: q.RandomSeeds, MaxSteps: q.MaxSteps, Verify: q.Verify,
+		Progress: func(p ProgramEval) {
+			fmt.Fprintf(q.Log, "%s: agent %.1f%%, default %.1f%%\n", p.Program, 100*p.AgentReduction, 100*p.DefaultReduction)
+		},
+	})
+}
+
+// ServeRequest is one run of `tpucost gym serve` as its command line gives it.
+type ServeRequest struct {
+	Programs string // ParseProgramList, optional: the programs a reset without one picks from
+	Verify   bool   // run the HLO verifier after every pass
+}
+
+// Run parses the program list and serves the environment on r and w (Serve) until EOF.
+func (q ServeRequest) Run(ctx context.Context, r io.Reader, w io.Writer) error {
+	programs, err := ParseProgramList(q.Programs, false)
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, r, w, ServeOptions{Programs: programs, Verify: q.Verify})
+}

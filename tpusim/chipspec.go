@@ -1,0 +1,47 @@
+package tpusim
+
+import "fmt"
+
+// MaxVMEMMiB bounds a VMEM override (ChipSpec.VMEMMiB, --vmem): 1 TiB, far above any
+// chip, and its bytes fit an int64.
+const MaxVMEMMiB = 1 << 20
+
+// ChipSpec selects a chip the way every command line does: a preset by name (--chip) or
+// a preset file (--chip-file), and an optional VMEM override (--vmem). Resolve's errors
+// name those flags.
+type ChipSpec struct {
+	Preset string // a preset name (Preset); used unless File is set
+	File   string // a preset file (LoadChipFile), in place of Preset
+	// VMEMMiB overrides the chip's VMEM per core, in MiB (WithVMEM); 0: the preset's.
+	VMEMMiB int
+	// PresetSet says Preset was given explicitly (not a default): with File, an error.
+	PresetSet bool
+	// VMEMSet says VMEMMiB was given explicitly: then 0 is out of range, not "the preset's".
+	VMEMSet bool
+}
+
+// Resolve returns the chip s selects: the preset file or the named preset, with the VMEM
+// override applied. Giving both an explicit preset and a file, an unknown preset, a bad
+// file, or a VMEM override outside [1, MaxVMEMMiB] is an error.
+func (s ChipSpec) Resolve() (Chip, error) {
+	var c Chip
+	var err error
+	switch {
+	case s.File != "" && s.PresetSet:
+		return c, fmt.Errorf("--chip and --chip-file: give one")
+	case s.File != "":
+		c, err = LoadChipFile(s.File)
+	default:
+		c, err = Preset(s.Preset)
+	}
+	if err != nil {
+		return c, err
+	}
+	if (s.VMEMMiB != 0 || s.VMEMSet) && (s.VMEMMiB < 1 || s.VMEMMiB > MaxVMEMMiB) {
+		return c, fmt.Errorf("--vmem: got %d, want MiB in [1, %d]", s.VMEMMiB, MaxVMEMMiB)
+	}
+	if s.VMEMMiB > 0 {
+		c = c.WithVMEM(int64(s.VMEMMiB) << 20)
+	}
+	return c, nil
+}
