@@ -41,5 +41,5 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 }
 
 func runCalibrate(o *CalibrateOptions) error {
-	return o.output()(o.Calibrate(o.Target.chip))
+	return o.printResult(o.Calibrate(o.Target.chip))
 }

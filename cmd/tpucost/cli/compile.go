@@ -55,5 +55,5 @@ func runCompile(o *CompileOptions) error {
 		return err
 	}
 	o.Load = func() (*hlo.Module, error) { return zoo.ResolveShapes(o.Src, o.Shapes) }
-	return o.output()(o.Compile(c.Target, c.Name))
+	return o.printResult(o.Compile(c.Target, c.Name))
 }

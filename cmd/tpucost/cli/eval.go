@@ -39,5 +39,5 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 
 func runEval(o *EvalOptions) error {
 	o.Warn = o.IO.Err
-	return o.output()(eval.Run(o.RunOptions))
+	return o.printResult(eval.Run(o.RunOptions))
 }

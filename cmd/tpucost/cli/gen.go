@@ -59,5 +59,5 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 
 func runGen(ctx context.Context, o *GenOptions) error {
 	o.ToolVersion, o.Progress = Version, o.IO.Err
-	return o.output()(o.Run(ctx, o.Target.chip))
+	return o.printResult(o.Run(ctx, o.Target.chip))
 }

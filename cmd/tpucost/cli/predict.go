@@ -71,5 +71,5 @@ func runPredict(o *PredictOptions) error {
 	}
 	o.Timer = func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	o.Warn = o.IO.Err
-	return o.output()(o.Predict())
+	return o.printResult(o.Predict())
 }

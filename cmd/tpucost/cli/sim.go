@@ -46,12 +46,12 @@ func runSim(o *SimOptions) error {
 		return err
 	}
 	if o.Lengths != "" {
-		return o.output()(o.Request.Time(c))
+		return o.printResult(o.Request.Time(c))
 	}
 	compile := func(opts compiler.Options) (*compiler.Program, error) {
 		return compileSource(o.Src, o.Shapes, o.Config, opts)
 	}
-	return o.output()(tpusim.SimRequest{Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging, Compile: compile, Warn: o.IO.Err}.Simulate(c))
+	return o.printResult(tpusim.SimRequest{Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging, Compile: compile, Warn: o.IO.Err}.Simulate(c))
 }
 
 // lengthsFlag is the value of --lengths (sim, tune): parsed (ragged.ParseLengths) as the

@@ -66,7 +66,7 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 
 func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 	o.Progress = o.IO.Err
-	return o.output()(o.Import(ctx, o.Target.chip))
+	return o.printResult(o.Import(ctx, o.Target.chip))
 }
 
 // ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
@@ -99,5 +99,5 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 
 func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
 	o.Progress = o.IO.Err
-	return o.output()(o.Export(ctx))
+	return o.printResult(o.Export(ctx))
 }

@@ -68,5 +68,5 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 
 func runTrain(ctx context.Context, o *TrainOptions) error {
 	o.Progress = o.IO.Err
-	return o.output()(o.Train(ctx))
+	return o.printResult(o.Train(ctx))
 }

@@ -55,5 +55,5 @@ func runValidate(o *ValidateOptions) error {
 		o.Learned = replay.Learned(l.Predictor)
 	}
 	o.Notes = o.IO.Err
-	return o.output()(o.Validate(c))
+	return o.printResult(o.Validate(c))
 }
