@@ -9,12 +9,21 @@ import (
 	"github.com/tpucost/tpucost/internal/outpath"
 )
 
-// CompileRequest is `tpucost compile`: the module Load returns, compiled with the config
-// file Config (CompileFile) under the simplification passes Passes (ParseSimplify), the
-// fusion rule and the staging mode, optionally verified after every pass (Check) and
-// dumped after one (DumpAfter); its effective config is written to Out. Errors name the
-// flags.
+// CompileSource builds the source src (a zoo model or an HLO file) at shapes (empty: its
+// own) and compiles it under opts with the config file config (empty: the defaults): the
+// hook through which packages that do not build models (tpusim, gnn/eval) compile the
+// program a command names. The CLI's resolves src with zoo.ResolveShapes and compiles
+// with CompileFile.
+type CompileSource func(src, shapes, config string, opts Options) (*Program, error)
+
+// CompileRequest is `tpucost compile`: the module Src at Shapes (built by Load), compiled
+// with the config file Config (CompileFile) under the simplification passes Passes
+// (ParseSimplify), the fusion rule and the staging mode, optionally verified after every
+// pass (Check) and dumped after one (DumpAfter); its effective config is written to Out.
+// Errors name the flags.
 type CompileRequest struct {
+	Src       string // a zoo model or an HLO file, which Load builds
+	Shapes    string // sizes of its dynamic dimensions (empty: its own)
 	Config    string // a config file (empty: the XLA-like defaults)
 	DumpAfter string // a pass after which the module's HLO text is kept (CompileResult.HLO)
 	Out       string // where the effective config is written (empty: nowhere)
@@ -23,8 +32,9 @@ type CompileRequest struct {
 	Check     bool
 	Fusion    FusionRule
 	Staging   StagingMode
-	// Load builds the module; it runs after the passes and Out are checked.
-	Load func() (*hlo.Module, error)
+	// Load builds the module Src at Shapes (the CLI's: zoo.ResolveShapes); it runs after
+	// the passes and Out are checked.
+	Load func(src, shapes string) (*hlo.Module, error)
 }
 
 // Compile checks the passes and Out, loads the module, compiles it for target and
@@ -43,7 +53,7 @@ func (r CompileRequest) Compile(target cost.Target, chip string) (*CompileResult
 	if r.Load == nil {
 		return nil, fmt.Errorf("compile: no Load")
 	}
-	m, err := r.Load()
+	m, err := r.Load(r.Src, r.Shapes)
 	if err != nil {
 		return nil, err
 	}

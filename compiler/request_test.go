@@ -18,7 +18,13 @@ const requestHLO = "HloModule m\n\nENTRY main {\n  a = f32[256,256] parameter(0)
 // result holds the HLO text, which its text form prints instead of the kernel table.
 func TestCompileRequest(t *testing.T) {
 	loads := 0
-	load := func() (*hlo.Module, error) { loads++; return hlo.Parse("m.hlo", []byte(requestHLO)) }
+	load := func(src, shapes string) (*hlo.Module, error) {
+		if src != "m.hlo" || shapes != "" {
+			t.Errorf("Load(%q, %q): want the request's Src and Shapes", src, shapes)
+		}
+		loads++
+		return hlo.Parse(src, []byte(requestHLO))
+	}
 	target := testTarget
 	dir := t.TempDir()
 	notConfig := filepath.Join(dir, "notes.txt")
@@ -33,7 +39,7 @@ func TestCompileRequest(t *testing.T) {
 		{CompileRequest{Out: notConfig}, "--out"},
 		{CompileRequest{DumpAfter: "no-such-pass"}, `--dump-after "no-such-pass": no such pass`},
 	} {
-		c.r.Load = load
+		c.r.Src, c.r.Load = "m.hlo", load
 		if _, err := c.r.Compile(target, "v4"); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error starting %q", c.r, err, c.want)
 		}
@@ -43,19 +49,19 @@ func TestCompileRequest(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "cfg.json")
-	res, err := CompileRequest{Out: out, Load: load}.Compile(target, "v4")
+	res, err := CompileRequest{Src: "m.hlo", Out: out, Load: load}.Compile(target, "v4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Chip != "v4" || len(res.Kernels) == 0 || res.HLO != "" {
 		t.Errorf("result %+v: want v4's kernels and no HLO", res)
 	}
-	again, err := CompileRequest{Config: out, Load: load}.Compile(target, "v4")
+	again, err := CompileRequest{Src: "m.hlo", Config: out, Load: load}.Compile(target, "v4")
 	if err != nil || len(again.Kernels) != len(res.Kernels) {
 		t.Errorf("the written config compiles to %d kernels (%v), want %d", len(again.Kernels), err, len(res.Kernels))
 	}
 
-	res, err = CompileRequest{DumpAfter: "fusion", Load: load}.Compile(target, "v4")
+	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Load: load}.Compile(target, "v4")
 	if err != nil {
 		t.Fatal(err)
 	}

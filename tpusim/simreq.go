@@ -7,17 +7,21 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 )
 
-// SimRequest is `tpucost sim` of one program: compiled by Compile for the chip, with the
-// fusion rule and staging mode, and simulated (SimulateWith) over Chips chips.
+// SimRequest is `tpucost sim` of one program: Src at Shapes with the config file Config,
+// compiled by Compile for the chip with the fusion rule and staging mode, and simulated
+// (SimulateWith) over Chips chips.
 type SimRequest struct {
+	Src    string // a zoo model or an HLO file
+	Shapes string // sizes of its dynamic dimensions (empty: its own)
+	Config string // a config file (empty: the defaults)
 	// Chips is the number of chips that collectives without replica groups span (>= 0;
 	// 0: the module's replica_count × num_partitions).
 	Chips   int
 	Fusion  compiler.FusionRule
 	Staging compiler.StagingMode
-	// Compile builds the program under the options (the caller's source, shapes and
-	// config file).
-	Compile func(compiler.Options) (*compiler.Program, error)
+	// Compile builds and compiles Src (tpusim does not build models: the CLI's resolves
+	// Src with zoo.ResolveShapes).
+	Compile compiler.CompileSource
 	// Warn receives the warning of collectives whose size nothing gives (nil: dropped).
 	Warn io.Writer
 }
@@ -29,7 +33,7 @@ func (r SimRequest) Simulate(c Chip) (*Report, error) {
 	if r.Compile == nil {
 		return nil, fmt.Errorf("sim: no Compile")
 	}
-	p, err := r.Compile(compiler.Options{Target: c.Target, Fusion: r.Fusion, Staging: r.Staging})
+	p, err := r.Compile(r.Src, r.Shapes, r.Config, compiler.Options{Target: c.Target, Fusion: r.Fusion, Staging: r.Staging})
 	if err != nil {
 		return nil, err
 	}

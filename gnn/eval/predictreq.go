@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 )
 
@@ -37,8 +36,8 @@ type PredictRequest struct {
 	// gnn.LoadFor takes it: e.g. the chip the model was trained for unless the user named
 	// one).
 	Target func(gnn.Meta) (gnn.Target, error)
-	// Compile builds Src for the target's cost model.
-	Compile func(cost.Target) (*compiler.Program, error)
+	// Compile builds Src at Shapes with Config for the target's cost model.
+	Compile compiler.CompileSource
 	// Timer times a kernel's options on the target (the simulated and analytical times).
 	Timer KernelTimer
 	// Warn receives the warning of a target mismatch (nil: dropped).
@@ -104,7 +103,7 @@ func (r PredictRequest) Predict() (*PredictResult, error) {
 	if l.Mismatch != "" && r.Warn != nil {
 		fmt.Fprintf(r.Warn, "WARNING: %s: its predictions are not validated for this target\n", l.Mismatch)
 	}
-	p, err := r.Compile(l.Target.Cost)
+	p, err := r.Compile(r.Src, r.Shapes, r.Config, compiler.Options{Target: l.Target.Cost})
 	if err != nil {
 		return nil, err
 	}

@@ -8,18 +8,14 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// Request is `tpucost sim SRC --lengths L,L,...`: the zoo model Src's batch of
-// sequences of Lengths, timed padded and ragged (TimeZoo). A ragged batch is built from
-// default compiles at every length on one chip, so the settings of a plain sim that say
-// otherwise (Shapes, Config, Chips, a fusion rule but xla, staging) are refused.
+// Request is `tpucost sim SRC --lengths L,L,...`: the settings of a plain sim and
+// Lengths, which selects the zoo model Src's batch of sequences of those lengths, timed
+// padded and ragged (TimeZoo). A ragged batch is built from default compiles at every
+// length on one chip, so the settings that say otherwise (Shapes, Config, Chips, a fusion
+// rule but xla, staging) are refused.
 type Request struct {
-	Src     string
-	Lengths string // ParseLengths
-	Shapes  string
-	Config  string
-	Chips   int
-	Fusion  compiler.FusionRule
-	Staging compiler.StagingMode
+	tpusim.SimRequest
+	Lengths string // ParseLengths; empty: no ragged batch (SimRequest.Simulate)
 }
 
 // Validate refuses the settings a ragged batch does not take, naming the flags.

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
 )
@@ -15,8 +14,6 @@ import (
 type CompileOptions struct {
 	cmdIO
 	Target TargetFlags
-	Src    string
-	Shapes string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
 	compiler.CompileRequest
 }
 
@@ -54,6 +51,6 @@ func runCompile(o *CompileOptions) error {
 	if err != nil {
 		return err
 	}
-	o.Load = func() (*hlo.Module, error) { return zoo.ResolveShapes(o.Src, o.Shapes) }
+	o.Load = zoo.ResolveShapes
 	return o.printResult(o.Compile(c.Target, c.Name))
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
@@ -56,19 +55,11 @@ func runPredict(o *PredictOptions) error {
 	var c tpusim.Chip
 	o.PredictRequest.Target = func(meta gnn.Meta) (gnn.Target, error) {
 		// The chip defaults to the one the model's training data was generated for.
-		if chip, vmem := meta.DefaultTarget(); !o.ChipSet && chip != "" {
-			o.Target.Chip = chip
-			if o.Target.VMEMMiB == 0 {
-				o.Target.VMEMMiB = vmem
-			}
-		}
 		var err error
-		c, err = o.Target.chip()
+		c, err = o.Target.spec().Default(meta.DefaultTarget()).Resolve()
 		return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, err
 	}
-	o.Compile = func(t cost.Target) (*compiler.Program, error) {
-		return compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: t})
-	}
+	o.Compile = compileSource
 	o.Timer = func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	o.Warn = o.IO.Err
 	return o.printResult(o.Predict())

@@ -4,13 +4,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
-// SimOptions are the options of `tpucost sim`: the flags fill a ragged.Request, whose
-// Lengths selects a ragged batch; without it Src is compiled and simulated on its own.
+// SimOptions are the options of `tpucost sim`: the flags of a tpusim.SimRequest and
+// --lengths, which selects a ragged batch (ragged.Request).
 type SimOptions struct {
 	cmdIO
 	Target TargetFlags
@@ -48,10 +46,8 @@ func runSim(o *SimOptions) error {
 	if o.Lengths != "" {
 		return o.printResult(o.Request.Time(c))
 	}
-	compile := func(opts compiler.Options) (*compiler.Program, error) {
-		return compileSource(o.Src, o.Shapes, o.Config, opts)
-	}
-	return o.printResult(tpusim.SimRequest{Chips: o.Chips, Fusion: o.Fusion, Staging: o.Staging, Compile: compile, Warn: o.IO.Err}.Simulate(c))
+	o.Compile, o.Warn = compileSource, o.IO.Err
+	return o.printResult(o.Simulate(c))
 }
 
 // lengthsFlag is the value of --lengths (sim, tune): parsed (ragged.ParseLengths) as the
