@@ -13,6 +13,10 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
+// ToolVersion is the tool version `tpucost gen` records in the datasets it writes (their
+// provenance's tool_version; Version is the generator's).
+const ToolVersion = "0.1.0"
+
 // Request is a generation run as `tpucost gen` states it: the flags' values as given,
 // with the models as a list (or All) and the shard as "i/n". Options resolves it, Run
 // runs it. Every value is checked as given: the zero-value defaults of Options are not

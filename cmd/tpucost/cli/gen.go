@@ -10,9 +10,6 @@ import (
 	"github.com/tpucost/tpucost/dataset/gen"
 )
 
-// Version is the tool version recorded in datasets and reports.
-const Version = "0.1.0"
-
 // GenOptions are the options of `tpucost gen`: the flags of a gen.Request.
 type GenOptions struct {
 	cmdIO
@@ -58,6 +55,6 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 }
 
 func runGen(ctx context.Context, o *GenOptions) error {
-	o.ToolVersion, o.Progress = Version, o.IO.Err
+	o.ToolVersion, o.Progress = gen.ToolVersion, o.IO.Err
 	return o.printResult(o.Run(ctx, o.Target.chip))
 }
