@@ -75,8 +75,13 @@ func Summarize(p *Program, chip, dumpAfter, hlo string) *CompileResult {
 }
 
 // WriteText writes r as text (tpucost compile): the config space, the staging chosen and
-// a line per kernel. r must come from Summarize (the staging count is not in the JSON).
+// a line per kernel; with DumpAfter, the HLO text after that pass instead. r must come
+// from Summarize (the staging count is not in the JSON).
 func (r *CompileResult) WriteText(out io.Writer) error {
+	if r.DumpAfter != "" {
+		_, err := io.WriteString(out, r.HLO)
+		return err
+	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
 		r.Program, r.Chip, len(r.Kernels), r.Space["layout"], r.Space["fusion"], r.Space["tile"], r.OpCountBefore, r.OpCountAfter)

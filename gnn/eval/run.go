@@ -184,6 +184,10 @@ func fmtOpt(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
+// WriteText writes the evaluation as text (WriteTable), as every command's result
+// prints itself.
+func (res *Result) WriteText(w io.Writer) error { return res.WriteTable(w) }
+
 // WriteTable prints the evaluation like the paper's tables: per program, then overall,
 // learned vs analytical.
 func (res *Result) WriteTable(w io.Writer) error {

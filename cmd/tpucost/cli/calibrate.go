@@ -1,40 +1,25 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
-// CalibrateOptions are the options of `tpucost calibrate`.
+// CalibrateOptions are the options of `tpucost calibrate`: the flags of its request.
 type CalibrateOptions struct {
-	IO         IO
-	Globals    *Globals
-	Target     TargetFlags
-	Files      []string
-	Out        string
-	Name       string
-	Seed       int64
-	MinConfigs int
-	MaxEvals   int
-	Prior      float64
+	cmdIO
+	Target TargetFlags
+	replay.CalibrateRequest
 }
 
 // CalibrateResult is the JSON output of `tpucost calibrate`: the report and the preset file
 // written.
-type CalibrateResult struct {
-	*replay.CalibrateReport
-	Out string `json:"out"`
-}
+type CalibrateResult = replay.CalibrateResult
 
 // NewCmdCalibrate builds `tpucost calibrate FILE.pb... --out F`.
 func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
-	o := &CalibrateOptions{IO: ios, Globals: g}
+	o := &CalibrateOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "calibrate FILE.pb... --out F",
 		Short: "Fit a preset's non-public timing constants to real TPU runs (TpuGraphs .pb)",
@@ -56,34 +41,5 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 }
 
 func runCalibrate(o *CalibrateOptions) error {
-	switch {
-	case o.Out == "":
-		return errors.New("--out is required: the file the fitted preset is written to")
-	case o.MinConfigs < 2:
-		return fmt.Errorf("--min-configs: got %d, want at least 2", o.MinConfigs)
-	case o.Prior < 0 || o.Prior != o.Prior:
-		return fmt.Errorf("--prior: got %g, want a weight >= 0", o.Prior)
-	case o.MaxEvals < 1:
-		return fmt.Errorf("--max-evals: got %d, want at least 1", o.MaxEvals)
-	}
-	if _, err := os.Stat(o.Out); err == nil {
-		if _, err := tpusim.LoadChipFile(o.Out); err != nil {
-			return fmt.Errorf("--out %s exists and is not a chip file; refusing to overwrite it", o.Out)
-		}
-	}
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
-	r, err := replay.Calibrate(o.Files, replay.CalibrateOptions{Base: c, Name: o.Name, Seed: o.Seed, MinConfigs: o.MinConfigs, MaxEvals: o.MaxEvals, Prior: o.Prior})
-	if err != nil {
-		return err
-	}
-	if err := tpusim.WriteChipFile(o.Out, r.File); err != nil {
-		return fmt.Errorf("--out %s: %w", o.Out, err)
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, CalibrateResult{r, o.Out})
-	}
-	return replay.WriteCalibrateText(o.IO.Out, r, o.Out)
+	return o.printResult(o.Calibrate(o.Target.chip))
 }

@@ -8,14 +8,13 @@ import (
 
 // EvalOptions are the options of `tpucost eval`.
 type EvalOptions struct {
-	IO      IO
-	Globals *Globals
+	cmdIO
 	eval.RunOptions
 }
 
 // NewCmdEval builds `tpucost eval`.
 func NewCmdEval(ios IO, g *Globals) *cobra.Command {
-	o := &EvalOptions{IO: ios, Globals: g}
+	o := &EvalOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "eval --model DIR [--data DIR] [--split random|program] [--plots DIR]",
 		Short: "Evaluate a trained model against the analytical baseline on held-out rows",
@@ -40,12 +39,5 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 
 func runEval(o *EvalOptions) error {
 	o.Warn = o.IO.Err
-	res, err := eval.Run(o.RunOptions)
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, res)
-	}
-	return res.WriteTable(o.IO.Out)
+	return o.printResult(eval.Run(o.RunOptions))
 }

@@ -3,47 +3,23 @@ package cli
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
-	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
-	"github.com/tpucost/tpucost/internal/progress"
-	"github.com/tpucost/tpucost/tpusim"
 )
 
-// Version is the tool version recorded in datasets and reports.
-const Version = "0.1.0"
-
-// GenOptions are the options of `tpucost gen`.
+// GenOptions are the options of `tpucost gen`: the flags of a gen.Request.
 type GenOptions struct {
-	IO         IO
-	Globals    *Globals
-	Target     TargetFlags
-	Task       string
-	Models     string
-	All        bool
-	Out        string
-	Configs    int
-	Variants   int
-	Workers    int
-	Seed       int64
-	Format     string
-	Shard      string
-	NoiseSigma float64
-	NoiseRuns  int
-	PartRows   int
-	Fusion     compiler.FusionRule  // --fusion
-	Staging    compiler.StagingMode // --staging
-	Shapes     string               // --shapes: sizes of one dynamic dimension (gen.Options.Shapes)
+	cmdIO
+	Target TargetFlags
+	gen.Request
 }
 
 // NewCmdGen builds `tpucost gen`.
 func NewCmdGen(ios IO, g *Globals) *cobra.Command {
-	o := &GenOptions{IO: ios, Globals: g}
+	o := &GenOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "gen --task tile|flags|fusion|layout --models a,b|--all --out DIR",
 		Short: "Generate a dataset: random configs compiled, timed on tpusim, featurized, written as Arrow",
@@ -79,51 +55,6 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 }
 
 func runGen(ctx context.Context, o *GenOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	// Generation allocates fast and keeps little alive: collecting less often lets two
-	// workers scale to ~1.9x one (gen.BenchmarkGenerate in dataset/gen) for a larger heap.
-	defer debug.SetGCPercent(debug.SetGCPercent(gen.GCPercent))
-	// ... but no more than the workers need (gen --task fusion --all --configs 16 peaked at
-	// 7.3 GB on 2 workers; BenchmarkGenerateFusionMemory).
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(gen.MemoryLimit(o.Workers)))
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
-	models, err := zoo.Select(o.Models, o.All)
-	if err != nil {
-		return err
-	}
-	si, sn, err := gen.ParseShard(o.Shard)
-	if err != nil {
-		return err
-	}
-	rep := progress.NewLazy(o.IO.Err, "gen "+o.Task)
-	opts := gen.Options{
-		Task: dataset.Task(o.Task), Models: models, Out: o.Out, Format: dataset.Format(o.Format), Configs: o.Configs,
-		Variants: o.Variants, Workers: o.Workers, Seed: o.Seed, ShardIndex: si, ShardCount: sn, Chip: c,
-		Noise: tpusim.Options{NoiseSigma: o.NoiseSigma, Runs: o.NoiseRuns, Seed: o.Seed}, MaxRowsPerPart: o.PartRows, ToolVersion: Version, Fusion: o.Fusion, Staging: o.Staging, Shapes: o.Shapes,
-		Progress: func(p gen.Progress) {
-			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
-			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
-		},
-	}
-	// Every flag's value is checked as given: the library's defaults for zero values are
-	// not for flags (`--configs 0` is an error, not 32).
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	res, err := gen.Generate(ctx, opts) // builds every model first: a bad one fails before any output
-	rep.Done()
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, res)
-	}
-	fmt.Fprintf(o.IO.Out, "%s: %d units (%d resumed), %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
-		o.Out, res.Units, res.Resumed, res.Rows, res.Samples, res.DuplicateKernels, res.Parts, res.Elapsed.Seconds(), res.SamplesPerSecond)
-	return nil
+	o.ToolVersion, o.Progress = gen.ToolVersion, o.IO.Err
+	return o.printResult(o.Run(ctx, o.Target.chip))
 }

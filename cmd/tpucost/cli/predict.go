@@ -1,41 +1,24 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// PredictOptions are the options of `tpucost predict`.
+// PredictOptions are the options of `tpucost predict`: the flags of an eval.PredictRequest.
 type PredictOptions struct {
-	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
-	Src     string
-	Model   string
-	Config  string
-	Top     int
-	// Data, instead of SRC, scores the rows of a dataset directory (eval.PredictDataset):
-	// how a model trained on imported data (another feature set) is used.
-	Data    string
-	MaxRows int
-	// AllowMismatch predicts for another chip than the model's training data's, with a
-	// warning and chip_mismatch in --json.
-	AllowMismatch bool
-
-	chipSet bool
+	cmdIO
+	Target TargetFlags
+	eval.PredictRequest
 }
 
 // NewCmdPredict builds `tpucost predict SRC --model DIR`.
 func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
-	o := &PredictOptions{IO: ios, Globals: g}
+	o := &PredictOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "predict SRC --model DIR | predict --data DIR --model DIR",
 		Short: "Predict a compiled program's kernel times with a trained model, beside the simulator",
@@ -53,7 +36,7 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 			if len(args) == 1 {
 				o.Src = args[0]
 			}
-			o.chipSet = cmd.Flags().Changed("chip")
+			o.ChipSet = cmd.Flags().Changed("chip")
 			return runPredict(o)
 		},
 	}
@@ -69,74 +52,15 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 }
 
 func runPredict(o *PredictOptions) error {
-	if o.Model == "" {
-		return fmt.Errorf("--model is required")
-	}
-	if o.Top < 0 {
-		return fmt.Errorf("--top: got %d, want an integer >= 0 (0: list no options)", o.Top)
-	}
-	if o.MaxRows < 0 {
-		return fmt.Errorf("--rows: got %d, want an integer >= 0 (0: all)", o.MaxRows)
-	}
-	switch {
-	case o.Data != "" && o.Shapes != "":
-		return fmt.Errorf("--shapes sizes SRC: give it with SRC, not with --data")
-	case o.Data != "" && o.Src != "":
-		return fmt.Errorf("give SRC or --data, not both")
-	case o.Data == "" && o.Src == "":
-		return fmt.Errorf("give SRC (a zoo model or an HLO file) or --data DIR")
-	case o.Data != "":
-		if o.chipSet || o.Config != "" {
-			return fmt.Errorf("--chip, --vmem and --config apply to SRC; --data rows carry their own features")
-		}
-		return runPredictData(o)
-	case o.MaxRows != 0:
-		return fmt.Errorf("--rows applies to --data")
-	}
 	var c tpusim.Chip
-	l, err := gnn.LoadFor(o.Model, func(meta gnn.Meta) (gnn.Target, error) {
+	o.PredictRequest.Target = func(meta gnn.Meta) (gnn.Target, error) {
 		// The chip defaults to the one the model's training data was generated for.
-		if chip, vmem := meta.DefaultTarget(); !o.chipSet && chip != "" {
-			o.Target.Chip = chip
-			if o.Target.VMEMMiB == 0 {
-				o.Target.VMEMMiB = vmem
-			}
-		}
 		var err error
-		c, err = o.Target.chip()
+		c, err = o.Target.spec().Default(meta.DefaultTarget()).Resolve()
 		return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, err
-	}, o.AllowMismatch)
-	if err != nil {
-		return err
 	}
-	pred, mismatch := l.Predictor, l.Mismatch
-	defer pred.Close()
-	if mismatch != "" {
-		fmt.Fprintf(o.IO.Err, "WARNING: %s: its predictions are not validated for this target\n", mismatch)
-	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target})
-	if err != nil {
-		return err
-	}
-	timer := func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
-	r, err := eval.ReportProgram(pred, p, o.Top, timer)
-	if err != nil {
-		return err
-	}
-	r.ChipMismatch = mismatch != ""
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
-	}
-	return r.WriteText(o.IO.Out, c.Name)
-}
-
-func runPredictData(o *PredictOptions) error {
-	r, err := eval.PredictDataset(o.Model, o.Data, o.Top, o.MaxRows)
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
-	}
-	return r.WriteText(o.IO.Out)
+	o.Compile = compileSource
+	o.Timer = func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
+	o.Warn = o.IO.Err
+	return o.printResult(o.Predict())
 }

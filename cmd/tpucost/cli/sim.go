@@ -1,34 +1,23 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
-// SimOptions are the options of `tpucost sim`.
+// SimOptions are the options of `tpucost sim`: the flags of a tpusim.SimRequest and
+// --lengths, which selects a ragged batch (ragged.Request).
 type SimOptions struct {
-	Shapes  string // --shapes: sizes of dynamic dimensions (zoo.ResolveShapes)
-	Lengths string // --lengths: a ragged batch's sequence lengths (ragged.TimeZoo)
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
-	Src     string
-	Config  string
-	Chips   int
-	Fusion  compiler.FusionRule  // --fusion
-	Staging compiler.StagingMode // --staging
+	cmdIO
+	Target TargetFlags
+	ragged.Request
 }
 
 // NewCmdSim builds `tpucost sim SRC`.
 func NewCmdSim(ios IO, g *Globals) *cobra.Command {
-	o := &SimOptions{IO: ios, Globals: g}
+	o := &SimOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "sim SRC",
 		Short: "Simulate a compiled program: per-kernel simulated and analytical time",
@@ -55,55 +44,10 @@ func runSim(o *SimOptions) error {
 		return err
 	}
 	if o.Lengths != "" {
-		return runSimRagged(o, c)
+		return o.printResult(o.Request.Time(c))
 	}
-	p, err := compileSource(o.Src, o.Shapes, o.Config, compiler.Options{Target: c.Target, Fusion: o.Fusion, Staging: o.Staging})
-	if err != nil {
-		return err
-	}
-	if o.Chips < 0 {
-		return fmt.Errorf("--chips must be >= 0, got %d", o.Chips)
-	}
-	r, err := tpusim.SimulateWith(p, c, tpusim.Options{Chips: o.Chips})
-	if err != nil {
-		return err
-	}
-	if r.UnsizedCollectives > 0 {
-		fmt.Fprintf(o.IO.Err, "WARNING: %d collective(s) name no replica group and nothing gives their size (no --chips, the module header says 1 chip): "+
-			"each is timed as a 1-chip no-op (unsized_collectives in --json); pass --chips N\n", r.UnsizedCollectives)
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
-	}
-	return r.WriteText(o.IO.Out)
-}
-
-// runSimRagged is `sim SRC --lengths L,L,...`: a ragged batch timed padded and ragged.
-func runSimRagged(o *SimOptions, c tpusim.Chip) error {
-	switch {
-	case o.Shapes != "":
-		return errors.New("--lengths sizes every sequence itself: drop --shapes")
-	case o.Config != "":
-		return errors.New("--lengths times default compiles at every length: drop --config (a config's kernel keys hold at one length)")
-	case o.Chips != 0:
-		return errors.New("--lengths times one chip: drop --chips")
-	case o.Fusion != "" && o.Fusion != compiler.FusionXLA:
-		return fmt.Errorf("--lengths times default compiles at every length: --fusion %s is not supported here (drop --fusion)", o.Fusion)
-	case o.Staging != compiler.StagingOff:
-		return fmt.Errorf("--lengths times default compiles at every length: --staging %s is not supported here (drop --staging)", o.Staging)
-	}
-	lengths, err := ragged.ParseLengths(o.Lengths)
-	if err != nil {
-		return fmt.Errorf("--lengths: %w", err)
-	}
-	r, err := ragged.TimeZoo(o.Src, lengths, c)
-	if err != nil {
-		return fmt.Errorf("--lengths: %w", err)
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
-	}
-	return r.WriteText(o.IO.Out)
+	o.Compile, o.Warn = compileSource, o.IO.Err
+	return o.printResult(o.Simulate(c))
 }
 
 // lengthsFlag is the value of --lengths (sim, tune): parsed (ragged.ParseLengths) as the

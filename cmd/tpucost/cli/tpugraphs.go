@@ -2,16 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
-	"github.com/tpucost/tpucost/internal/progress"
 )
 
 // NewCmdImport builds `tpucost import`, the parent of the importers of other datasets.
@@ -38,18 +34,14 @@ func NewCmdExport(ios IO, g *Globals) *cobra.Command {
 
 // ImportTpuGraphsOptions are the options of `tpucost import tpugraphs`.
 type ImportTpuGraphsOptions struct {
-	IO         IO
-	Globals    *Globals
-	Sources    []string
-	Out        string
-	Collection string
-	Format     string
-	Target     TargetFlags
+	cmdIO
+	Target TargetFlags
+	tpugraphs.ImportRequest
 }
 
 // NewCmdImportTpuGraphs builds `tpucost import tpugraphs SRC... --out DIR`.
 func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
-	o := &ImportTpuGraphsOptions{IO: ios, Globals: g}
+	o := &ImportTpuGraphsOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "tpugraphs SRC... --out DIR",
 		Short: "Import TpuGraphs npz files and raw tuning .pb files",
@@ -73,47 +65,19 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 }
 
 func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
-	if o.Out == "" {
-		return errors.New("--out: required")
-	}
-	if f := dataset.Format(o.Format); !f.Valid() {
-		return fmt.Errorf("--format: got %q, want arrow or parquet", o.Format)
-	}
-	if o.Collection != "" && o.Collection != tpugraphs.CollectionTile && o.Collection != tpugraphs.CollectionLayout {
-		return fmt.Errorf("--collection: got %q, want tile or layout", o.Collection)
-	}
-	c, err := o.Target.chip()
-	if err != nil {
-		return err
-	}
-	rep := progress.NewLazy(o.IO.Err, "import tpugraphs")
-	res, err := tpugraphs.Import(ctx, tpugraphs.ImportOptions{
-		Sources: o.Sources, Out: o.Out, Collection: o.Collection, Format: dataset.Format(o.Format), Chip: c,
-		Progress: func(done, total int) { rep.Update(int64(done), int64(total), "files") },
-	})
-	rep.Done()
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, res)
-	}
-	return res.WriteText(o.IO.Out)
+	o.Progress = o.IO.Err
+	return o.printResult(o.Import(ctx, o.Target.chip))
 }
 
 // ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
 type ExportTpuGraphsOptions struct {
-	IO      IO
-	Globals *Globals
-	Dir     string
-	Out     string
-	Split   string
-	Seed    int64
+	cmdIO
+	tpugraphs.ExportRequest
 }
 
 // NewCmdExportTpuGraphs builds `tpucost export tpugraphs DIR --out NPZDIR`.
 func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
-	o := &ExportTpuGraphsOptions{IO: ios, Globals: g}
+	o := &ExportTpuGraphsOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "tpugraphs DIR --out NPZDIR",
 		Short: "Write a dataset in the TpuGraphs npz layout",
@@ -134,23 +98,6 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 }
 
 func runExportTpuGraphs(ctx context.Context, o *ExportTpuGraphsOptions) error {
-	if o.Out == "" {
-		return errors.New("--out: required")
-	}
-	if !slices.Contains(tpugraphs.ExportSplits(), o.Split) {
-		return fmt.Errorf("--split: got %q, want one of %s", o.Split, strings.Join(tpugraphs.ExportSplits(), ", "))
-	}
-	rep := progress.NewLazy(o.IO.Err, "export tpugraphs")
-	res, err := tpugraphs.Export(ctx, tpugraphs.ExportOptions{
-		Dir: o.Dir, Out: o.Out, Split: o.Split, Seed: o.Seed,
-		Progress: func(done, total int) { rep.Update(int64(done), int64(total), "kernels") },
-	})
-	rep.Done()
-	if err != nil {
-		return err
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, res)
-	}
-	return res.WriteText(o.IO.Out)
+	o.Progress = o.IO.Err
+	return o.printResult(o.Export(ctx))
 }

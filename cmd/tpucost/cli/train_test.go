@@ -14,6 +14,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
@@ -45,7 +46,7 @@ func writeTinyDataset(t *testing.T, dir string, task dataset.Task, models []stri
 	prov := dataset.Provenance{
 		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
 		Chip: chip.Name, VMEMBytes: chip.VMEMBytes, Seed: 1, Task: task, ConfigsPerKernel: maxConfigs, Models: models,
-		ShardIndex: 0, ShardCount: 1, ToolVersion: Version, GeneratorVersion: "test",
+		ShardIndex: 0, ShardCount: 1, ToolVersion: gen.ToolVersion, GeneratorVersion: "test",
 	}
 	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: dataset.FormatArrow, Provenance: prov})
 	if err != nil {

@@ -1,31 +1,24 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
-// ValidateOptions are the options of `tpucost validate`.
+// ValidateOptions are the options of `tpucost validate`: the flags of a validate request.
 type ValidateOptions struct {
-	IO            IO
-	Globals       *Globals
+	cmdIO
 	Target        TargetFlags
-	Files         []string
-	MinConfigs    int
-	Plots         string
 	Model         string
 	AllowMismatch bool
-	Rows          string
+	replay.ValidateRequest
 }
 
 // NewCmdValidate builds `tpucost validate FILE.pb...`.
 func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
-	o := &ValidateOptions{IO: ios, Globals: g}
+	o := &ValidateOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "validate FILE.pb...",
 		Short: "Replay real TPU tuning runs (TpuGraphs .pb) on the simulator and score it against the hardware",
@@ -46,52 +39,21 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 }
 
 func runValidate(o *ValidateOptions) error {
-	if o.MinConfigs < 2 {
-		return fmt.Errorf("--min-configs: got %d, want at least 2", o.MinConfigs)
+	if err := o.Check(); err != nil {
+		return err
 	}
 	c, err := o.Target.chip()
 	if err != nil {
 		return err
 	}
-	opts := replay.Options{Chip: c, MinConfigs: o.MinConfigs}
 	if o.Model != "" {
-		l, err := gnn.LoadFor(o.Model, func(gnn.Meta) (gnn.Target, error) {
-			return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, nil
-		}, o.AllowMismatch)
+		l, err := gnn.LoadTileModel(o.Model, gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, o.AllowMismatch, o.IO.Err)
 		if err != nil {
 			return err
 		}
 		defer l.Predictor.Close()
-		if l.Mismatch != "" {
-			fmt.Fprintf(o.IO.Err, "WARNING: %s\n", l.Mismatch)
-		}
-		if ck := l.Checkpoint; ck.Task != dataset.TaskTile {
-			return fmt.Errorf("--model %s is a %s model: validate scores tile runs with a tile model", o.Model, ck.Task)
-		}
-		opts.Learned = replay.Learned(l.Predictor)
+		o.Learned = replay.Learned(l.Predictor)
 	}
-	r, err := replay.Validate(o.Files, opts)
-	if err != nil {
-		return err
-	}
-	if o.Rows != "" {
-		n, err := replay.WriteTileRows(o.Rows, r, c)
-		if err != nil {
-			return fmt.Errorf("--rows %s: %w", o.Rows, err)
-		}
-		fmt.Fprintf(o.IO.Err, "wrote %d kernels' measured runs to %s\n", n, o.Rows)
-	}
-	if o.Plots != "" {
-		files, err := replay.WritePlots(o.Plots, r)
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			fmt.Fprintf(o.IO.Err, "wrote %s\n", f)
-		}
-	}
-	if o.Globals.JSON {
-		return writeJSON(o.IO.Out, r)
-	}
-	return replay.WriteText(o.IO.Out, r)
+	o.Notes = o.IO.Err
+	return o.printResult(o.Validate(c))
 }
