@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -32,6 +33,10 @@ type CompileRequest struct {
 	Check     bool
 	Fusion    FusionRule
 	Staging   StagingMode
+	// Dump, when set, receives the HLO text after DumpAfter as soon as that pass has run,
+	// so that it is there even when a later pass or writing Out fails (the text output
+	// streams it); nil: the text is kept in CompileResult.HLO (the JSON document's).
+	Dump io.Writer
 	// Load builds the module Src at Shapes (the CLI's: zoo.ResolveShapes); it runs after
 	// the passes and Out are checked.
 	Load func(src, shapes string) (*hlo.Module, error)
@@ -57,8 +62,12 @@ func (r CompileRequest) Compile(target cost.Target, chip string) (*CompileResult
 	if err != nil {
 		return nil, err
 	}
-	var dump strings.Builder
-	p, err := CompileFile(m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: &dump, Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
+	var kept strings.Builder
+	dump := r.Dump
+	if dump == nil {
+		dump = &kept
+	}
+	p, err := CompileFile(m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: dump, Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +76,7 @@ func (r CompileRequest) Compile(target cost.Target, chip string) (*CompileResult
 			return nil, err
 		}
 	}
-	return Summarize(p, chip, r.DumpAfter, dump.String()), nil
+	return Summarize(p, chip, r.DumpAfter, kept.String()), nil
 }
 
 // ListedPasses names the passes of Passes (the simplify group as one), in order.

@@ -72,4 +72,15 @@ func TestCompileRequest(t *testing.T) {
 	if !strings.HasPrefix(res.HLO, "HloModule") || text.String() != res.HLO {
 		t.Errorf("--dump-after fusion: HLO %q, text %q: want the module's HLO text as the text output", res.HLO, text.String())
 	}
+
+	// Streamed (the CLI's text output): the text reaches Dump during the compile, before
+	// the result exists, and the result keeps none of it.
+	var streamed bytes.Buffer
+	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Dump: &streamed, Load: load}.Compile(target, "v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed.String() != text.String() || res.HLO != "" {
+		t.Errorf("streamed dump %d bytes (result keeps %d), want the %d bytes of the kept one and none kept", streamed.Len(), len(res.HLO), text.Len())
+	}
 }

@@ -52,5 +52,8 @@ func runCompile(o *CompileOptions) error {
 		return err
 	}
 	o.Load = zoo.ResolveShapes
+	if !o.Globals.JSON {
+		o.Dump = o.IO.Out // streamed as the pass runs: a later failure keeps it
+	}
 	return o.printResult(o.Compile(c.Target, c.Name))
 }

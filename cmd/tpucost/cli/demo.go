@@ -10,17 +10,16 @@ import (
 
 // DemoOptions are the options of `tpucost demo`.
 type DemoOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
-	Out     string
-	Seed    int64
-	Quick   bool
+	cmdIO
+	Target TargetFlags
+	Out    string
+	Seed   int64
+	Quick  bool
 }
 
 // NewCmdDemo builds `tpucost demo`.
 func NewCmdDemo(ios IO, g *Globals) *cobra.Command {
-	o := &DemoOptions{IO: ios, Globals: g}
+	o := &DemoOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "demo [--out DIR]",
 		Short: "Run the whole loop on a small built-in default and write a report",
@@ -45,9 +44,5 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := demo.Run(ctx, demo.Options{Out: o.Out, Chip: c, Seed: o.Seed, Quick: o.Quick, Progress: o.IO.Err})
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, res)
+	return o.printResult(demo.Run(ctx, demo.Options{Out: o.Out, Chip: c, Seed: o.Seed, Quick: o.Quick, Progress: o.IO.Err}))
 }

@@ -47,14 +47,13 @@ func NewCmdGymServe(ios IO, _ *Globals) *cobra.Command {
 // GymTrainOptions are the options of `tpucost gym train`: the flags fill the embedded
 // gym.TrainRequest, which runs them.
 type GymTrainOptions struct {
-	IO      IO
-	Globals *Globals
+	cmdIO
 	gym.TrainRequest
 }
 
 // NewCmdGymTrain builds `tpucost gym train`.
 func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
-	o := &GymTrainOptions{IO: ios, Globals: g}
+	o := &GymTrainOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "train --agent DIR [--programs train]",
 		Short: "Train a pass-ordering agent by REINFORCE on the gym",
@@ -78,24 +77,19 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 
 func runGymTrain(cmd *cobra.Command, o *GymTrainOptions) error {
 	o.Log = o.IO.Err
-	res, err := o.TrainRequest.Run(cmd.Context())
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, res)
+	return o.printResult(o.TrainRequest.Run(cmd.Context()))
 }
 
 // GymEvalOptions are the options of `tpucost gym eval`: the flags fill the embedded
 // gym.EvalRequest, which runs them.
 type GymEvalOptions struct {
-	IO      IO
-	Globals *Globals
+	cmdIO
 	gym.EvalRequest
 }
 
 // NewCmdGymEval builds `tpucost gym eval`.
 func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
-	o := &GymEvalOptions{IO: ios, Globals: g}
+	o := &GymEvalOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "eval --agent DIR [--programs heldout]",
 		Short: "Compare an agent's pass order with the default pipeline and random orders",
@@ -118,9 +112,5 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 
 func runGymEval(cmd *cobra.Command, o *GymEvalOptions) error {
 	o.Log = o.IO.Err
-	rep, err := o.EvalRequest.Run(cmd.Context())
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, rep)
+	return o.printResult(o.EvalRequest.Run(cmd.Context()))
 }

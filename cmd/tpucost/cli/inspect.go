@@ -8,14 +8,13 @@ import (
 
 // InspectOptions are the options of `tpucost inspect`.
 type InspectOptions struct {
-	IO      IO
-	Globals *Globals
-	Dir     string
+	cmdIO
+	Dir string
 }
 
 // NewCmdInspect builds `tpucost inspect DIR`.
 func NewCmdInspect(ios IO, g *Globals) *cobra.Command {
-	o := &InspectOptions{IO: ios, Globals: g}
+	o := &InspectOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	return &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "Summarize a dataset: rows, kernels, programs, samples, runtimes, schema and provenance",
@@ -33,9 +32,5 @@ func runInspect(o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := dataset.Inspect(d)
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, s)
+	return o.printResult(dataset.Inspect(d))
 }

@@ -10,11 +10,14 @@ type cmdIO struct {
 }
 
 // printResult prints the result of the library call it is applied to,
-// o.printResult(request.Run()): the call's error if it failed, else the result on IO.Out
-// (output: JSON with --json, else its text).
+// o.printResult(request.Run()): the call's error if it failed, else the result on IO.Out,
+// as JSON with --json, else as its text.
 func (c cmdIO) printResult(r interface{ WriteText(io.Writer) error }, err error) error {
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case c.Globals.JSON:
+		return writeJSON(c.IO.Out, r)
 	}
-	return output(c.IO.Out, c.Globals, r)
+	return r.WriteText(c.IO.Out)
 }

@@ -114,14 +114,6 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// output prints a command's result: as JSON with --json, else as its text.
-func output(w io.Writer, g *Globals, r interface{ WriteText(io.Writer) error }) error {
-	if g.JSON {
-		return writeJSON(w, r)
-	}
-	return r.WriteText(w)
-}
-
 // TargetFlags select the chip to compile for and simulate on.
 type TargetFlags struct {
 	Chip     string

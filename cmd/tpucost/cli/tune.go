@@ -14,15 +14,14 @@ import (
 // TuneOptions are the options of `tpucost tune`: the flags fill the embedded
 // tune.Request, which runs them (its LoadModel: gnn.LoadFor unless a test sets one).
 type TuneOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	tune.Request
 }
 
 // NewCmdTune builds `tpucost tune [SRC]`.
 func NewCmdTune(ios IO, g *Globals) *cobra.Command {
-	o := &TuneOptions{IO: ios, Globals: g}
+	o := &TuneOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "tune [SRC]",
 		Short: "Autotune a program's compiler configs on the simulator, optionally guided by a learned model",
@@ -83,11 +82,7 @@ func runTune(ctx context.Context, o *TuneOptions) error {
 	if o.LoadModel == nil {
 		o.LoadModel = loadModel
 	}
-	res, err := o.Request.Run(ctx)
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, res)
+	return o.printResult(o.Request.Run(ctx))
 }
 
 // loadModel loads a learned model checkpoint for `tune --model` (gnn.LoadFor) for chip c:

@@ -156,7 +156,7 @@ func TestTuneErrors(t *testing.T) {
 // TestTuneModelHook: with a loader set, --model is used.
 func TestTuneModelHook(t *testing.T) {
 	var out, errb bytes.Buffer
-	o := &TuneOptions{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}, Request: tune.Request{Src: "mlp_96x2_b1", Strategy: "xtat",
+	o := &TuneOptions{cmdIO: cmdIO{IO: IO{Out: &out, Err: &errb}, Globals: &Globals{JSON: true}}, Request: tune.Request{Src: "mlp_96x2_b1", Strategy: "xtat",
 		ModelDir: "ckpt", TopK: 3, KernelTopK: 2, ModelEvals: 20, Budget: 30, Seed: 1, Runs: 3, Workers: 1}}
 	o.Target.Chip = "v4"
 	o.LoadModel = func(string, tpusim.Chip, bool) (tune.Model, string, error) {

@@ -11,15 +11,14 @@ import (
 // TrainPolicyOptions are the options of `tpucost tune train-policy`: the flags fill the
 // embedded tune.TrainPolicyRequest, which runs them.
 type TrainPolicyOptions struct {
-	IO      IO
-	Globals *Globals
-	Target  TargetFlags
+	cmdIO
+	Target TargetFlags
 	tune.TrainPolicyRequest
 }
 
 // NewCmdTrainPolicy builds `tpucost tune train-policy`.
 func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
-	o := &TrainPolicyOptions{IO: ios, Globals: g}
+	o := &TrainPolicyOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "train-policy --programs A,B,... --out DIR",
 		Short: "Train the layout and fusion policy of `tune --strategy rl` by REINFORCE on simulator measurements",
@@ -46,9 +45,5 @@ func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
 
 func runTrainPolicy(ctx context.Context, o *TrainPolicyOptions) error {
 	o.Chip, o.Log = o.Target.spec(), o.IO.Err
-	res, err := o.TrainPolicyRequest.Run(ctx)
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, res)
+	return o.printResult(o.TrainPolicyRequest.Run(ctx))
 }

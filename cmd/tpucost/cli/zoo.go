@@ -8,15 +8,14 @@ import (
 
 // ZooListOptions are the options of `tpucost zoo list`.
 type ZooListOptions struct {
-	IO      IO
-	Globals *Globals
-	Family  string
+	cmdIO
+	Family string
 }
 
 // NewCmdZoo builds `tpucost zoo` and its subcommand `list`.
 func NewCmdZoo(ios IO, g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "zoo", Short: "The model zoo"}
-	opts := &ZooListOptions{IO: ios, Globals: g}
+	opts := &ZooListOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the zoo's models: name, family, kind, node count and dynamic dimensions (--shapes)",
@@ -29,9 +28,5 @@ func NewCmdZoo(ios IO, g *Globals) *cobra.Command {
 }
 
 func runZooList(o *ZooListOptions) error {
-	out, err := zoo.List(o.Family)
-	if err != nil {
-		return err
-	}
-	return output(o.IO.Out, o.Globals, out)
+	return o.printResult(zoo.List(o.Family))
 }
