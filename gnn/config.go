@@ -181,13 +181,17 @@ type Config struct {
 	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
 	MaxSegmentNodes int `json:"max_segment_nodes,omitempty"`
 
-	// Prior > 0 makes the model a residual on the analytical model (a relative model of
-	// tpucost's own features only): a configuration's score is the network's output plus
-	// Prior · ln(analytical ns), so the network learns the correction to the compiler's
-	// estimate, ln(sim/analytical) up to a per-kernel constant and the scale Prior, instead
-	// of the whole ranking. The analytical estimate is the row's (dataset.Row.AnalyticalNs)
-	// or, when scoring compiled kernels, cost.Planned.Analytical. 0 (no prior): the score
-	// is the network's alone.
+	// Prior > 0 makes the model a residual on the analytical model (tpucost's own features
+	// only). A relative model's score is the network's output plus Prior · ln(analytical
+	// ns), so the network learns the correction to the compiler's estimate,
+	// ln(sim/analytical) up to a per-kernel constant and the scale Prior, instead of the
+	// whole ranking. An absolute model's output (the standardized log runtime) is the
+	// network's plus Prior · (ln(analytical ns) − μ)/σ, so it predicts
+	// ln t = σ·net + Prior·ln(analytical) + (1 − Prior)·μ: at Prior 1 the analytical
+	// estimate times e^(σ·net), a correction whose scale does not grow with the kernel's.
+	// The analytical estimate is the row's (dataset.Row.AnalyticalNs) or, when scoring
+	// compiled kernels, cost.Planned.Analytical. 0 (no prior): the output is the
+	// network's alone.
 	Prior float64 `json:"prior,omitempty"`
 
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
