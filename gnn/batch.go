@@ -122,6 +122,9 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c
 	k := &kernel{opcodes: append([]int32(nil), g.Opcodes...), x: make([]float32, len(g.NodeFeats)), kf: make([]float32, len(g.KernelFeats))}
 	st.Node.Apply(k.x, g.NodeFeats)
 	st.Kernel.Apply(k.kf, g.KernelFeats)
+	for _, i := range c.ignoredKernel() {
+		k.kf[i] = 0
+	}
 	for i, cf := range configs {
 		if len(cf) != stored {
 			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(cf), stored)

@@ -190,8 +190,9 @@ func TestPriorRefused(t *testing.T) {
 	}
 }
 
-// TestDefaultPrior checks where the prior is on by default: single-task tile models of
-// tpucost's own features with a rank loss.
+// TestDefaultPrior checks where the prior is on by default: single-task models of
+// tpucost's own features, tile with a rank loss (weight 1), fusion with mse
+// (AbsolutePrior).
 func TestDefaultPrior(t *testing.T) {
 	multi := DefaultConfig()
 	multi.Tasks = []dataset.Task{dataset.TaskTile, dataset.TaskFlags}
@@ -207,7 +208,10 @@ func TestDefaultPrior(t *testing.T) {
 		{dataset.TaskTile, DefaultConfig(), LossListMLE, 1},
 		{dataset.TaskTile, DefaultConfig(), LossMSE, 0},
 		{dataset.TaskFlags, DefaultConfig(), LossRankHingeGap, 0},
-		{dataset.TaskFusion, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFusion, DefaultConfig(), LossMSE, AbsolutePrior},
+		{dataset.TaskLayout, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFusion, multi, LossMSE, 0},
+		{dataset.TaskFusion, foreign, LossMSE, 0},
 		{dataset.TaskTile, multi, LossRankHingeGap, 0},
 		{dataset.TaskTile, foreign, LossRankHingeGap, 0},
 	} {
