@@ -106,7 +106,7 @@ var qualityFusionModels = []string{
 
 func TestQualityFusionHeldOutPrograms(t *testing.T) {
 	if raceEnabled || testing.Short() {
-		t.Skip("trains a fusion model with the default budget (about 10 s): skipped under -race and -short")
+		t.Skip("trains a fusion model with the default budget (13 s with OpenBLAS, 21 s pure Go): skipped under -race and -short")
 	}
 	dir := t.TempDir()
 	data, out := filepath.Join(dir, "fusion"), filepath.Join(dir, "model")
