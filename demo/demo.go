@@ -199,6 +199,7 @@ func checkOptions(data gnn.DataOptions, opts gnn.TrainOptions) (gnn.TrainOptions
 		check.Model = gnn.DefaultConfig()
 		loss := cmp.Or(check.Loss, gnn.DefaultLoss(opts.Task, check.Model))
 		check.Model.Prior = gnn.DefaultPrior(opts.Task, check.Model, loss)
+		check.Model.IgnoreKernel = gnn.DefaultIgnoreKernel(opts.Task, check.Model)
 	}
 	var err error
 	if check.Datasets, err = gnn.Fingerprints(data.Dir); err != nil {

@@ -287,12 +287,31 @@ func kernelNames() []string {
 		"in_bytes_log", "in_padded_log", "out_bytes_log", "out_padded_log",
 		"gemm_batch_log", "gemm_m_log", "gemm_n_log", "gemm_k_log", "groups_log", "is_conv",
 		"lhs_transposed", "out_transposed", "row_reduce", "in_elems_log", "out_elems_log",
-		"transposed_inputs", "resident_inputs", "gather_inputs", "stream_inputs",
+		"transposed_inputs", "resident_inputs", "gather_inputs", "stream_inputs", "mxu_pad_log",
 	}
 	for i := 0; i < 3; i++ {
 		n = append(n, fmt.Sprintf("iter%d_log", i), fmt.Sprintf("iter%d_align_log", i))
 	}
 	return n
+}
+
+// mxuPadLog is log2 of the work a GEMM kernel's matrix unit does per useful
+// multiply-add: the MXU multiplies [·,D]×[D,D] weight blocks (D = t.MXUDim, 128), so a
+// product's K and its outputs per group (N/Groups) are padded to multiples of D, and
+// (⌈K/D⌉·D/K)·(⌈n/D⌉·D/n) of the array's work is spent per useful product (a
+// convolution of 16 channels in and out, K = 144: 8 · 1.78, 3.8 here). 0 for other
+// kernels and for products of whole blocks. The analytical model counts logical flops
+// and is blind to it (cost.KernelInfo.Analytical), and without it a held-out program
+// of thinner convolutions than any trained on was predicted 50-60% too fast (feature
+// schema 7, docs/training.md).
+func mxuPadLog(k *cost.KernelInfo, t cost.Target) float32 {
+	if k.Kind != cost.KindGEMM || k.N <= 0 || k.K <= 0 || t.MXUDim <= 0 {
+		return 0
+	}
+	d := float64(t.MXUDim)
+	n := float64(max(k.N/max(k.Groups, 1), 1))
+	kk := float64(k.K)
+	return float32(math.Log2(math.Ceil(n/d) * d / n * math.Ceil(kk/d) * d / kk))
 }
 
 func kernelFeatures(k *cost.KernelInfo, t cost.Target) []float32 {
@@ -324,7 +343,7 @@ func kernelFeatures(k *cost.KernelInfo, t cost.Target) []float32 {
 		lg(inB), lg(inP), lg(k.Output.Bytes), lg(k.Output.Padded),
 		lg(float64(k.Batch)), lg(float64(k.M)), lg(float64(k.N)), lg(float64(k.K)), lg(float64(k.Groups-1)), b2f(k.IsConv),
 		b2f(k.LHSTransposed), b2f(k.OutTransposed), b2f(k.RowReduce), lg(float64(k.InElems)), lg(float64(k.OutElems)),
-		float32(transposed), float32(resident), float32(gather), float32(stream))
+		float32(transposed), float32(resident), float32(gather), float32(stream), mxuPadLog(k, t))
 	for i := 0; i < 3; i++ {
 		if i < len(k.Dims) {
 			f = append(f, lg(float64(k.Dims[i].Size)), lg(float64(k.Dims[i].Align)))

@@ -29,7 +29,10 @@ import (
 // nothing. Gather kernels of the same ~2.7 µs ranged from 9 to 25 in in_bytes_log with
 // the size of their tables, so a held-out program with a bigger table extrapolated (issue
 // 20: dlrm_mlperf_b16 at 4,020% in a quality run of 20-epoch models; docs/training.md).
-const SchemaVersion = 6
+// Version 7 added the kernel feature mxu_pad_log, the MXU's padded work per useful
+// multiply-add of a GEMM kernel (K and N/Groups padded to the 128-wide array; see
+// mxuPadLog), before the iteration-space features.
+const SchemaVersion = 7
 
 // MaxRank is the rank shapes are padded to in node features.
 const MaxRank = 6
@@ -108,7 +111,7 @@ func CurrentSchema() Schema {
 // Widths of the feature vectors (TestWidths checks them against the name lists).
 const (
 	NodeWidth   = 75
-	KernelWidth = 34
+	KernelWidth = 35
 	ConfigWidth = 31
 )
 

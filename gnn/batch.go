@@ -122,6 +122,9 @@ func prepareKernel(g *features.Graph, configs [][]float32, st *features.Stats, c
 	k := &kernel{opcodes: append([]int32(nil), g.Opcodes...), x: make([]float32, len(g.NodeFeats)), kf: make([]float32, len(g.KernelFeats))}
 	st.Node.Apply(k.x, g.NodeFeats)
 	st.Kernel.Apply(k.kf, g.KernelFeats)
+	for _, i := range c.ignoredKernel() {
+		k.kf[i] = 0
+	}
 	for i, cf := range configs {
 		if len(cf) != stored {
 			return nil, fmt.Errorf("config %d has %d features, want %d", i, len(cf), stored)
@@ -324,7 +327,7 @@ func newBatch(c Config, items []item, bucket bool, minB int, loss Loss, ts Targe
 			copy(b.cf[so*CW:], k.cf[cfg])
 			b.sk[so] = bi
 			if b.prior != nil {
-				p, err := priorOf(c, k, cfg)
+				p, err := priorOf(c, loss, ts, k, cfg)
 				if err != nil {
 					return nil, err
 				}
@@ -417,16 +420,22 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 	return b, nil
 }
 
-// priorOf is Config.Prior · ln(analytical ns) of configuration cfg of k: the part of a
-// model with a prior's score that the analytical model gives. The estimate must be known
-// and positive.
-func priorOf(c Config, k *kernel, cfg int) (float32, error) {
+// priorOf is the part of a model with a prior's output that the analytical model gives,
+// for configuration cfg of k with analytical estimate a ns: Config.Prior · ln a for a
+// relative model (a score), Config.Prior · (ln a − μ)/σ for an absolute one (its output
+// is the standardized log runtime, TargetStats ts), so that its prediction is
+// ln t̂ = σ·net + Prior·ln a + (1 − Prior)·μ: at Prior 1, the analytical estimate times
+// e^(σ·net). The estimate must be known and positive.
+func priorOf(c Config, loss Loss, ts TargetStats, k *kernel, cfg int) (float32, error) {
 	if cfg >= len(k.analytical) {
 		return 0, fmt.Errorf("kernel %s has no analytical estimate of configuration %d, which the model's prior needs", k.key, cfg)
 	}
 	a := k.analytical[cfg]
 	if !(a > 0) || math.IsInf(a, 1) {
 		return 0, fmt.Errorf("kernel %s: configuration %d has analytical estimate %g ns, the model's prior needs a positive finite one", k.key, cfg, a)
+	}
+	if !loss.Rank() {
+		return float32(c.Prior * (math.Log(a) - ts.LogMean) / ts.scale()), nil
 	}
 	return float32(c.Prior * math.Log(a)), nil
 }

@@ -181,14 +181,23 @@ type Config struct {
 	// nodes, trained one sampled segment per step (segment.go); 0 (the default): off.
 	MaxSegmentNodes int `json:"max_segment_nodes,omitempty"`
 
-	// Prior > 0 makes the model a residual on the analytical model (a relative model of
-	// tpucost's own features only): a configuration's score is the network's output plus
-	// Prior · ln(analytical ns), so the network learns the correction to the compiler's
-	// estimate, ln(sim/analytical) up to a per-kernel constant and the scale Prior, instead
-	// of the whole ranking. The analytical estimate is the row's (dataset.Row.AnalyticalNs)
-	// or, when scoring compiled kernels, cost.Planned.Analytical. 0 (no prior): the score
-	// is the network's alone.
+	// Prior > 0 makes the model a residual on the analytical model (tpucost's own features
+	// only). A relative model's score is the network's output plus Prior · ln(analytical
+	// ns), so the network learns the correction to the compiler's estimate,
+	// ln(sim/analytical) up to a per-kernel constant and the scale Prior, instead of the
+	// whole ranking. An absolute model's output (the standardized log runtime) is the
+	// network's plus Prior · (ln(analytical ns) − μ)/σ, so it predicts
+	// ln t = σ·net + Prior·ln(analytical) + (1 − Prior)·μ: at Prior 1 the analytical
+	// estimate times e^(σ·net), a correction whose scale does not grow with the kernel's.
+	// The analytical estimate is the row's (dataset.Row.AnalyticalNs) or, when scoring
+	// compiled kernels, cost.Planned.Analytical. 0 (no prior): the output is the
+	// network's alone.
 	Prior float64 `json:"prior,omitempty"`
+
+	// IgnoreKernel names kernel features of tpucost's own schema (features.Schema.Kernel)
+	// the model reads as 0, whatever the data hold: a feature that helps one task and
+	// misleads another (DefaultIgnoreKernel). Empty (the default): every feature is read.
+	IgnoreKernel []string `json:"ignore_kernel,omitempty"`
 
 	// Input widths, from the feature schema the model was built for; ConfigWidth is the
 	// width of the Features set.
@@ -214,6 +223,21 @@ func DefaultConfig() Config {
 func (c Config) WithFeatures(f features.ConfigSet) Config {
 	c.Features, c.ConfigWidth = f, f.Width()
 	return c
+}
+
+// ignoredKernel returns the indices of the kernel features c reads as 0 (IgnoreKernel).
+func (c Config) ignoredKernel() []int {
+	if len(c.IgnoreKernel) == 0 {
+		return nil
+	}
+	names := features.CurrentSchema().Kernel
+	idx := make([]int, 0, len(c.IgnoreKernel))
+	for _, n := range c.IgnoreKernel {
+		if i := slices.Index(names, n); i >= 0 {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // ConfigSet is the configuration feature set the model reads among tpucost's own ("plan"
@@ -289,7 +313,7 @@ func (c Config) ForData(p dataset.Provenance) (Config, error) {
 		return c, fmt.Errorf("configuration features %s are tpucost's own; the data has feature set %s, whose config features are read as they are", c.Features, p.FeatureSet)
 	}
 	node, kernel, config := p.Widths()
-	c.FeatureSet, c.Features = p.FeatureSet, ""
+	c.FeatureSet, c.Features, c.IgnoreKernel = p.FeatureSet, "", nil
 	c.NodeWidth, c.KernelWidth, c.ConfigWidth = node, kernel, config
 	c.Vocab = len(p.FeatureSchema.Vocab)
 	if c.Vocab == 0 {
@@ -362,6 +386,19 @@ func (c Config) Validate() error {
 	}
 	if !(c.Prior >= 0 && c.Prior <= maxPrior) {
 		errs = append(errs, fmt.Errorf("prior weight must be in [0, %g], got %g", float64(maxPrior), c.Prior))
+	}
+	if len(c.IgnoreKernel) > 0 {
+		names := features.CurrentSchema().Kernel
+		switch {
+		case c.FeatureSet != "":
+			errs = append(errs, fmt.Errorf("ignored kernel features %v name tpucost's own features, not feature set %q's", c.IgnoreKernel, c.FeatureSet))
+		default:
+			for _, n := range c.IgnoreKernel {
+				if !slices.Contains(names, n) {
+					errs = append(errs, fmt.Errorf("ignored kernel feature %q is not a kernel feature of schema %d", n, features.SchemaVersion))
+				}
+			}
+		}
 	}
 	if c.Prior > 0 && (c.FeatureSet != "" || c.PerNode()) {
 		errs = append(errs, fmt.Errorf("an analytical prior needs tpucost's own features (analytical estimates per configuration), not feature set %q", c.FeatureSet))

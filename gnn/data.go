@@ -272,6 +272,7 @@ func TrainDataset(ctx context.Context, data DataOptions, opts TrainOptions) (*Tr
 				loss = DefaultLoss(opts.Task, opts.Model)
 			}
 			opts.Model.Prior = DefaultPrior(opts.Task, opts.Model, loss)
+			opts.Model.IgnoreKernel = DefaultIgnoreKernel(opts.Task, opts.Model)
 		}
 	}
 	if prov.FeatureSet != "" {

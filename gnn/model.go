@@ -54,9 +54,6 @@ func (m *Model) validate() error {
 	if m.Loss.Rank() && !m.Ranked() {
 		return fmt.Errorf("the %s loss ranks the configurations of one kernel; task %s has one runtime per kernel: use mse", m.Loss, m.Task)
 	}
-	if m.Config.Prior > 0 && !m.Loss.Rank() {
-		return fmt.Errorf("an analytical prior (prior %g) needs a rank loss: its scores are compared within a kernel, not %s", m.Config.Prior, m.Loss)
-	}
 	if m.Config.MultiTask() {
 		if m.Config.Tasks[0] != m.Task {
 			return fmt.Errorf("a multi-task model's task is its first head's (%s), not %s", m.Config.Tasks[0], m.Task)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
 )
 
@@ -91,8 +92,72 @@ func TestPriorRoundTrip(t *testing.T) {
 	}
 }
 
-// TestPriorRefused checks that a prior needs a rank loss and rows with analytical
-// estimates.
+// TestAbsolutePriorRoundTrip checks the residual of an absolute (mse) model: with Prior
+// w, the predicted log runtime is the same network's without the prior plus
+// w·(ln(analytical ns) − μ) (config.go, Config.Prior), for dataset rows and for compiled
+// kernels, so at w = 1 the network's part is a factor on the analytical estimate.
+func TestAbsolutePriorRoundTrip(t *testing.T) {
+	rows := rowsFor(t, "resnet18_b1", dataset.TaskFusion, 1, rand.New(rand.NewPCG(1, 1)))
+	for _, w := range []float64{1, 0.5} {
+		cfg := DefaultConfig()
+		cfg.Prior = w
+		m := testModel(t, cfg, dataset.TaskFusion, LossMSE, rows, 3)
+		plain := *m
+		plain.Config.Prior = 0
+		target := testChip(t).Target
+		p, err := NewPredictor(m, target, PredictorOptions{BatchKernels: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		q, err := NewPredictor(&plain, target, PredictorOptions{BatchKernels: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		ptrs := make([]*dataset.Row, len(rows))
+		for i := range rows {
+			ptrs[i] = &rows[i]
+		}
+		withPrior, err := p.PredictRows(ptrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		without, err := q.PredictRows(ptrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The outputs are standardized log runtimes: priorTol applies to them, σ times
+		// larger in ln ns.
+		tol := priorTol * m.Target.scale()
+		for i, r := range ptrs {
+			got := math.Log(withPrior[i][0])
+			want := math.Log(without[i][0]) + w*(math.Log(r.AnalyticalNs[0])-m.Target.LogMean)
+			if !near(got, want, tol) {
+				t.Fatalf("w %g, row %s: ln predicted %g, want %g (network %g ns, analytical %g ns)", w, r.KernelName, got, want, without[i][0], r.AnalyticalNs[0])
+			}
+		}
+		prog := compileZoo(t, "resnet18_b1")
+		for _, k := range prog.Kernels[:10] {
+			choices := []cost.Planned{k.Choice}
+			a, err := p.ScoreKernel(k, choices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := q.ScoreKernel(k, choices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := math.Log(b[0]) + w*(math.Log(k.Choice.Analytical())-m.Target.LogMean)
+			if got := math.Log(a[0]); !near(got, want, tol) {
+				t.Fatalf("w %g, kernel %s: ln predicted %g, want %g", w, k.Name, got, want)
+			}
+		}
+	}
+}
+
+// TestPriorRefused checks that a prior needs tpucost's own features, a weight in range and
+// rows with analytical estimates.
 func TestPriorRefused(t *testing.T) {
 	train, _ := trainRows(t)
 	cfg := DefaultConfig()
@@ -101,8 +166,10 @@ func TestPriorRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewModel(cfg, dataset.TaskTile, LossMSE, st, ts, 1); err == nil || !strings.Contains(err.Error(), "rank loss") {
-		t.Errorf("prior with mse: got %v, want a refusal naming the rank loss", err)
+	foreign := cfg
+	foreign.FeatureSet = "tpugraphs-v1"
+	if _, err := NewModel(foreign, dataset.TaskFusion, LossMSE, st, ts, 1); err == nil || !strings.Contains(err.Error(), "analytical prior") {
+		t.Errorf("prior on another feature set: got %v, want a refusal", err)
 	}
 	for _, bad := range []float64{-1, math.NaN(), maxPrior + 1} {
 		c := cfg
@@ -123,8 +190,9 @@ func TestPriorRefused(t *testing.T) {
 	}
 }
 
-// TestDefaultPrior checks where the prior is on by default: single-task tile models of
-// tpucost's own features with a rank loss.
+// TestDefaultPrior checks where the prior is on by default: single-task models of
+// tpucost's own features, tile with a rank loss (weight 1), fusion with mse
+// (AbsolutePrior).
 func TestDefaultPrior(t *testing.T) {
 	multi := DefaultConfig()
 	multi.Tasks = []dataset.Task{dataset.TaskTile, dataset.TaskFlags}
@@ -140,7 +208,10 @@ func TestDefaultPrior(t *testing.T) {
 		{dataset.TaskTile, DefaultConfig(), LossListMLE, 1},
 		{dataset.TaskTile, DefaultConfig(), LossMSE, 0},
 		{dataset.TaskFlags, DefaultConfig(), LossRankHingeGap, 0},
-		{dataset.TaskFusion, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFusion, DefaultConfig(), LossMSE, AbsolutePrior},
+		{dataset.TaskLayout, DefaultConfig(), LossMSE, 0},
+		{dataset.TaskFusion, multi, LossMSE, 0},
+		{dataset.TaskFusion, foreign, LossMSE, 0},
 		{dataset.TaskTile, multi, LossRankHingeGap, 0},
 		{dataset.TaskTile, foreign, LossRankHingeGap, 0},
 	} {

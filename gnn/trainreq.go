@@ -149,6 +149,7 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 	if cfg.Prior, err = trainPrior(r.Prior, task, cfg, loss, r.Data); err != nil {
 		return TrainPlan{}, err
 	}
+	cfg.IgnoreKernel = DefaultIgnoreKernel(task, cfg)
 	patience, err := ParsePatience(r.Patience)
 	if err != nil {
 		return TrainPlan{}, fmt.Errorf("--patience %w", err)

@@ -78,3 +78,70 @@ func TestQualityTileDefaults(t *testing.T) {
 		t.Errorf("slowdown@1: learned %.4f, analytical %.4f: want at most %.1f× analytical", l.SlowdownAt["1"], a.SlowdownAt["1"], qualitySlowdownRatio)
 	}
 }
+
+// The fusion guard: held-out programs, the other goal (fusion MAPE of kernels
+// ≥ 5 µs at most a third of the analytical model's, no program above 100%). The split
+// holds out dlrm_criteo_b64 and resnet20_cifar_b64 (program split seed 2), the hardest of
+// the splits measured (docs/training.md, "The analytical prior for absolute models"):
+// resnet20_cifar_b64's convolutions of 16 channels are thinner than any trained on, and
+// the analytical model is 75% off on them.
+const (
+	// qualityFusionRatio bounds learned / analytical MAPE(≥ 5 µs) of one default model
+	// (seed 1) on the held-out programs. Measured at commit time: 0.21–0.33× over train
+	// seeds 1–3 of this split (0.35× before the default prior and feature schema 7); the
+	// guard leaves a margin for one seed's spread and the simulator's timing, not for a
+	// model that loses its lead over the analytical one.
+	qualityFusionRatio = 0.5
+	// qualityFusionProgramPct bounds every held-out program's program-time error, %: the
+	// issue's "no program above 100%" (measured: at most 26.4% on every split and seed).
+	qualityFusionProgramPct = 100
+)
+
+// qualityFusionModels are 12 zoo programs of five families (1,778 kernels with 12
+// fusion configurations each; the data of docs/training.md's schema-6 measurements).
+var qualityFusionModels = []string{
+	"mlp_96x2_b1", "mlp_lenet300_b32", "mlp_768x3_b8", "dlrm_small_b32", "dlrm_bag4_d32_b8", "dlrm_criteo_b64",
+	"dlrm_mlperf_b16", "resnet18_b1", "resnet20_cifar_b64", "rnn_char_h96_t24_b1", "lstm_cls_h300_t32_b8", "unet_d3_c32_r128_b8",
+}
+
+func TestQualityFusionHeldOutPrograms(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("trains a fusion model with the default budget (13 s with OpenBLAS, 21 s pure Go): skipped under -race and -short")
+	}
+	dir := t.TempDir()
+	data, out := filepath.Join(dir, "fusion"), filepath.Join(dir, "model")
+	chip, err := tpusim.Preset("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.Generate(context.Background(), gen.Options{Task: dataset.TaskFusion, Models: qualityFusionModels, Out: data,
+		Configs: 12, Chip: chip, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := gnn.TrainDataset(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitProgram, SplitSeed: 2},
+		gnn.TrainOptions{Task: dataset.TaskFusion, Seed: 1, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(RunOptions{ModelDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, a := r.Learned, r.Analytical
+	if l.MAPEGE5us == nil || a == nil || a.MAPEGE5us == nil {
+		t.Fatalf("no MAPE of kernels >= 5 us in the report: %+v", r.Report)
+	}
+	t.Logf("%s; fusion MAPE(>=5us) learned %.2f%% vs analytical %.2f%%", res.StopReason, *l.MAPEGE5us, *a.MAPEGE5us)
+	if *l.MAPEGE5us > qualityFusionRatio**a.MAPEGE5us {
+		t.Errorf("fusion MAPE(>=5us) on held-out programs: learned %.2f%%, analytical %.2f%%: want at most %.1f× analytical", *l.MAPEGE5us, *a.MAPEGE5us, qualityFusionRatio)
+	}
+	if len(r.PerProgram) == 0 {
+		t.Fatal("no held-out program in the report")
+	}
+	for _, p := range r.PerProgram {
+		t.Logf("%s: program-time error learned %.2f%%", p.Program, p.Learned)
+		if p.Learned > qualityFusionProgramPct {
+			t.Errorf("held-out program %s: program-time error %.2f%%, want at most %d%%", p.Program, p.Learned, qualityFusionProgramPct)
+		}
+	}
+}

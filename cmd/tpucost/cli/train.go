@@ -56,7 +56,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Hidden, "hidden", 64, "width of node embeddings and of the head")
 	f.StringVar(&o.Reduce, "reduce", "mean,max", "per-kernel reductions, comma-separated: sum, mean, max")
 	f.StringVar(&o.Features, "features", "paper", "configuration features: paper (the raw tile and flags, as the MLSys 2021 model), tiling (paper and arithmetic on the (8,128) tiling: blocks in all, one block or more, the tile against the padded dimension) or plan (adds the cost package's static plan: steps, bytes, footprint, unit work)")
-	f.StringVar(&o.Prior, "prior", "auto", "weight w of the analytical prior of a model with a rank loss: score = network + w·ln(analytical ns), a residual on the compiler's estimate; auto (1 for tile models of tpucost's features, else 0) or a number in [0, 100] (0: off)")
+	f.StringVar(&o.Prior, "prior", "auto", "weight w of the analytical prior, a residual on the compiler's estimate: a rank model's score = network + w·ln(analytical ns), an mse model's ln ns = σ·network + w·ln(analytical ns) + (1−w)·μ; auto (1 for tile models of tpucost's features, 0.5 for fusion models, else 0) or a number in [0, 100] (0: off)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the checkpoint in --out (same data and settings; unset flags are the checkpoint's; --epochs may be raised)")
 	f.IntVar(&o.MaxSegment, "max-segment-nodes", 0, fmt.Sprintf("train kernels of more nodes by sampled segments of at most this many nodes (0: off; else %d..%d)", gnn.MinSegmentNodes, gnn.MaxSegmentNodes))
 	f.StringVar(&o.Heads, "heads", "", "multi-task model: one shared graph embedding with a head per task, comma-separated, the first being --task (e.g. tile,flags); --data lists datasets of these tasks")

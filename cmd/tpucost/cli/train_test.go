@@ -225,7 +225,7 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--task", "tile", "--data", data, "--out", root + "/o8", "--heads", "flags,tile"}, "--heads flags,tile: want at least two tasks, the first being --task tile"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "soon"}, "--prior soon: want auto or a number >= 0"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "-1"}, "--prior -1: want auto or a number >= 0"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "1"}, "needs a rank loss"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "101"}, "prior weight must be in [0, 100], got 101"},
 		// An unwritable output fails before training.
 		{[]string{"--task", "fusion", "--data", data, "--out", filepath.Join(data, "fusion-0of1-00000.arrow", "m")}, "not writable"},
 	} {
