@@ -24,6 +24,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/internal/atomicfile"
@@ -142,7 +143,8 @@ type stamp struct {
 
 // generate makes the dataset of o, or reuses the one in o.Out when its stamp shows it
 // complete with the same settings and its files still have the stamped fingerprint.
-// Anything else in o.Out (partial, other settings, damaged) is removed and redone.
+// Anything else in o.Out (partial, other settings, another feature schema, damaged) is
+// removed and redone.
 // It returns the reused directory, if any.
 func generate(ctx context.Context, o gen.Options, progress io.Writer) ([]string, error) {
 	want := stamp{Task: o.Task, Models: o.Models, Configs: o.Configs, Variants: o.Variants, Seed: o.Seed, Chip: o.Chip.Name,
@@ -157,7 +159,9 @@ func generate(ctx context.Context, o gen.Options, progress io.Writer) ([]string,
 				// The fingerprint covers the part files; Open also verifies the manifests
 				// (their checksums: one from an older tpucost, or edited, is redone).
 				if now, err := dataset.Fingerprint(o.Out); err == nil && now == fp {
-					if _, err := dataset.Open(o.Out); err == nil {
+					// Data of another feature schema (an older tpucost's) is refused by
+					// training: it is redone like data of other settings.
+					if d, err := dataset.Open(o.Out); err == nil && d.Provenance.FeatureSchema.Version == features.SchemaVersion {
 						fmt.Fprintf(progress, "demo: reusing %s (complete, fingerprint %s)\n", o.Out, fp[:12])
 						return []string{o.Out}, nil
 					}
