@@ -14,7 +14,7 @@ EPOCHS=${EPOCHS:-30}
 # Every sixth inference model of the zoo (13, eleven families).
 MODELS=${MODELS:-bert_base_s128_b8,bert_tiny_s128_b32,dlrm_bag4_d32_b8,gpt2_small_s128_b8,mlp_1000x4_b64,mobilenet_v1_075_192_b8,nmt_lstm_h512_s24_b32,resnet18v2_b16,resnet56v2_cifar_b32,ssdlite320_coco_b16,unet_d3_c32_r128_b8,vit_b16_384_b1,wavernn_h512_t24_b16}
 mkdir -p "$OUT"
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 
 for task in tile flags; do

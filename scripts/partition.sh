@@ -15,7 +15,7 @@ if [[ "${1:-}" == "--tune" ]]; then TUNE=1; shift; fi
 OUT=${1:-partition-out}
 BUDGET=${BUDGET:-100}
 mkdir -p "$OUT"
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 ns() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 $T zoo list --json | python3 -c "import json,sys; [print(e['name'], e['kind']) for e in json.load(sys.stdin)]" > "$OUT/models.txt"

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-quality-out}
 mkdir -p "$OUT"
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 
 # Every other inference model of the zoo (36) trains; 12 of the rest are tuned.

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-realruns-out}
 mkdir -p "$OUT"
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 PB=dataset/tpugraphs/testdata/op_tuning_data.pb
 # The zoo's convolutional and MLP training steps: the real kernels come from one.

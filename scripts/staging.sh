@@ -16,7 +16,7 @@ if [[ "${1:-}" == "--tune" ]]; then TUNE=1; shift; fi
 BUDGET=${BUDGET:-100}
 CHIP=v4
 if [[ "${1:-}" == "--chip" ]]; then CHIP=$2; shift 2; fi
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 if (( $# )); then MODELS=("$@"); else mapfile -t MODELS < <($T zoo list --json | python3 -c 'import json,sys; [print(m["name"]) for m in json.load(sys.stdin)]'); fi
 KINDS=$($T zoo list --json | python3 -c 'import json,sys; print(" ".join(m["name"]+"="+m["kind"] for m in json.load(sys.stdin)))')

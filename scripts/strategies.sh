@@ -22,7 +22,7 @@ if [[ "${1:-}" == "--small" ]]; then SMALL=1; shift; fi
 OUT=${1:-strategies-out}
 KINDS=${KINDS:-layout,fusion}
 mkdir -p "$OUT/runs"
-go build -o bin/tpucost ./cmd/tpucost
+make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 
 TRAIN=mlp_1000x4_b64,dlrm_small_b32,mlp_96x2_b1_train,lstm_lm_h256_t16_b32,mlp_768x3_b8_train,dlrm_bag4_d32_b8,resnet18_b1,bert_tiny_s128_b32,unet_d3_c32_r128_b8,mobilenet_v1_050_160_b16,gpt2_tiny_s128_b8,rnn_char_h96_t24_b1
