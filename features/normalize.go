@@ -11,21 +11,30 @@ import (
 // centred, never divided by a tiny number.
 const MinStd = 1e-6
 
-// ColumnStats are the per-column mean and (population) standard deviation of one kind of
-// feature vector, and how many vectors they were fitted on.
+// ColumnStats are the per-column mean, (population) standard deviation and range of one
+// kind of feature vector, and how many vectors they were fitted on.
 type ColumnStats struct {
 	Count int64     `json:"count"`
 	Mean  []float64 `json:"mean"`
 	Std   []float64 `json:"std"`
+	// Min and Max are each column's smallest and largest value in the data the statistics
+	// were fitted on. Apply clamps a value into them before standardizing, so a model never
+	// reads a feature beyond the range it was trained on: without it, a kernel with 26
+	// gathered inputs where training saw at most a few reached the network 240 standard
+	// deviations out, and the ReLU network extrapolated linearly to a runtime 19,000×
+	// too long. Statistics without them (saved before they existed) clamp nothing.
+	Min []float64 `json:"min,omitempty"`
+	Max []float64 `json:"max,omitempty"`
 }
 
 // Width is the number of columns.
 func (c ColumnStats) Width() int { return len(c.Mean) }
 
 // Apply normalizes the row-major matrix src (rows of c.Width() columns) into dst, which
-// may be src itself: dst[i] = (src[i] - mean) / std, with std replaced by 1 where it is
-// below MinStd. It panics if the lengths differ or are not a multiple of the width (a
-// programming error, not a data error).
+// may be src itself: dst[i] = (clamp(src[i], min, max) - mean) / std, with std replaced by
+// 1 where it is below MinStd (no clamp for statistics without a range). It panics if the
+// lengths differ or are not a multiple of the width (a programming error, not a data
+// error).
 func (c ColumnStats) Apply(dst, src []float32) {
 	w := len(c.Mean)
 	if len(src) == 0 && len(dst) == 0 {
@@ -34,13 +43,18 @@ func (c ColumnStats) Apply(dst, src []float32) {
 	if len(dst) != len(src) || w == 0 || len(src)%w != 0 {
 		panic(fmt.Sprintf("features: normalizing %d values into %d with %d columns", len(src), len(dst), w))
 	}
+	clamp := len(c.Min) == w && len(c.Max) == w
 	for i, x := range src {
 		j := i % w
 		s := c.Std[j]
 		if s < MinStd {
 			s = 1
 		}
-		dst[i] = float32((float64(x) - c.Mean[j]) / s)
+		v := float64(x)
+		if clamp {
+			v = min(max(v, c.Min[j]), c.Max[j])
+		}
+		dst[i] = float32((v - c.Mean[j]) / s)
 	}
 }
 
@@ -51,6 +65,17 @@ func (c ColumnStats) validate(what string, width int) error {
 	for j := range c.Mean {
 		if math.IsNaN(c.Mean[j]) || math.IsInf(c.Mean[j], 0) || math.IsNaN(c.Std[j]) || math.IsInf(c.Std[j], 0) || c.Std[j] < 0 {
 			return fmt.Errorf("%s statistics: column %d has mean %g and standard deviation %g", what, j, c.Mean[j], c.Std[j])
+		}
+	}
+	if c.Min == nil && c.Max == nil {
+		return nil // fitted before ranges were recorded: nothing is clamped
+	}
+	if len(c.Min) != width || len(c.Max) != width {
+		return fmt.Errorf("%s statistics have %d minimums and %d maximums, want %d", what, len(c.Min), len(c.Max), width)
+	}
+	for j := range c.Min {
+		if math.IsNaN(c.Min[j]) || math.IsInf(c.Min[j], 0) || math.IsNaN(c.Max[j]) || math.IsInf(c.Max[j], 0) || c.Min[j] > c.Max[j] {
+			return fmt.Errorf("%s statistics: column %d has range [%g, %g]", what, j, c.Min[j], c.Max[j])
 		}
 	}
 	return nil
@@ -111,33 +136,44 @@ func (s Stats) ApplyConfig(c []float32) []float32 {
 }
 
 // welford accumulates per-column means and squared deviations (Welford's algorithm, in
-// float64, stable for long streams).
+// float64, stable for long streams), and each column's range.
 type welford struct {
-	n    int64
-	mean []float64
-	m2   []float64
+	n        int64
+	mean     []float64
+	m2       []float64
+	min, max []float64
 }
 
 func newWelford(width int) welford {
-	return welford{mean: make([]float64, width), m2: make([]float64, width)}
+	return welford{mean: make([]float64, width), m2: make([]float64, width), min: make([]float64, width), max: make([]float64, width)}
 }
 
 func (w *welford) add(row []float32) {
 	w.n++
 	inv := 1 / float64(w.n)
 	for j, x := range row {
-		d := float64(x) - w.mean[j]
+		v := float64(x)
+		d := v - w.mean[j]
 		w.mean[j] += d * inv
-		w.m2[j] += d * (float64(x) - w.mean[j])
+		w.m2[j] += d * (v - w.mean[j])
+		if w.n == 1 || v < w.min[j] {
+			w.min[j] = v
+		}
+		if w.n == 1 || v > w.max[j] {
+			w.max[j] = v
+		}
 	}
 }
 
+// stats returns the statistics; a column set that saw no vector has no range (Apply
+// clamps nothing there).
 func (w *welford) stats() ColumnStats {
 	c := ColumnStats{Count: w.n, Mean: append([]float64(nil), w.mean...), Std: make([]float64, len(w.m2))}
 	if w.n > 0 {
 		for j, m2 := range w.m2 {
 			c.Std[j] = math.Sqrt(math.Max(m2, 0) / float64(w.n))
 		}
+		c.Min, c.Max = append([]float64(nil), w.min...), append([]float64(nil), w.max...)
 	}
 	return c
 }

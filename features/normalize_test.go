@@ -123,3 +123,43 @@ func TestFitterRejectsMalformedInput(t *testing.T) {
 		t.Error("malformed graph accepted")
 	}
 }
+
+// TestApplyClampsToFittedRange: a value beyond the range the statistics were fitted on
+// reaches the model as the range's end (a kernel with 26 gathered inputs where training
+// saw 0-2 is read as 2), and statistics saved without a range clamp nothing.
+func TestApplyClampsToFittedRange(t *testing.T) {
+	f := NewFitterFor(SchemaVersion, Widths{Node: 1, Kernel: 2, Config: 0})
+	for _, k := range [][]float32{{0, -1}, {1, 0}, {2, 1}} {
+		f.AddGraph(&Graph{Opcodes: []int32{1}, NodeFeats: []float32{k[0]}, KernelFeats: k})
+	}
+	s, err := f.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Kernel.Min, []float64{0, -1}) || !reflect.DeepEqual(s.Kernel.Max, []float64{2, 1}) {
+		t.Fatalf("kernel range [%v, %v], want [[0 -1], [2 1]]", s.Kernel.Min, s.Kernel.Max)
+	}
+	if err := s.ValidateFor(SchemaVersion, Widths{Node: 1, Kernel: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 4)
+	s.Kernel.Apply(got, []float32{26, -5, 1, 0.5})
+	std := math.Sqrt(2.0 / 3) // of {0, 1, 2} and of {-1, 0, 1}
+	want := []float64{(2 - 1) / std, (-1 - 0) / std, 0, 0.5 / std}
+	for i := range want {
+		if math.Abs(float64(got[i])-want[i]) > normTol {
+			t.Errorf("value %d normalized to %g, want %g", i, got[i], want[i])
+		}
+	}
+	old := s.Kernel
+	old.Min, old.Max = nil, nil
+	old.Apply(got[:2], []float32{26, -5})
+	if math.Abs(float64(got[0])-(26-1)/std) > normTol {
+		t.Errorf("statistics without a range clamped 26 to %g", float64(got[0])*std+1)
+	}
+	bad := s
+	bad.Kernel.Min = []float64{3, -1}
+	if err := bad.ValidateFor(SchemaVersion, Widths{Node: 1, Kernel: 2}); err == nil || !strings.Contains(err.Error(), "range [3, 2]") {
+		t.Errorf("inverted range accepted: %v", err)
+	}
+}
