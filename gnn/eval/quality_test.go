@@ -43,20 +43,28 @@ var qualityModels = []string{
 	"convdraw_s8_c128_r64_b1", "convdraw_s8_c32_r32_b16", "distilgpt2_s256_b4",
 }
 
-func TestQualityTileDefaults(t *testing.T) {
-	if raceEnabled || testing.Short() {
-		t.Skip("trains 3 models with the default budget (about 30 s): skipped under -race and -short")
-	}
+// qualityData generates the guards' dataset of task on v4 (seed 3, configs per kernel or
+// program) in a temporary directory, and names the model directory beside it.
+func qualityData(t *testing.T, task dataset.Task, models []string, configs int) (data, out string) {
+	t.Helper()
 	dir := t.TempDir()
-	data, out := filepath.Join(dir, "tile"), filepath.Join(dir, "model")
+	data, out = filepath.Join(dir, string(task)), filepath.Join(dir, "model")
 	chip, err := tpusim.Preset("v4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gen.Generate(context.Background(), gen.Options{Task: dataset.TaskTile, Models: qualityModels, Out: data,
-		Configs: 16, Chip: chip, Seed: 3}); err != nil {
+	if _, err := gen.Generate(context.Background(), gen.Options{Task: task, Models: models, Out: data,
+		Configs: configs, Chip: chip, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
+	return data, out
+}
+
+func TestQualityTileDefaults(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("trains 3 models with the default budget (about 30 s): skipped under -race and -short")
+	}
+	data, out := qualityData(t, dataset.TaskTile, qualityModels, 16)
 	res, err := gnn.TrainEnsemble(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitRandom, SplitSeed: 1},
 		gnn.TrainOptions{Task: dataset.TaskTile, Seed: 1, OutDir: out}, qualityEnsemble)
 	if err != nil {
@@ -108,16 +116,7 @@ func TestQualityFusionHeldOutPrograms(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("trains a fusion model with the default budget (13 s with OpenBLAS, 21 s pure Go): skipped under -race and -short")
 	}
-	dir := t.TempDir()
-	data, out := filepath.Join(dir, "fusion"), filepath.Join(dir, "model")
-	chip, err := tpusim.Preset("v4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Generate(context.Background(), gen.Options{Task: dataset.TaskFusion, Models: qualityFusionModels, Out: data,
-		Configs: 12, Chip: chip, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
+	data, out := qualityData(t, dataset.TaskFusion, qualityFusionModels, 12)
 	res, err := gnn.TrainDataset(context.Background(), gnn.DataOptions{Dir: data, Split: dataset.SplitProgram, SplitSeed: 2},
 		gnn.TrainOptions{Task: dataset.TaskFusion, Seed: 1, OutDir: out})
 	if err != nil {
