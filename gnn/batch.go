@@ -425,7 +425,12 @@ func newPerNodeBatch(c Config, items []item, bucket bool, minB int, loss Loss, t
 // relative model (a score), Config.Prior · (ln a − μ)/σ for an absolute one (its output
 // is the standardized log runtime, TargetStats ts), so that its prediction is
 // ln t̂ = σ·net + Prior·ln a + (1 − Prior)·μ: at Prior 1, the analytical estimate times
-// e^(σ·net). The estimate must be known and positive.
+// e^(σ·net). Beyond the range of ln a the absolute model was trained on
+// (TargetStats.Analytical), where the network reads features clamped to their training
+// range (features.ColumnStats) and cannot say how much slower a bigger kernel is, the
+// estimate carries the rest in full: (1 − Prior)·(ln a − the nearer end)/σ is added, so
+// ln t̂ grows one for one with ln a there. Inside the range (every training sample) it
+// adds nothing. The estimate must be known and positive.
 func priorOf(c Config, loss Loss, ts TargetStats, k *kernel, cfg int) (float32, error) {
 	if cfg >= len(k.analytical) {
 		return 0, fmt.Errorf("kernel %s has no analytical estimate of configuration %d, which the model's prior needs", k.key, cfg)
@@ -435,7 +440,8 @@ func priorOf(c Config, loss Loss, ts TargetStats, k *kernel, cfg int) (float32, 
 		return 0, fmt.Errorf("kernel %s: configuration %d has analytical estimate %g ns, the model's prior needs a positive finite one", k.key, cfg, a)
 	}
 	if !loss.Rank() {
-		return float32(c.Prior * (math.Log(a) - ts.LogMean) / ts.scale()), nil
+		la := math.Log(a)
+		return float32((c.Prior*(la-ts.LogMean) + (1-c.Prior)*ts.Analytical.beyond(la)) / ts.scale()), nil
 	}
 	return float32(c.Prior * math.Log(a)), nil
 }

@@ -202,6 +202,40 @@ func mseLoss(pred, target []float64) float64 {
 type TargetStats struct {
 	LogMean float64 `json:"log_mean"`
 	LogStd  float64 `json:"log_std"`
+	// Analytical is the range of ln(analytical ns) over the training samples that have an
+	// estimate, nil when none has one (and in checkpoints written before it was kept).
+	// An absolute model with a prior follows the analytical estimate one for one beyond
+	// it (priorOf).
+	Analytical *LogRange `json:"analytical_log_range,omitempty"`
+}
+
+// LogRange is a closed range of natural logarithms.
+type LogRange struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// beyond is how far x lies outside r: x − Max above it, x − Min below it, 0 inside
+// (and for a nil range).
+func (r *LogRange) beyond(x float64) float64 {
+	switch {
+	case r == nil:
+		return 0
+	case x > r.Max:
+		return x - r.Max
+	case x < r.Min:
+		return x - r.Min
+	}
+	return 0
+}
+
+// add widens r to hold x.
+func (r *LogRange) add(x float64) *LogRange {
+	if r == nil {
+		return &LogRange{Min: x, Max: x}
+	}
+	r.Min, r.Max = math.Min(r.Min, x), math.Max(r.Max, x)
+	return r
 }
 
 // standardize maps a runtime in ns to the model's target.

@@ -95,13 +95,34 @@ func TestPriorRoundTrip(t *testing.T) {
 // TestAbsolutePriorRoundTrip checks the residual of an absolute (mse) model: with Prior
 // w, the predicted log runtime is the same network's without the prior plus
 // w·(ln(analytical ns) − μ) (config.go, Config.Prior), for dataset rows and for compiled
-// kernels, so at w = 1 the network's part is a factor on the analytical estimate.
+// kernels, so at w = 1 the network's part is a factor on the analytical estimate; beyond
+// the range of ln(analytical ns) the model was trained on it adds (1 − w)·(ln a − the
+// nearer end), so the prediction grows one for one with the estimate there (priorOf).
+// The training rows lie inside their own range; the range shrunk to one point puts every
+// kernel beyond it.
 func TestAbsolutePriorRoundTrip(t *testing.T) {
 	rows := rowsFor(t, "resnet18_b1", dataset.TaskFusion, 1, rand.New(rand.NewPCG(1, 1)))
-	for _, w := range []float64{1, 0.5} {
+	fitted := testModel(t, DefaultConfig(), dataset.TaskFusion, LossMSE, rows, 3).Target.Analytical
+	if fitted == nil || !(fitted.Min < fitted.Max) {
+		t.Fatalf("fitted range of ln(analytical ns) %+v, want one of positive width from rows with estimates", fitted)
+	}
+	for _, c := range []struct {
+		w     float64
+		point bool // the range shrunk to its midpoint
+	}{{1, false}, {0.5, false}, {0.5, true}} {
+		w := c.w
 		cfg := DefaultConfig()
 		cfg.Prior = w
 		m := testModel(t, cfg, dataset.TaskFusion, LossMSE, rows, 3)
+		if c.point {
+			mid := (m.Target.Analytical.Min + m.Target.Analytical.Max) / 2
+			m.Target.Analytical = &LogRange{Min: mid, Max: mid}
+		}
+		// beyond is what the prior adds past the range, in ln ns.
+		beyond := func(a float64) float64 {
+			r, la := m.Target.Analytical, math.Log(a)
+			return (1 - w) * (la - math.Max(r.Min, math.Min(la, r.Max)))
+		}
 		plain := *m
 		plain.Config.Prior = 0
 		target := testChip(t).Target
@@ -132,7 +153,10 @@ func TestAbsolutePriorRoundTrip(t *testing.T) {
 		tol := priorTol * m.Target.scale()
 		for i, r := range ptrs {
 			got := math.Log(withPrior[i][0])
-			want := math.Log(without[i][0]) + w*(math.Log(r.AnalyticalNs[0])-m.Target.LogMean)
+			if !c.point && beyond(r.AnalyticalNs[0]) != 0 {
+				t.Fatalf("training row %s lies outside the fitted range %+v", r.KernelName, *m.Target.Analytical)
+			}
+			want := math.Log(without[i][0]) + w*(math.Log(r.AnalyticalNs[0])-m.Target.LogMean) + beyond(r.AnalyticalNs[0])
 			if !near(got, want, tol) {
 				t.Fatalf("w %g, row %s: ln predicted %g, want %g (network %g ns, analytical %g ns)", w, r.KernelName, got, want, without[i][0], r.AnalyticalNs[0])
 			}
@@ -148,7 +172,7 @@ func TestAbsolutePriorRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := math.Log(b[0]) + w*(math.Log(k.Choice.Analytical())-m.Target.LogMean)
+			want := math.Log(b[0]) + w*(math.Log(k.Choice.Analytical())-m.Target.LogMean) + beyond(k.Choice.Analytical())
 			if got := math.Log(a[0]); !near(got, want, tol) {
 				t.Fatalf("w %g, kernel %s: ln predicted %g, want %g", w, k.Name, got, want)
 			}

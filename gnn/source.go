@@ -55,7 +55,8 @@ func fitStats(src RowSource) (features.Stats, TargetStats, error) {
 // fitStatsFor is fitStats for rows of feature schema version version with widths w (an
 // imported dataset's). A row with per-node configurations (ConfigNodes) contributes each
 // configurable node's block of w.Config features as one config vector. The log runtimes
-// are those of the row's TargetTimes (runtime over normalizer where the data has them).
+// are those of the row's TargetTimes (runtime over normalizer where the data has them);
+// the range of the analytical estimates is that of the row's positive finite AnalyticalNs.
 func fitStatsFor(src RowSource, version int, w features.Widths) (features.Stats, TargetStats, error) {
 	st, ts, _, err := fitStatsCount(src, version, w)
 	return st, ts, err
@@ -66,6 +67,7 @@ func fitStatsCount(src RowSource, version int, w features.Widths) (features.Stat
 	f := features.NewFitterFor(version, w)
 	var n int64
 	var mean, m2 float64
+	var analytical *LogRange
 	rows := 0
 	err := src.Rows(func(r *dataset.Row) error {
 		if len(r.ConfigFeats) == 0 {
@@ -92,6 +94,11 @@ func fitStatsCount(src RowSource, version int, w features.Widths) (features.Stat
 			if !(t > 0) || math.IsInf(t, 0) {
 				return fmt.Errorf("row %s/%s: config %d has runtime %g ns", r.Program, r.KernelName, i, t)
 			}
+			if i < len(r.AnalyticalNs) {
+				if a := r.AnalyticalNs[i]; a > 0 && !math.IsInf(a, 1) {
+					analytical = analytical.add(math.Log(a))
+				}
+			}
 			n++
 			d := math.Log(t) - mean
 			mean += d / float64(n)
@@ -109,5 +116,5 @@ func fitStatsCount(src RowSource, version int, w features.Widths) (features.Stat
 	if err != nil {
 		return features.Stats{}, TargetStats{}, 0, err
 	}
-	return st, TargetStats{LogMean: mean, LogStd: math.Sqrt(m2 / float64(n))}, rows, nil
+	return st, TargetStats{LogMean: mean, LogStd: math.Sqrt(m2 / float64(n)), Analytical: analytical}, rows, nil
 }
