@@ -15,16 +15,18 @@ make -s build >&2   # the default build: OpenBLAS when the machine has it
 T=bin/tpucost
 M=mlp_96x2_b1,mlp_lenet300_b32,mlp_768x3_b8,dlrm_small_b32,dlrm_bag4_d32_b8,dlrm_criteo_b64,dlrm_mlperf_b16,resnet18_b1,resnet20_cifar_b64,rnn_char_h96_t24_b1,lstm_cls_h300_t32_b8,unet_d3_c32_r128_b8
 F=mlp_96x2_b1,mlp_lenet300_b32,mlp_1024x6_b16,mlp_768x3_b8,dlrm_small_b32,dlrm_bag4_d32_b8,dlrm_criteo_b64,dlrm_mlperf_b16,resnet18_b1,resnet20_cifar_b64,resnet34_b8,resnet50_b1,unet_d3_c32_r128_b8,unet_d3_c48_r160_b32,unet_d4_c64_r256_b1,unet_d4_c16_r96_b16,rnn_char_h96_t24_b1,lstm_lm_h256_t16_b32,lstm2_lm_h1024_t8_b64,lstm_cls_h300_t32_b8
-# Data of an older feature schema is refused by train: regenerate it.
+# The data is generated once per OUT (after a feature-schema change, use a new OUT: train
+# refuses data of another schema).
 for d in fus:$M fusF:$F; do
   name=${d%%:*}
-  [ -f "$OUT/$name/fusion-0of1.manifest.json" ] || $T gen --task fusion --models "${d#*:}" --configs 12 --seed 3 --out "$OUT/$name" >/dev/null
+  [ -f "$OUT/$name/fusion-0of1.manifest.json" ] || $T gen --task fusion --models "${d#*:}" --configs 12 --seed 3 --out "$OUT/$name" > "$OUT/$name.gen.log" 2>&1 ||
+    { tail -3 "$OUT/$name.gen.log" >&2; exit 1; }
 done
 train() { # OUT-NAME TRAIN-ARGS...
   local m=$OUT/models/$1; shift
   rm -rf "$m"
   # shellcheck disable=SC2086
-  $T train --task fusion "$@" ${TRAIN_FLAGS:-} --out "$m" >/dev/null
+  $T train --task fusion "$@" ${TRAIN_FLAGS:-} --out "$m" > "$m.log" 2>&1 || { tail -3 "$m.log" >&2; return 1; }
   $T eval --model "$m" --json > "$m.json"
 }
 mkdir -p "$OUT/models"
