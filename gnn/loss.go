@@ -209,6 +209,18 @@ type TargetStats struct {
 	Analytical *LogRange `json:"analytical_log_range,omitempty"`
 }
 
+// validate checks what a checkpoint stores: finite statistics, a non-negative deviation,
+// and an analytical range (when kept) of finite ends in order.
+func (t TargetStats) validate() error {
+	if math.IsNaN(t.LogMean) || math.IsInf(t.LogMean, 0) || math.IsNaN(t.LogStd) || math.IsInf(t.LogStd, 0) || t.LogStd < 0 {
+		return fmt.Errorf("target statistics: log mean %g and log standard deviation %g, want finite ones (the deviation >= 0)", t.LogMean, t.LogStd)
+	}
+	if r := t.Analytical; r != nil && !(r.Min <= r.Max && !math.IsInf(r.Min, 0) && !math.IsInf(r.Max, 0)) {
+		return fmt.Errorf("target statistics: range of ln(analytical ns) [%g, %g], want finite ends in order", r.Min, r.Max)
+	}
+	return nil
+}
+
 // LogRange is a closed range of natural logarithms.
 type LogRange struct {
 	Min float64 `json:"min"`

@@ -64,6 +64,9 @@ func (m *Model) validate() error {
 			}
 		}
 	}
+	if err := m.Target.validate(); err != nil {
+		return err
+	}
 	if m.Config.FeatureSet == "" {
 		return m.Norm.Validate()
 	}

@@ -244,3 +244,34 @@ func TestDefaultPrior(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetStatsRefused checks that a model refuses target statistics it could not
+// predict with: a deviation that is not finite or negative, and an analytical range out of
+// order or with an infinite end; a range that is not kept (older checkpoints) is fine.
+func TestTargetStatsRefused(t *testing.T) {
+	train, _ := trainRows(t)
+	st, ts, err := fitStats(sliceSource(train))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Analytical == nil {
+		t.Fatal("no range of ln(analytical ns) fitted on rows with estimates")
+	}
+	unkept := ts
+	unkept.Analytical = nil
+	if _, err := NewModel(DefaultConfig(), dataset.TaskFusion, LossMSE, st, unkept, 1); err != nil {
+		t.Errorf("statistics without an analytical range: %v", err)
+	}
+	for _, bad := range []TargetStats{
+		{LogMean: ts.LogMean, LogStd: math.NaN()},
+		{LogMean: ts.LogMean, LogStd: -1},
+		{LogMean: math.Inf(1), LogStd: 1},
+		{LogMean: ts.LogMean, LogStd: ts.LogStd, Analytical: &LogRange{Min: 9, Max: 8}},
+		{LogMean: ts.LogMean, LogStd: ts.LogStd, Analytical: &LogRange{Min: 8, Max: math.Inf(1)}},
+		{LogMean: ts.LogMean, LogStd: ts.LogStd, Analytical: &LogRange{Min: math.NaN(), Max: 8}},
+	} {
+		if _, err := NewModel(DefaultConfig(), dataset.TaskFusion, LossMSE, st, bad, 1); err == nil || !strings.Contains(err.Error(), "target statistics") {
+			t.Errorf("target statistics %+v (range %v): got %v, want a refusal", bad, bad.Analytical, err)
+		}
+	}
+}
