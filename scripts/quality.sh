@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the quality numbers of the evaluation and tuning issues on this machine:
-#   scripts/quality.sh [OUT]      (default OUT=quality-out; about 2 hours on 2 cores)
+#   scripts/quality.sh [OUT]      (default OUT=quality-out; about 20 minutes on 2 cores)
 #   QUALITY_SKIP_TUNE=1 skips step 2.
 # 1. Datasets of 36 zoo programs (tile, fusion, layout); tile and fusion models with the
 #    paper's features (graph + raw tile and flags, the default) and with the plan
@@ -101,7 +101,7 @@ for i, r in enumerate(runs["xtat"]["reports"]):
     share = (m["speedup"] - 1) / (sim - 1) if sim > 1 else float("nan")
     shares.append(share)
     lines.append(f"| {r['program']} | {r['default_ns']/1e3:.1f} | " + " | ".join(cells) +
-                 f" | {m['speedup']:.3f} | {100*share:.0f}% | {100*m['measurements']/r['measurements']:.0f}% |")
+                 f" | {m['speedup']:.3f} | {f'{100*share:.0f}%' if share == share else '— (xtat: no gain)'} | {100*m['measurements']/r['measurements']:.0f}% |")
 lines.append("| mean | | " + " | ".join(f"{runs[st]['mean_speedup']:.3f}" for st in sts) + f" | {model['mean_speedup']:.3f} | | |")
 lines.append("| max | | " + " | ".join(f"{runs[st]['max_speedup']:.3f}" for st in sts) + f" | {model['max_speedup']:.3f} | | |")
 hw = sum(r["hardware_s"] for r in runs["xtat"]["reports"]); hwm = sum(r["hardware_s"] for r in model["reports"])
