@@ -114,7 +114,7 @@ type Options struct {
 	GraphModel, KernelModel Model
 	// TopKGraph and TopKKernel are how many of the model's best candidates are measured
 	// (defaults 10 and 5). ModelEvals bounds the programs a model-guided search scores
-	// (default 500).
+	// (default DefaultModelEvals).
 	TopKGraph, TopKKernel, ModelEvals int
 	// UncertainSpread is the spread of a kernel model's pick (an ensemble's, see
 	// SpreadModel) above which the kernel counts as uncertain and twice TopKKernel of its
@@ -234,11 +234,21 @@ func (e *OptionError) Error() string {
 
 // Defaults returns the documented defaults of every option that has one (Strategy XTAT,
 // Workers GOMAXPROCS, Runs 3, Kinds all, GraphShare 0.4, Batch 8, TopKGraph 10, TopKKernel
-// 5, ModelEvals 500; Noise 0). Chip and Budget have none and are left zero.
+// 5, ModelEvals DefaultModelEvals; Noise 0). Chip and Budget have none and are left zero.
 func Defaults() Options {
 	return Options{Strategy: XTAT, Workers: runtime.GOMAXPROCS(0), Runs: 3, Kinds: compiler.Kinds(),
-		GraphShare: 0.4, Batch: 8, TopKGraph: 10, TopKKernel: 5, ModelEvals: 500}
+		GraphShare: 0.4, Batch: 8, TopKGraph: 10, TopKKernel: 5, ModelEvals: DefaultModelEvals}
 }
+
+// DefaultModelEvals is how many programs a model-guided search scores by default. A
+// model's score costs milliseconds of CPU where a measurement costs seconds of hardware,
+// so the search on the model runs far longer than one on the simulator could: on 12 zoo
+// programs none trained on (scripts/quality.sh, budget 60, XTAT), 500 / 2,000 / 5,000
+// scored programs gave a mean speedup of 1.260 / 1.318 / 1.338 (simulator-only XTAT at
+// budget 300: 1.167) for 17 / 72 / 200 s of CPU in all, against 660 s of modelled
+// hardware time; 2,000 is where the gain per CPU second flattens, and the first count at
+// which every program reached 90% of simulator-only XTAT's gain (docs/training.md).
+const DefaultModelEvals = 2000
 
 // withDefaults gives every zero field that has a default its default (see Defaults).
 // Other values, valid or not, are kept for Validate.
