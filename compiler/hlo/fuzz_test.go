@@ -46,6 +46,9 @@ func FuzzParse(f *testing.F) {
 		"HloModule m\nENTRY e {\n  x = f8e4m3fn[4,4] parameter(0)\n  y = f8e5m2[4,4] parameter(1)\n  ROOT d = bf16[4,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
 		"HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  t = topk(x), k=2, largest=true\n  p = partition-id()\n  ROOT c = cholesky(f32[4,8] x), lower=true\n}, execution_thread=\"main\"\n",
 		"HloModule m\nENTRY e {\n  x = f32[8] parameter(0)\n  ROOT c = f32[8] custom-call(x), custom_call_target=\"f\", literal=s32[] 1, replica_groups=mesh['a'=2] {'a'}\n}\n",
+		// Modules without the header (XLA's emitter tests), layouts with E and S.
+		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\nfusion {\n  p = s4[8,128]{1,0:E(4)} parameter(0)\n  c = s4[] constant(0)\n  ROOT r = s4[8]{0:E(4)S(1)} reduce(p, c), dimensions={1}, to_apply=add\n}\n",
+		"ENTRY %e (a: f32[2]) -> f32[2] {\n  ROOT %a = f32[2]{0:T(256)S(1)} parameter(0)\n}\n",
 	} {
 		f.Add([]byte(src))
 	}

@@ -4,6 +4,8 @@ package hlo
 // xla/hlo/parser/hlo_parser.cc accepts):
 //
 //	module      = "HloModule" name [ ":" ] { "," key "=" raw } { table } { computation }
+//	            | computation { computation }   (no header, as XLA reads it: the text starts
+//	                                             with ENTRY or a name and "{"; named module_ENTRY)
 //	table       = ( "FileNames" | "FunctionNames" ) { int string }
 //	            | ( "FileLocations" | "StackFrames" ) { int "{" { key "=" int } "}" }
 //	computation = [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ] "{" { instr } "}"
@@ -742,29 +744,8 @@ func (p *parser) layout(s Shape) (*Layout, error) {
 		}
 	}
 	if p.accept(':') {
-		if p.peek() != 'T' {
-			return nil, p.errAt(p.off, "expected 'T' tiling after ':' in layout, found %s", p.found())
-		}
-		for p.peek() == 'T' || (len(l.Tiles) > 0 && p.peek() == '(') {
-			p.accept('T')
-			if err := p.expect('(', "to start a layout tile"); err != nil {
-				return nil, err
-			}
-			var tile []int
-			for {
-				v, _, err := p.integer("tile dimension", false)
-				if err != nil {
-					return nil, err
-				}
-				tile = append(tile, v)
-				if !p.accept(',') {
-					break
-				}
-			}
-			if err := p.expect(')', "to end a layout tile"); err != nil {
-				return nil, err
-			}
-			l.Tiles = append(l.Tiles, tile)
+		if err := p.layoutAttrs(l); err != nil {
+			return nil, err
 		}
 	}
 	if err := p.expect('}', "to end layout"); err != nil {
@@ -776,12 +757,87 @@ func (p *parser) layout(s Shape) (*Layout, error) {
 	return l, nil
 }
 
+// layoutAttrs reads what follows the ':' of a layout, in XLA's order: the tiling
+// "T(8,128)(2,1)", the element size "E(4)" and the memory space "S(1)", each optional
+// (at least one), each at most once. Other attributes of XLA's layouts (D, L, #, *, SC,
+// P, M) are refused by name.
+func (p *parser) layoutAttrs(l *Layout) error {
+	seen := ""
+	for p.peek() != '}' {
+		pos := p.off
+		key := p.run(func(c byte) bool { return c >= 'A' && c <= 'Z' || c == '#' || c == '*' })
+		switch {
+		case key == "":
+			return p.errAt(pos, "expected a layout attribute (T, E or S) after ':' in layout, found %s", p.found())
+		case key != "T" && key != "E" && key != "S":
+			return p.errAt(pos, "layout attribute %s(...) is not supported (T tiling, E element size and S memory space are)", key)
+		case strings.Contains(seen, key) && !(key == "T" && strings.HasSuffix(seen, "T")):
+			// "T(8,128)T(2,1)" (a T before each tile, as some writers do) is one tiling.
+			return p.errAt(pos, "layout attribute %s given twice", key)
+		}
+		seen += key
+		if key == "T" {
+			if err := p.layoutTiles(l); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.expect('(', "after layout attribute "+key); err != nil {
+			return err
+		}
+		v, _, err := p.integer("layout attribute "+key, false)
+		if err != nil {
+			return err
+		}
+		if err := p.expect(')', "to end layout attribute "+key); err != nil {
+			return err
+		}
+		if key == "E" {
+			l.ElementSizeBits = v
+		} else {
+			l.MemorySpace = v
+		}
+	}
+	if seen == "" {
+		return p.errAt(p.off, "expected a layout attribute (T, E or S) after ':' in layout, found %s", p.found())
+	}
+	return nil
+}
+
+// layoutTiles reads the tiles after a layout's "T": "(8,128)(2,1)".
+func (p *parser) layoutTiles(l *Layout) error {
+	for first := true; first || p.peek() == '('; first = false {
+		if err := p.expect('(', "to start a layout tile"); err != nil {
+			return err
+		}
+		var tile []int
+		for {
+			v, _, err := p.integer("tile dimension", false)
+			if err != nil {
+				return err
+			}
+			tile = append(tile, v)
+			if !p.accept(',') {
+				break
+			}
+		}
+		if err := p.expect(')', "to end a layout tile"); err != nil {
+			return err
+		}
+		l.Tiles = append(l.Tiles, tile)
+	}
+	return nil
+}
+
 // ---------------------------------------------------------------------------------
 // Module and computations.
 
 func (p *parser) parseModule() (*Module, error) {
 	if !p.atKeyword("HloModule") {
-		return nil, p.errAt(p.off, "expected \"HloModule\", found %s", p.found())
+		if p.atHeaderless() {
+			return p.parseHeaderless()
+		}
+		return nil, p.errAt(p.off, "expected \"HloModule\" (or, as XLA reads a module without its header, ENTRY or a computation's name and '{'), found %s", p.found())
 	}
 	p.off += len("HloModule")
 	name, err := p.moduleName()
@@ -807,25 +863,59 @@ func (p *parser) parseModule() (*Module, error) {
 	if err := p.stackFrameTables(m); err != nil {
 		return nil, err
 	}
+	return m, p.computations(m)
+}
+
+// atHeaderless reports whether the input is a module without its "HloModule" header, by
+// XLA's rule (HloParserImpl::Run): it starts with ENTRY, or with a name followed by '{'
+// (a computation without a signature), as the HLO of XLA's emitter and pass tests does.
+// It consumes nothing.
+func (p *parser) atHeaderless() bool {
+	if p.atKeyword("ENTRY") {
+		return true
+	}
+	save := p.off
+	defer func() { p.off = save }()
+	p.accept('%')
+	if p.run(isNameChar) == "" {
+		return false
+	}
+	return p.peek() == '{'
+}
+
+// parseHeaderless reads a module without its header (atHeaderless): computations only,
+// the entry the ENTRY one or else the last, and, as XLA names it, the module named
+// "module_" and the entry computation's name.
+func (p *parser) parseHeaderless() (*Module, error) {
+	m := &Module{}
+	if err := p.computations(m); err != nil {
+		return nil, err
+	}
+	m.Name = "module_" + m.Entry.Name
+	return m, nil
+}
+
+// computations reads the module's computations to the end of the input and finishes m.
+func (p *parser) computations(m *Module) error {
 	for p.skipSpace(); p.off < len(p.src); p.skipSpace() {
+		if p.atKeyword("HloModule") {
+			return p.errAt(p.off, "a second \"HloModule\": a file holds one module (files of XLA's -split-input-file tests hold several, separated by \"// -----\": split them there)")
+		}
 		if err := p.computation(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.lexErr != nil {
-		return nil, p.lexErr
+		return p.lexErr
 	}
 	if p.entry == nil {
 		// As in XLA, without an ENTRY mark the last computation is the entry.
 		if len(p.comps) == 0 {
-			return nil, p.errAt(p.off, "expected a computation, found end of input")
+			return p.errAt(p.off, "expected a computation, found end of input")
 		}
 		p.entry = p.comps[len(p.comps)-1]
 	}
-	if err := p.finish(m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return p.finish(m)
 }
 
 // stackFrameTables reads the tables JAX writes after the module header:
@@ -1163,6 +1253,11 @@ func (p *parser) instruction(cs *compState) error {
 		if err := p.attribute(&pi, &seen); err != nil {
 			return err
 		}
+	}
+	if pi.in.Opcode == OpDot && pi.in.Dot == nil {
+		// As in XLA, a dot without dimension numbers contracts nothing (an outer product):
+		// XLA prints only the non-empty lists, so that is how its dumps write one.
+		pi.in.Dot = &DotDims{}
 	}
 	if isRoot {
 		if cs.root >= 0 {

@@ -1,6 +1,7 @@
 package hlo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -371,10 +372,12 @@ func TestParseSmall(t *testing.T) {
 					t.Errorf("dimensions = %v has=%v", b.Dimensions, b.HasDimensions)
 				}
 			}},
-		{"dot-without-dims", wrap("  a = f32[2,3] parameter(0)\n  b = f32[3,4] parameter(1)\n  ROOT d = f32[2,4] dot(a, b)"),
+		// As in XLA (its parser and printer): no dimension numbers written is none, an
+		// outer product, which is how XLA dumps one.
+		{"dot-without-dims", wrap("  a = f32[2,3] parameter(0)\n  b = f32[4] parameter(1)\n  ROOT d = f32[2,3,4] dot(a, b)"),
 			func(t *testing.T, m *Module) {
-				if m.Entry.Root.Dot != nil {
-					t.Errorf("Dot should be nil when no dimension attribute is written")
+				if d := m.Entry.Root.Dot; d == nil || len(d.LhsContracting)+len(d.RhsContracting)+len(d.LhsBatch)+len(d.RhsBatch) != 0 {
+					t.Errorf("Dot = %+v, want empty dimension numbers (an outer product) when none is written", d)
 				}
 			}},
 		{"extra-nested-groups", wrap(`  ROOT a = f32[] custom-call(), custom_call_target="x,}", sharding={{devices=[2,1]0,1}, {replicated}}, backend_config={"a": [1, {"b": "}"}]}, output_to_operand_aliasing={{}: (0, {})}`),
@@ -495,8 +498,8 @@ type malformedCase struct {
 func malformedCases() []malformedCase {
 	const head = "HloModule m\n\nENTRY %e {\n"
 	return []malformedCase{
-		{"empty", "", "1:1", `expected "HloModule", found end of input`},
-		{"not-a-module", "HloModul m", "1:1", `expected "HloModule", found "HloModul"`},
+		{"empty", "", "1:1", `expected "HloModule" (or, as XLA reads a module without its header, ENTRY or a computation's name and '{'), found end of input`},
+		{"not-a-module", "HloModul m", "1:1", `expected "HloModule" (or, as XLA reads a module without its header, ENTRY or a computation's name and '{'), found "HloModul"`},
 		{"missing-rparen", head + "  %a = f32[] parameter(0)\n  ROOT %b = f32[] negate(%a foo\n}\n", "5:29",
 			`expected ')' after operands, found "foo"`},
 		{"missing-rparen-eof", head + "  ROOT %a = f32[] parameter(0", "4:30", `expected ')' after parameter number, found end of input`},
@@ -539,7 +542,11 @@ func malformedCases() []malformedCase {
 		{"bad-layout", head + "  ROOT %a = f32[2,3]{1,1} parameter(0)\n}\n", "4:21", `bad layout {1,1} for f32[2,3]: [1 1] is not a permutation of 0..1`},
 		{"bad-layout-rank", head + "  ROOT %a = f32[2,3]{0} parameter(0)\n}\n", "4:21", `bad layout {0} for f32[2,3]`},
 		{"bad-layout-syntax", head + "  ROOT %a = f32[2]{0,} parameter(0)\n}\n", "4:22", `expected layout dimension, found '}'`},
-		{"bad-layout-tile", head + "  ROOT %a = f32[2]{0:S(1)} parameter(0)\n}\n", "4:22", `expected 'T' tiling after ':' in layout, found "S"`},
+		{"unsupported-layout-attr", head + "  ROOT %a = f32[2]{0:D(C)} parameter(0)\n}\n", "4:22", `layout attribute D(...) is not supported`},
+		{"empty-layout-attrs", head + "  ROOT %a = f32[2]{0:} parameter(0)\n}\n", "4:22", `expected a layout attribute (T, E or S) after ':' in layout, found '}'`},
+		{"layout-attr-twice", head + "  ROOT %a = f32[2]{0:S(1)S(2)} parameter(0)\n}\n", "4:26", `layout attribute S given twice`},
+		{"layout-attr-no-paren", head + "  ROOT %a = f32[2]{0:E4} parameter(0)\n}\n", "4:23", `expected '(' after layout attribute E`},
+		{"second-module", "HloModule a\n\nENTRY %e {\n  ROOT %c = f32[] constant(1)\n}\n// -----\nHloModule b\n", "7:1", `a second "HloModule": a file holds one module`},
 		{"cycle", head + "  %a = f32[] negate(%b)\n  %b = f32[] negate(%a)\n  ROOT %c = f32[] negate(%b)\n}\n", "4:21",
 			`operand %b of %a is part of a dependency cycle`},
 		{"self-cycle", head + "  ROOT %a = f32[] negate(%a)\n}\n", "4:26", `operand %a of %a is part of a dependency cycle`},
@@ -698,5 +705,97 @@ func TestModuleNameWithShape(t *testing.T) {
 	m, err := Parse("t", []byte("HloModule bert_tiny@seq=64, entry_computation_layout={()->f32[]}\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n"))
 	if err != nil || m.Name != "bert_tiny@seq=64" || len(m.Attrs) != 1 {
 		t.Fatalf("%v, %+v", err, m)
+	}
+}
+
+// TestParseHeaderless checks modules without the "HloModule" header, which XLA's parser
+// reads (HloParserImpl::Run) and XLA's own emitter and pass tests are written as: the text
+// starts with ENTRY or with a computation's name and '{'; the entry is the ENTRY one or
+// else the last computation, and the module is named "module_" + the entry's name.
+func TestParseHeaderless(t *testing.T) {
+	for _, c := range []struct{ name, src, module, entry string }{
+		{"last-is-entry", `add {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT sum = f32[] add(p0, p1)
+}
+
+fusion {
+  p0 = f32[8,128]{1,0} parameter(0)
+  c = f32[] constant(0)
+  ROOT r = f32[8]{0} reduce(p0, c), dimensions={1}, to_apply=add
+}
+`, "module_fusion", "fusion"},
+		{"entry-first", `ENTRY %main (a: f32[4]) -> f32[4] {
+  %a = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%a)
+}
+`, "module_main", "main"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := Parse("h.hlo", []byte(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Name != c.module || m.Entry == nil || m.Entry.Name != c.entry {
+				t.Fatalf("module %q entry %v, want %q entry %q", m.Name, m.Entry, c.module, c.entry)
+			}
+			if err := Verify(m); err != nil {
+				t.Fatal(err)
+			}
+			// Printed, it gains the header and reads back the same.
+			var b bytes.Buffer
+			if err := Print(&b, m); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse("printed", b.Bytes())
+			if err != nil {
+				t.Fatalf("%v\n%s", err, b.String())
+			}
+			if err := ModulesEqual(m, back); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLayoutElementSizeAndMemorySpace checks XLA's layout attributes E (packed element
+// size in bits, as XLA writes s4 arrays) and S (memory space): read in XLA's order after
+// the tiling, kept, printed back the same.
+func TestLayoutElementSizeAndMemorySpace(t *testing.T) {
+	src := `HloModule m
+
+ENTRY %e (a: s4[16,128]) -> s4[16,128] {
+  %a = s4[16,128]{1,0:T(8,128)(2,1)E(4)} parameter(0)
+  ROOT %n = s4[16,128]{1,0:E(4)S(1)} negate(%a)
+}
+`
+	m, err := Parse("l.hlo", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range m.Entry.Instructions {
+		l := in.Shape.Layout
+		got = append(got, fmt.Sprintf("%v E%d S%d", l.Tiles, l.ElementSizeBits, l.MemorySpace))
+	}
+	if want := []string{"[[8 128] [2 1]] E4 S0", "[] E4 S1"}; !slices.Equal(got, want) {
+		t.Fatalf("layouts %q, want %q", got, want)
+	}
+	var b bytes.Buffer
+	if err := Print(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"{1,0:T(8,128)(2,1)E(4)}", "{1,0:E(4)S(1)}"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printed module lacks %s:\n%s", want, b.String())
+		}
+	}
+	back, err := Parse("printed", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ModulesEqual(m, back); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -163,10 +163,15 @@ func ParseElemType(s string) (ElemType, bool) {
 }
 
 // Layout is a physical layout: the minor-to-major order of an array's dimensions and
-// optional tiling, as in XLA's "{1,0:T(8,128)(2,1)}".
+// optional tiling, as in XLA's "{1,0:T(8,128)(2,1)}", with XLA's element size ("E(4)":
+// packed sub-byte elements) and memory space ("S(1)") when the text gives them. Those two
+// are kept for round trips; the cost model does not read them (every array is in HBM
+// until staging decides otherwise, and its bytes come from the element type).
 type Layout struct {
-	MinorToMajor []int
-	Tiles        [][]int // each tile is the tile's dimension sizes; kept for round trips
+	MinorToMajor    []int
+	Tiles           [][]int // each tile is the tile's dimension sizes; kept for round trips
+	ElementSizeBits int     // XLA's "E(n)"; 0 when not given
+	MemorySpace     int     // XLA's "S(n)"; 0 (the default memory) when not given
 }
 
 // Clone returns a deep copy of l (nil stays nil).
@@ -174,7 +179,7 @@ func (l *Layout) Clone() *Layout {
 	if l == nil {
 		return nil
 	}
-	c := &Layout{MinorToMajor: append([]int(nil), l.MinorToMajor...)}
+	c := &Layout{MinorToMajor: append([]int(nil), l.MinorToMajor...), ElementSizeBits: l.ElementSizeBits, MemorySpace: l.MemorySpace}
 	for _, t := range l.Tiles {
 		c.Tiles = append(c.Tiles, append([]int(nil), t...))
 	}
@@ -186,7 +191,8 @@ func (l *Layout) Equal(o *Layout) bool {
 	if l == nil || o == nil {
 		return l == nil && o == nil
 	}
-	if !intsEqual(l.MinorToMajor, o.MinorToMajor) || len(l.Tiles) != len(o.Tiles) {
+	if !intsEqual(l.MinorToMajor, o.MinorToMajor) || len(l.Tiles) != len(o.Tiles) ||
+		l.ElementSizeBits != o.ElementSizeBits || l.MemorySpace != o.MemorySpace {
 		return false
 	}
 	for i := range l.Tiles {
@@ -202,13 +208,22 @@ func (l *Layout) String() string {
 	var b strings.Builder
 	b.WriteByte('{')
 	writeInts(&b, l.MinorToMajor)
+	if len(l.Tiles) > 0 || l.ElementSizeBits != 0 || l.MemorySpace != 0 {
+		b.WriteByte(':')
+	}
 	if len(l.Tiles) > 0 {
-		b.WriteString(":T")
+		b.WriteString("T")
 		for _, t := range l.Tiles {
 			b.WriteByte('(')
 			writeInts(&b, t)
 			b.WriteByte(')')
 		}
+	}
+	if l.ElementSizeBits != 0 {
+		fmt.Fprintf(&b, "E(%d)", l.ElementSizeBits)
+	}
+	if l.MemorySpace != 0 {
+		fmt.Fprintf(&b, "S(%d)", l.MemorySpace)
 	}
 	b.WriteByte('}')
 	return b.String()
