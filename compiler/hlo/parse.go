@@ -1222,9 +1222,13 @@ func (p *parser) instruction(cs *compState) error {
 			return err
 		}
 	case OpConstant:
+		litPos := p.off
 		lit, err := p.literal(0)
 		if err != nil {
 			return err
+		}
+		if err := literalCount(in.Shape, lit); err != nil {
+			return p.errAt(litPos, "constant literal: %v", err)
 		}
 		in.Literal = lit
 		if err := p.expect(')', "after constant literal"); err != nil {
@@ -1267,6 +1271,27 @@ func (p *parser) instruction(cs *compState) error {
 		cs.root = len(cs.instrs)
 	}
 	cs.instrs = append(cs.instrs, pi)
+	return nil
+}
+
+// literalCount checks that an array constant's literal has one value per element of its
+// declared shape s, as XLA's parser does ("expects nested array in rank 1, but sees 0"
+// for f32[10] constant(1)). Literals whose values are not written out (XLA's elided
+// "{...}"), tuples, complex values and shapes without a declared or static size are not
+// counted.
+func literalCount(s Shape, lit string) error {
+	if !s.IsArray() || s.Elem.IsComplex() || s.HasDynamic() || strings.Contains(lit, "...") ||
+		strings.HasPrefix(lit, "(") {
+		return nil
+	}
+	n := s.Elements()
+	if n > 1<<24 {
+		return nil // larger than any literal a dump writes out; not counted
+	}
+	sep := func(r rune) bool { return r == '{' || r == '}' || r == ',' || r == ' ' || r == '\t' || r == '\n' }
+	if got := int64(len(strings.FieldsFunc(lit, sep))); got != n {
+		return fmt.Errorf("%d values for %s, which has %d elements", got, s.StringNoLayout(), n)
+	}
 	return nil
 }
 

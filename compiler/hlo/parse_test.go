@@ -546,6 +546,7 @@ func malformedCases() []malformedCase {
 		{"empty-layout-attrs", head + "  ROOT %a = f32[2]{0:} parameter(0)\n}\n", "4:22", `expected a layout attribute (T, E or S) after ':' in layout, found '}'`},
 		{"layout-attr-twice", head + "  ROOT %a = f32[2]{0:S(1)S(2)} parameter(0)\n}\n", "4:26", `layout attribute S given twice`},
 		{"layout-attr-no-paren", head + "  ROOT %a = f32[2]{0:E4} parameter(0)\n}\n", "4:23", `expected '(' after layout attribute E`},
+		{"literal-count", head + "  ROOT %c = s8[10] constant(1)\n}\n", "4:29", `constant literal: 1 values for s8[10], which has 10 elements`},
 		{"second-module", "HloModule a\n\nENTRY %e {\n  ROOT %c = f32[] constant(1)\n}\n// -----\nHloModule b\n", "7:1", `a second "HloModule": a file holds one module`},
 		{"cycle", head + "  %a = f32[] negate(%b)\n  %b = f32[] negate(%a)\n  ROOT %c = f32[] negate(%b)\n}\n", "4:21",
 			`operand %b of %a is part of a dependency cycle`},
