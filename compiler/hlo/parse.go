@@ -1288,11 +1288,18 @@ func literalCount(s Shape, lit string) error {
 	if n > 1<<24 {
 		return nil // larger than any literal a dump writes out; not counted
 	}
-	sep := func(r rune) bool { return r == '{' || r == '}' || r == ',' || r == ' ' || r == '\t' || r == '\n' }
-	if got := int64(len(strings.FieldsFunc(lit, sep))); got != n {
+	if got := int64(len(LiteralValues(lit))); got != n {
 		return fmt.Errorf("%d values for %s, which has %d elements", got, s.StringNoLayout(), n)
 	}
 	return nil
+}
+
+// LiteralValues splits a written-out array literal ("{{1, 2}, {3, 4}}", "7") into its
+// values in row-major order, the braces and separators dropped.
+func LiteralValues(lit string) []string {
+	return strings.FieldsFunc(lit, func(r rune) bool {
+		return r == '{' || r == '}' || r == ',' || r == ' ' || r == '\t' || r == '\n'
+	})
 }
 
 // peekWord returns the run of name characters at p.off without consuming it.

@@ -55,8 +55,7 @@ func parseLiteral(in *hlo.Instruction) ([]float64, error) {
 	if n > 1<<24 {
 		return nil, errUnknownLiteral // too large to model; never folded anyway
 	}
-	f := func(r rune) bool { return r == '{' || r == '}' || r == ',' || r == ' ' || r == '\t' || r == '\n' }
-	toks := strings.FieldsFunc(lit, f)
+	toks := hlo.LiteralValues(lit)
 	if int64(len(toks)) != n {
 		return nil, fmt.Errorf("constant %%%s: literal %q has %d values, shape %s needs %d",
 			in.Name, abbrev(lit), len(toks), s.StringNoLayout(), n)
