@@ -407,18 +407,24 @@ func analyzeLoop(k *KernelInfo, fc *hlo.Computation, params []*hlo.Instruction, 
 	out := arrayShape(root.Shape)
 	iter := out
 	// In-place updates iterate over the update, not the whole operand.
-	var aliased *hlo.Instruction
+	var aliased []*hlo.Instruction // updated in place: only the touched rows move
 	switch root.Opcode {
 	case hlo.OpDynamicUpdateSlice:
 		iter = root.Operands[1].Shape
-		aliased = root.Operands[0]
+		aliased = root.Operands[:1]
 		k.Output.Bytes = float64(iter.Bytes())
 		k.Output.Padded = PaddedBytes(iter, t)
 	case hlo.OpScatter:
-		iter = root.Operands[2].Shape
-		aliased = root.Operands[0]
-		k.Output.Bytes = float64(iter.Bytes())
-		k.Output.Padded = PaddedBytes(iter, t)
+		// N inputs updated in place: the loop runs over the (first) update; each update's
+		// rows are written.
+		n := hlo.ScatterArity(root)
+		iter = root.Operands[n+1].Shape
+		aliased = root.Operands[:n]
+		k.Output.Bytes, k.Output.Padded = 0, 0
+		for _, u := range root.Operands[n+1:] {
+			k.Output.Bytes += float64(u.Shape.Bytes())
+			k.Output.Padded += PaddedBytes(u.Shape, t)
+		}
 	}
 	gathered := gatherTables(fc)
 	need := demand(fc, root, float64(iter.Elements()))
@@ -431,7 +437,7 @@ func analyzeLoop(k *KernelInfo, fc *hlo.Computation, params []*hlo.Instruction, 
 	for _, p := range params {
 		op := makeOperand(p.ParamNum, p.Shape, t)
 		switch {
-		case p == aliased:
+		case slices.Contains(aliased, p):
 			op.Role = RoleAliased
 		case gathered[p] > 0:
 			op.Role = RoleGather

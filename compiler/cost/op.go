@@ -158,11 +158,16 @@ func Of(in *hlo.Instruction) OpCost {
 	case hlo.CatIndexed:
 		if in.Opcode == hlo.OpScatter {
 			// Only the updated rows move: read the updates and indices, read-modify-write
-			// the touched rows of the operand.
-			upd := float64(in.Operands[2].Shape.Bytes())
-			c.BytesRead = upd + float64(in.Operands[1].Shape.Bytes()) + upd
+			// the touched rows of each input (N of them for a variadic scatter).
+			n := hlo.ScatterArity(in)
+			var upd, elems float64
+			for _, u := range in.Operands[n+1:] {
+				upd += float64(u.Shape.Bytes())
+				elems += float64(u.Shape.Elements())
+			}
+			c.BytesRead = upd + float64(in.Operands[n].Shape.Bytes()) + upd
 			c.BytesWritten = upd
-			c.Flops = float64(in.Operands[2].Shape.Elements())
+			c.Flops = elems
 			c.VectorOps = c.Flops
 		} else if in.Opcode == hlo.OpGather || in.Opcode == hlo.OpDynamicSlice {
 			// Only the gathered rows are read.

@@ -44,3 +44,52 @@ func TestReadBytes(t *testing.T) {
 		t.Errorf("scatter updates read %v bytes, want %v", l, gathered)
 	}
 }
+
+// TestVariadicScatter: XLA's scatter of N arrays (N inputs, the indices, N updates; a
+// tuple result) updates every input in place and reads and writes every update's rows,
+// as N single scatters sharing the indices would.
+func TestVariadicScatter(t *testing.T) {
+	const rows, width = 16, 128
+	m, err := hlo.Parse("v.hlo", []byte(`HloModule v
+
+pick {
+  a = f32[] parameter(0)
+  b = s32[] parameter(1)
+  c = f32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT t = (f32[], s32[]) tuple(c, d)
+}
+
+ENTRY e {
+  x = f32[1000,128]{1,0} parameter(0)
+  y = s32[1000,128]{1,0} parameter(1)
+  i = s32[16,1]{1,0} parameter(2)
+  u = f32[16,128]{1,0} parameter(3)
+  v = s32[16,128]{1,0} parameter(4)
+  ROOT s = (f32[1000,128]{1,0}, s32[1000,128]{1,0}) scatter(x, y, i, u, v), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=pick
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := Analyze(m.Entry, v4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upd := float64(rows * width * 4)
+	for i, in := range k.Inputs {
+		l, _ := k.ReadBytes(in, v4)
+		switch {
+		case i < 2 && (in.Role != RoleAliased || l != 0):
+			t.Errorf("input %d: role %s, reads %v bytes; want aliased, 0", i, in.Role, l)
+		case i >= 3 && l != upd:
+			t.Errorf("update %d reads %v bytes, want %v", i-3, l, upd)
+		}
+	}
+	if k.Output.Bytes != 2*upd {
+		t.Errorf("writes %v bytes, want both updates' %v", k.Output.Bytes, 2*upd)
+	}
+	if c := Of(m.Entry.Root); c.BytesWritten != 2*upd || c.Flops != 2*rows*width {
+		t.Errorf("op cost writes %v bytes with %v flops, want %v and %v", c.BytesWritten, c.Flops, 2*upd, 2*rows*width)
+	}
+}

@@ -199,7 +199,7 @@ func inferShape(in *Instruction) (Shape, error) {
 		}
 		return Array(ops[0].Shape.Elem, decl.Dims...), nil
 	case OpScatter:
-		return Array(ops[0].Shape.Elem, ops[0].Shape.Dims...), nil
+		return inferScatter(in)
 	case OpDynamicSlice:
 		if len(ops) < 1 || !decl.IsArray() || decl.Rank() != ops[0].Shape.Rank() {
 			return Shape{}, fmt.Errorf("dynamic-slice result must have the operand's rank")
@@ -513,6 +513,45 @@ func inferReduce(in *Instruction) (Shape, error) {
 		// XLA: the result takes the reducer's accumulator type, the init value's (a bf16
 		// input reduced into an f32 accumulator gives f32).
 		outs[i] = Array(ops[n+i].Shape.Elem, dims...)
+	}
+	if n == 1 {
+		return outs[0], nil
+	}
+	return TupleOf(outs...), nil
+}
+
+// ScatterArity returns the number of arrays N a scatter updates: its operands are N
+// inputs, the indices and N updates (XLA's variadic scatter; N is 1 for the common form).
+// It is 0 for an operand count that is not 2N + 1 with N >= 1.
+func ScatterArity(in *Instruction) int {
+	if n := len(in.Operands); n >= 3 && n%2 == 1 {
+		return (n - 1) / 2
+	}
+	return 0
+}
+
+// inferScatter: N inputs of one shape, the indices, N updates of one shape, each update of
+// its input's element type; the result is the input (N = 1) or the tuple of the N inputs.
+func inferScatter(in *Instruction) (Shape, error) {
+	ops := in.Operands
+	n := ScatterArity(in)
+	if n == 0 {
+		return Shape{}, fmt.Errorf("scatter takes N inputs, the indices and N updates (2N+1 operands, N >= 1), got %d operands", len(ops))
+	}
+	outs := make([]Shape, n)
+	for i := range n {
+		s, u := ops[i].Shape, ops[n+1+i].Shape
+		if !s.IsArray() || !u.IsArray() {
+			return Shape{}, fmt.Errorf("scatter input %d and update %d must be arrays", i, i)
+		}
+		if !s.SameDims(ops[0].Shape) || !u.SameDims(ops[n+1].Shape) {
+			return Shape{}, fmt.Errorf("scatter input %d %s and update %d %s: every input must have the first's dimensions and every update the first update's",
+				i, s.StringNoLayout(), i, u.StringNoLayout())
+		}
+		if u.Elem != s.Elem && !(u.Elem.IsFloat() && s.Elem.IsFloat()) { // XLA ignores float precision here
+			return Shape{}, fmt.Errorf("scatter update %d is %s, its input %s", i, u.Elem, s.Elem)
+		}
+		outs[i] = Array(s.Elem, s.Dims...)
 	}
 	if n == 1 {
 		return outs[0], nil

@@ -275,7 +275,7 @@ var opTable = [numOpcodes]OpInfo{
 	OpReverse:     {"reverse", 1, CatDataMovement},
 
 	OpGather:             {"gather", 2, CatIndexed},
-	OpScatter:            {"scatter", 3, CatIndexed},
+	OpScatter:            {"scatter", Variadic, CatIndexed}, // N inputs, indices, N updates (inferScatter)
 	OpDynamicSlice:       {"dynamic-slice", Variadic, CatIndexed},
 	OpDynamicUpdateSlice: {"dynamic-update-slice", Variadic, CatIndexed},
 

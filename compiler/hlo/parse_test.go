@@ -546,6 +546,8 @@ func malformedCases() []malformedCase {
 		{"empty-layout-attrs", head + "  ROOT %a = f32[2]{0:} parameter(0)\n}\n", "4:22", `expected a layout attribute (T, E or S) after ':' in layout, found '}'`},
 		{"layout-attr-twice", head + "  ROOT %a = f32[2]{0:S(1)S(2)} parameter(0)\n}\n", "4:26", `layout attribute S given twice`},
 		{"layout-attr-no-paren", head + "  ROOT %a = f32[2]{0:E4} parameter(0)\n}\n", "4:23", `expected '(' after layout attribute E`},
+		{"scatter-even-operands", head + "  x = f32[8] parameter(0)\n  i = s32[2,1] parameter(1)\n  u = f32[2] parameter(2)\n  ROOT s = f32[8] scatter(x, i, u, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1\n}\n", "7:8", `scatter takes N inputs, the indices and N updates (2N+1 operands, N >= 1), got 4 operands`},
+		{"scatter-update-type", head + "  x = f32[8] parameter(0)\n  i = s32[2,1] parameter(1)\n  u = s32[2] parameter(2)\n  ROOT s = f32[8] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1\n}\n", "7:8", `scatter update 0 is s32, its input f32`},
 		{"literal-count", head + "  ROOT %c = s8[10] constant(1)\n}\n", "4:29", `constant literal: 1 values for s8[10], which has 10 elements`},
 		{"second-module", "HloModule a\n\nENTRY %e {\n  ROOT %c = f32[] constant(1)\n}\n// -----\nHloModule b\n", "7:1", `a second "HloModule": a file holds one module`},
 		{"cycle", head + "  %a = f32[] negate(%b)\n  %b = f32[] negate(%a)\n  ROOT %c = f32[] negate(%b)\n}\n", "4:21",
@@ -797,6 +799,39 @@ ENTRY %e (a: s4[16,128]) -> s4[16,128] {
 		t.Fatal(err)
 	}
 	if err := ModulesEqual(m, back); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVariadicScatterShape: XLA's scatter of N arrays (N inputs, the indices, N updates)
+// gives the tuple of the N inputs' shapes; one array gives the array.
+func TestVariadicScatterShape(t *testing.T) {
+	m, err := Parse("s.hlo", []byte(`HloModule s
+
+pick {
+  a = f32[] parameter(0)
+  b = s32[] parameter(1)
+  c = f32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT t = (f32[], s32[]) tuple(c, d)
+}
+
+ENTRY e {
+  x = f32[50,5] parameter(0)
+  y = s32[50,5] parameter(1)
+  i = s32[24,1] parameter(2)
+  u = f32[24,5] parameter(3)
+  v = s32[24,5] parameter(4)
+  ROOT s = scatter(x, y, i, u, v), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=pick
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Entry.Root.Shape.StringNoLayout(), "(f32[50,5], s32[50,5])"; got != want {
+		t.Fatalf("variadic scatter's inferred shape %s, want %s", got, want)
+	}
+	if err := Verify(m); err != nil {
 		t.Fatal(err)
 	}
 }
