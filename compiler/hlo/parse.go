@@ -863,7 +863,10 @@ func (p *parser) parseModule() (*Module, error) {
 	if err := p.stackFrameTables(m); err != nil {
 		return nil, err
 	}
-	return m, p.computations(m)
+	if err := p.computations(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // atHeaderless reports whether the input is a module without its "HloModule" header, by
