@@ -50,25 +50,7 @@ func TestReadBytes(t *testing.T) {
 // as N single scatters sharing the indices would.
 func TestVariadicScatter(t *testing.T) {
 	const rows, width = 16, 128
-	m, err := hlo.Parse("v.hlo", []byte(`HloModule v
-
-pick {
-  a = f32[] parameter(0)
-  b = s32[] parameter(1)
-  c = f32[] parameter(2)
-  d = s32[] parameter(3)
-  ROOT t = (f32[], s32[]) tuple(c, d)
-}
-
-ENTRY e {
-  x = f32[1000,128]{1,0} parameter(0)
-  y = s32[1000,128]{1,0} parameter(1)
-  i = s32[16,1]{1,0} parameter(2)
-  u = f32[16,128]{1,0} parameter(3)
-  v = s32[16,128]{1,0} parameter(4)
-  ROOT s = (f32[1000,128]{1,0}, s32[1000,128]{1,0}) scatter(x, y, i, u, v), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=pick
-}
-`))
+	m, err := hlo.ParseFile("../hlo/testdata/variadic_scatter.hlo")
 	if err != nil {
 		t.Fatal(err)
 	}
