@@ -97,8 +97,9 @@ type ShapesReport struct {
 	// Candidates is the number of distinct shape-generic configs measured.
 	Candidates int `json:"candidates"`
 	// ModelGuided says a learned model ranked the candidates (Options.GraphModel): the
-	// search ran on its predictions at every size (ModelEvaluations distinct configs) and
-	// only its top k were measured.
+	// search ran on its predictions at every size (ModelEvaluations distinct configs, at
+	// most Options.ModelEvals / sizes: each is one program per size) and only its top k
+	// were measured.
 	ModelGuided      bool          `json:"model_guided"`
 	ModelEvaluations int           `json:"model_evaluations"`
 	Shapes           []ShapeResult `json:"shapes"`
@@ -505,7 +506,10 @@ func modelGuidedShapes(ctx context.Context, r *run, ge *genericEval, ref *shapeC
 		}
 		base[j] = v
 	}
-	me := &genericModelEval{r: r, shapes: ge.shapes, base: base, cap: r.opts.ModelEvals, cache: map[string]float64{}}
+	// Options.ModelEvals bounds the programs the model scores; each config here is one
+	// program per size.
+	evals := max(1, r.opts.ModelEvals/len(ge.shapes))
+	me := &genericModelEval{r: r, shapes: ge.shapes, base: base, cap: evals, cache: map[string]float64{}}
 	s := newSearch(r, me, newKindSet(r.opts.Kinds), "shape-generic/model", []*candidate{ref.def})
 	if err := s.run(ctx, r.opts.Strategy); err != nil {
 		return 0, err

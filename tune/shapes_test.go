@@ -183,7 +183,8 @@ func TestRunShapesRefusals(t *testing.T) {
 }
 
 // TestRunShapesModelGuided: with an absolute model, the search runs on its predictions
-// (at most ModelEvals configs scored) and only its top k configs, the default first, are
+// (at most ModelEvals programs scored: ModelEvals / sizes configs, each at every size)
+// and only its top k configs, the default first, are
 // measured at every size: measurements are at most TopKGraph x sizes and within the
 // budget, each taken once; every size is never slower than its default, its config
 // compiles strictly to the time reported, and the same seed gives the same report.
@@ -204,8 +205,8 @@ func TestRunShapesModelGuided(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.ModelGuided || rep.ModelEvaluations == 0 || rep.ModelEvaluations > opts.ModelEvals {
-			t.Errorf("model_guided %v, %d model evaluations (cap %d)", rep.ModelGuided, rep.ModelEvaluations, opts.ModelEvals)
+		if cap := opts.ModelEvals / len(list.Values); !rep.ModelGuided || rep.ModelEvaluations == 0 || rep.ModelEvaluations > cap {
+			t.Errorf("model_guided %v, %d configs scored (cap %d: %d programs over %d sizes)", rep.ModelGuided, rep.ModelEvaluations, cap, opts.ModelEvals, len(list.Values))
 		}
 		if rep.Measurements != len(seen) || rep.Measurements > opts.TopKGraph*len(list.Values) || rep.Candidates > opts.TopKGraph || rep.Candidates < 1 {
 			t.Errorf("%d measurements (%d taken) for %d measured configs, top k %d at %d sizes", rep.Measurements, len(seen), rep.Candidates, opts.TopKGraph, len(list.Values))
