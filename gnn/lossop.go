@@ -101,35 +101,42 @@ func pairLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bo
 		lo, hi := span[k], span[k+1]
 		if hinge {
 			pairHinge(l.gapWeighted(), out[lo:hi], rank[lo:hi], wk, &sum, d, lo, grad)
-			continue
-		}
-		for i := lo; i < hi; i++ {
-			for j := lo; j < hi; j++ {
-				if rank[i] <= rank[j] {
-					continue
-				}
-				z := float64(out[i]) - float64(out[j])
-				wij := wk
-				if l.gapWeighted() { // rank holds log runtimes
-					wij *= pairWeight(float64(rank[i]) - float64(rank[j]))
-				}
-				sum += wij * phi(l, z)
-				if grad {
-					var dphi float64
-					if l == LossRankHinge || l == LossRankHingeGap {
-						if 1-z > 0 {
-							dphi = -1
-						}
-					} else {
-						dphi = -1 / (1 + math.Exp(z))
-					}
-					d[i] += T(wij * dphi)
-					d[j] -= T(wij * dphi)
-				}
-			}
+		} else {
+			pairGeneral(l, out[lo:hi], rank[lo:hi], wk, &sum, d, lo, grad)
 		}
 	}
 	return sum, d
+}
+
+// pairGeneral is pairLoss's loop over one kernel's samples (out, rank; the first at
+// sample lo of d) for any pairwise loss, φ and φ' through phi. pairLoss uses it for the
+// logistic losses; it is the reference pairHinge's bits are checked against.
+func pairGeneral[T float32 | float64](l Loss, out, rank []T, wk float64, sum *float64, d []T, lo int, grad bool) {
+	for i := range out {
+		for j := range out {
+			if rank[i] <= rank[j] {
+				continue
+			}
+			z := float64(out[i]) - float64(out[j])
+			wij := wk
+			if l.gapWeighted() { // rank holds log runtimes
+				wij *= pairWeight(float64(rank[i]) - float64(rank[j]))
+			}
+			*sum += wij * phi(l, z)
+			if grad {
+				var dphi float64
+				if l == LossRankHinge || l == LossRankHingeGap {
+					if 1-z > 0 {
+						dphi = -1
+					}
+				} else {
+					dphi = -1 / (1 + math.Exp(z))
+				}
+				d[lo+i] += T(wij * dphi)
+				d[lo+j] -= T(wij * dphi)
+			}
+		}
+	}
 }
 
 // pairHinge is pairLoss's loop over one kernel's samples (out, rank; the first at

@@ -52,35 +52,15 @@ func TestPairHingeSameBits(t *testing.T) {
 	}
 }
 
-// pairLossGeneral is pairLoss's general loop (φ and φ' through phi) for every pairwise
-// loss: the reference of TestPairHingeSameBits.
+// pairLossGeneral is pairLoss with the general loop (pairGeneral) for every kernel, the
+// hinge losses too: the reference of TestPairHingeSameBits.
 func pairLossGeneral(l Loss, out, rank, w []float32, span []int) (float64, []float32) {
 	var sum float64
 	d := make([]float32, len(out))
 	for k := range w {
-		wk := float64(w[k])
-		if wk == 0 {
-			continue
-		}
-		lo, hi := span[k], span[k+1]
-		for i := lo; i < hi; i++ {
-			for j := lo; j < hi; j++ {
-				if rank[i] <= rank[j] {
-					continue
-				}
-				z := float64(out[i]) - float64(out[j])
-				wij := wk
-				if l.gapWeighted() {
-					wij *= pairWeight(float64(rank[i]) - float64(rank[j]))
-				}
-				sum += wij * phi(l, z)
-				var dphi float64
-				if 1-z > 0 {
-					dphi = -1
-				}
-				d[i] += float32(wij * dphi)
-				d[j] -= float32(wij * dphi)
-			}
+		if wk := float64(w[k]); wk != 0 {
+			lo, hi := span[k], span[k+1]
+			pairGeneral(l, out[lo:hi], rank[lo:hi], wk, &sum, d, lo, true)
 		}
 	}
 	return sum, d

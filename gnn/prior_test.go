@@ -26,19 +26,7 @@ func TestPriorRoundTrip(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Prior = w
 	m := testModel(t, cfg, dataset.TaskTile, LossRankHingeGap, train, 3)
-	plain := *m
-	plain.Config.Prior = 0
-	target := testChip(t).Target
-	p, err := NewPredictor(m, target, PredictorOptions{BatchKernels: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	q, err := NewPredictor(&plain, target, PredictorOptions{BatchKernels: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	p, q := withAndWithoutPrior(t, m)
 
 	rows := rowsFor(t, "resnet18_b1", dataset.TaskTile, 1000, rand.New(rand.NewPCG(1, 1)))
 	var ptrs []*dataset.Row
@@ -70,7 +58,7 @@ func TestPriorRoundTrip(t *testing.T) {
 	prog := compileZoo(t, "resnet18_b1")
 	checked := 0
 	for _, k := range prog.Kernels[:10] {
-		choices := k.Info.Options(k.Key, target, k.Choice.Config.Flags)
+		choices := k.Info.Options(k.Key, testChip(t).Target, k.Choice.Config.Flags)
 		a, err := p.ScoreKernel(k, choices)
 		if err != nil {
 			t.Fatal(err)
@@ -123,19 +111,7 @@ func TestAbsolutePriorRoundTrip(t *testing.T) {
 			r, la := m.Target.Analytical, math.Log(a)
 			return (1 - w) * (la - math.Max(r.Min, math.Min(la, r.Max)))
 		}
-		plain := *m
-		plain.Config.Prior = 0
-		target := testChip(t).Target
-		p, err := NewPredictor(m, target, PredictorOptions{BatchKernels: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		q, err := NewPredictor(&plain, target, PredictorOptions{BatchKernels: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Close()
+		p, q := withAndWithoutPrior(t, m)
 		ptrs := make([]*dataset.Row, len(rows))
 		for i := range rows {
 			ptrs[i] = &rows[i]
@@ -274,4 +250,23 @@ func TestTargetStatsRefused(t *testing.T) {
 			t.Errorf("target statistics %+v (range %v): got %v, want a refusal", bad, bad.Analytical, err)
 		}
 	}
+}
+
+// withAndWithoutPrior returns predictors (closed when the test ends) of m and of the same
+// network without its prior, so that a test can compare their outputs.
+func withAndWithoutPrior(t *testing.T, m *Model) (with, without *Predictor) {
+	t.Helper()
+	plain := *m
+	plain.Config.Prior = 0
+	target := testChip(t).Target
+	var err error
+	if with, err = NewPredictor(m, target, PredictorOptions{BatchKernels: 16}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(with.Close)
+	if without, err = NewPredictor(&plain, target, PredictorOptions{BatchKernels: 16}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(without.Close)
+	return with, without
 }

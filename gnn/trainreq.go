@@ -142,11 +142,16 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 			return TrainPlan{}, err
 		}
 	}
-	cfg, err := r.model(task, changed)
+	// The data's feature set (another than tpucost's own for imported data), read once.
+	var dataSet string
+	if p, err := DataProvenance(r.Data); err == nil {
+		dataSet = p.FeatureSet
+	}
+	cfg, err := r.model(task, dataSet, changed)
 	if err != nil {
 		return TrainPlan{}, err
 	}
-	if cfg.Prior, err = trainPrior(r.Prior, task, cfg, loss, r.Data); err != nil {
+	if cfg.Prior, err = trainPrior(r.Prior, task, cfg, loss, dataSet); err != nil {
 		return TrainPlan{}, err
 	}
 	cfg.IgnoreKernel = DefaultIgnoreKernel(task, cfg)
@@ -199,8 +204,9 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 }
 
 // model is the architecture r's flags describe (--layers, --hidden, --reduce,
-// --features, --heads), without the prior's weight.
-func (r TrainRequest) model(task dataset.Task, changed func(string) bool) (Config, error) {
+// --features, --heads), without the prior's weight, for data of feature set dataSet
+// ("" for tpucost's own).
+func (r TrainRequest) model(task dataset.Task, dataSet string, changed func(string) bool) (Config, error) {
 	cfg := DefaultConfig()
 	cfg.Layers, cfg.Hidden = r.Layers, r.Hidden
 	for i := range cfg.Head {
@@ -219,8 +225,8 @@ func (r TrainRequest) model(task dataset.Task, changed func(string) bool) (Confi
 	if changed("features") {
 		// --features chooses among tpucost's own config features; imported data (another
 		// feature set) is read as it is.
-		if p, err := DataProvenance(r.Data); err == nil && p.FeatureSet != "" {
-			return cfg, fmt.Errorf("--features %s: dataset %s has feature set %s, whose config features are read as they are (--features chooses among tpucost's own)", r.Features, r.Data, p.FeatureSet)
+		if dataSet != "" {
+			return cfg, fmt.Errorf("--features %s: dataset %s has feature set %s, whose config features are read as they are (--features chooses among tpucost's own)", r.Features, r.Data, dataSet)
 		}
 	}
 	if r.Heads != "" {
@@ -238,9 +244,10 @@ func (r TrainRequest) model(task dataset.Task, changed func(string) bool) (Confi
 }
 
 // trainPrior is the analytical prior's weight --prior sets: auto is DefaultPrior for the
-// task, the architecture (the data's feature set) and the loss (its default when --loss
-// is unset), a number is taken as it is (TrainOptions.Validate checks its range).
-func trainPrior(flag string, task dataset.Task, cfg Config, loss Loss, data string) (float64, error) {
+// task, the architecture (the data's feature set dataSet, "" for tpucost's own) and the
+// loss (its default when --loss is unset), a number is taken as it is
+// (TrainOptions.Validate checks its range).
+func trainPrior(flag string, task dataset.Task, cfg Config, loss Loss, dataSet string) (float64, error) {
 	if flag != "auto" {
 		w, err := strconv.ParseFloat(flag, 64)
 		if err != nil || math.IsNaN(w) || w < 0 {
@@ -248,8 +255,8 @@ func trainPrior(flag string, task dataset.Task, cfg Config, loss Loss, data stri
 		}
 		return w, nil
 	}
-	if p, err := DataProvenance(data); err == nil && p.FeatureSet != "" {
-		cfg.FeatureSet = p.FeatureSet
+	if dataSet != "" {
+		cfg.FeatureSet = dataSet
 	}
 	if loss == "" {
 		loss = DefaultLoss(task, cfg)

@@ -2,7 +2,6 @@ package gym
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/saved"
 )
 
 // ParseProgramList parses a --programs value: comma-separated programs (zoo models, HLO
@@ -48,16 +48,7 @@ type TrainRequest struct {
 
 // AgentResult is a trained agent's record and the directory it was written to. Its JSON
 // is the record (AgentMeta).
-type AgentResult struct {
-	Meta *AgentMeta
-	Dir  string
-}
-
-// MarshalJSON encodes the agent's record.
-func (r AgentResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
-
-// WriteText writes the record as text (AgentMeta.WriteText).
-func (r *AgentResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }
+type AgentResult = saved.Result[*AgentMeta]
 
 // check checks the request's values in the order of the command line's errors.
 func (q TrainRequest) check() error {

@@ -2,7 +2,6 @@ package tune
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/saved"
 	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -32,18 +32,9 @@ type TrainPolicyRequest struct {
 	Log io.Writer
 }
 
-// PolicyResult is a trained policy's record and the directory it was written to. Its
-// JSON is the record (PolicyMeta).
-type PolicyResult struct {
-	Meta *PolicyMeta
-	Dir  string
-}
-
-// MarshalJSON encodes the policy's record.
-func (r PolicyResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Meta) }
-
-// WriteText writes the record as text (PolicyMeta.WriteText).
-func (r *PolicyResult) WriteText(w io.Writer) error { return r.Meta.WriteText(w, r.Dir) }
+// PolicyResult is a trained policy's record and the directory it was written to. Its JSON
+// is the record (PolicyMeta).
+type PolicyResult = saved.Result[*PolicyMeta]
 
 // Run checks the request, locks Out before training (so a directory it cannot write
 // fails first), trains and saves the policy. When ctx is cancelled, training stops within

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestLinearGradients checks Linear's gradients against finite differences, and its value
@@ -110,50 +109,4 @@ func TestLinearDataMatchesLinear(t *testing.T) {
 			}
 		}
 	}
-}
-
-// scalarLossWRT is scalarLoss with gradients (nil for the others) of the inputs i for
-// which wrt(i) holds.
-func scalarLossWRT(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.Node) *G.Node, wrt func(int) bool) (float64, [][]float64) {
-	t.Helper()
-	g := G.NewGraph()
-	var xs, diff []*G.Node
-	for i, in := range ins {
-		v := tensor.New(tensor.WithShape(in.shape...), tensor.WithBacking(append([]float64(nil), in.data...)))
-		x := G.NewTensor(g, tensor.Float64, len(in.shape), G.WithShape(in.shape...), G.WithName(string(rune('a'+i))), G.WithValue(v))
-		xs = append(xs, x)
-		if wrt(i) {
-			diff = append(diff, x)
-		}
-	}
-	out := build(g, xs)
-	n := out.Shape().TotalSize()
-	rng := rand.New(rand.NewPCG(3, 4))
-	r := make([]float64, n)
-	for i := range r {
-		r[i] = 2*rng.Float64() - 1
-	}
-	rn := G.NewTensor(g, tensor.Float64, out.Shape().Dims(), G.WithShape(out.Shape()...), G.WithName("r"),
-		G.WithValue(tensor.New(tensor.WithShape(out.Shape()...), tensor.WithBacking(r))))
-	loss := G.Must(G.Sum(G.Must(G.HadamardProd(out, rn))))
-	if _, err := G.Grad(loss, diff...); err != nil {
-		t.Fatal(err)
-	}
-	vm := G.NewTapeMachine(g, G.BindDualValues(diff...))
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
-	gs := make([][]float64, len(xs))
-	for i, x := range xs {
-		if !wrt(i) {
-			continue
-		}
-		gv, err := x.Grad()
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs[i] = append([]float64(nil), gv.Data().([]float64)...)
-	}
-	return loss.Value().Data().(float64), gs
 }

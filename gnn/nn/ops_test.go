@@ -20,11 +20,26 @@ type fdInput struct {
 // and, with grads, the analytic gradient of every input.
 func scalarLoss(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.Node) *G.Node, grads bool) (float64, [][]float64) {
 	t.Helper()
+	l, gs := scalarLossWRT(t, ins, build, func(int) bool { return grads })
+	if !grads {
+		return l, nil
+	}
+	return l, gs
+}
+
+// scalarLossWRT is scalarLoss with gradients (nil for the others) of the inputs i for
+// which wrt(i) holds.
+func scalarLossWRT(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.Node) *G.Node, wrt func(int) bool) (float64, [][]float64) {
+	t.Helper()
 	g := G.NewGraph()
-	var xs []*G.Node
+	var xs, diff []*G.Node
 	for i, in := range ins {
 		v := tensor.New(tensor.WithShape(in.shape...), tensor.WithBacking(append([]float64(nil), in.data...)))
-		xs = append(xs, G.NewTensor(g, tensor.Float64, len(in.shape), G.WithShape(in.shape...), G.WithName(string(rune('a'+i))), G.WithValue(v)))
+		x := G.NewTensor(g, tensor.Float64, len(in.shape), G.WithShape(in.shape...), G.WithName(string(rune('a'+i))), G.WithValue(v))
+		xs = append(xs, x)
+		if wrt(i) {
+			diff = append(diff, x)
+		}
 	}
 	out := build(g, xs)
 	n := out.Shape().TotalSize()
@@ -37,11 +52,11 @@ func scalarLoss(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.
 		G.WithValue(tensor.New(tensor.WithShape(out.Shape()...), tensor.WithBacking(r))))
 	loss := G.Must(G.Sum(G.Must(G.HadamardProd(out, rn))))
 	var vm G.VM
-	if grads {
-		if _, err := G.Grad(loss, xs...); err != nil {
+	if len(diff) > 0 {
+		if _, err := G.Grad(loss, diff...); err != nil {
 			t.Fatal(err)
 		}
-		vm = G.NewTapeMachine(g, G.BindDualValues(xs...))
+		vm = G.NewTapeMachine(g, G.BindDualValues(diff...))
 	} else {
 		vm = G.NewTapeMachine(g)
 	}
@@ -49,19 +64,18 @@ func scalarLoss(t *testing.T, ins []fdInput, build func(g *G.ExprGraph, xs []*G.
 	if err := vm.RunAll(); err != nil {
 		t.Fatal(err)
 	}
-	l := loss.Value().Data().(float64)
-	if !grads {
-		return l, nil
-	}
-	var gs [][]float64
-	for _, x := range xs {
+	gs := make([][]float64, len(xs))
+	for i, x := range xs {
+		if !wrt(i) {
+			continue
+		}
 		gv, err := x.Grad()
 		if err != nil {
 			t.Fatal(err)
 		}
-		gs = append(gs, append([]float64(nil), gv.Data().([]float64)...))
+		gs[i] = append([]float64(nil), gv.Data().([]float64)...)
 	}
-	return l, gs
+	return loss.Value().Data().(float64), gs
 }
 
 // checkGrad compares the analytic gradients of build with central finite differences.
