@@ -2,16 +2,17 @@ package compiler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/inputfile"
 	"github.com/tpucost/tpucost/internal/jsonerr"
 	"github.com/tpucost/tpucost/internal/outpath"
 )
@@ -176,9 +177,15 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-// ReadConfig reads a JSON config file.
-func ReadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+// ReadConfig is ReadConfigContext under context.Background(): the default size limit, a
+// read that cannot be interrupted.
+func ReadConfig(path string) (*Config, error) { return ReadConfigContext(context.Background(), path) }
+
+// ReadConfigContext reads a JSON config file, at most inputfile.Max(ctx,
+// inputfile.ConfigJSON) bytes (64 MiB unless ctx carries --max-input-bytes); a read still
+// waiting when ctx is cancelled (a FIFO) stops with an *inputfile.InterruptedError.
+func ReadConfigContext(ctx context.Context, path string) (*Config, error) {
+	data, err := inputfile.ReadFile(ctx, path, inputfile.ConfigJSON)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -39,6 +40,11 @@ type Options struct {
 	// Staging selects the staging pass's default (zero value: StagingOff, which stages
 	// nothing and lists no staging edges).
 	Staging StagingMode
+	// Partitions is the number of devices a module with sharding annotations (a GSPMD
+	// dump) is partitioned over before the passes (spmd.Partition): 0 for its header's
+	// num_partitions; it must divide that. A module without annotations is compiled as
+	// it is.
+	Partitions int
 }
 
 // Kernel is one launched kernel of a compiled program.
@@ -81,6 +87,9 @@ type Program struct {
 	// Chips is the number of chips the module runs on, from its header (replica_count ×
 	// num_partitions; 1 when absent).
 	Chips int
+	// Partitions is the number of devices the program was partitioned over from its
+	// sharding annotations (Options.Partitions); 0 when it was compiled as written.
+	Partitions int
 	// Passes logs every pass run, in order: the preparation passes, the simplification
 	// passes (each run of each fixed-point iteration), then the configurable passes.
 	Passes []PassRun
@@ -191,7 +200,7 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	}
 	if opts.DumpAfter != "" {
 		if names := passNames(passes); !slices.Contains(names, opts.DumpAfter) {
-			return nil, fmt.Errorf("--dump-after %q: no such pass (passes: %v)", opts.DumpAfter, names)
+			return nil, fmt.Errorf("--dump-after %q: no such pass, want one of %s", opts.DumpAfter, strings.Join(names, ", "))
 		}
 	}
 	n := prefixLen(passes)
@@ -224,6 +233,7 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 		return nil, err
 	}
 	prog.Passes, prog.OpCountBefore, prog.OpCountAfter = r.log, prep.before, prep.after
+	prog.Partitions = prep.partitions
 	return prog, nil
 }
 

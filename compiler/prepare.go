@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
+	"github.com/tpucost/tpucost/compiler/spmd"
 )
 
 // Custom-call classes.
@@ -313,6 +314,7 @@ type prepared struct {
 	mod           *hlo.Module
 	log           []PassRun
 	before, after int // opt.OpCount around the simplification group
+	partitions    int // devices the module was partitioned over (0: not partitioned)
 	err           error
 }
 
@@ -320,6 +322,7 @@ type prepKey struct {
 	m      *hlo.Module
 	passes string // prefixKey of the prefix
 	check  bool
+	parts  int // Options.Partitions
 }
 
 type prepOnce struct {
@@ -336,7 +339,7 @@ func prepare(m *hlo.Module, opts Options, prefix []Pass) *prepared {
 	if c == nil || (opts.Dump != nil && slices.Contains(passNames(prefix), opts.DumpAfter)) {
 		return prepareModule(m, opts, prefix)
 	}
-	k := prepKey{m, prefixKey(prefix), opts.Check}
+	k := prepKey{m, prefixKey(prefix), opts.Check, opts.Partitions}
 	c.mu.Lock()
 	if c.prep == nil {
 		c.prep = map[prepKey]*prepOnce{}
@@ -384,7 +387,16 @@ func (c *KernelCache) Release(m *hlo.Module) {
 // Options carry only Check (a prefix pass reads no other input; the store is empty and
 // the config too), logging each run.
 func prepareModule(m *hlo.Module, opts Options, prefix []Pass) *prepared {
-	mod := m.Clone()
+	mod, res, err := spmd.Partition(m, opts.Partitions)
+	if err != nil {
+		return &prepared{err: err}
+	}
+	parts := 0
+	if mod == nil {
+		mod = m.Clone()
+	} else {
+		parts = res.Partitions
+	}
 	s, err := newState(mod, NewConfig(), Options{Check: opts.Check, Store: nilStore{}})
 	if err != nil {
 		return &prepared{err: err}
@@ -397,5 +409,5 @@ func prepareModule(m *hlo.Module, opts Options, prefix []Pass) *prepared {
 		r.before = opt.OpCount(mod)
 		r.after = r.before
 	}
-	return &prepared{mod: mod, log: r.log, before: r.before, after: r.after}
+	return &prepared{mod: mod, log: r.log, before: r.before, after: r.after, partitions: parts}
 }

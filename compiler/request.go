@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -42,13 +43,13 @@ type CompileRequest struct {
 	Load func(src, shapes string) (*hlo.Module, error)
 }
 
-// Compile checks the passes and Out, loads the module, compiles it for target and
-// writes Out; the result is the program's summary on chip (its name), with the HLO text
-// after DumpAfter.
-func (r CompileRequest) Compile(target cost.Target, chip string) (*CompileResult, error) {
+// Compile checks the passes and Out, loads the module, compiles it for target with the
+// config file read under ctx (CompileFileContext) and writes Out; the result is the
+// program's summary on chip (its name), with the HLO text after DumpAfter.
+func (r CompileRequest) Compile(ctx context.Context, target cost.Target, chip string) (*CompileResult, error) {
 	simp, err := ParseSimplify(r.Passes)
 	if err != nil {
-		return nil, fmt.Errorf("--passes: %w", err)
+		return nil, fmt.Errorf("--passes %q: %w", r.Passes, err)
 	}
 	if r.Out != "" {
 		if err := outpath.CheckFile("--out", r.Out, ConfigFileKind(), r.Force); err != nil {
@@ -67,7 +68,7 @@ func (r CompileRequest) Compile(target cost.Target, chip string) (*CompileResult
 	if dump == nil {
 		dump = &kept
 	}
-	p, err := CompileFile(m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: dump, Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
+	p, err := CompileFileContext(ctx, m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: dump, Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
 	if err != nil {
 		return nil, err
 	}

@@ -35,12 +35,12 @@ func TestCompileRequest(t *testing.T) {
 		r    CompileRequest
 		want string
 	}{
-		{CompileRequest{Passes: "no-such-pass"}, "--passes: "},
+		{CompileRequest{Passes: "no-such-pass"}, `--passes "no-such-pass": `},
 		{CompileRequest{Out: notConfig}, "--out"},
 		{CompileRequest{DumpAfter: "no-such-pass"}, `--dump-after "no-such-pass": no such pass`},
 	} {
 		c.r.Src, c.r.Load = "m.hlo", load
-		if _, err := c.r.Compile(target, "v4"); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := c.r.Compile(t.Context(), target, "v4"); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error starting %q", c.r, err, c.want)
 		}
 	}
@@ -49,19 +49,19 @@ func TestCompileRequest(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "cfg.json")
-	res, err := CompileRequest{Src: "m.hlo", Out: out, Load: load}.Compile(target, "v4")
+	res, err := CompileRequest{Src: "m.hlo", Out: out, Load: load}.Compile(t.Context(), target, "v4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Chip != "v4" || len(res.Kernels) == 0 || res.HLO != "" {
 		t.Errorf("result %+v: want v4's kernels and no HLO", res)
 	}
-	again, err := CompileRequest{Src: "m.hlo", Config: out, Load: load}.Compile(target, "v4")
+	again, err := CompileRequest{Src: "m.hlo", Config: out, Load: load}.Compile(t.Context(), target, "v4")
 	if err != nil || len(again.Kernels) != len(res.Kernels) {
 		t.Errorf("the written config compiles to %d kernels (%v), want %d", len(again.Kernels), err, len(res.Kernels))
 	}
 
-	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Load: load}.Compile(target, "v4")
+	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Load: load}.Compile(t.Context(), target, "v4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestCompileRequest(t *testing.T) {
 	// Streamed (the CLI's text output): the text reaches Dump during the compile, before
 	// the result exists, and the result keeps none of it.
 	var streamed bytes.Buffer
-	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Dump: &streamed, Load: load}.Compile(target, "v4")
+	res, err = CompileRequest{Src: "m.hlo", DumpAfter: "fusion", Dump: &streamed, Load: load}.Compile(t.Context(), target, "v4")
 	if err != nil {
 		t.Fatal(err)
 	}

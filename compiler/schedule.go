@@ -38,7 +38,7 @@ type Loop struct {
 	Name       string // the while instruction's name
 	TripCount  int64  // DefaultTripCount when unknown
 	TripKnown  bool
-	TripSource string // "backend_config", "induction" or "default"
+	TripSource string // "backend_config", "induction", "bound" (an upper bound; TripCount) or "default"
 	Cond, Body *Block
 }
 
@@ -109,6 +109,17 @@ var knownTrip = regexp.MustCompile(`known_trip_count"?\s*[:=]\s*\{\s*"?n"?\s*[:=
 // not done)`, the generate loops of decoders, whose other conjuncts depend on data), a
 // conjunct of that form bounds the loop: the least such count is an upper bound, src
 // "bound". src is "backend_config", "induction" or "bound"; ok is false when none applies.
+//
+// When the init of i is computed rather than constant (Gemma's generate loop starts i at
+// the prompt length, a reduce over the prompt mask, and runs while i < N), the count is an
+// upper bound, src "bound": the most trips any start allows. Counting up (lt, le, step >
+// 0) that is the count from the least value the start can take, derived from its defining
+// ops (startRange: a sum of a 0/1 mask is ≥ 0, an unsigned value ≥ 0, ...); when no lower
+// limit can be derived (a signed parameter, a sum of a signed array) the start is assumed
+// non-negative, as an index or position is, and the bound N itself is charged (no count
+// when N ≤ 0: the assumption would then say the loop never runs). Counting down (gt, ge,
+// step < 0) needs a derived upper limit of the start; ne with a computed start has no
+// bound. Trips of one start through a tuple or get-tuple-element of the init are followed.
 func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	if v, has := w.ExtraAttr("backend_config"); has {
 		if m := knownTrip.FindStringSubmatch(strings.ReplaceAll(v, `\`, "")); m != nil {
@@ -122,7 +133,10 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	}
 	root := peel(w.Condition.Root)
 	if root.Opcode != hlo.OpAnd {
-		n, ok := inductionTrips(w, root)
+		n, exact, ok := inductionTrips(w, root)
+		if !exact {
+			return n, "bound", ok
+		}
 		return n, "induction", ok
 	}
 	// A conjunction: every conjunct must hold to iterate, so each induction conjunct's
@@ -142,7 +156,7 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 	flatten(root)
 	found := false
 	for _, c := range conj {
-		if k, ok := inductionTrips(w, c); ok && (!found || k < n) {
+		if k, _, ok := inductionTrips(w, c); ok && (!found || k < n) {
 			n, found = k, true
 		}
 	}
@@ -153,10 +167,11 @@ func TripCount(w *hlo.Instruction) (n int64, src string, ok bool) {
 }
 
 // inductionTrips is the trip count that the compare cmp of w's condition gives by
-// itself (see TripCount).
-func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, ok bool) {
+// itself (see TripCount); exact is false when the start is computed and n is the most
+// trips it allows.
+func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, exact, ok bool) {
 	if cmp.Opcode != hlo.OpCompare || len(cmp.Operands) != 2 {
-		return 0, false
+		return 0, false, false
 	}
 	dir := strings.ToUpper(cmp.Direction)
 	a, b := peel(cmp.Operands[0]), peel(cmp.Operands[1])
@@ -168,20 +183,18 @@ func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, ok bool)
 		dir = map[string]string{"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}[dir]
 	}
 	if !okB || iv.Opcode != hlo.OpGetTupleElement || peel(iv.Operands[0]).Opcode != hlo.OpParameter {
-		return 0, false
+		return 0, false, false
 	}
 	i := iv.Index
-	init := peel(w.Operands[0])
-	if init.Opcode != hlo.OpTuple || i >= len(init.Operands) {
-		return 0, false
+	init := tupleElement(w.Operands[0], i, maxRangeDepth)
+	if init == nil {
+		return 0, false, false
 	}
-	start, ok := intConstant(init.Operands[i])
-	if !ok {
-		return 0, false
-	}
+	sr := startRange(init)
+	exact = sr.HasLo && sr.HasHi && sr.Lo == sr.Hi
 	root := w.Body.Root
 	if root.Opcode != hlo.OpTuple || i >= len(root.Operands) {
-		return 0, false
+		return 0, false, false
 	}
 	upd := peel(root.Operands[i])
 	isIV := func(x *hlo.Instruction) bool {
@@ -201,11 +214,25 @@ func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, ok bool)
 		ok = false
 	}
 	if !ok || step == 0 {
-		return 0, false
+		return 0, false, false
+	}
+	// The start that allows the most trips: the least one counting up, the greatest
+	// counting down (TripCount).
+	var start int64
+	assumed := false
+	switch {
+	case exact:
+		start = sr.Lo
+	case step > 0 && (dir == "LT" || dir == "LE"):
+		start, assumed = sr.Lo, !sr.HasLo // unknown: assumed ≥ 0, an index
+	case step < 0 && (dir == "GT" || dir == "GE") && sr.HasHi:
+		start = sr.Hi
+	default:
+		return 0, false, false
 	}
 	d := bound - start
 	if (bound >= start) != (d >= 0) { // the difference overflows int64
-		return 0, false
+		return 0, false, false
 	}
 	switch {
 	case dir == "LT" && step > 0:
@@ -219,9 +246,30 @@ func inductionTrips(w *hlo.Instruction, cmp *hlo.Instruction) (n int64, ok bool)
 	case dir == "NE" && d%step == 0 && d/step >= 0:
 		n = d / step
 	default:
-		return 0, false
+		return 0, false, false
 	}
-	return max(n, 0), true
+	if assumed && n <= 0 {
+		return 0, false, false
+	}
+	return max(n, 0), exact, true
+}
+
+// tupleElement is element i of the tuple value x, followed through tuple and
+// get-tuple-element instructions (and value-preserving wrappers); nil when x is not built
+// from a tuple instruction within depth steps.
+func tupleElement(x *hlo.Instruction, i, depth int) *hlo.Instruction {
+	x = peel(x)
+	switch {
+	case depth <= 0:
+		return nil
+	case x.Opcode == hlo.OpTuple && i < len(x.Operands):
+		return x.Operands[i]
+	case x.Opcode == hlo.OpGetTupleElement && len(x.Operands) == 1:
+		if t := tupleElement(x.Operands[0], x.Index, depth-1); t != nil {
+			return tupleElement(t, i, depth-1)
+		}
+	}
+	return nil
 }
 
 func floorDiv64(a, b int64) int64 {

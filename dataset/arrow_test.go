@@ -313,8 +313,8 @@ func TestWriteDeterministic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(entries) != 7 { // 3 parts of 2 files, and the manifest
-				t.Fatalf("%d files, want 7", len(entries))
+			if len(entries) != 8 { // 3 parts of 2 files, the manifest and the directory's kind
+				t.Fatalf("%d files, want 8", len(entries))
 			}
 			for _, e := range entries {
 				a, err1 := os.ReadFile(filepath.Join(dirs[0], e.Name()))

@@ -49,6 +49,19 @@ type ManifestPart struct {
 	UnitLast    int64        `json:"unit_last"`
 	Rows        ManifestFile `json:"rows_file"`
 	Occurrences ManifestFile `json:"occurrences_file"`
+	// Failed lists the units of the part's range that produced no rows because they
+	// failed (to compile or to simulate), with their errors, in unit order.
+	Failed []FailedUnit `json:"failed_units,omitempty"`
+}
+
+// FailedUnit is a work unit that failed: its unit number, program and variant, and the
+// error, one line. A generation run records it in the part that covers it and goes on
+// (gen.Options.Strict stops instead).
+type FailedUnit struct {
+	Unit    int64  `json:"unit"`
+	Program string `json:"program"`
+	Variant int32  `json:"variant"`
+	Error   string `json:"error"`
 }
 
 // Manifest lists the committed parts of one shard, parts 0..len(Parts)-1 in order. A
@@ -134,6 +147,11 @@ func readManifest(path string, task Task, shard, count int) (*Manifest, error) {
 			return nil, ferr("entry %d names %s and %s, want %s and %s", i, p.Rows.Name, p.Occurrences.Name, rows, occ)
 		case p.UnitFirst > p.UnitLast || (i > 0 && p.UnitFirst <= m.Parts[i-1].UnitLast):
 			return nil, ferr("entry %d has unit range [%d, %d] out of order", i, p.UnitFirst, p.UnitLast)
+		}
+		for j, f := range p.Failed {
+			if f.Unit < p.UnitFirst || f.Unit > p.UnitLast || (j > 0 && f.Unit <= p.Failed[j-1].Unit) {
+				return nil, ferr("entry %d: failed unit %d is outside [%d, %d] or out of order", i, f.Unit, p.UnitFirst, p.UnitLast)
+			}
 		}
 		for _, mf := range []ManifestFile{p.Rows, p.Occurrences} {
 			if mf.SizeBytes < 0 || mf.Rows < 0 || !sha256RE.MatchString(mf.SHA256) {

@@ -256,6 +256,11 @@ func (bf *batchFile) iter(cols []string) (it *batchIter, err error) {
 		sc := bf.pq.MetaData().Schema
 		for _, c := range cols {
 			i := sc.ColumnIndexByName(c)
+			for j := 0; i < 0 && j < sc.NumColumns(); j++ {
+				if strings.HasPrefix(sc.Column(j).Path(), c+".") { // a list column's one leaf
+					i = j
+				}
+			}
 			if i < 0 {
 				return nil, &FileError{File: bf.path, Err: fmt.Errorf("no column %q", c)}
 			}
@@ -397,7 +402,8 @@ type Dataset struct {
 	parts     []partInfo
 	stamps    map[string]fileStamp // of every file when Open verified it
 	checksums []ManifestFile
-	manifests []string // base names, sorted
+	manifests []string     // base names, sorted
+	failed    []FailedUnit // the manifests' failed units, by unit
 
 	mem memory.Allocator // the caller's (OpenOptions.Alloc), for every read without its own
 
@@ -518,6 +524,7 @@ func open(dir string, verify bool, mem memory.Allocator) (*Dataset, error) {
 				formats[fn.format] = p.Rows.Name
 				listed[p.Rows.Name], listed[p.Occurrences.Name] = p.Rows, p.Occurrences
 				manifestOf[p.Rows.Name], manifestOf[p.Occurrences.Name] = mpath, mpath
+				d.failed = append(d.failed, p.Failed...)
 			}
 			// The shard's files on disk: listed, or the uncommitted next part.
 			nextRows, nextOcc := PartFileNames(sk.task, sk.shard, sk.count, len(m.Parts), m.Format)
@@ -530,6 +537,7 @@ func open(dir string, verify bool, mem memory.Allocator) (*Dataset, error) {
 		}
 	}
 	slices.Sort(d.manifests)
+	slices.SortFunc(d.failed, func(a, b FailedUnit) int { return cmp.Compare(a.Unit, b.Unit) })
 	if len(formats) > 1 {
 		return nil, fmt.Errorf("dataset: %s mixes formats (%s and %s)", dir, formats[FormatArrow], formats[FormatParquet])
 	}
@@ -601,6 +609,10 @@ func open(dir string, verify bool, mem memory.Allocator) (*Dataset, error) {
 // Manifests returns the base names of the manifests Open verified the files against,
 // sorted.
 func (d *Dataset) Manifests() []string { return slices.Clone(d.manifests) }
+
+// FailedUnits lists the work units the manifests record as failed (ManifestPart.Failed:
+// no rows, with their errors), in unit order; empty for a dataset without failures.
+func (d *Dataset) FailedUnits() []FailedUnit { return slices.Clone(d.failed) }
 
 // Checksums returns the manifest entries (name, size, SHA-256, rows) of the dataset's
 // files, in file order (each part's rows file, then its occurrences file), as Open

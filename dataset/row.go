@@ -99,6 +99,25 @@ func (r *Row) TargetTimes() []float64 {
 // layout datasets are absolute: a row is a kernel measured once.
 func (p Provenance) Ranked() bool { return p.Task.Relative() || p.PerNodeConfigs }
 
+// UnlabelledError is RequireLabels' refusal: Dir holds unlabelled data and Use (a
+// command: "train", "eval") needs measured runtimes.
+type UnlabelledError struct {
+	Dir, Use string
+}
+
+func (e *UnlabelledError) Error() string {
+	return fmt.Sprintf("%s holds unlabelled data (TpuGraphs' test split: every runtime is 0): %s needs measured runtimes", e.Dir, e.Use)
+}
+
+// RequireLabels returns an *UnlabelledError when p, the provenance of the dataset in dir,
+// is Unlabelled, for use, the command that needs its runtimes; nil otherwise.
+func (p Provenance) RequireLabels(dir, use string) error {
+	if p.Unlabelled {
+		return &UnlabelledError{Dir: dir, Use: use}
+	}
+	return nil
+}
+
 // Measured reports whether the runtimes were measured on hardware by another source
 // (Source set, e.g. TpuGraphs, and no simulator version: a tpucost export imported back
 // keeps its simulator's) rather than simulated by tpucost; Chip then only says what
@@ -188,6 +207,10 @@ type Provenance struct {
 	SourceFiles int `json:"source_files,omitempty"`
 	// RuntimeNormalizers says that rows carry Normalizers (Row.TargetTimes).
 	RuntimeNormalizers bool `json:"runtime_normalizers,omitempty"`
+	// Unlabelled says that the rows carry no measured runtimes: every runtime is 0 (the
+	// test split of TpuGraphs, whose runtimes the release withholds). A model can predict
+	// on such rows; training and evaluation refuse them (RequireLabels).
+	Unlabelled bool `json:"unlabelled,omitempty"`
 
 	// widths are the feature widths a file's flat metadata gave when its feature schema
 	// lists no names (older or minimal files); see Widths.

@@ -20,7 +20,11 @@ func (s *Summary) WriteText(out io.Writer) error {
 	if p.Measured() {
 		// Imported measurements: the hardware is the source's; a chip only says what
 		// tpucost's own features (of .pb modules) were computed for.
-		src := fmt.Sprintf("%s %s, split %s, %d files: runtimes measured on hardware, feature set %s", p.Source, p.Collection, orDash(p.Split), p.SourceFiles, orDash(p.FeatureSet))
+		what := "runtimes measured on hardware"
+		if p.Unlabelled {
+			what = "unlabelled (every runtime is 0, as in TpuGraphs' test split: predict can use it, train and eval refuse it)"
+		}
+		src := fmt.Sprintf("%s %s, split %s, %d files: %s, feature set %s", p.Source, p.Collection, orDash(p.Split), p.SourceFiles, what, orDash(p.FeatureSet))
 		if p.Chip != "" {
 			src += fmt.Sprintf("; tpucost features computed for %s", p.Chip)
 		}
@@ -38,7 +42,7 @@ func (s *Summary) WriteText(out io.Writer) error {
 		{"units", fmt.Sprintf("%d (%d occurrences)", s.Units, s.Occurrences)},
 		{"samples", fmt.Sprint(s.Samples)},
 		{"tasks", strings.Join(tasks, ",")},
-		{"runtime_ns", fmt.Sprintf("min %.6g  median %.6g  max %.6g", s.RuntimeNs.Min, s.RuntimeNs.Median, s.RuntimeNs.Max)},
+		{"runtime_ns", runtimeLine(s)},
 		{"schema_version", fmt.Sprint(s.SchemaVersion)},
 		{"feature_version", fmt.Sprintf("%d (widths: node %d, kernel %d, config %d)", s.FeatureVersion, s.NodeFeatureWidth, s.KernelFeatureWidth, s.ConfigFeatureWidth)},
 		origin,
@@ -69,6 +73,14 @@ func (s *Summary) WriteText(out io.Writer) error {
 		fmt.Fprintf(w, "%s\t%s\n", c.Name, c.Type)
 	}
 	return w.Flush()
+}
+
+// runtimeLine is the runtime_ns line: min, median and max, or that there are none.
+func runtimeLine(s *Summary) string {
+	if s.Provenance.Unlabelled {
+		return "none: unlabelled data (every runtime is 0)"
+	}
+	return fmt.Sprintf("min %.6g  median %.6g  max %.6g", s.RuntimeNs.Min, s.RuntimeNs.Median, s.RuntimeNs.Max)
 }
 
 // compileSettings lists the non-default compile settings a generated dataset records

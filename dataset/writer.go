@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -123,6 +124,7 @@ type Writer struct {
 	nextUnit   int64
 	createdDir bool // NewWriter made dir (Discard removes it if it is left empty)
 	seen       map[string]bool
+	samples    int64 // measured configs of the committed parts
 	nextPart   int
 	closed     bool
 }
@@ -370,13 +372,25 @@ func (w *Writer) checkPart(path string, fn fileName) (fileMeta, error) {
 		return m, &FileError{File: path, Err: fmt.Errorf("metadata says shard %d, the name says %d", m.Prov.ShardIndex, fn.shard)}
 	}
 	w.nextUnit = max(w.nextUnit, m.UnitLast+1)
-	return m, f.batches([]string{ColKernelKey}, func(rec arrow.RecordBatch) error {
+	return m, f.batches([]string{ColKernelKey, ColRuntimeNs}, func(rec arrow.RecordBatch) error {
 		keys, err := stringColumn(rec, ColKernelKey)
 		if err != nil {
 			return err
 		}
 		for i := 0; i < keys.Len(); i++ {
 			w.seen[strings.Clone(keys.Value(i))] = true
+		}
+		idx := rec.Schema().FieldIndices(ColRuntimeNs)
+		if len(idx) != 1 {
+			return fmt.Errorf("no column %q", ColRuntimeNs)
+		}
+		runtimes, ok := rec.Column(idx[0]).(*array.List)
+		if !ok {
+			return fmt.Errorf("column %q is %s, want a list", ColRuntimeNs, rec.Column(idx[0]).DataType())
+		}
+		for i := 0; i < runtimes.Len(); i++ {
+			start, end := runtimes.ValueOffsets(i)
+			w.samples += end - start
 		}
 		return nil
 	})
@@ -421,6 +435,13 @@ func (w *Writer) Resume() (nextUnit int64, seen map[string]bool, nextPart int) {
 // The caller bounds the files' size by the units it puts in a part (Row.SizeBytes
 // estimates a row's size).
 func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurrence) error {
+	return w.WritePartWithFailures(firstUnit, lastUnit, rows, occ, nil)
+}
+
+// WritePartWithFailures is WritePart for a part some of whose units failed: the manifest
+// entry of the part lists them (ManifestPart.Failed), which must lie in the unit range, in
+// increasing unit order, and have no rows or occurrences.
+func (w *Writer) WritePartWithFailures(firstUnit, lastUnit int64, rows []Row, occ []Occurrence, failed []FailedUnit) error {
 	if w.closed {
 		return errors.New("dataset: WritePart after Close")
 	}
@@ -451,6 +472,25 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	for i, o := range occ {
 		if o.Unit < firstUnit || o.Unit > lastUnit {
 			return fmt.Errorf("dataset: occurrence %d (kernel %s) has unit %d outside [%d, %d]", i, o.KernelKey, o.Unit, firstUnit, lastUnit)
+		}
+	}
+	failedUnits := map[int64]bool{}
+	for i, f := range failed {
+		if f.Unit < firstUnit || f.Unit > lastUnit || (i > 0 && f.Unit <= failed[i-1].Unit) {
+			return fmt.Errorf("dataset: failed unit %d is outside [%d, %d] or out of order", f.Unit, firstUnit, lastUnit)
+		}
+		failedUnits[f.Unit] = true
+	}
+	var samples int64
+	for i := range rows {
+		if failedUnits[rows[i].Unit] {
+			return fmt.Errorf("dataset: row %d (kernel %s) belongs to unit %d, which failed", i, rows[i].KernelKey, rows[i].Unit)
+		}
+		samples += int64(rows[i].Samples())
+	}
+	for i, o := range occ {
+		if failedUnits[o.Unit] {
+			return fmt.Errorf("dataset: occurrence %d (kernel %s) belongs to unit %d, which failed", i, o.KernelKey, o.Unit)
 		}
 	}
 	rowsName, occName := PartFileNames(w.prov.Task, w.prov.ShardIndex, w.prov.ShardCount, w.nextPart, w.format)
@@ -490,17 +530,28 @@ func (w *Writer) WritePart(firstUnit, lastUnit int64, rows []Row, occ []Occurren
 	}
 	next := w.manifest
 	next.Parts = append(slices.Clip(w.manifest.Parts), ManifestPart{Part: w.nextPart, UnitFirst: firstUnit, UnitLast: lastUnit,
-		Rows: rowsFile, Occurrences: occFile})
+		Rows: rowsFile, Occurrences: occFile, Failed: slices.Clone(failed)})
 	if err := w.writeManifest(&next); err != nil {
 		return err
 	}
 	w.manifest = next
+	w.samples += samples
 	w.nextUnit = lastUnit + 1
 	w.nextPart++
 	for i := range rows {
 		w.seen[rows[i].KernelKey] = true
 	}
 	return nil
+}
+
+// Committed sums this shard's committed parts (those of earlier runs and those written
+// since): rows, samples (measured configs) and the failed units, in unit order.
+func (w *Writer) Committed() (rows, samples int64, failed []FailedUnit) {
+	for _, p := range w.manifest.Parts {
+		rows += p.Rows.Rows
+		failed = append(failed, p.Failed...)
+	}
+	return rows, w.samples, failed
 }
 
 // Close ends the writer and releases the shard's lock. Every part is committed when

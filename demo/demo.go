@@ -293,7 +293,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Chip = c
 	}
-	lock, err := dirlock.AcquireDir(o.Out, "demo directory")
+	lock, err := dirlock.AcquireDir(o.Out, dirlock.Demo)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -401,7 +401,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return err
 		}
 		for _, name := range o.TuneModels {
-			m, err := zoo.Resolve(name)
+			m, err := zoo.ResolveContext(ctx, name)
 			if err != nil {
 				return err
 			}

@@ -32,22 +32,50 @@ var update = flag.Bool("update", false, "rewrite the golden files (testdata/gold
 //     is checked byte for byte against it on every machine.
 //   - goldenValues: the same run's JSON outputs as values (wall times and hashes of the
 //     weight files left out) and every trained model's predictions on the first rows of its
-//     data. The BLAS build is checked against these within blasRelTol, and byte for byte on
-//     every file that no matrix product touches (the datasets, the seen-key sets).
+//     data. The BLAS build is checked against these within tolerances (blasTolerance), and
+//     byte for byte on every file that no matrix product touches (the datasets, the
+//     seen-key sets).
 const (
 	goldenHashes = "testdata/golden.json"
 	goldenValues = "testdata/golden-values.json"
 )
 
-// blasRelTol bounds how far a BLAS build's numbers may stray from the pure-Go golden,
-// relative to the larger of the two. gnn's backendTol (1e-4) bounds one forward pass of
-// the default model; the demo trains two epochs, whose updates carry the first products'
-// rounding on, and measured on AMD EPYC (OpenBLAS's default, Haswell, SkylakeX and Sandybridge
-// kernels, forced by OPENBLAS_CORETYPE) the largest difference was 1e-7 relative (losses,
-// metrics; the tuned configs identical). 1e-3 leaves a wide margin for other kernels while
-// still failing on any real change: a changed feature, loss, seed or pass moves these
-// numbers by percent.
-const blasRelTol = 1e-3
+// The tolerances of a BLAS build against the pure-Go golden values. OpenBLAS's kernels
+// round a product's sum differently from gonum's, by about float32's unit roundoff per
+// product (gnn's backendTol bounds one forward pass at 1e-4 of the largest output), and
+// two epochs of Adam carry that on: Adam divides each gradient by its running size, so a
+// near-zero gradient of another rounding moves its weight by up to a step. Measured on AMD
+// EPYC (OpenBLAS's default, Haswell, SkylakeX and Sandybridge kernels, forced with
+// OPENBLAS_CORETYPE): predictions within 1.3e-3 of pure Go, losses within 1.5e-4, and a
+// program's MAPE within 1.8e-3 (a mean of |prediction − truth| / truth moves by the
+// predictions' change over its own size, so a program predicted within 4% moves 25 times
+// as much as its predictions).
+const (
+	// blasPredictionTol bounds a model's predictions and training losses, relative:
+	// about eight times the largest difference measured.
+	blasPredictionTol = 1e-2
+	// blasMetricTol bounds everything else numeric (evaluation metrics, per-program
+	// errors, dataset and report figures), relative: about eleven times the largest
+	// measured. A real change (a seed, a feature, a learning rate 1% off) moves them by
+	// more.
+	blasMetricTol = 2e-2
+)
+
+// blasTolerance is the relative tolerance of the golden value at path in a BLAS build,
+// or skip for a value a BLAS build does not compare. Tuning results are skipped: a
+// search keeps the model's top-ranked candidates, and two candidates the model scores
+// within rounding of each other change places with the kernels, so the tuned config (and
+// every time measured for it) is a discontinuous function of the weights. The pure-Go
+// build pins them byte for byte, on every machine.
+func blasTolerance(path string) (tol float64, skip bool) {
+	switch {
+	case strings.HasPrefix(path, "/tuned/"), strings.HasPrefix(path, "/report.json/tuning/"):
+		return 0, true
+	case strings.HasPrefix(path, "/predictions/"), strings.Contains(path, "loss"):
+		return blasPredictionTol, false
+	}
+	return blasMetricTol, false
+}
 
 // predictedRows is how many rows of each model's data the golden values record
 // predictions for (every configuration of each row).
@@ -99,7 +127,7 @@ func TestGolden(t *testing.T) {
 	readJSON(t, goldenValues, &wantValues)
 	exact := nn.BLASBackend == "go"
 	for name, h := range wantHashes {
-		if !exact && (blasDependent(name) || strings.HasSuffix(name, ".json")) {
+		if !exact && (blasDependent(name) || isJSON(name)) {
 			continue // checked by value below
 		}
 		if hashes[name] != h {
@@ -111,9 +139,10 @@ func TestGolden(t *testing.T) {
 			t.Errorf("%s is new: not in %s", name, goldenHashes)
 		}
 	}
-	tol := blasRelTol
+	tol := blasTolerance
 	if exact {
-		tol = 0 // the pure-Go build reproduces the values exactly, as its hashes say
+		// The pure-Go build reproduces every value exactly, as its hashes say.
+		tol = func(string) (float64, bool) { return 0, false }
 	}
 	for _, d := range compareValues("", wantValues, values, tol) {
 		t.Errorf("%s (golden %s, %s build)", d, goldenValues, nn.BLASBackend)
@@ -142,9 +171,13 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// compareValues lists the differences between a golden value and a run's, numbers
-// within tol relative to the larger of the two, everything else exactly.
-func compareValues(path string, want, got any, tol float64) []string {
+// compareValues lists the differences between a golden value and a run's: numbers
+// within tol(path) relative to the larger of the two, everything else exactly, and
+// nothing under a path tol skips.
+func compareValues(path string, want, got any, tol func(path string) (float64, bool)) []string {
+	if _, skip := tol(path); skip {
+		return nil
+	}
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
@@ -190,8 +223,9 @@ func compareValues(path string, want, got any, tol float64) []string {
 		if !ok {
 			return []string{fmt.Sprintf("%s: %v in the golden, %v here", path, w, got)}
 		}
-		if d, scale := math.Abs(w-g), math.Max(math.Abs(w), math.Abs(g)); d > tol*scale {
-			return []string{fmt.Sprintf("%s: %v in the golden, %v here (relative difference %.2g, tolerance %g)", path, w, g, d/scale, tol)}
+		t, _ := tol(path)
+		if d, scale := math.Abs(w-g), math.Max(math.Abs(w), math.Abs(g)); d > t*scale {
+			return []string{fmt.Sprintf("%s: %v in the golden, %v here (relative difference %.2g, tolerance %g)", path, w, g, d/scale, t)}
 		}
 		return nil
 	default:
@@ -225,7 +259,7 @@ func short(h string) string {
 func outputHashes(out string) (map[string]string, error) {
 	hashes := map[string]string{}
 	err := walkOutputs(out, func(rel string, b []byte) error {
-		if strings.HasSuffix(rel, ".json") {
+		if isJSON(rel) {
 			v, err := normalizedJSON(rel, b, out)
 			if err != nil {
 				return err
@@ -248,7 +282,7 @@ func outputHashes(out string) (map[string]string, error) {
 func outputValues(out string) (map[string]any, error) {
 	values := map[string]any{}
 	err := walkOutputs(out, func(rel string, b []byte) error {
-		if !strings.HasSuffix(rel, ".json") {
+		if !isJSON(rel) {
 			return nil
 		}
 		v, err := normalizedJSON(rel, b, out)
@@ -330,9 +364,26 @@ func walkOutputs(out string, fn func(rel string, b []byte) error) error {
 	})
 }
 
-// normalizedJSON is a JSON output without timingFields and checksums, with the output
-// directory replaced by "OUT".
+// isJSON reports whether an output file is JSON: a document (.json) or one per line
+// (.jsonl, the training logs).
+func isJSON(rel string) bool {
+	return strings.HasSuffix(rel, ".json") || strings.HasSuffix(rel, ".jsonl")
+}
+
+// normalizedJSON is a JSON output (a .jsonl file as the list of its lines) without
+// timingFields and checksums, with the output directory replaced by "OUT".
 func normalizedJSON(rel string, b []byte, out string) (any, error) {
+	if strings.HasSuffix(rel, ".jsonl") {
+		var lines []any
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			var v any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", rel, i+1, err)
+			}
+			lines = append(lines, normalize(v, out))
+		}
+		return lines, nil
+	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)

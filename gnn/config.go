@@ -95,6 +95,24 @@ func Losses() []Loss {
 	return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE, LossRankHingeGap}
 }
 
+// list writes xs as people write a list, "tile, flags" (not Go's [tile flags]).
+func list[T any](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// lossNames are the names of Losses, in order.
+func lossNames() []string {
+	var names []string
+	for _, l := range Losses() {
+		names = append(names, string(l))
+	}
+	return names
+}
+
 // ParseLoss parses a loss name.
 func ParseLoss(s string) (Loss, error) {
 	for _, l := range Losses() {
@@ -102,7 +120,7 @@ func ParseLoss(s string) (Loss, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown loss %q (want one of mse, rank-hinge, rank-logistic, listmle, rank-hinge-gap)", s)
+	return "", fmt.Errorf("unknown loss %q (want one of %s)", s, strings.Join(lossNames(), ", "))
 }
 
 // Rank reports whether l is a ranking loss over one kernel's configurations (pairwise or
@@ -365,13 +383,13 @@ func (c Config) Validate() error {
 	}
 	for _, w := range c.Head {
 		if w <= 0 || w > maxHidden {
-			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %v", maxHidden, c.Head))
+			errs = append(errs, fmt.Errorf("head widths must be in [1, %d], got %s", maxHidden, list(c.Head)))
 			break
 		}
 	}
 	errs = append(errs, intField("node_config_width", c.NodeConfigWidth, 0, maxNodeConfigWidth))
 	if len(c.Tasks) == 1 {
-		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %v", c.Tasks))
+		errs = append(errs, fmt.Errorf("a multi-task model needs at least two tasks, got %s", list(c.Tasks)))
 	}
 	for i, t := range c.Tasks {
 		if !slices.Contains(dataset.Tasks(), t) {

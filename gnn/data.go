@@ -63,7 +63,8 @@ func (s datasetSource) Rows(fn func(*dataset.Row) error) error {
 // model) and feature schema against its provenance, and that they were simulated alike;
 // splits each with the same split settings (a random split is a hash of the kernel key,
 // so a kernel lands on the same side in every dataset); and returns the training and
-// validation sources (from the splits' Train parts) and the Meta to record. A multi-task
+// validation sources (from the splits' Train parts) and the Meta to record. Unlabelled
+// data (dataset.Provenance.RequireLabels) is refused. A multi-task
 // model (Config.Tasks) passes its heads: datasets of any of those tasks are accepted.
 func OpenData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train, val RowSource, meta Meta, err error) {
 	train, val, meta, _, _, err = openData(opts, task, heads...)
@@ -89,9 +90,12 @@ func openData(opts DataOptions, task dataset.Task, heads ...dataset.Task) (train
 			return nil, nil, Meta{}, prov, nil, err
 		}
 		p := d.Provenance
+		if err := p.RequireLabels(dir, "train"); err != nil {
+			return nil, nil, Meta{}, prov, nil, err
+		}
 		if p.Task != task && !slices.Contains(heads, p.Task) && (p.Task.Relative() || task.Relative()) {
 			if len(heads) > 0 {
-				return nil, nil, Meta{}, prov, nil, fmt.Errorf("dataset %s holds %s rows; the model has heads for %v", dir, p.Task, heads)
+				return nil, nil, Meta{}, prov, nil, fmt.Errorf("dataset %s holds %s rows; the model has heads for %s", dir, p.Task, list(heads))
 			}
 			return nil, nil, Meta{}, prov, nil, fmt.Errorf("dataset %s holds %s rows, not %s", dir, p.Task, task)
 		}

@@ -60,7 +60,7 @@ func (m *Model) validate() error {
 		}
 		for _, t := range m.Config.Tasks {
 			if t.Relative() != m.Task.Relative() {
-				return fmt.Errorf("a multi-task model's heads must all be relative (tile, flags) or all absolute (fusion, layout), got %v", m.Config.Tasks)
+				return fmt.Errorf("a multi-task model's heads must all be relative (tile, flags) or all absolute (fusion, layout), got %s", list(m.Config.Tasks))
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func (m *Model) prepare(r *dataset.Row) (*kernel, error) {
 	k.key, k.program = r.KernelKey, r.Program
 	if m.Config.MultiTask() {
 		if !slices.Contains(m.Config.Tasks, r.Task) {
-			return nil, fmt.Errorf("row %s/%s is a %s row; the model has heads for %v", r.Program, r.KernelName, r.Task, m.Config.Tasks)
+			return nil, fmt.Errorf("row %s/%s is a %s row; the model has heads for %s", r.Program, r.KernelName, r.Task, list(m.Config.Tasks))
 		}
 		k.head = string(r.Task)
 	}

@@ -1,7 +1,14 @@
 package gnn
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
@@ -38,5 +45,59 @@ func TestMergeResume(t *testing.T) {
 	}
 	if d.SplitSeed != 1 || d.Split != dataset.SplitProgram {
 		t.Errorf("split_seed set: data %+v", d)
+	}
+}
+
+// TestResumeNeverShortensTheBudget: `--resume --epochs N` below the epochs trained once
+// "finished" at once and recorded N as the budget, and the stop reason named the
+// checkpoint's epochs ("the 1829 epochs asked for" when 5 were). Now it is refused with
+// both numbers and what to do, and every message gives the numbers asked for.
+func TestResumeNeverShortensTheBudget(t *testing.T) {
+	train, val := trainRows(t)
+	dir := filepath.Join(t.TempDir(), "model")
+	o := smallOptions(dir)
+	o.Epochs = 2
+	if _, err := trainSources(context.Background(), train, val, o); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := smallOptions(dir)
+	res.Resume, res.Epochs = true, 1
+	_, err = trainSources(context.Background(), train, val, res)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "epochs" || fe.Value != "1" || !strings.Contains(err.Error(), "has trained 2 epochs") ||
+		!strings.Contains(err.Error(), "at least 2") || !strings.Contains(err.Error(), "leave them unset") {
+		t.Fatalf("resume with fewer epochs than trained: %v", err)
+	}
+	if msg := trainFlagError(err).Error(); !strings.HasPrefix(msg, "--epochs \"1\": want at least 2") {
+		t.Errorf("as a flag: %s", msg)
+	}
+	if _, err := CheckResume(dir, res); !errors.As(err, &fe) {
+		t.Errorf("CheckResume with fewer epochs than trained: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, ModelFile)); !bytes.Equal(before, after) {
+		t.Error("the refused resume changed the checkpoint")
+	}
+	// More epochs: trained, and the reason gives the number asked for.
+	res.Epochs = 3
+	r, err := trainSources(context.Background(), train, val, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.History) != 3 || r.StopReason != fmt.Sprintf("budget: the 3 epochs asked for; best epoch %d", r.BestEpoch) {
+		t.Errorf("resumed to 3 epochs: %d epochs, reason %q", len(r.History), r.StopReason)
+	}
+	// Nothing left of the budget: said, not silently "finished".
+	var progress bytes.Buffer
+	res.Epochs, res.Progress = 0, &progress
+	r, err = trainSources(context.Background(), train, val, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.History) != 3 || r.Checkpoint.Settings.Epochs != 3 || !strings.Contains(progress.String(), "has trained 3 epochs, its budget: nothing to train") {
+		t.Errorf("resume of a finished budget: %d epochs, budget %d, progress:\n%s", len(r.History), r.Checkpoint.Settings.Epochs, progress.String())
 	}
 }

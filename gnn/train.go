@@ -67,8 +67,10 @@ type TrainOptions struct {
 	// MaxConfigs, LR, Seed, ShuffleBuffer, Patience, Epochs, Datasets) are taken from the
 	// checkpoint; a non-zero one that differs from the checkpoint's (NoBucketing: true
 	// when the checkpoint buckets), another Task, or Datasets with other fingerprints, is
-	// an error naming the field and both values. Epochs and Patience may differ (Epochs
-	// may be raised to train longer).
+	// an error naming the field and both values. Epochs and Patience may differ: Epochs
+	// may be raised to train longer, or lowered to stop sooner, but never below the
+	// epochs the checkpoint has trained (a *FieldError saying both numbers and what to
+	// do: a budget is never silently shortened).
 	Resume bool
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
@@ -250,7 +252,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &trainer{opts: opts, start: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
+	t := &trainer{opts: opts, start: time.Now(), lastEpochLine: time.Now(), lossGiven: lossGiven, seen: map[uint64]bool{}, programs: map[string]bool{}}
 	if opts.OutDir != "" && !opts.locked {
 		lock, err := lockModelDir(opts.OutDir)
 		if err != nil {
@@ -326,6 +328,9 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 		if err := saveCheckpoint(t.opts.OutDir, c, t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
 			return nil, err
 		}
+		if err := writeTrainLog(t.opts.OutDir, t.history); err != nil {
+			return nil, err
+		}
 	}
 	return &TrainResult{Model: best, History: slices.Clone(t.history), BestEpoch: t.bestEpoch, Stopped: stopped, StopReason: t.stopReason, Checkpoint: c, Backend: nn.BLASBackend}, nil
 }
@@ -334,7 +339,7 @@ func trainSources(ctx context.Context, train, val RowSource, opts TrainOptions) 
 // second run into it is refused while the first holds it (internal/dirlock), never left
 // to overwrite its checkpoint.
 func lockModelDir(dir string) (*dirlock.Lock, error) {
-	lock, err := dirlock.AcquireDir(dir, "model directory")
+	lock, err := dirlock.AcquireDir(dir, dirlock.Model)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -356,6 +361,8 @@ type trainer struct {
 	stopped    string
 	stopReason string
 	lossGiven  bool // the caller chose the loss (else a resumed run takes the checkpoint's)
+
+	lastEpochLine time.Time // when the last epoch's progress line was written
 
 	seen     map[uint64]bool // KernelIDs of the training and validation rows
 	programs map[string]bool // their programs
@@ -487,15 +494,23 @@ func (t *trainer) epoch(ctx context.Context, e int, train, val RowSource) error 
 		note = " (best)"
 	}
 	t.history = append(t.history, ep)
-	if ep.Val != nil {
-		t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerS, ep.WallS)
-	} else {
-		t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
-			e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerS, ep.WallS)
+	// A line per summaryEvery epochs (and the first and last of the budget), or after a
+	// quiet ProgressEvery; every epoch is in the log (TrainLogFile).
+	if now := time.Now(); showEpoch(e, t.opts.Epochs) || now.Sub(t.lastEpochLine) >= t.opts.ProgressEvery {
+		t.lastEpochLine = now
+		if ep.Val != nil {
+			t.progressf("epoch %d/%d: train loss %.4g, val loss %.4g, val %s %.3g%s; %d kernels, %.0f kernels/s, %.1fs",
+				e, t.opts.Epochs, trainLoss, ep.Val.Loss, t.m.Metric(), ep.Val.Metric, note, kernels, ep.KernelsPerS, ep.WallS)
+		} else {
+			t.progressf("epoch %d/%d: train loss %.4g%s (no validation rows); %d kernels, %.0f kernels/s, %.1fs",
+				e, t.opts.Epochs, trainLoss, note, kernels, ep.KernelsPerS, ep.WallS)
+		}
 	}
 	if t.opts.OutDir != "" {
 		if err := saveCheckpoint(t.opts.OutDir, t.checkpoint(), t.best, t.bestEpoch, t.state(), t.adam.Step(), newKeySet(t.seen)); err != nil {
+			return err
+		}
+		if err := writeTrainLog(t.opts.OutDir, t.history); err != nil {
 			return err
 		}
 	}
@@ -847,7 +862,9 @@ func (t *trainer) resume(given TrainOptions) error {
 		return fmt.Errorf("train: resuming %s: %w", dir, err)
 	}
 	// The checkpoint's settings (checked against the given ones above), except the
-	// number of epochs and the patience, which may change.
+	// number of epochs and the patience, which may change: epochs given (never below the
+	// epochs trained: checkResume) are the budget asked for now, replacing the
+	// checkpoint's (a step budget included); else the checkpoint's budget stands.
 	epochs := given.Epochs
 	if epochs == 0 {
 		epochs = c.Settings.Epochs
@@ -861,6 +878,9 @@ func (t *trainer) resume(given TrainOptions) error {
 	t.opts.Patience, t.opts.ShuffleBuffer, t.opts.NoBucketing = patience, s.ShuffleBuffer, !s.Bucketing
 	t.opts.Epochs = max(epochs, c.Epochs)
 	t.opts.Steps, t.opts.stepsPerEpoch, t.opts.Schedule = s.Steps, s.StepsPerEpoch, s.Schedule
+	if given.Epochs != 0 {
+		t.opts.Steps = 0 // the budget is the epochs asked for, not the steps they once came from
+	}
 	if s.Schedule == "" {
 		t.opts.Schedule = ScheduleConstant // a checkpoint from before schedules
 	}
@@ -899,6 +919,13 @@ func (t *trainer) resume(given TrainOptions) error {
 		return fmt.Errorf("train: resuming %s: best epoch %d of %d", dir, t.bestEpoch, len(t.history))
 	}
 	t.progressf("resuming %s after epoch %d (best epoch %d)", dir, len(t.history), t.bestEpoch)
+	if len(t.history) >= t.opts.Epochs {
+		asked := "its budget"
+		if given.Epochs != 0 {
+			asked = "the budget asked for"
+		}
+		t.progressf("%s has trained %d epochs, %s: nothing to train (give --epochs above %d to train longer)", dir, len(t.history), asked, len(t.history))
+	}
 	return nil
 }
 
@@ -939,6 +966,13 @@ func checkResume(dir string, c *Checkpoint, given TrainOptions) error {
 		}
 	}
 	s := c.Settings
+	if given.Epochs != 0 && given.Epochs < c.Epochs {
+		// Never silently shortened: fewer epochs than trained would stop at once and
+		// record a smaller budget than the one asked for at the start.
+		return &FieldError{Field: "epochs", Value: fmt.Sprint(given.Epochs), Range: fmt.Sprintf(
+			"at least %d to resume %s, which has trained %d epochs of its budget of %d: give more epochs to train longer, "+
+				"leave them unset to finish its budget, or train into a new directory", c.Epochs, dir, c.Epochs, s.Epochs)}
+	}
 	for _, m := range []struct {
 		field    string
 		set      bool

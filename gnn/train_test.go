@@ -198,7 +198,7 @@ func TestTrainCheckpointResumeAndLoad(t *testing.T) {
 	}
 	// Only the named tensor files remain.
 	entries, _ := os.ReadDir(full.OutDir)
-	if len(entries) != 4 { // model.json, weights, state, seen keys
+	if len(entries) != 6 { // model.json, weights, state, seen keys, the per-epoch log, the directory's kind
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())

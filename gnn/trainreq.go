@@ -74,13 +74,17 @@ func trainFlag(field string) (string, bool) {
 	return flag, ok
 }
 
-// trainFlagError rewrites an out-of-range option as the flag that set it: "--epochs 0 is
-// out of range: want an integer >= 1". Other errors pass through.
+// trainFlagError rewrites an out-of-range option as the flag that set it, in the command
+// line's one style: `--epochs "0": want an integer >= 1`. Other errors pass through.
 func trainFlagError(err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		if flag, ok := trainFlag(fe.Field); ok {
-			return fmt.Errorf("%s %s is out of range: want %s", flag, fe.Value, fe.Range)
+			v := fe.Value // a string option's value may be quoted already
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+			return fmt.Errorf("%s %q: want %s", flag, v, fe.Range)
 		}
 	}
 	return err
@@ -139,7 +143,7 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 	if r.Loss != "" {
 		var err error
 		if loss, err = ParseLoss(r.Loss); err != nil {
-			return TrainPlan{}, err
+			return TrainPlan{}, fmt.Errorf("--loss %q: want one of %s", r.Loss, strings.Join(lossNames(), ", "))
 		}
 	}
 	// The data's feature set (another than tpucost's own for imported data), read once.
@@ -164,7 +168,7 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 		return TrainPlan{}, fmt.Errorf("--lr-schedule: %w", err)
 	}
 	if r.Ensemble < 1 || r.Ensemble > MaxEnsemble {
-		return TrainPlan{}, fmt.Errorf("--ensemble %d is out of range: want an integer in [1, %d]", r.Ensemble, MaxEnsemble)
+		return TrainPlan{}, fmt.Errorf("--ensemble \"%d\": want an integer in [1, %d]", r.Ensemble, MaxEnsemble)
 	}
 	if r.Ensemble > 1 && r.Resume {
 		return TrainPlan{}, fmt.Errorf("--ensemble %d with --resume: an ensemble is not resumed, train it again into a new directory", r.Ensemble)
@@ -251,7 +255,7 @@ func trainPrior(flag string, task dataset.Task, cfg Config, loss Loss, dataSet s
 	if flag != "auto" {
 		w, err := strconv.ParseFloat(flag, 64)
 		if err != nil || math.IsNaN(w) || w < 0 {
-			return 0, fmt.Errorf("--prior %s: want auto or a number >= 0", flag)
+			return 0, fmt.Errorf("--prior %q: want auto or a number >= 0", flag)
 		}
 		return w, nil
 	}

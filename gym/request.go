@@ -57,15 +57,15 @@ func (q TrainRequest) check() error {
 	}
 	switch {
 	case q.Iterations < 1:
-		return fmt.Errorf("--iterations: got %d, want at least 1", q.Iterations)
+		return fmt.Errorf("--iterations \"%d\": want at least 1", q.Iterations)
 	case q.Samples < 2:
-		return fmt.Errorf("--samples: got %d, want at least 2", q.Samples)
+		return fmt.Errorf("--samples \"%d\": want at least 2", q.Samples)
 	case q.MaxSteps < 1:
-		return fmt.Errorf("--max-steps: got %d, want at least 1", q.MaxSteps)
+		return fmt.Errorf("--max-steps \"%d\": want at least 1", q.MaxSteps)
 	case !(q.LR > 0) || math.IsInf(q.LR, 0):
-		return fmt.Errorf("--lr: got %g, want a positive number", q.LR)
+		return fmt.Errorf("--lr \"%g\": want a positive number", q.LR)
 	case !(q.Entropy >= 0) || math.IsInf(q.Entropy, 0):
-		return fmt.Errorf("--entropy: got %g, want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
+		return fmt.Errorf("--entropy \"%g\": want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
 		return nil, err
 	}
 	// The agent directory is checked and locked before training, not after.
-	lock, err := dirlock.AcquireDir(q.Agent, "agent directory")
+	lock, err := dirlock.AcquireDir(q.Agent, dirlock.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("--agent: %w", err)
 	}
@@ -132,10 +132,10 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 		return nil, errors.New("--agent: an agent directory is required")
 	}
 	if q.RandomSeeds < 1 {
-		return nil, fmt.Errorf("--random-seeds: got %d, want at least 1", q.RandomSeeds)
+		return nil, fmt.Errorf("--random-seeds \"%d\": want at least 1", q.RandomSeeds)
 	}
 	if q.MaxSteps < 0 {
-		return nil, fmt.Errorf("--max-steps: got %d, want at least 1 (or 0: the agent's)", q.MaxSteps)
+		return nil, fmt.Errorf("--max-steps \"%d\": want at least 1 (or 0: the agent's)", q.MaxSteps)
 	}
 	programs, err := ParseProgramList(q.Programs, true)
 	if err != nil {

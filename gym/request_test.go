@@ -49,11 +49,11 @@ func TestTrainRequestRefusals(t *testing.T) {
 		want string
 	}{
 		{"no agent", func(q *TrainRequest) { q.Agent = "" }, "--agent: an agent directory is required"},
-		{"iterations", func(q *TrainRequest) { q.Iterations = 0 }, "--iterations: got 0, want at least 1"},
-		{"samples", func(q *TrainRequest) { q.Samples = 1 }, "--samples: got 1, want at least 2"},
-		{"max steps", func(q *TrainRequest) { q.MaxSteps = 0 }, "--max-steps: got 0, want at least 1"},
-		{"lr", func(q *TrainRequest) { q.LR = -1 }, "--lr: got -1, want a positive number"},
-		{"entropy", func(q *TrainRequest) { q.Entropy = -1 }, "--entropy: got -1, want a finite number >= 0 (0: no entropy bonus)"},
+		{"iterations", func(q *TrainRequest) { q.Iterations = 0 }, "--iterations \"0\": want at least 1"},
+		{"samples", func(q *TrainRequest) { q.Samples = 1 }, "--samples \"1\": want at least 2"},
+		{"max steps", func(q *TrainRequest) { q.MaxSteps = 0 }, "--max-steps \"0\": want at least 1"},
+		{"lr", func(q *TrainRequest) { q.LR = -1 }, "--lr \"-1\": want a positive number"},
+		{"entropy", func(q *TrainRequest) { q.Entropy = -1 }, "--entropy \"-1\": want a finite number >= 0 (0: no entropy bonus)"},
 		{"agent unwritable", func(q *TrainRequest) { q.Agent = filepath.Join(file, "a") }, "--agent: "},
 	} {
 		q := TrainRequest{Agent: agent, Programs: "train", Seed: 1, Iterations: 30, Samples: 4, MaxSteps: 20, LR: 0.01, Entropy: 0.01}
@@ -111,8 +111,8 @@ func TestTrainEvalRequests(t *testing.T) {
 		want string
 	}{
 		{func(q *EvalRequest) { q.Agent = "" }, "--agent: an agent directory is required"},
-		{func(q *EvalRequest) { q.RandomSeeds = 0 }, "--random-seeds: got 0, want at least 1"},
-		{func(q *EvalRequest) { q.MaxSteps = -1 }, "--max-steps: got -1, want at least 1 (or 0: the agent's)"},
+		{func(q *EvalRequest) { q.RandomSeeds = 0 }, "--random-seeds \"0\": want at least 1"},
+		{func(q *EvalRequest) { q.MaxSteps = -1 }, "--max-steps \"-1\": want at least 1 (or 0: the agent's)"},
 		{func(q *EvalRequest) { q.Programs = "" }, "--programs: no program named"},
 		{func(q *EvalRequest) { q.Agent = filepath.Join(dir, "missing") }, "--agent: "},
 	} {

@@ -27,11 +27,11 @@ done
 python3 - "$OUT" <<'PY' | tee "$OUT/table.md"
 import json, statistics, sys
 out = sys.argv[1]
-zs = {k["name"]: k for k in json.load(open(f"{out}/zero-shot.json"))["tile"]["per_kernel"] if k["scored"]}
+zs = {k["name"]: k for k in json.load(open(f"{out}/zero-shot.json"))["tile_replay"]["per_kernel"] if k["scored"]}
 rows = {"simulator": [], "analytical": [], "learned zero-shot": [], "learned fine-tuned": [], "XLA's default": []}
 for s in (1, 2, 3):
     trained = set(json.load(open(f"{out}/fine-tuned-{s}/model.json"))["trained_on"]["train_programs"])
-    ft = {k["name"]: k for k in json.load(open(f"{out}/fine-tuned-{s}.json"))["tile"]["per_kernel"]}
+    ft = {k["name"]: k for k in json.load(open(f"{out}/fine-tuned-{s}.json"))["tile_replay"]["per_kernel"]}
     held = [n for n in zs if n not in trained]
     def mean(f):
         return [statistics.mean(f(n)[0] for n in held), statistics.mean(f(n)[1] for n in held)]

@@ -17,7 +17,10 @@ import (
 
 // Version identifies the simulator's timing model; it is recorded with every dataset and
 // every cached measurement. Bump it whenever a timing changes.
-const Version = "tpusim-1.3"
+//
+// tpusim-1.4: a gather's elementwise producers are timed for the rows it reads, and a
+// kernel's smallest tile whose windows do not fit VMEM runs in pieces (cost.Plan.Chunks).
+const Version = "tpusim-1.4"
 
 // Chip is a chip preset: the compiler-visible Target plus the micro-architectural
 // parameters only the simulator uses.

@@ -1,15 +1,16 @@
 package tpusim
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/inputfile"
 	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
@@ -145,10 +146,15 @@ func (f ChipFile) Chip() (Chip, error) {
 	return c, c.Validate()
 }
 
-// LoadChipFile reads a chip file. Malformed JSON, an unknown field, a missing constant or
-// one out of its bound is one error naming the file and the field.
-func LoadChipFile(path string) (Chip, error) {
-	data, err := os.ReadFile(path)
+// LoadChipFile is LoadChipFileContext under context.Background().
+func LoadChipFile(path string) (Chip, error) { return LoadChipFileContext(context.Background(), path) }
+
+// LoadChipFileContext reads a chip file, at most inputfile.Max(ctx, inputfile.ChipJSON)
+// bytes (1 MiB unless ctx carries --max-input-bytes); a read still waiting when ctx is
+// cancelled (a FIFO) stops. Malformed JSON, an unknown field, a missing constant or one
+// out of its bound is one error naming the file and the field.
+func LoadChipFileContext(ctx context.Context, path string) (Chip, error) {
+	data, err := inputfile.ReadFile(ctx, path, inputfile.ChipJSON)
 	if err != nil {
 		return Chip{}, fmt.Errorf("chip file: %w", err)
 	}

@@ -1,6 +1,10 @@
 package tpusim
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // MaxVMEMMiB bounds a VMEM override (ChipSpec.VMEMMiB, --vmem): 1 TiB, far above any
 // chip, and its bytes fit an int64.
@@ -22,23 +26,30 @@ type ChipSpec struct {
 
 // Resolve returns the chip s selects: the preset file or the named preset, with the VMEM
 // override applied. Giving both an explicit preset and a file, an unknown preset, a bad
-// file, or a VMEM override outside [1, MaxVMEMMiB] is an error.
-func (s ChipSpec) Resolve() (Chip, error) {
+// file, or a VMEM override outside [1, MaxVMEMMiB] is an error. A file is read under
+// context.Background() (ResolveContext).
+func (s ChipSpec) Resolve() (Chip, error) { return s.ResolveContext(context.Background()) }
+
+// ResolveContext is Resolve reading the preset file under ctx (LoadChipFileContext): its
+// size limit and cancellation.
+func (s ChipSpec) ResolveContext(ctx context.Context) (Chip, error) {
 	var c Chip
 	var err error
 	switch {
 	case s.File != "" && s.PresetSet:
 		return c, fmt.Errorf("--chip and --chip-file: give one")
 	case s.File != "":
-		c, err = LoadChipFile(s.File)
+		c, err = LoadChipFileContext(ctx, s.File)
 	default:
-		c, err = Preset(s.Preset)
+		if c, err = Preset(s.Preset); err != nil {
+			return c, fmt.Errorf("--chip %q: unknown chip, want one of %s", s.Preset, strings.Join(PresetNames(), ", "))
+		}
 	}
 	if err != nil {
 		return c, err
 	}
 	if (s.VMEMMiB != 0 || s.VMEMSet) && (s.VMEMMiB < 1 || s.VMEMMiB > MaxVMEMMiB) {
-		return c, fmt.Errorf("--vmem: got %d, want MiB in [1, %d]", s.VMEMMiB, MaxVMEMMiB)
+		return c, fmt.Errorf("--vmem \"%d\": want MiB in [1, %d]", s.VMEMMiB, MaxVMEMMiB)
 	}
 	if s.VMEMMiB > 0 {
 		c = c.WithVMEM(int64(s.VMEMMiB) << 20)

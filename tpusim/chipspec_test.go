@@ -29,9 +29,9 @@ func TestChipSpecResolve(t *testing.T) {
 		{"file", ChipSpec{Preset: DefaultChip, File: path}, "fit@", 0, ""},
 		{"file and explicit preset", ChipSpec{Preset: "v3", PresetSet: true, File: path}, "", 0, "--chip and --chip-file: give one"},
 		{"unknown preset", ChipSpec{Preset: "v9"}, "", 0, "unknown chip"},
-		{"vmem 0 given", ChipSpec{Preset: "v3", VMEMSet: true}, "", 0, "--vmem: got 0, want MiB in [1, 1048576]"},
-		{"vmem negative", ChipSpec{Preset: "v3", VMEMMiB: -1}, "", 0, "--vmem: got -1"},
-		{"vmem too large", ChipSpec{Preset: "v3", VMEMMiB: MaxVMEMMiB + 1}, "", 0, "--vmem: got 1048577"},
+		{"vmem 0 given", ChipSpec{Preset: "v3", VMEMSet: true}, "", 0, "--vmem \"0\": want MiB in [1, 1048576]"},
+		{"vmem negative", ChipSpec{Preset: "v3", VMEMMiB: -1}, "", 0, "--vmem \"-1\""},
+		{"vmem too large", ChipSpec{Preset: "v3", VMEMMiB: MaxVMEMMiB + 1}, "", 0, "--vmem \"1048577\""},
 	} {
 		c, err := tc.spec.Resolve()
 		if tc.wantErr != "" {

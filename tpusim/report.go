@@ -4,27 +4,29 @@ import (
 	"encoding/json"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 )
 
 // KernelReport is one kernel's line of a simulation report.
 type KernelReport struct {
-	Name         string  `json:"name"`
-	Kind         string  `json:"kind"`
-	Key          string  `json:"key"`
-	Nodes        int     `json:"nodes"`
-	Tile         string  `json:"tile"`
-	Flags        string  `json:"flags"`
-	SimNs        float64 `json:"sim_ns"`
-	AnalyticalNs float64 `json:"analytical_ns"`
-	Bound        Bound   `json:"bound"`
-	Flops        float64 `json:"flops"`
-	Bytes        float64 `json:"bytes"` // padded HBM bytes moved
-	VMEMBytes    float64 `json:"vmem_bytes"`
+	Name         string    `json:"name"`
+	Kind         string    `json:"kind"`
+	Key          string    `json:"key"`
+	Nodes        int       `json:"nodes"`
+	Tile         cost.Tile `json:"tile"` // [] for a kernel without one, as compile --json
+	Flags        string    `json:"flags"`
+	SimNs        float64   `json:"sim_ns"`
+	AnalyticalNs float64   `json:"analytical_ns"`
+	Bound        Bound     `json:"bound"`
+	Flops        float64   `json:"flops"`
+	Bytes        float64   `json:"bytes"` // padded HBM bytes moved
+	VMEMBytes    float64   `json:"vmem_bytes"`
 	// ApproximateOps counts the kernel's instructions timed by the streaming model only
 	// (cost.Approximate); Approximate marks a kernel whose time is such an estimate (it
 	// holds one, or it is a custom-call with no precise model), not a model of the op.
+	// Both are in every kernel's JSON (false and 0 for a precisely timed kernel).
 	ApproximateOps int  `json:"approximate_ops"`
-	Approximate    bool `json:"approximate,omitempty"`
+	Approximate    bool `json:"approximate"`
 	// StagedInputs names the kernel's inputs read from VMEM, where their producer kernel
 	// left them (the staging pass); StagedOutput marks an output kept in VMEM and not
 	// written to HBM; StagedBytes is the padded HBM traffic this kernel avoids by them
@@ -32,6 +34,9 @@ type KernelReport struct {
 	StagedInputs []string `json:"staged_inputs,omitempty"`
 	StagedOutput bool     `json:"staged_output,omitempty"`
 	StagedBytes  float64  `json:"staged_bytes,omitempty"`
+	// DeviceShape is the shape of the kernel's result on one device, in a program
+	// partitioned from sharding annotations (Report.Partitions > 0; empty otherwise).
+	DeviceShape string `json:"device_shape,omitempty"`
 }
 
 // ControlReport is a control-flow or collective step of a simulation report.
@@ -76,10 +81,15 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 // Report is the simulation of a whole program: per-kernel simulated and analytical time,
 // in program order, with loops, conditionals and collectives as nested steps.
 type Report struct {
-	Program           string  `json:"program"`
-	Chip              string  `json:"chip"`
-	Simulator         string  `json:"simulator"`
-	Chips             int     `json:"chips"`
+	Program   string `json:"program"`
+	Chip      string `json:"chip"`
+	Simulator string `json:"simulator"`
+	Chips     int    `json:"chips"`
+	// Partitions is the number of devices a GSPMD module was partitioned over (its
+	// sharding annotations; compiler.Program.Partitions): the kernels are then one
+	// device's, and the collectives the partitioner inserted are steps of the schedule.
+	// 0 for a program compiled as written.
+	Partitions        int     `json:"partitions"`
 	TotalNs           float64 `json:"total_ns"`
 	AnalyticalTotalNs float64 `json:"analytical_total_ns"`
 	// ApproximateOps counts the program's ops timed by the streaming model only (in
@@ -98,9 +108,29 @@ type Report struct {
 	// StagedBytes is the padded HBM traffic the staging pass avoids in one run of the
 	// program (every run of a loop body counted): the writes and reads of the arrays kept
 	// in VMEM between kernels. HBMBytes is the padded HBM traffic the kernels still move.
+	// Both are always computed; the JSON has them only when Staged.
 	StagedBytes float64 `json:"staged_bytes"`
 	HBMBytes    float64 `json:"hbm_bytes"`
 	Kernels     []Entry `json:"kernels"`
+	// Staged says the program was compiled with staging: a mode other than off
+	// (SimRequest.Staging), or a config with staging entries (the program has candidate
+	// staging edges). Without it the JSON omits staged_bytes and hbm_bytes.
+	Staged bool `json:"-"`
+}
+
+// MarshalJSON writes r as its fields say, staged_bytes and hbm_bytes only when r.Staged
+// (`sim --staging on|auto`, or a staged config).
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	if r.Staged {
+		return json.Marshal((*plain)(r))
+	}
+	return json.Marshal(struct {
+		*plain
+		// Nil and omitted: they hide the embedded fields of the same names.
+		StagedBytes *float64 `json:"staged_bytes,omitempty"`
+		HBMBytes    *float64 `json:"hbm_bytes,omitempty"`
+	}{plain: (*plain)(r)})
 }
 
 // Simulate reports every kernel of p on chip c with its simulated (ground-truth) and
@@ -120,15 +150,16 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Program: p.Name, Chip: c.Name, Simulator: Version, TotalNs: pt.TotalNs,
-		ApproximateOps: pt.ApproxOps, ApproximateNs: pt.ApproxNs, UnknownTripCounts: pt.UnknownTrips, CollectiveNs: pt.CollectiveNs}
+	r := &Report{Program: p.Name, Chip: c.Name, Simulator: Version, TotalNs: pt.TotalNs, Staged: p.Space != nil && len(p.Space.Staging) > 0,
+		ApproximateOps: pt.ApproxOps, ApproximateNs: pt.ApproxNs, UnknownTripCounts: pt.UnknownTrips, CollectiveNs: pt.CollectiveNs,
+		Partitions: p.Partitions}
 	kr := make(map[*compiler.Kernel]*KernelReport, len(p.Kernels))
 	for i, k := range p.Kernels {
 		kt := pt.Kernels[i]
 		an := Analytical(k, c)
 		r.AnalyticalTotalNs += an * k.Weight
 		e := &KernelReport{
-			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(),
+			Name: k.Name, Kind: k.Kind, Key: k.Key, Nodes: k.Info.NumOps, Tile: append(cost.Tile{}, k.Choice.Config.Tile...), Flags: k.Choice.Config.Flags.String(),
 			SimNs: kt.Ns, AnalyticalNs: an, Bound: kt.Bound, Flops: k.Info.Flops, Bytes: kt.HBMBytes, VMEMBytes: kt.VMEMBytes,
 			ApproximateOps: k.Info.ApproxOps, Approximate: k.Approximate || k.Info.ApproxOps > 0,
 		}
@@ -139,6 +170,9 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 			}
 		}
 		e.StagedOutput, e.StagedBytes = st.Out, k.Choice.Plan.AvoidedBytes
+		if p.Partitions > 0 && k.Comp != nil && k.Comp.Root != nil {
+			e.DeviceShape = k.Comp.Root.Shape.String()
+		}
 		r.StagedBytes += e.StagedBytes * k.Weight
 		r.HBMBytes += kt.HBMBytes * k.Weight
 		kr[k] = e

@@ -98,20 +98,23 @@ func simulatePlan(info *cost.KernelInfo, tile cost.Tile, p cost.Plan, flags cost
 
 	// Compute per step.
 	var step unitTimes
+	// A chunked plan (cost.Plan.Chunks) runs each tile's step as Chunks pieces: the
+	// per-step work below, from the tile, is a piece's share.
+	pieces := float64(max(p.Chunks, 1))
 	if p.WeightBlocks > 0 {
 		perBlock := p.MXUPasses / p.WeightBlocks * 8
 		mxu := (p.WeightBlocks*math.Max(perBlock, c.WeightLoadCycles)/float64(c.MXUs) + c.MXUFillCycles) * cyc
 		if info.Kind == cost.KindGEMM && info.Groups > 1 {
 			// Thin groups on the vector unit: one multiply-add per lane per slot per cycle.
 			macs := float64(tile[0]) * float64(min(tile[1], info.N)) * float64(min(tile[2], info.K))
-			vpuConv := macs / (float64(c.Lanes*c.Sublanes) * c.VALUSlots) * cyc
+			vpuConv := macs / (float64(c.Lanes*c.Sublanes) * c.VALUSlots) * cyc / pieces
 			mxu = math.Min(mxu, vpuConv)
 		}
 		if info.Kind == cost.KindGEMM && !info.IsConv && info.Batch > 1 {
 			// Thin batched products on the vector unit: per product, each output vreg
 			// takes K multiply-adds, each with a broadcast of the LHS element.
 			outVregs := math.Ceil(float64(min(tile[0], info.M))/float64(c.Sublanes)) * math.Ceil(float64(min(tile[1], info.N))/float64(c.Lanes))
-			vpuBatch := math.Max(p.BatchPerStep, 1) * outVregs * float64(min(tile[2], info.K)) * 2 / c.VALUSlots * cyc
+			vpuBatch := math.Max(p.BatchPerStep, 1) * outVregs * float64(min(tile[2], info.K)) * 2 / c.VALUSlots * cyc / pieces
 			mxu = math.Min(mxu, vpuBatch)
 		}
 		step.mxu = mxu

@@ -38,7 +38,7 @@ func TestSimRequest(t *testing.T) {
 	if r, err = (SimRequest{Src: "m.hlo", Shapes: "d0=4", Chips: 4, Compile: compile, Warn: &warn}).Simulate(c); err != nil || r.Chips != 4 || warn.Len() != 0 {
 		t.Errorf("--chips 4: chips %d, warning %q, %v: want 4 chips and no warning", r.Chips, warn.String(), err)
 	}
-	if _, err := (SimRequest{Src: "m.hlo", Shapes: "d0=4", Chips: -1, Compile: compile}).Simulate(c); err == nil || err.Error() != "--chips must be >= 0, got -1" {
+	if _, err := (SimRequest{Src: "m.hlo", Shapes: "d0=4", Chips: -1, Compile: compile}).Simulate(c); err == nil || err.Error() != "--chips \"-1\": want an integer >= 0" {
 		t.Errorf("--chips -1: %v, want one error naming the flag", err)
 	}
 }

@@ -20,6 +20,12 @@ func (r *Report) WriteText(out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "%s on %s (%s): %d kernels, %.1f us simulated, %.1f us analytical\n", r.Program, r.Chip, r.Simulator, n, r.TotalNs/1e3, r.AnalyticalTotalNs/1e3)
+	switch {
+	case r.Partitions == 1:
+		fmt.Fprintf(out, "partitioned over 1 device: the global program of a sharded (GSPMD) module on one chip, annotations dropped, no collectives\n")
+	case r.Partitions > 1:
+		fmt.Fprintf(out, "partitioned over %d devices (GSPMD): kernels and times are one device's, with the collectives the partitioner inserted\n", r.Partitions)
+	}
 	if r.StagedBytes > 0 {
 		fmt.Fprintf(out, "staged in VMEM: %.3g bytes of HBM traffic avoided (%.3g still moved)\n", r.StagedBytes, r.HBMBytes)
 	}

@@ -43,7 +43,7 @@ func OpenConfigOut(flag, path string, batch, force bool) (*ConfigOut, error) {
 		return nil, err
 	}
 	// One writer per directory of tuned configs.
-	lock, err := dirlock.AcquireDir(path, "tuned-config directory")
+	lock, err := dirlock.AcquireDir(path, dirlock.TunedConfigs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}

@@ -56,11 +56,14 @@ const confirmFalseKeep = 1e-6
 // The confirmation's measurements are not part of the search budget (Report.Measurements)
 // but their modelled cost is part of Report.HardwareS.
 type Confirmation struct {
-	Outcome      string  `json:"outcome"`      // KeptWinner, KeptStart, KeptDefault or NoChange
-	Measurements int     `json:"measurements"` // distinct programs re-measured: 2 or 3, or 0 for NoChange
-	RunsEach     int     `json:"runs_each"`    // runs per re-measured program
-	WinnerNs     float64 `json:"winner_ns"`    // the winner's minimum over the runs
-	StartNs      float64 `json:"start_ns"`     // the start's minimum over the runs
+	Outcome      string `json:"outcome"`      // KeptWinner, KeptStart, KeptDefault or NoChange
+	Measurements int    `json:"measurements"` // distinct programs re-measured: 2 or 3, or 0 for NoChange
+	RunsEach     int    `json:"runs_each"`    // runs per re-measured program
+	// WinnerNs and StartNs are the winner's and the start's minimum over the runs. For
+	// NoChange nothing is re-measured: they are 0 and absent from the JSON (a 0 there
+	// would read as a measured time).
+	WinnerNs float64 `json:"winner_ns,omitempty"`
+	StartNs  float64 `json:"start_ns,omitempty"`
 	// DefaultNs is the default compile's minimum over the runs, when it differs from
 	// the start (a store); else 0 (absent), and StartNs is the default's.
 	DefaultNs float64 `json:"default_ns,omitempty"`

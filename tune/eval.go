@@ -79,7 +79,10 @@ type run struct {
 	graphModel, kernelModel *modelScorer
 	phase                   string
 	phaseMeas               int
-	bestNs                  float64 // best measured program time so far (an estimate in kernel phases)
+	// scored and scoreBudget are Progress.Scored and ScoreBudget: set by a model
+	// search's evaluator (scoredProgress), cleared when the search ends or a phase begins.
+	scored, scoreBudget int
+	bestNs              float64 // best measured program time so far (an estimate in kernel phases)
 	// bestAt is the count of measurements when a program measurement last improved bestNs.
 	bestAt int
 }
@@ -88,8 +91,16 @@ func (r *run) left() int { return r.budget - r.measurements }
 
 func (r *run) progress() {
 	if r.opts.Progress != nil {
-		r.opts.Progress(Progress{Program: r.cc.mod.Name, Phase: r.phase, Measurements: r.measurements, Budget: r.budget, BestNs: r.bestNs})
+		r.opts.Progress(Progress{Program: r.cc.mod.Name, Phase: r.phase, Measurements: r.measurements, Budget: r.budget, BestNs: r.bestNs,
+			Scored: r.scored, ScoreBudget: r.scoreBudget})
 	}
+}
+
+// scoredProgress reports that the running model search has scored n of at most budget
+// candidates (Progress.Scored).
+func (r *run) scoredProgress(n, budget int) {
+	r.scored, r.scoreBudget = n, budget
+	r.progress()
 }
 
 // salt derives a measurement's salt from the run's seed and the candidate's identity, so
@@ -236,6 +247,12 @@ func (e *modelEval) used() int      { return e.n }
 func (e *modelEval) limit() int     { return e.cap }
 
 func (e *modelEval) eval(_ context.Context, cands []*candidate) error {
+	n0 := e.n
+	defer func() {
+		if e.n > n0 {
+			e.r.scoredProgress(e.n, e.cap)
+		}
+	}()
 	for _, c := range cands {
 		if c.evaluated {
 			continue

@@ -19,7 +19,7 @@ func ParseKinds(list string) ([]compiler.Kind, error) {
 		}
 		k := compiler.Kind(strings.ToLower(s))
 		if !slices.Contains(compiler.Kinds(), k) {
-			return nil, fmt.Errorf("--kinds: unknown kind %q (kinds: layout, fusion, tile, flags)", s)
+			return nil, fmt.Errorf("--kinds %q: want one or more of layout, fusion, tile, flags", s)
 		}
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)

@@ -14,7 +14,7 @@ import (
 // simulator times; the ragged times follow tpusim/ragged's model (each sequence's share
 // of its length's program, plus the packing gather).
 type RaggedReport struct {
-	Source  string `json:"source"`
+	Program string `json:"program"` // the zoo model tuned (its SRC), as sim --lengths says
 	Lengths []int  `json:"lengths"`
 	Batch   int    `json:"batch"`
 	// PaddedNs is the batch padded to the longest length with default configs;
@@ -60,7 +60,7 @@ func RunRagged(ctx context.Context, src string, lengths []int, opts Options) (*R
 	if err != nil {
 		return nil, err
 	}
-	out := &RaggedReport{Source: src, Lengths: base.Lengths, Batch: base.Batch, PaddedNs: base.PaddedNs,
+	out := &RaggedReport{Program: src, Lengths: base.Lengths, Batch: base.Batch, PaddedNs: base.PaddedNs,
 		DefaultRaggedNs: base.RaggedNs, PackNs: base.PackNs, PaddingWaste: base.PaddingWaste,
 		Measurements: rep.Measurements, Strategy: rep.Strategy, Shapes: rep.Shapes, HardwareS: rep.HardwareS, WallS: rep.WallS}
 	// The tuned ragged time: the default's, less each sequence's share of what tuning

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler"
@@ -150,7 +151,7 @@ func (q Request) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := q.Chip.Resolve()
+	c, err := q.Chip.ResolveContext(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -207,34 +208,20 @@ func (q Request) Run(ctx context.Context) (*Result, error) {
 		defer s.Close()
 		opts.Store = s
 	}
-	var bar *progress.Reporter
-	opts.Progress = func(p Progress) {
-		if bar == nil {
-			bar = progress.New(q.Log, "tune "+p.Program, int64(p.Budget))
-		}
-		best := "-"
-		if p.BestNs > 0 && p.BestNs < 1e300 {
-			best = fmt.Sprintf("%.0f ns", p.BestNs)
-		}
-		bar.Update(int64(p.Measurements), fmt.Sprintf("[%s] best %s", p.Phase, best))
-	}
+	bars := &progressBars{w: q.Log}
+	opts.Progress = bars.update
 	var writeErr error
 	finished := 0
 	b, err := RunMany(ctx, srcs, opts, func(r *Report) {
 		finished++
-		if bar != nil {
-			bar.Done()
-			bar = nil
-		}
+		bars.done()
 		r.WriteDone(q.Log)
 		if out != nil && writeErr == nil {
 			writeErr = out.Write(r)
 		}
 	})
 	if err != nil {
-		if bar != nil {
-			bar.Done()
-		}
+		bars.done()
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, q.interrupted(srcs, finished, batch, err)
 		}
@@ -308,13 +295,17 @@ func optionFlag(field string) (string, bool) {
 	return "", false
 }
 
-// flagError rewrites an invalid option (*OptionError) as an error naming its flag; other
-// errors pass through.
+// flagError rewrites an invalid option (*OptionError) as an error naming its flag in the
+// command line's one style, `--FLAG "VALUE": want WANT`; other errors pass through.
 func flagError(err error) error {
 	var oe *OptionError
 	if errors.As(err, &oe) {
 		if flag, ok := optionFlag(oe.Field); ok {
-			return fmt.Errorf("%s: got %s, want %s", flag, oe.Value, oe.Want)
+			v := oe.Value // a string option's value is quoted already
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+			return fmt.Errorf("%s %q: want %s", flag, v, oe.Want)
 		}
 	}
 	return err
@@ -378,7 +369,10 @@ func (q Request) runRagged(ctx context.Context, srcs []string, batch bool, opts 
 	if err != nil {
 		return nil, fmt.Errorf("--lengths: %w", err)
 	}
+	bars := &progressBars{w: q.Log, perPhase: true}
+	opts.Progress = bars.update
 	rep, err := RunRagged(ctx, srcs[0], lengths, opts)
+	bars.done()
 	var oe *OptionError
 	if errors.As(err, &oe) {
 		return nil, flagError(err)
@@ -434,22 +428,10 @@ func (q Request) runShapes(ctx context.Context, srcs []string, batch bool, list 
 			return nil, err
 		}
 	}
-	var bar *progress.Reporter
-	prog := ""
-	opts.Progress = func(p Progress) {
-		if bar != nil && p.Program+p.Phase != prog { // the per-shape baseline's next run
-			bar.Done()
-			bar = nil
-		}
-		if bar == nil {
-			bar, prog = progress.New(q.Log, "tune "+p.Program+" ["+p.Phase+"]", int64(p.Budget)), p.Program+p.Phase
-		}
-		bar.Update(int64(p.Measurements), "")
-	}
+	bars := &progressBars{w: q.Log, perPhase: true}
+	opts.Progress = bars.update
 	rep, err := RunShapes(ctx, srcs[0], list, opts, q.ComparePerShape)
-	if bar != nil {
-		bar.Done()
-	}
+	bars.done()
 	if err != nil {
 		return nil, flagError(err)
 	}
@@ -463,4 +445,52 @@ func StrategyNames() string {
 		names = append(names, string(st))
 	}
 	return strings.Join(names, ", ")
+}
+
+// progressBars shows a run's Progress on w (internal/progress: a bar on a terminal, a
+// line every few seconds otherwise): a bar per program counting its measurements against
+// the budget, with the phase and the best time so far, and, while a learned model scores
+// candidates, a bar of the programs scored against the most it will score. With perPhase
+// (shape-generic and ragged runs, whose per-shape baseline tunes program after program)
+// each phase has a bar of its own.
+type progressBars struct {
+	w        io.Writer
+	perPhase bool
+	bar      *progress.Reporter
+	key      string // what bar counts: program, phase (perPhase) and whether scoring
+}
+
+// update shows p (an Options.Progress).
+func (b *progressBars) update(p Progress) {
+	desc, total, done := "tune "+p.Program, p.Budget, p.Measurements
+	if b.perPhase {
+		desc += " [" + p.Phase + "]"
+	}
+	status := ""
+	if !b.perPhase {
+		best := "-"
+		if p.BestNs > 0 && p.BestNs < 1e300 {
+			best = fmt.Sprintf("%.0f ns", p.BestNs)
+		}
+		status = fmt.Sprintf("[%s] best %s", p.Phase, best)
+	}
+	if p.ScoreBudget > 0 {
+		desc += " model"
+		total, done, status = p.ScoreBudget, p.Scored, "scored by the model"
+	}
+	if b.bar != nil && desc != b.key {
+		b.done()
+	}
+	if b.bar == nil {
+		b.bar, b.key = progress.New(b.w, desc, int64(total)), desc
+	}
+	b.bar.Update(int64(done), status)
+}
+
+// done finishes the current bar, if any.
+func (b *progressBars) done() {
+	if b.bar != nil {
+		b.bar.Done()
+		b.bar = nil
+	}
 }

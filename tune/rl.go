@@ -134,7 +134,7 @@ func checkRLKinds(kinds []compiler.Kind) error {
 	}
 	for _, k := range kinds {
 		if !slices.Contains(RLKinds(), k) {
-			return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got %v", kinds)
+			return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got %s", KindList(kinds))
 		}
 	}
 	return nil

@@ -85,7 +85,7 @@ type PerShapeReport struct {
 
 // ShapesReport is the result of a shape-generic run (RunShapes).
 type ShapesReport struct {
-	Source    string `json:"source"`
+	Program   string `json:"program"` // the program tuned (its SRC); shapes[].program is each size's
 	Dim       string `json:"dim"`
 	Chip      string `json:"chip"`
 	Simulator string `json:"simulator"`
@@ -197,7 +197,7 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	}
 	shapes := make([]*shapeCtx, len(list.Values))
 	for i, v := range list.Values {
-		m, err := zoo.ResolveShapes(src, list.At(v))
+		m, err := zoo.ResolveShapesContext(ctx, src, list.At(v))
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +226,7 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	} else if modelEvals, err = modelGuidedShapes(ctx, r, ge, ref); err != nil {
 		return nil, fmt.Errorf("tuning %s at %s (%s, model-guided): %w", src, list, o.Strategy, err)
 	}
-	rep := &ShapesReport{Source: src, Dim: list.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
+	rep := &ShapesReport{Program: src, Dim: list.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
 		Seed: o.Seed, Budget: o.Budget, Dispatch: dispatchRule, ModelGuided: r.graphModel != nil, ModelEvaluations: modelEvals}
 	for _, sh := range shapes {
 		if sh.best == nil {
@@ -511,6 +511,7 @@ func modelGuidedShapes(ctx context.Context, r *run, ge *genericEval, ref *shapeC
 	evals := max(1, r.opts.ModelEvals/len(ge.shapes))
 	me := &genericModelEval{r: r, shapes: ge.shapes, base: base, cap: evals, cache: map[string]float64{}}
 	s := newSearch(r, me, newKindSet(r.opts.Kinds), "shape-generic/model", []*candidate{ref.def})
+	r.scoredProgress(0, me.cap)
 	if err := s.run(ctx, r.opts.Strategy); err != nil {
 		return 0, err
 	}
@@ -587,5 +588,8 @@ func (e *genericModelEval) eval(ctx context.Context, cands []*candidate) error {
 		e.scored = append(e.scored, &candidate{cfg: c.cfg, fp: c.fp, value: v, evaluated: true})
 	}
 	fromCache(cands, e.cache) // duplicates within the batch take the value just measured
+	if len(todo) > 0 {
+		e.r.scoredProgress(e.n, e.cap)
+	}
 	return nil
 }

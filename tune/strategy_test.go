@@ -59,7 +59,7 @@ func bruteForce(t *testing.T) (distinct int, best float64) {
 		}
 		var sig strings.Builder
 		for _, k := range r.Kernels {
-			sig.WriteString(k.Key + k.Tile + k.Flags + ";")
+			sig.WriteString(k.Key + k.Tile.String() + k.Flags + ";")
 		}
 		seen[sig.String()] = true
 		best = math.Min(best, r.TotalNs)

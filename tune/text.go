@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
 // The text forms of the reports (tpucost tune without --json): a header, a table and
@@ -118,7 +119,7 @@ func (b *BatchReport) WriteText(w io.Writer, strategy Strategy, budget int) erro
 // WriteText writes rep as text: a line per size, the search's summary, the dispatch rule
 // and the per-shape baseline when run. list is the run's sizes.
 func (rep *ShapesReport) WriteText(w io.Writer, list zoo.ShapeList) error {
-	fmt.Fprintf(w, "%s at %s on %s (%s), strategy %s, budget %d, seed %d: one shape-generic search\n", rep.Source, list, rep.Chip, rep.Simulator, rep.Strategy, rep.Budget, rep.Seed)
+	fmt.Fprintf(w, "%s at %s on %s (%s), strategy %s, budget %d, seed %d: one shape-generic search\n", rep.Program, list, rep.Chip, rep.Simulator, rep.Strategy, rep.Budget, rep.Seed)
 	if err := writeShapeTable(w, "VALUE", rep.Shapes); err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (rep *ShapesReport) WriteText(w io.Writer, list zoo.ShapeList) error {
 // WriteText writes rep as text: a line per length and the ragged times; budget is the
 // run's Options.Budget.
 func (rep *RaggedReport) WriteText(w io.Writer, budget int) error {
-	fmt.Fprintf(w, "%s, a ragged batch of %d sequences (lengths %v, batch %d per run), strategy %s, budget %d\n", rep.Source, len(rep.Lengths), rep.Lengths, rep.Batch, rep.Strategy, budget)
+	fmt.Fprintf(w, "%s, a ragged batch of %d sequences (lengths %s, batch %d per run), strategy %s, budget %d\n", rep.Program, len(rep.Lengths), ragged.FormatLengths(rep.Lengths), rep.Batch, rep.Strategy, budget)
 	if err := writeShapeTable(w, "LENGTH", rep.Shapes); err != nil {
 		return err
 	}

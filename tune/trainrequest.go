@@ -43,12 +43,12 @@ func (q TrainPolicyRequest) Run(ctx context.Context) (*PolicyResult, error) {
 	if q.Log == nil {
 		q.Log = io.Discard
 	}
-	mods, opts, err := q.options()
+	mods, opts, err := q.options(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// The policy directory is checked and locked before training, not after.
-	lock, err := dirlock.AcquireDir(q.Out, "policy directory")
+	lock, err := dirlock.AcquireDir(q.Out, dirlock.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
@@ -68,18 +68,18 @@ func (q TrainPolicyRequest) Run(ctx context.Context) (*PolicyResult, error) {
 
 // options checks the request's flags in order and assembles the programs and the
 // TrainPolicyOptions (with a Progress writing to Log).
-func (q TrainPolicyRequest) options() ([]*hlo.Module, TrainPolicyOptions, error) {
+func (q TrainPolicyRequest) options(ctx context.Context) ([]*hlo.Module, TrainPolicyOptions, error) {
 	var none TrainPolicyOptions
 	if q.Out == "" {
 		return nil, none, errors.New("--out: a policy directory is required")
 	}
 	switch {
 	case q.Episodes < 1:
-		return nil, none, fmt.Errorf("--episodes %d: want an integer >= 1", q.Episodes)
+		return nil, none, fmt.Errorf("--episodes \"%d\": want an integer >= 1", q.Episodes)
 	case q.Samples < 2:
-		return nil, none, fmt.Errorf("--samples %d: want an integer >= 2 (REINFORCE compares samples)", q.Samples)
+		return nil, none, fmt.Errorf("--samples \"%d\": want an integer >= 2 (REINFORCE compares samples)", q.Samples)
 	case !(q.LR > 0 && q.LR <= 1):
-		return nil, none, fmt.Errorf("--lr %g: want a number in (0, 1]", q.LR)
+		return nil, none, fmt.Errorf("--lr \"%g\": want a number in (0, 1]", q.LR)
 	}
 	if err := workers.Check("--workers", q.Workers); err != nil {
 		return nil, none, err
@@ -90,7 +90,7 @@ func (q TrainPolicyRequest) options() ([]*hlo.Module, TrainPolicyOptions, error)
 	}
 	var mods []*hlo.Module
 	for _, s := range names {
-		m, err := zoo.Resolve(s)
+		m, err := zoo.ResolveContext(ctx, s)
 		if err != nil {
 			return nil, none, fmt.Errorf("--programs: %w", err)
 		}
@@ -106,7 +106,7 @@ func (q TrainPolicyRequest) options() ([]*hlo.Module, TrainPolicyOptions, error)
 	if err := CheckRLKinds(kinds); err != nil {
 		return nil, none, err
 	}
-	c, err := q.Chip.Resolve()
+	c, err := q.Chip.ResolveContext(ctx)
 	if err != nil {
 		return nil, none, err
 	}

@@ -124,8 +124,9 @@ type Options struct {
 	// Policy is the layout and fusion policy of the rl strategy (LoadPolicy); required by it.
 	Policy *Policy
 
-	// Progress, if set, is called from the run's goroutine after each batch of
-	// measurements.
+	// Progress, if set, is called from the run's goroutine at the start of each phase,
+	// after each batch of measurements and, in a search on a learned model's predictions,
+	// after each batch of programs the model scores.
 	Progress func(Progress)
 
 	// measured, if set (tests), is called with the identity of every measurement taken.
@@ -139,6 +140,10 @@ type Progress struct {
 	Measurements int // taken so far, all phases
 	Budget       int
 	BestNs       float64 // best program time measured so far (estimated in kernel phases)
+	// Scored and ScoreBudget: while a search runs on a learned model's predictions
+	// (Options.GraphModel), the programs (shape-generic: configs) the model has scored in
+	// it so far and the most it will score; both 0 otherwise.
+	Scored, ScoreBudget int
 }
 
 // PhaseReport summarizes one phase of a run.
@@ -508,6 +513,7 @@ func nothingToTune(m *hlo.Module, o Options, def *candidate, t0 time.Time) (*Rep
 // beginPhase starts a phase report.
 func (r *run) beginPhase(name string) {
 	r.phase, r.phaseMeas = name, 0
+	r.scored, r.scoreBudget = 0, 0
 	r.progress()
 }
 
@@ -527,9 +533,11 @@ func (r *run) graphSearch(ctx context.Context, st Strategy, kinds kindSet, start
 	} else {
 		me := &modelEval{r: r, m: r.graphModel, cap: r.opts.ModelEvals, cache: map[string]float64{}}
 		s := newSearch(r, me, kinds, name+"/model", start)
+		r.scoredProgress(0, me.cap)
 		if err := s.run(ctx, st); err != nil {
 			return nil, err
 		}
+		r.scored, r.scoreBudget = 0, 0 // the model's top k are measured next
 		ph.ModelEvaluations = me.n
 		top := survivors(me.scored, r.opts.TopKGraph)
 		// The starting program is always among those measured, so that a model that
@@ -648,7 +656,7 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("before tuning %s: %w", src, err)
 		}
-		m, err := zoo.ResolveShapes(src, opts.Shapes)
+		m, err := zoo.ResolveShapesContext(ctx, src, opts.Shapes)
 		if err != nil {
 			return nil, err
 		}

@@ -125,6 +125,24 @@ type KernelInfo struct {
 	// base is the analysis a staged copy (Planned.Staged) was made from; nil in an
 	// analysis Analyze made.
 	base *KernelInfo
+	// rowFrac is, while Analyze runs, the share of its elements a fused instruction
+	// computes when less than all (gatherChains).
+	rowFrac map[*hlo.Instruction]float64
+}
+
+// of is the cost of fused instruction x as the kernel computes it: Of(x), scaled by the
+// share of its elements computed when it only feeds the rows a gather reads
+// (gatherChains).
+func (k *KernelInfo) of(x *hlo.Instruction) OpCost {
+	c := Of(x)
+	if f, ok := k.rowFrac[x]; ok {
+		c.Flops *= f
+		c.Transcendentals *= f
+		c.VectorOps *= f
+		c.BytesRead *= f
+		c.BytesWritten *= f
+	}
+	return c
 }
 
 // Analyze computes the KernelInfo of a fused computation: its parameters are the kernel's
@@ -135,12 +153,14 @@ func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
 		return nil, fmt.Errorf("kernel computation has no root")
 	}
 	k := &KernelInfo{OpCounts: map[hlo.Opcode]int{}, Groups: 1}
+	_, k.rowFrac = gatherChains(fc)
+	defer func() { k.rowFrac = nil }() // the analysis keeps no instruction
 	var hero *hlo.Instruction
 	for _, in := range fc.Instructions {
 		if in.Opcode == hlo.OpParameter {
 			continue
 		}
-		c := Of(in)
+		c := k.of(in)
 		k.Flops += c.Flops
 		k.Transcendentals += c.Transcendentals
 		k.VectorOps += c.VectorOps
@@ -192,7 +212,44 @@ func Analyze(fc *hlo.Computation, t Target) (*KernelInfo, error) {
 		k.Kind = KindLoop
 		analyzeLoop(k, fc, params, t)
 	}
+	k.fitResidents(t)
 	return k, nil
+}
+
+// fitResidents streams resident inputs instead, the largest first, while the resident
+// inputs take more than half of VMEM and the kernel's smallest tile does not fit it with
+// one buffer per window: a kernel that cannot hold all its small inputs at once (a
+// concatenation of a hundred slices of an LSTM's state) reads each through a window of
+// the blocks that need it, as every operand of a TPU kernel whose whole does not fit is
+// blocked. Kernels that fit are left as they are.
+func (k *KernelInfo) fitResidents(t Target) {
+	if len(k.Dims) == 0 {
+		return
+	}
+	vmem := float64(t.VMEMBytes)
+	if k.planWhole(k.smallestTile(), t).Footprint(singleBuffer) <= vmem {
+		return
+	}
+	streamed := RoleStream
+	if k.Kind == KindGEMM {
+		streamed = RoleEpilogue
+	}
+	for {
+		total, big := 0.0, -1
+		for i, in := range k.Inputs {
+			if in.Role != RoleResident || in.Staged || arrayShape(in.Shape).Rank() == 0 {
+				continue
+			}
+			total += in.Padded
+			if big < 0 || in.Padded > k.Inputs[big].Padded {
+				big = i
+			}
+		}
+		if big < 0 || total <= vmem/2 {
+			return
+		}
+		k.Inputs[big].Role = streamed
+	}
 }
 
 // arrayShape returns s, or the first array element of a tuple.
@@ -331,21 +388,106 @@ func minorDim(s hlo.Shape) int {
 }
 
 // gatherTables maps each parameter read through a gather or dynamic-slice (as the
-// indexed operand) to the number of elements gathered from it.
+// indexed operand) to the number of elements gathered from it (gatherChains).
 func gatherTables(fc *hlo.Computation) map[*hlo.Instruction]int64 {
-	g := map[*hlo.Instruction]int64{}
-	for _, in := range fc.Instructions {
-		if in.Opcode == hlo.OpGather || in.Opcode == hlo.OpDynamicSlice {
-			src := in.Operands[0]
-			for src.Opcode == hlo.OpBitcast || src.Opcode == hlo.OpReshape || src.Opcode == hlo.OpConvert {
-				src = src.Operands[0]
+	g, _ := gatherChains(fc)
+	return g
+}
+
+// gatherChains finds what a kernel reads of the operands it indexes. A gather or
+// dynamic-slice reads only the rows it indexes of its operand (operand 0), and the kernel
+// computes what that operand is computed from element by element (a rotary table's
+// complex(cos(t), sin(t)), a dequantized embedding's convert and multiply) for those
+// rows only, as XLA's emitters compute a fused producer at the indices its consumer
+// reads: the chain is the operand and its producers through bitcasts, reshapes, converts,
+// copies, elementwise and transcendental ops down to parameters, broadcasts and
+// constants, with every member used only by the chain (or as the gather's operand).
+//
+// tables maps each parameter of a chain, and each parameter that is the indexed operand
+// through bitcasts, reshapes and converts only (whatever its other uses), to the elements
+// read from it, summed over the gathers; frac maps each other member of a chain to the
+// share of its elements computed (at most 1).
+func gatherChains(fc *hlo.Computation) (tables map[*hlo.Instruction]int64, frac map[*hlo.Instruction]float64) {
+	tables = map[*hlo.Instruction]int64{}
+	var users map[*hlo.Instruction][]*hlo.Instruction
+	read := map[*hlo.Instruction]float64{} // elements of each chain member read
+	for _, g := range fc.Instructions {
+		if g.Opcode != hlo.OpGather && g.Opcode != hlo.OpDynamicSlice {
+			continue
+		}
+		n := g.Shape.Elements()
+		src := g.Operands[0]
+		direct := src
+		for direct.Opcode == hlo.OpBitcast || direct.Opcode == hlo.OpReshape || direct.Opcode == hlo.OpConvert {
+			direct = direct.Operands[0]
+		}
+		if direct.Opcode == hlo.OpParameter {
+			tables[direct] += n
+			continue
+		}
+		if users == nil {
+			users = map[*hlo.Instruction][]*hlo.Instruction{}
+			for _, in := range fc.Instructions {
+				for _, op := range in.Operands {
+					users[op] = append(users[op], in)
+				}
 			}
-			if src.Opcode == hlo.OpParameter {
-				g[src] += in.Shape.Elements()
+		}
+		chain := rowChain(src, g, users)
+		for x := range chain {
+			if x.Opcode == hlo.OpParameter {
+				tables[x] += n
+			} else {
+				read[x] += float64(n)
 			}
 		}
 	}
-	return g
+	if len(read) > 0 {
+		frac = make(map[*hlo.Instruction]float64, len(read))
+		for x, r := range read {
+			frac[x] = math.Min(r/float64(max(x.Shape.Elements(), 1)), 1)
+		}
+	}
+	return tables, frac
+}
+
+// rowChain is the chain of gather (or dynamic-slice) g's indexed operand src
+// (gatherChains): src and its element-preserving producers, without those used outside
+// the chain (and, with them, what only they use).
+func rowChain(src, g *hlo.Instruction, users map[*hlo.Instruction][]*hlo.Instruction) map[*hlo.Instruction]bool {
+	elems := src.Shape.Elements()
+	chain := map[*hlo.Instruction]bool{}
+	stack := []*hlo.Instruction{src}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if chain[x] || !x.Shape.IsArray() || x.Shape.Elements() != elems {
+			continue
+		}
+		switch cat := x.Opcode.Category(); {
+		case x.Opcode == hlo.OpParameter, x.Opcode == hlo.OpConstant, x.Opcode == hlo.OpIota, x.Opcode == hlo.OpBroadcast:
+			chain[x] = true // a leaf: computed (or read) per element
+		case cat == hlo.CatElementwise, cat == hlo.CatTranscendental,
+			x.Opcode == hlo.OpBitcast, x.Opcode == hlo.OpReshape, x.Opcode == hlo.OpConvert, x.Opcode == hlo.OpCopy:
+			chain[x] = true
+			stack = append(stack, x.Operands...)
+		}
+	}
+	// Drop what is used outside the chain, until every member's users are in it.
+	for changed := true; changed; {
+		changed = false
+		for x := range chain {
+			for _, u := range users[x] {
+				if chain[u] || (x == src && u == g && !slices.Contains(g.Operands[1:], x)) {
+					continue
+				}
+				delete(chain, x)
+				changed = true
+				break
+			}
+		}
+	}
+	return chain
 }
 
 // demand computes how many elements of each instruction of fc a kernel actually reads
@@ -496,7 +638,7 @@ func analyzeReduce(k *KernelInfo, fc *hlo.Computation, red *hlo.Instruction, par
 		if x.Opcode == hlo.OpParameter {
 			continue
 		}
-		c := Of(x)
+		c := k.of(x)
 		if after[x] {
 			postVec += c.VectorOps
 			postTrans += c.Transcendentals
@@ -769,7 +911,7 @@ func analyzeGEMM(k *KernelInfo, fc *hlo.Computation, hero *hlo.Instruction, para
 		if x.Opcode == hlo.OpParameter || x == hero {
 			continue
 		}
-		c := Of(x)
+		c := k.of(x)
 		switch {
 		case after[x]:
 			epiVec += c.VectorOps

@@ -206,6 +206,15 @@ type Plan struct {
 	// BatchPerStep is the average number of a batched GEMM's independent products one
 	// grid step computes (1 unless the tile covers whole products: see planGEMM).
 	BatchPerStep float64
+
+	// Chunks is the number of pieces each step's input windows are streamed through
+	// VMEM in when the kernel's smallest tile does not fit with one buffer per window
+	// (see chunk); 0 or 1: whole windows. Steps and InnerSteps count the pieces.
+	Chunks int64
+
+	// blockBuf is the part of StreamBufferBytes held per output block (the output
+	// window and a GEMM's epilogue windows): chunk never splits it.
+	blockBuf float64
 }
 
 // Footprint is the VMEM the plan needs with the given flags.
@@ -257,8 +266,24 @@ func (k *KernelInfo) validTile(tile Tile) error {
 	return nil
 }
 
-// plan computes the plan of a valid tile.
+// plan computes the plan of a valid tile: its windows whole (planWhole), or streamed in
+// pieces when the tile is the kernel's smallest and its windows do not fit VMEM even with
+// one buffer each (chunk).
 func (k *KernelInfo) plan(tile Tile, t Target) Plan {
+	p := k.planWhole(tile, t)
+	if len(tile) > 0 && p.Footprint(singleBuffer) > float64(t.VMEMBytes) && k.smallest(tile) {
+		acc := 0.0
+		if k.Kind == KindGEMM && p.AccumulatorBytes == 0 {
+			// The pieces of a step may split K: their partial products accumulate.
+			acc = float64(tile[0]) * float64(tile[1]) * 4
+		}
+		p.chunk(k.streamedWindows(), acc, t)
+	}
+	return p
+}
+
+// planWhole computes the plan of a valid tile with every window whole.
+func (k *KernelInfo) planWhole(tile Tile, t Target) Plan {
 	var p Plan
 	switch k.Kind {
 	case KindGEMM:
@@ -272,6 +297,92 @@ func (k *KernelInfo) plan(tile Tile, t Target) Plan {
 	}
 	k.unstageOutput(&p)
 	return p
+}
+
+// singleBuffer is the flags with one buffer per streamed window: the smallest footprint
+// of a plan.
+var singleBuffer = Flags{Unroll: 1, PipelineDepth: 1}
+
+// MaxChunks bounds the pieces a step's windows are streamed in (chunk): far above what
+// any window of a real program needs (a piece of a 16 MiB VMEM's worth of windows is then
+// a few bytes).
+const MaxChunks = 1 << 20
+
+// smallestTile is the kernel's smallest searched tile: every dimension at its smallest
+// candidate size (dimCandidates).
+func (k *KernelInfo) smallestTile() Tile {
+	tile := make(Tile, len(k.Dims))
+	for i, d := range k.Dims {
+		tile[i] = dimCandidates(d)[0]
+	}
+	return tile
+}
+
+// smallest reports whether no dimension of tile can be made smaller among the searched
+// sizes: the tile is the smallest tile, or finer than it along some dimension.
+func (k *KernelInfo) smallest(tile Tile) bool {
+	for i, d := range k.Dims {
+		if tile[i] > dimCandidates(d)[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// streamedWindows counts the inputs the kernel streams a window of per step (the DMA
+// bursts a piece of a chunked step issues at least).
+func (k *KernelInfo) streamedWindows() int {
+	n := 0
+	for _, in := range k.Inputs {
+		if in.Staged {
+			continue
+		}
+		switch in.Role {
+		case RoleStream, RoleLHS, RoleRHS, RoleGather:
+			n++
+		}
+	}
+	return n
+}
+
+// chunk makes a plan whose windows do not fit VMEM fit, as a TPU kernel streams a window
+// larger than its VMEM: each grid step's input windows are split into C pieces along
+// their memory tiles, and every piece is DMA'd into its own (smaller) buffer and consumed
+// before the next, as a step of its own. That is C times the steps, each with a C-th of
+// the step's input traffic and work but at least one DMA burst per streamed window
+// (windows), so the per-step overhead, DMA issue and (single-buffered) latency are paid
+// C times. The output block (and a GEMM's epilogue windows) stay whole; acc is the
+// accumulator the pieces need when the plan has none (a GEMM's output block in f32). C is
+// the smallest power of two with which the windows fit double-buffered beside the
+// resident, staged and accumulator bytes (the compiler's default flags), at most
+// MaxChunks. A plan whose fixed part alone exceeds VMEM is left whole (it stays invalid).
+func (p *Plan) chunk(windows int, acc float64, t Target) {
+	vmem := float64(t.VMEMBytes)
+	fixed := p.ResidentBytes + p.AccumulatorBytes + acc + p.StagedBytes + p.blockBuf*2
+	in := p.StreamBufferBytes - p.blockBuf
+	if fixed >= vmem || in <= 0 {
+		return
+	}
+	c := int64(1)
+	for c < MaxChunks && fixed+2*in/float64(c) > vmem {
+		c *= 2
+	}
+	if c == 1 {
+		return
+	}
+	fc := float64(c)
+	p.Chunks = c
+	p.AccumulatorBytes += acc
+	p.InnerSteps *= c
+	p.Steps *= c
+	p.StreamBufferBytes = p.blockBuf + in/fc
+	p.InBytesPerStep /= fc
+	p.InBurstsPerStep = math.Max(p.InBurstsPerStep/fc, float64(windows))
+	p.MXUPasses /= fc
+	p.WeightBlocks /= fc
+	p.VectorOps /= fc
+	p.Transcendental /= fc
+	p.XLUOps /= fc
 }
 
 // eff returns the number of blocks along a dimension and the average covered extent of a
@@ -313,6 +424,7 @@ func (p *Plan) packBatch(batch int, t Target) {
 	p.EpiBytesPerBlock *= avg
 	p.OutBytesPerBlock *= avg
 	p.StreamBufferBytes *= float64(g)
+	p.blockBuf *= float64(g)
 	p.AccumulatorBytes *= float64(g)
 	p.MXUPasses *= avg
 	p.WeightBlocks *= avg
@@ -358,10 +470,17 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 				// The input tensor's share under this (m, k) block (and n block when
 				// grouped: each group reads its own features); every block reads its
 				// share once, so the input is re-read once per n block unless grouped.
+				// A block never covers more than the whole (aligned) extent: a tile
+				// above it (K's searched sizes are multiples of 128 even for a K of 16)
+				// still holds the input once.
 				share := func(m, n, kk float64) float64 {
-					s := m / float64(roundUp(k.M, k.Dims[0].Align)) * kk / float64(roundUp(k.K, k.Dims[2].Align))
+					frac := func(x float64, d IterDim) float64 {
+						full := float64(roundUp(max(d.Size, 1), d.Align))
+						return math.Min(x, full) / full
+					}
+					s := frac(m, k.Dims[0]) * frac(kk, k.Dims[2])
 					if k.Groups > 1 {
-						s *= n / float64(roundUp(k.N, k.Dims[1].Align))
+						s *= frac(n, k.Dims[1])
 					}
 					return s
 				}
@@ -400,7 +519,9 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 				rows, lanes = lanes, rows
 			}
 			p.EpiBytesPerBlock += windowBytes(rows, lanes, in.ElemBytes, t)
-			p.StreamBufferBytes += windowBytes(float64(tm)*in.Ratio, float64(tn), in.ElemBytes, t)
+			w := windowBytes(float64(tm)*in.Ratio, float64(tn), in.ElemBytes, t)
+			p.StreamBufferBytes += w
+			p.blockBuf += w
 			p.LogicalBytes += in.Bytes
 		case RoleResident:
 			p.ResidentBytes += in.Padded
@@ -413,7 +534,9 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 	}
 	p.OutBytesPerBlock = windowBytes(orows, olanes, outEB, t)
 	p.OutBurstsPerBlock = bursts(orows, olanes, k.Output.Minor, outEB, t)
-	p.StreamBufferBytes += windowBytes(float64(tm), float64(tn), outEB, t)
+	ow := windowBytes(float64(tm), float64(tn), outEB, t)
+	p.StreamBufferBytes += ow
+	p.blockBuf += ow
 	p.LogicalBytes += k.Output.Bytes
 	if kb > 1 {
 		p.AccumulatorBytes = float64(tm) * float64(tn) * 4
@@ -498,7 +621,8 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = windowBytes(rAvg, lAvg, eb, t)
 	p.OutBurstsPerBlock = bursts(rAvg, lAvg, k.Output.Minor, eb, t)
-	p.StreamBufferBytes += windowBytes(float64(tr), float64(tl), eb, t)
+	p.blockBuf = windowBytes(float64(tr), float64(tl), eb, t)
+	p.StreamBufferBytes += p.blockBuf
 	p.LogicalBytes += k.Output.Bytes
 	v := vregs(float64(tr), float64(tl), t)
 	p.VectorOps = k.VecPerElem * v
@@ -589,7 +713,8 @@ func (k *KernelInfo) planReduce(tile Tile, t Target) Plan {
 	// Never more than the padded output once.
 	p.OutBytesPerBlock = math.Min(p.OutBytesPerBlock, k.Output.Padded/float64(p.Blocks))
 	p.OutBurstsPerBlock = 1
-	p.StreamBufferBytes += windowBytes(1, float64(outTile), eb, t)
+	p.blockBuf = windowBytes(1, float64(outTile), eb, t)
+	p.StreamBufferBytes += p.blockBuf
 	p.AccumulatorBytes = float64(roundUp(outTile, t.Lanes)) * 4 * float64(t.Sublanes)
 	p.LogicalBytes += k.Output.Bytes
 	v := vregs(float64(tile[0]), float64(tile[1]), t)
@@ -624,7 +749,8 @@ func (k *KernelInfo) planFullReduce(tile Tile, t Target) Plan {
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = math.Min(windowBytes(1, 1, eb, t), k.Output.Padded)
 	p.OutBurstsPerBlock = 1
-	p.StreamBufferBytes += windowBytes(1, 1, eb, t)
+	p.blockBuf = windowBytes(1, 1, eb, t)
+	p.StreamBufferBytes += p.blockBuf
 	accV := math.Ceil(float64(tile[1]) / float64(t.Lanes))
 	p.AccumulatorBytes = accV * float64(t.Sublanes*t.Lanes) * 4
 	p.LogicalBytes += k.Output.Bytes

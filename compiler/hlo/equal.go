@@ -157,6 +157,8 @@ func instructionsEqual(a, b *Instruction) error {
 		return diff("metadata", a.Metadata, b.Metadata)
 	case !slices.Equal(a.Extra, b.Extra):
 		return diff("attributes", a.Extra, b.Extra)
+	case shardingText(a.Sharding) != shardingText(b.Sharding):
+		return diff("sharding", shardingText(a.Sharding), shardingText(b.Sharding))
 	}
 	return nil
 }
@@ -186,4 +188,12 @@ func dotDimsEqual(a, b *DotDims) bool {
 	}
 	return slices.Equal(a.LhsBatch, b.LhsBatch) && slices.Equal(a.LhsContracting, b.LhsContracting) &&
 		slices.Equal(a.RhsBatch, b.RhsBatch) && slices.Equal(a.RhsContracting, b.RhsContracting)
+}
+
+// shardingText is s as written ("" when absent), for comparing shardings.
+func shardingText(s *Sharding) string {
+	if s == nil {
+		return ""
+	}
+	return s.String()
 }

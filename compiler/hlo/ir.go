@@ -112,7 +112,10 @@ type Instruction struct {
 	Calls             *Computation // fusion, call
 	Condition, Body   *Computation // while
 	Metadata          string       // raw text inside metadata={...}
-	Extra             []Attr       // all other attributes, in order
+	// Sharding is the sharding= attribute (nil when absent): how the SPMD partitioner
+	// splits the value over devices (see sharding.go). Shared by clones: never mutated.
+	Sharding *Sharding
+	Extra    []Attr // all other attributes, in order
 
 	// ID is the instruction's index in its computation's Instructions after Renumber.
 	ID int

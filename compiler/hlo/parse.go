@@ -25,11 +25,13 @@ package hlo
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tpucost/tpucost/internal/inputfile"
 )
 
 // opcodeByName and elemByName are read-only lookup tables for the parser.
@@ -74,10 +76,17 @@ func (e *ParseError) Error() string {
 // Unwrap returns the error this one was derived from (a shape-inference error), or nil.
 func (e *ParseError) Unwrap() error { return e.cause }
 
-// ParseFile reads and parses the HLO text file at path (see Parse). Errors reading the
-// file are returned wrapped; errors in its text are *ParseError.
-func ParseFile(path string) (*Module, error) {
-	src, err := os.ReadFile(path)
+// ParseFile is ParseFileContext under context.Background(): the default size limit, a
+// read that cannot be interrupted.
+func ParseFile(path string) (*Module, error) { return ParseFileContext(context.Background(), path) }
+
+// ParseFileContext reads and parses the HLO text file at path (see Parse). The file may
+// hold at most inputfile.Max(ctx, inputfile.HLOText) bytes (256 MiB unless ctx carries
+// --max-input-bytes); a larger one is an *inputfile.TooLargeError, and a read still
+// waiting when ctx is cancelled (a FIFO) an *inputfile.InterruptedError. Errors reading
+// the file are returned wrapped; errors in its text are *ParseError.
+func ParseFileContext(ctx context.Context, path string) (*Module, error) {
+	src, err := inputfile.ReadFile(ctx, path, inputfile.HLOText)
 	if err != nil {
 		return nil, fmt.Errorf("hlo: %w", err)
 	}
@@ -98,7 +107,8 @@ func ParseFile(path string) (*Module, error) {
 // shape is inferred, and a parameter list that disagrees with the body in length is
 // ignored. JAX's stack-frame tables go to Module.StackFrames. Computations
 // come callees before callers; those called by fusion instructions have IsFusion set.
-// Comments, the types written on operands, and sharding= and frontend_attributes= are
+// sharding= is parsed into Instruction.Sharding (a malformed one is an error at its
+// position). Comments, the types written on operands and frontend_attributes= are
 // dropped; all other unknown attributes are kept verbatim in Instruction.Extra.
 // Parse never panics.
 func Parse(filename string, src []byte) (*Module, error) {
@@ -1526,7 +1536,13 @@ func (p *parser) attribute(pi *pendingInstr, seen *[]string) error {
 			return err
 		}
 		in.Extra = append(in.Extra, Attr{Key: key, Value: sh.String() + " " + lit})
-	case "sharding", "frontend_attributes":
+	case "sharding":
+		var shape *Shape
+		if !pi.noShape {
+			shape = &in.Shape
+		}
+		in.Sharding, err = p.sharding(shape)
+	case "frontend_attributes":
 		_, err = p.rawValue(key)
 	default:
 		return p.extra(in, key)

@@ -233,6 +233,10 @@ func writeAttrs(w textWriter, in *Instruction) {
 		attr(a.Key)
 		w.WriteString(a.Value)
 	}
+	if in.Sharding != nil {
+		attr("sharding")
+		w.WriteString(in.Sharding.String())
+	}
 	if in.Metadata != "" {
 		attr("metadata")
 		w.WriteByte('{')

@@ -57,21 +57,31 @@ package hlo
 //	                     S1=30 U1=31 F4E2M1FN=32 F8E8M0FNU=33
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tpucost/tpucost/internal/inputfile"
 	"github.com/tpucost/tpucost/internal/pbwire"
 )
 
-// ParseProtoFile reads a binary HLO module (see DecodeModuleProto) from path.
+// ParseProtoFile is ParseProtoFileContext under context.Background(): the default size
+// limit, a read that cannot be interrupted.
 func ParseProtoFile(path string) (*Module, error) {
-	data, err := os.ReadFile(path)
+	return ParseProtoFileContext(context.Background(), path)
+}
+
+// ParseProtoFileContext reads a binary HLO module (see DecodeModuleProto) from path, at
+// most inputfile.Max(ctx, inputfile.HLOProto) bytes (2 GiB unless ctx carries
+// --max-input-bytes); a read still waiting when ctx is cancelled stops (as
+// ParseFileContext's).
+func ParseProtoFileContext(ctx context.Context, path string) (*Module, error) {
+	data, err := inputfile.ReadFile(ctx, path, inputfile.HLOProto)
 	if err != nil {
 		return nil, fmt.Errorf("hlo: %w", err)
 	}
@@ -86,13 +96,17 @@ func ParseProtoFile(path string) (*Module, error) {
 func DecodeModuleProto(filename string, data []byte) (*Module, error) {
 	top, err := pbwire.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a serialized HloModuleProto: %w", filename, err)
+		return nil, pbwire.Invalid(filename, "HloModuleProto", data, err)
 	}
 	mod, err := findModule(top)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
-	return decodeModule(filename, mod)
+	m, err := decodeModule(filename, mod)
+	if de := (*pbwire.DecodeError)(nil); errors.As(err, &de) {
+		return nil, pbwire.Invalid(filename, "HloModuleProto", data, err)
+	}
+	return m, err
 }
 
 // DecodeModuleProtoField decodes the HloModuleProto embedded as field number field of
@@ -100,7 +114,7 @@ func DecodeModuleProto(filename string, data []byte) (*Module, error) {
 func DecodeModuleProtoField(filename string, data []byte, field int) (*Module, error) {
 	top, err := pbwire.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a serialized protocol buffer: %w", filename, err)
+		return nil, pbwire.Invalid(filename, "protocol buffer", data, err)
 	}
 	b, ok := top.Bytes(protowire.Number(field))
 	if !ok {

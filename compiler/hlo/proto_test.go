@@ -123,7 +123,7 @@ func TestDecodeModuleProtoErrors(t *testing.T) {
 		data []byte
 		msg  string
 	}{
-		{"truncated", good[:len(good)-3], "x.pb: not a serialized HloModuleProto"},
+		{"truncated", good[:len(good)-3], "x.pb: not a valid HloModuleProto at byte 431: field 3: the data ends inside a field"},
 		{"unknown-opcode", bad, `x.pb: computation "main", instruction "b": unknown opcode "frobnicate"`},
 		{"dangling-operand", dangling, `x.pb: computation "main", instruction "b": operand 0 refers to instruction id 7`},
 		{"shape-mismatch", mismatch, `x.pb: computation "main", instruction "b": %b is declared f32[5], but negate of its operands gives f32[4]`},

@@ -39,7 +39,9 @@
 // resolution) or "lstm2_lm_h650_t20_b32". Tags: s = sequence length, h = hidden size,
 // t = unrolled time steps, r = input resolution, c = channels, d = depth, b = batch size.
 // The training step of a model has the same name followed by "_train"
-// ("resnet50_b32_train"). Every module is named after its model.
+// ("resnet50_b32_train"), and a transformer annotated for 8-way Megatron-style tensor
+// parallelism (a GSPMD module with num_partitions=8; tp.go) the name followed by "_tp8"
+// ("gpt2_medium_s256_b2_tp8"). Every module is named after its model.
 //
 // # Training steps
 //

@@ -18,6 +18,8 @@ type net struct {
 	store  hlo.ElemType // parameter storage type
 	params []*hlo.Instruction
 	stops  []*hlo.Instruction
+	// tp > 1 annotates the graph for tp-way tensor parallelism (tp.go; inference only).
+	tp int
 }
 
 func newNet(b *hlo.Builder, train bool, act hlo.ElemType) *net {
@@ -313,7 +315,11 @@ func buildGraph(name string, kind Kind, act hlo.ElemType, opt optimizer, f graph
 		return nil, err
 	}
 	if kind == Inference {
-		return b.Build(outs...)
+		m, err := b.Build(outs...)
+		if err == nil && n.tp > 1 {
+			annotateTensorParallel(m, n.tp)
+		}
+		return m, err
 	}
 	if len(outs) != 1 {
 		return nil, fmt.Errorf("a training graph needs one loss, got %d outputs", len(outs))

@@ -1,6 +1,7 @@
 package zoo
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -179,16 +180,22 @@ func (m Model) dynamicNames() string {
 
 // ResolveShapes is Resolve at the sizes of a --shapes value (shapes; empty: Resolve). A
 // zoo model is built at them (Model.WithShapes); an HLO file's bounded dimensions are
-// sized at them (SizeBounded). Errors name the flag.
+// sized at them (SizeBounded). Errors name the flag. A file is read under
+// context.Background() (ResolveShapesContext).
 func ResolveShapes(src, shapes string) (*hlo.Module, error) {
+	return ResolveShapesContext(context.Background(), src, shapes)
+}
+
+// ResolveShapesContext is ResolveShapes reading a file under ctx (ResolveContext).
+func ResolveShapesContext(ctx context.Context, src, shapes string) (*hlo.Module, error) {
 	if shapes == "" {
-		return Resolve(src)
+		return ResolveContext(ctx, src)
 	}
 	s, err := ParseShapes(shapes)
 	if err != nil {
 		return nil, fmt.Errorf("--shapes: %w", err)
 	}
-	if m, isFile, err := resolveFile(src); isFile {
+	if m, isFile, err := resolveFile(ctx, src); isFile {
 		if err != nil {
 			return nil, err
 		}

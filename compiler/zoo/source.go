@@ -1,6 +1,7 @@
 package zoo
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,9 +13,15 @@ import (
 // or ends in .hlo/.txt/.pb) or the name of a zoo model. A file ending in .pb is binary HLO
 // (a serialized xla.HloModuleProto or xla.HloProto, as --xla_dump_hlo_as_proto writes
 // *.hlo.pb); any other file is HLO text. Modules whose entry reaches an unbounded dynamic
-// dimension are refused (hlo.CheckBounded).
-func Resolve(src string) (*hlo.Module, error) {
-	if m, isFile, err := resolveFile(src); isFile {
+// dimension are refused (hlo.CheckBounded). Resolve reads a file under
+// context.Background() (ResolveContext).
+func Resolve(src string) (*hlo.Module, error) { return ResolveContext(context.Background(), src) }
+
+// ResolveContext is Resolve reading a file under ctx: within the size limit of its format
+// (inputfile.Max: --max-input-bytes travels in ctx), and stopping when ctx is cancelled
+// while the read waits (a FIFO with no writer).
+func ResolveContext(ctx context.Context, src string) (*hlo.Module, error) {
+	if m, isFile, err := resolveFile(ctx, src); isFile {
 		return m, err
 	}
 	m, err := Lookup(src)
@@ -26,17 +33,17 @@ func Resolve(src string) (*hlo.Module, error) {
 
 // resolveFile loads src when it names a file (isFile): one that exists, or a path that
 // looks like one (then the error says it is missing).
-func resolveFile(src string) (m *hlo.Module, isFile bool, err error) {
+func resolveFile(ctx context.Context, src string) (m *hlo.Module, isFile bool, err error) {
 	st, err := os.Stat(src)
 	if err == nil && st.IsDir() {
 		return nil, true, fmt.Errorf("%s: is a directory; want an HLO file (text, or binary .pb) or a zoo model name (tpucost zoo list)", src)
 	}
 	if err == nil {
-		parse := hlo.ParseFile
+		parse := hlo.ParseFileContext
 		if strings.HasSuffix(src, ".pb") {
-			parse = hlo.ParseProtoFile
+			parse = hlo.ParseProtoFileContext
 		}
-		m, err := parse(src)
+		m, err := parse(ctx, src)
 		if err != nil {
 			return nil, true, err
 		}

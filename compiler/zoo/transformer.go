@@ -21,20 +21,24 @@ type attnOpts struct {
 
 // attention is multi-head scaled dot-product attention of queries xq [B·Sq, D] over
 // xkv [B·Sk, D], with the output projection; the result is [B·Sq, D]. The softmax runs in
-// f32.
+// f32. In a tensor-parallel net (n.tp > 1) the projections of q, k and v are
+// column-parallel (fused: head-major, headMajorQKV) and the output projection
+// row-parallel (denseSplit).
 func (n *net) attention(xq, xkv *hlo.Instruction, batch, sq, sk int, o attnOpts) *hlo.Instruction {
 	b := n.b
 	D := xq.Shape.Dims[1]
 	H := o.heads
 	dh := D / H
 	var q, k, v *hlo.Instruction
-	if o.fused {
+	if o.fused && n.tp > 1 {
+		q, k, v = n.headMajorQKV(xq, H)
+	} else if o.fused {
 		qkv := n.dense(xq, 3*D, true)
 		rows := qkv.Shape.Dims[0]
 		part := func(i int) *hlo.Instruction { return b.Slice(qkv, []int{0, i * D}, []int{rows, (i + 1) * D}) }
 		q, k, v = part(0), part(1), part(2)
 	} else {
-		q, k, v = n.dense(xq, D, true), n.dense(xkv, D, true), n.dense(xkv, D, true)
+		q, k, v = n.denseSplit(xq, D, true, tpColumn), n.denseSplit(xkv, D, true, tpColumn), n.denseSplit(xkv, D, true, tpColumn)
 	}
 	q = b.Reshape(q, batch, sq, H, dh)
 	k = b.Reshape(k, batch, sk, H, dh)
@@ -69,12 +73,13 @@ func (n *net) attention(xq, xkv *hlo.Instruction, batch, sq, sk int, o attnOpts)
 	}
 	// ctx: [B, H, Sq, dh] → [B·Sq, D]
 	ctx = b.Reshape(b.Transpose(ctx, 0, 2, 1, 3), batch*sq, D)
-	return n.dense(ctx, D, true)
+	return n.denseSplit(ctx, D, true, tpRow)
 }
 
-// ffn is dense(D→F) → activation → dense(F→D).
+// ffn is dense(D→F) → activation → dense(F→D); in a tensor-parallel net the first is
+// column-parallel and the second row-parallel (denseSplit).
 func (n *net) ffn(x *hlo.Instruction, f int, act string) *hlo.Instruction {
-	return n.dense(n.activation(n.dense(x, f, true), act), x.Shape.Dims[1], true)
+	return n.denseSplit(n.activation(n.denseSplit(x, f, true, tpColumn), act), x.Shape.Dims[1], true, tpRow)
 }
 
 // postLNLayer is an encoder layer of BERT and the original Transformer:
@@ -188,6 +193,7 @@ func (c gpt2Config) graph(n *net) []*hlo.Instruction {
 	B, S, D := c.batch, c.seq, c.hidden
 	ids := n.input(hlo.S32, B*S)
 	wte := n.weight(vocab, D)
+	n.vocabParallel()
 	x := n.addPositions(n.b.Gather(wte, ids), n.learnedPositions(maxPos, S, D), B, S)
 	o := attnOpts{heads: c.heads, general: true, fused: true, causal: true}
 	for l := 0; l < c.layers; l++ {
@@ -210,7 +216,10 @@ func gpt2Variants() []variant {
 		v("distilgpt2_s256_b4", hlo.BF16, true, gpt2Config{batch: 4, seq: 256, layers: 6, hidden: 768, heads: 12}),
 		v("gpt2_small_s128_b8", hlo.BF16, true, gpt2Config{batch: 8, seq: 128, layers: 12, hidden: 768, heads: 12}),
 		v("gpt2_small_s1024_b1", hlo.F32, false, gpt2Config{batch: 1, seq: 1024, layers: 12, hidden: 768, heads: 12}),
-		v("gpt2_medium_s256_b2", hlo.BF16, false, gpt2Config{batch: 2, seq: 256, layers: 24, hidden: 1024, heads: 16}),
+		withTensorParallel(v("gpt2_medium_s256_b2", hlo.BF16, false, gpt2Config{batch: 2, seq: 256, layers: 24, hidden: 1024, heads: 16})),
+		// Megatron-LM's 8.3B GPT-2 (Shoeybi et al. 2019, Table 1), the model the paper
+		// splits 8 ways.
+		withTensorParallel(v("gpt2_megatron8b_s1024_b1", hlo.BF16, false, gpt2Config{batch: 1, seq: 1024, layers: 72, hidden: 3072, heads: 32})),
 	}
 }
 
@@ -231,6 +240,7 @@ func (c transformerConfig) graph(n *net) []*hlo.Instruction {
 	tgt := n.input(hlo.S32, B*c.tgtLen)
 	srcMask := n.input(hlo.F32, B, c.srcLen)
 	emb := n.weight(c.vocab, D)
+	n.vocabParallel()
 	embed := func(ids *hlo.Instruction, seq int) *hlo.Instruction {
 		x := n.scale(b.Gather(emb, ids), math.Sqrt(float64(D)))
 		return n.addPositions(x, b.Constant(n.act, seq, D), B, seq)
@@ -265,7 +275,7 @@ func translationVariants() []variant {
 		v("transformer_small_s64_b32", hlo.BF16, true, transformerConfig{batch: 32, srcLen: 64, tgtLen: 64, layers: 3, hidden: 512, heads: 8, ffn: 2048, vocab: 32000}),
 		v("transformer_base_s128_b16", hlo.BF16, true, transformerConfig{batch: 16, srcLen: 128, tgtLen: 128, layers: 6, hidden: 512, heads: 8, ffn: 2048, vocab: 37000}),
 		v("transformer_base_s256_b8", hlo.BF16, false, transformerConfig{batch: 8, srcLen: 256, tgtLen: 256, layers: 6, hidden: 512, heads: 8, ffn: 2048, vocab: 37000}),
-		v("transformer_big_s128_b4", hlo.BF16, false, transformerConfig{batch: 4, srcLen: 128, tgtLen: 128, layers: 6, hidden: 1024, heads: 16, ffn: 4096, vocab: 32000}),
+		withTensorParallel(v("transformer_big_s128_b4", hlo.BF16, false, transformerConfig{batch: 4, srcLen: 128, tgtLen: 128, layers: 6, hidden: 1024, heads: 16, ffn: 4096, vocab: 32000})),
 		nmtVariant("nmt_lstm_h512_s24_b32", hlo.F32, true, nmtConfig{batch: 32, srcLen: 24, tgtLen: 24, hidden: 512, vocab: 16000}),
 		nmtVariant("nmt_lstm_h1024_s16_b16", hlo.BF16, false, nmtConfig{batch: 16, srcLen: 16, tgtLen: 16, hidden: 1024, vocab: 32000}),
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/internal/suggest"
 )
 
 // Kind says whether a model is an inference graph or a training step.
@@ -53,8 +54,11 @@ type variant struct {
 	family string
 	act    hlo.ElemType // activation type
 	train  bool
-	opt    optimizer
-	graph  graphFn
+	// tp adds the inference graph annotated for 8-way tensor parallelism, named with
+	// TensorParallelSuffix (tp.go).
+	tp    bool
+	opt   optimizer
+	graph graphFn
 	// seq, when set, is the graph at another sequence length (the "seq" dimension),
 	// seqMax its largest accepted value and seqDefault the one graph uses.
 	seq        func(seq int) graphFn
@@ -84,13 +88,17 @@ func variants() []variant {
 }
 
 // All returns every model of the zoo, sorted by name: each variant's inference graph and,
-// for the variants that have one, its training step (named with a "_train" suffix).
+// for the variants that have one, its training step (named with a "_train" suffix) and
+// its graph annotated for 8-way tensor parallelism (TensorParallelSuffix, "_tp8").
 func All() []Model {
 	var ms []Model
 	for _, v := range variants() {
 		ms = append(ms, v.model(v.name, Inference))
 		if v.train {
 			ms = append(ms, v.model(v.name+"_train", Training))
+		}
+		if v.tp {
+			ms = append(ms, v.tensorParallel())
 		}
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
@@ -113,33 +121,22 @@ func (v variant) model(name string, kind Kind) Model {
 	return m
 }
 
-// Lookup returns the model called name. When there is none, the error lists a few of the
-// closest names.
+// Lookup returns the model called name. When there is none, the error lists up to five
+// names close to it by edit distance (suggest.Closest), closest first, or, when none is
+// close, where the list of models is.
 func Lookup(name string) (Model, error) {
 	all := All()
-	for _, m := range all {
+	names := make([]string, len(all))
+	for i, m := range all {
 		if m.Name == name {
 			return m, nil
 		}
+		names[i] = m.Name
 	}
-	type cand struct {
-		name string
-		d    int
+	if close := suggest.Closest(name, names, 5); len(close) > 0 {
+		return Model{}, fmt.Errorf("zoo: no model named %q (close: %s)", name, strings.Join(close, ", "))
 	}
-	cs := make([]cand, 0, len(all))
-	for _, m := range all {
-		d := editDistance(name, m.Name)
-		if strings.HasPrefix(m.Name, name) || (len(name) >= 3 && strings.Contains(m.Name, name)) {
-			d = min(d, 1+len(m.Name)-len(name)) // a fragment of a name is a close match
-		}
-		cs = append(cs, cand{m.Name, d})
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
-	var close []string
-	for _, c := range cs[:min(5, len(cs))] {
-		close = append(close, c.name)
-	}
-	return Model{}, fmt.Errorf("zoo: no model named %q (close: %s)", name, strings.Join(close, ", "))
+	return Model{}, fmt.Errorf("zoo: no model named %q, and none is close (tpucost zoo list lists them)", name)
 }
 
 // Build builds the model called name (Lookup, then Model.Build).
@@ -161,25 +158,4 @@ func Families() []string {
 	}
 	sort.Strings(fs)
 	return fs
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

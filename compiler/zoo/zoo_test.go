@@ -322,3 +322,23 @@ func TestParseList(t *testing.T) {
 		t.Error("Names and All disagree")
 	}
 }
+
+// TestLookupSuggestsClose: an unknown name suggests the models within a small edit
+// distance, closest first, and nothing when no model is close ("nope" is not close to
+// resnet18_b1).
+func TestLookupSuggestsClose(t *testing.T) {
+	for _, tc := range []struct{ name, first string }{
+		{"resnet50_b33", "resnet50_b32"}, // a substitution
+		{"renset18_b1", "resnet18_b1"},   // a transposition
+		{"mlp_96x2_b1_trian", "mlp_96x2_b1_train"},
+	} {
+		_, err := Lookup(tc.name)
+		if err == nil || !strings.Contains(err.Error(), "(close: "+tc.first) {
+			t.Errorf("Lookup(%q): %v; want %s suggested first", tc.name, err, tc.first)
+		}
+	}
+	_, err := Lookup("nope")
+	if err == nil || strings.Contains(err.Error(), "close:") || !strings.Contains(err.Error(), "zoo list") {
+		t.Errorf("Lookup(nope): %v; want no suggestion and a pointer to zoo list", err)
+	}
+}

@@ -36,7 +36,11 @@ import (
 //
 // gen-2: compile runs the simplification passes (package compiler/opt) before layout
 // assignment, so the programs, kernels and configs of every model changed.
-const Version = "gen-2"
+//
+// gen-3: a unit that fails is recorded in its part of the manifest and skipped (it used
+// to stop the run), and the tiler no longer refuses the kernels that stopped gen-2 runs
+// (compiler/cost: chunked windows, resident inputs streamed, gathered producers).
+const Version = "gen-3"
 
 // GCPercent is the garbage-collector target the generation command runs with
 // (runtime/debug.SetGCPercent): the work allocates quickly and keeps little alive, so a
@@ -111,6 +115,14 @@ type Options struct {
 	// A zoo program's family is its model's. A model without the dimension, or a size
 	// above its bound, fails the run before anything is written.
 	Shapes string
+	// Strict makes the first unit that fails (to compile or to simulate) end the run with
+	// its error, the parts before it committed. Without it a failing unit is recorded in
+	// the manifest with its error (dataset.FailedUnit), produces no rows, and the run goes
+	// on; the Result counts the failures.
+	Strict bool
+
+	// inject, if set (by tests), is called before a unit compiles: an error fails the unit.
+	inject func(program string, variant int32) error
 
 	sized map[string]sizedProgram // set by Generate: how each program of Models is built
 }
@@ -119,25 +131,40 @@ type Options struct {
 type Progress struct {
 	UnitsDone, UnitsTotal int64 // of this shard, including units done by earlier runs
 	Rows, Samples         int64 // written by this run
+	Failed                int64 // units of this run that failed (recorded, skipped)
 	Elapsed               time.Duration
 }
 
-// Result summarizes a finished run.
+// Result summarizes a finished run: the dataset's shard as it stands after the run
+// (earlier runs' parts included: Rows, Samples, FailedUnits, Failures) and this run's
+// share of it (the Run fields).
 // Its JSON form (the `gen --json` output) is snake_case with units in the names.
 type Result struct {
 	Units   int64 `json:"units"`         // units of this shard
-	Resumed int64 `json:"resumed_units"` // units skipped because an earlier run wrote them
-	Rows    int64 `json:"rows"`          // written by this run
-	Samples int64 `json:"samples"`       // measured configs written by this run
+	Resumed int64 `json:"resumed_units"` // units skipped because an earlier run did them
+	Rows    int64 `json:"rows"`          // rows of the shard, every run's
+	Samples int64 `json:"samples"`       // measured configs of the shard, every run's
+	// FailedUnits counts the shard's units that failed (to compile or to simulate), every
+	// run's; Failures lists them, in unit order, with their errors (as the manifest
+	// records them). A failed unit has no rows; a resumed run does not retry it (its
+	// failure is deterministic under the settings a resume must share).
+	FailedUnits int64                `json:"failed_units"`
+	Failures    []dataset.FailedUnit `json:"failures"`
+	// This run's share: the units it did (Units - Resumed), the rows and samples it
+	// wrote and the units of it that failed.
+	RunUnits       int64 `json:"run_units"`
+	RunRows        int64 `json:"run_rows"`
+	RunSamples     int64 `json:"run_samples"`
+	RunFailedUnits int64 `json:"run_failed_units"`
 	// DuplicateKernels counts, over this run's units, the distinct kernels of a unit that
 	// an earlier unit (or run) already wrote, so they got no new row. It depends only on
 	// the options and the units already written, not on Workers or scheduling.
 	DuplicateKernels int64         `json:"duplicate_kernels"`
 	Parts            int           `json:"parts"` // parts written by this run
 	Elapsed          time.Duration `json:"-"`
-	ElapsedSeconds   float64       `json:"wall_s"` // Elapsed in seconds, the wall_s of every command
-	SamplesPerSecond float64       `json:"samples_per_s"`
-	CompileSeconds   float64       `json:"compile_s"` // summed over workers
+	ElapsedSeconds   float64       `json:"wall_s"`        // Elapsed in seconds, the wall_s of every command
+	SamplesPerSecond float64       `json:"samples_per_s"` // RunSamples per second of this run
+	CompileSeconds   float64       `json:"compile_s"`     // summed over workers
 	SimulateSeconds  float64       `json:"simulate_s"`
 	FeaturizeSeconds float64       `json:"featurize_s"`
 }
@@ -207,7 +234,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if o.ShardCount < 1 || o.ShardCount > MaxShards || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
-		return fmt.Errorf("--shard %d/%d: want i/n with 1 <= n <= %d and 0 <= i < n", o.ShardIndex, o.ShardCount, MaxShards)
+		return fmt.Errorf("--shard \"%d/%d\": want i/n with 1 <= n <= %d and 0 <= i < n", o.ShardIndex, o.ShardCount, MaxShards)
 	}
 	if o.MaxRowsPerPart < 1 || o.MaxRowsPerPart > MaxPartRows {
 		return fmt.Errorf("--part-rows %d: want an integer in [1, %d]", o.MaxRowsPerPart, MaxPartRows)
@@ -370,7 +397,7 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	o.Models, o.sized = o.programs() // from here on, the units' programs
 	g := newGenerator(o)
 	for _, m := range o.Models {
-		if _, err := g.module(m); err != nil {
+		if _, err := g.module(ctx, m); err != nil {
 			return nil, err
 		}
 	}
@@ -451,17 +478,18 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	pending := map[int64]unitResult{}
 	var rows []dataset.Row
 	var occ []dataset.Occurrence
+	var failed []dataset.FailedUnit
 	first := int64(-1)
 	next := 0
 	flush := func(last int64) error {
 		if first < 0 {
 			return nil
 		}
-		if err := w.WritePart(first, last, rows, occ); err != nil {
+		if err := w.WritePartWithFailures(first, last, rows, occ, failed); err != nil {
 			return err
 		}
 		res.Parts++
-		rows, occ, first = nil, nil, -1
+		rows, occ, failed, first = nil, nil, nil, -1
 		return nil
 	}
 	var lastDone int64 = -1
@@ -474,7 +502,7 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 			}
 			delete(pending, units[next])
 			next++
-			if r.err != nil {
+			if r.err != nil && o.Strict {
 				cancel()
 				return nil, r.err
 			}
@@ -483,6 +511,13 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 			res.FeaturizeSeconds += r.featurizeS
 			if first < 0 {
 				first = r.unit
+			}
+			if r.err != nil {
+				// Recorded in the part that covers the unit, without rows: the run goes on.
+				failed = append(failed, dataset.FailedUnit{Unit: r.unit, Program: o.Models[r.unit/perModel],
+					Variant: int32(r.unit % perModel), Error: oneLine(r.err)})
+				res.RunFailedUnits++
+				r.rows, r.occ = nil, nil
 			}
 			// Every distinct kernel of the unit is in r.occ; those without a new row here
 			// were written before (the worker may already have skipped them, depending
@@ -496,8 +531,8 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 				seen[row.KernelKey] = true
 				rows = append(rows, row)
 				g.written.add(row.KernelKey)
-				res.Rows++
-				res.Samples += int64(row.Samples())
+				res.RunRows++
+				res.RunSamples += int64(row.Samples())
 			}
 			res.DuplicateKernels += int64(len(r.occ)) - added
 			occ = append(occ, r.occ...)
@@ -509,7 +544,8 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 				}
 			}
 			if o.Progress != nil {
-				o.Progress(Progress{UnitsDone: resumed + int64(next), UnitsTotal: res.Units, Rows: res.Rows, Samples: res.Samples, Elapsed: time.Since(start)})
+				o.Progress(Progress{UnitsDone: resumed + int64(next), UnitsTotal: res.Units, Rows: res.RunRows, Samples: res.RunSamples,
+					Failed: res.RunFailedUnits, Elapsed: time.Since(start)})
 			}
 		}
 		if ctx.Err() != nil {
@@ -526,13 +562,19 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	if err := flush(lastDone); err != nil {
 		return nil, err
 	}
+	res.RunUnits = int64(len(units))
+	res.Rows, res.Samples, res.Failures = w.Committed()
+	res.FailedUnits = int64(len(res.Failures))
+	if res.Failures == nil {
+		res.Failures = []dataset.FailedUnit{} // [] in JSON, never null
+	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
 	res.ElapsedSeconds = res.Elapsed.Seconds()
 	if s := res.Elapsed.Seconds(); s > 0 {
-		res.SamplesPerSecond = float64(res.Samples) / s
+		res.SamplesPerSecond = float64(res.RunSamples) / s
 	}
 	return res, nil
 }
@@ -642,16 +684,17 @@ func newGenerator(o Options) *generator {
 	return g
 }
 
-// module returns model's module, built once per run.
-func (g *generator) module(model string) (*hlo.Module, error) {
+// module returns model's module, built once per run; an HLO file is read under ctx (its
+// size limit, --max-input-bytes, and cancellation: zoo.ResolveContext).
+func (g *generator) module(ctx context.Context, model string) (*hlo.Module, error) {
 	so := g.entry(model)
 	so.build.Do(func() {
 		p, ok := g.opts.sized[model]
 		if !ok || p.shape == "" {
-			so.module, so.buildErr = zoo.Resolve(model)
+			so.module, so.buildErr = zoo.ResolveContext(ctx, model)
 			return
 		}
-		so.module, so.buildErr = zoo.ResolveShapes(p.src, p.shape) // its errors name the model
+		so.module, so.buildErr = zoo.ResolveShapesContext(ctx, p.src, p.shape) // its errors name the model
 	})
 	return so.module, so.buildErr
 }
@@ -690,17 +733,30 @@ func (g *generator) rng(labels ...string) *rand.Rand {
 }
 
 // unit compiles one work unit and measures its kernels.
-func (g *generator) unit(u int64, perModel int64) unitResult {
+func (g *generator) unit(u int64, perModel int64) (res unitResult) {
 	o := g.opts
 	model := o.Models[u/perModel]
 	variant := int32(u % perModel)
-	res := unitResult{unit: u}
+	res = unitResult{unit: u}
 	defer g.done(model)
+	defer func() {
+		// A unit that panics (a compiler or simulator bug) fails alone, like one that
+		// returns an error: recorded, and the run goes on (or stops with Strict).
+		if p := recover(); p != nil {
+			res = unitResult{unit: u, err: fmt.Errorf("unit %d (%s variant %d): internal error: %v", u, model, variant, p)}
+		}
+	}()
 	t0 := time.Now()
-	m, err := g.module(model)
+	m, err := g.module(context.Background(), model) // built by Generate, under its ctx, before any unit
 	if err != nil {
 		res.err = fmt.Errorf("unit %d: %w", u, err)
 		return res
+	}
+	if g.opts.inject != nil {
+		if err := g.opts.inject(model, variant); err != nil {
+			res.err = fmt.Errorf("unit %d (%s variant %d): %w", u, model, variant, err)
+			return res
+		}
 	}
 	p, err := g.compileVariant(m, model, variant)
 	if err != nil {
@@ -874,6 +930,11 @@ func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u
 		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil
+}
+
+// oneLine is err's message on one line, as the manifest records a failed unit's error.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // stagingName is a staging mode as provenance records it: "" for off.

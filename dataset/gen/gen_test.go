@@ -244,7 +244,8 @@ func TestShardsUnionEqualsSingleRun(t *testing.T) {
 
 func TestGenerateResumesAfterInterrupt(t *testing.T) {
 	ref := t.TempDir()
-	if _, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, ref)); err != nil {
+	refRes, err := Generate(context.Background(), genOpts(t, dataset.TaskTile, ref))
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := dirFiles(t, ref)
@@ -259,7 +260,7 @@ func TestGenerateResumesAfterInterrupt(t *testing.T) {
 			cancel() // Ctrl-C before the last unit
 		}
 	}
-	_, err := Generate(ctx, o)
+	_, err = Generate(ctx, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err = %v", err)
 	}
@@ -281,6 +282,13 @@ func TestGenerateResumesAfterInterrupt(t *testing.T) {
 	}
 	if res.Resumed == 0 {
 		t.Error("the second run did not resume")
+	}
+	// The summary is the dataset's (every run's rows, as one run reports them), with the
+	// resumed run's share beside it.
+	if res.Rows != refRes.Rows || res.Samples != refRes.Samples || res.RunRows >= res.Rows || res.RunRows == 0 ||
+		res.RunUnits != res.Units-res.Resumed || res.RunSamples >= res.Samples {
+		t.Errorf("resumed run reports %d rows (this run %d), %d samples (this run %d), %d units (this run %d, %d resumed); one run: %d rows, %d samples",
+			res.Rows, res.RunRows, res.Samples, res.RunSamples, res.Units, res.RunUnits, res.Resumed, refRes.Rows, refRes.Samples)
 	}
 	sameFiles(t, "resumed", want, dirFiles(t, dir))
 }
@@ -327,9 +335,9 @@ func TestGenOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.Noise.Runs = 0 }, "--runs 0: want an integer in [1, 1000]"},
 		{func(o *Options) { o.Noise.NoiseSigma = -0.1 }, "--noise -0.1: want a sigma in [0, 1]"},
 		{func(o *Options) { o.Noise.NoiseSigma = math.NaN() }, "--noise NaN"},
-		{func(o *Options) { o.ShardIndex, o.ShardCount = 3, 3 }, "--shard 3/3: want i/n"},
-		{func(o *Options) { o.ShardIndex, o.ShardCount = 0, 0 }, "--shard 0/0: want i/n"},
-		{func(o *Options) { o.ShardIndex, o.ShardCount = -1, 2 }, "--shard -1/2"},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = 3, 3 }, `--shard "3/3": want i/n`},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = 0, 0 }, `--shard "0/0": want i/n`},
+		{func(o *Options) { o.ShardIndex, o.ShardCount = -1, 2 }, `--shard "-1/2"`},
 		{func(o *Options) { o.Task = "speed" }, `--task "speed": want tile, flags, fusion or layout`},
 		{func(o *Options) { o.Format = "csv" }, `--format "csv": want arrow or parquet`},
 		{func(o *Options) { o.Models = nil }, "--models a,b or --all"},

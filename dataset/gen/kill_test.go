@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // The child half of TestGenerateSurvivesKill9: a slow generation run that the parent kills.
@@ -68,8 +69,8 @@ func TestGenerateSurvivesKill9(t *testing.T) {
 		if strings.HasSuffix(name, ".tmp") {
 			continue // a temporary file is allowed; readers ignore it and the next run removes it
 		}
-		if name == filepath.Base(manifest) || name == dataset.LockName(dataset.TaskTile, 0, 1) {
-			continue // the manifest lists fewer parts; the lock file names the killed process
+		if name == filepath.Base(manifest) || name == dataset.LockName(dataset.TaskTile, 0, 1) || name == dirlock.Name {
+			continue // the manifest lists fewer parts; the lock files name the killed process
 		}
 		if string(want[name]) != string(b) {
 			t.Errorf("killed run left %s, which is not a complete part of the reference run", name)

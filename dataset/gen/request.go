@@ -38,6 +38,7 @@ type Request struct {
 	Fusion     compiler.FusionRule
 	Staging    compiler.StagingMode
 	Shapes     string // sizes of one dynamic dimension (Options.Shapes)
+	Strict     bool   // the first unit that fails ends the run (Options.Strict)
 	// ToolVersion is recorded in the datasets' provenance.
 	ToolVersion string
 	// Progress receives progress lines (nil: none).
@@ -66,6 +67,7 @@ func (r Request) Options(chip tpusim.Chip) (Options, error) {
 		Variants: r.Variants, Workers: r.Workers, Seed: r.Seed, ShardIndex: si, ShardCount: sn, Chip: chip,
 		Noise:          tpusim.Options{NoiseSigma: r.NoiseSigma, Runs: r.NoiseRuns, Seed: r.Seed},
 		MaxRowsPerPart: r.PartRows, ToolVersion: r.ToolVersion, Fusion: r.Fusion, Staging: r.Staging, Shapes: r.Shapes,
+		Strict: r.Strict,
 	}
 	return o, o.Validate()
 }
@@ -95,7 +97,11 @@ func (r Request) Run(ctx context.Context, chipOf func() (tpusim.Chip, error)) (*
 	if r.Progress != nil {
 		o.Progress = func(p Progress) {
 			rate := float64(p.Samples) / max(p.Elapsed.Seconds(), 1e-9)
-			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units, %d rows, %d samples, %.0f samples/s", p.Rows, p.Samples, rate))
+			failed := ""
+			if p.Failed > 0 {
+				failed = fmt.Sprintf(", %d failed", p.Failed)
+			}
+			rep.Update(p.UnitsDone, p.UnitsTotal, fmt.Sprintf("units%s, %d rows, %d samples, %.0f samples/s", failed, p.Rows, p.Samples, rate))
 		}
 	}
 	res, err := Generate(ctx, o) // builds every model first: a bad one fails before any output
@@ -106,10 +112,39 @@ func (r Request) Run(ctx context.Context, chipOf func() (tpusim.Chip, error)) (*
 	return &Report{Result: res, out: r.Out}, nil
 }
 
-// WriteText writes the run's summary line: the directory, units (resumed), rows,
-// samples, duplicate kernels dropped, parts, wall time and rate.
+// MaxFailuresShown is how many failed units WriteText lists, one line each; the rest
+// are counted (every one is in the manifest and the JSON).
+const MaxFailuresShown = 10
+
+// WriteText writes the run's summary: a line with the dataset's shard after the run
+// (units, failed units, rows, samples: every run's), a line with this run's share
+// (units, failed units, rows, samples, duplicate kernels dropped, parts, wall time,
+// rate), and a line per failed unit of the shard (at most MaxFailuresShown).
 func (r *Report) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "%s: %d units (%d resumed), %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
-		r.out, r.Units, r.Resumed, r.Rows, r.Samples, r.DuplicateKernels, r.Parts, r.Elapsed.Seconds(), r.SamplesPerSecond)
-	return err
+	if _, err := fmt.Fprintf(w, "%s: %d units, %d failed, %d rows, %d samples\n", r.out, r.Units, r.FailedUnits, r.Rows, r.Samples); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "this run: %d units (%d resumed from earlier runs), %d failed, %d rows, %d samples, %d duplicate kernels dropped, %d parts in %.1fs (%.0f samples/s)\n",
+		r.RunUnits, r.Resumed, r.RunFailedUnits, r.RunRows, r.RunSamples, r.DuplicateKernels, r.Parts, r.Elapsed.Seconds(), r.SamplesPerSecond); err != nil {
+		return err
+	}
+	for i, f := range r.Failures {
+		if i == MaxFailuresShown {
+			_, err := fmt.Fprintf(w, "... and %d more failed units (the manifest and --json list them)\n", len(r.Failures)-i)
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "failed: %s\n", f.Error); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Failed is the error of a run some of whose units failed (nil when none did): it says
+// how many, so that the command exits non-zero after printing the summary.
+func (r *Report) Failed() error {
+	if r.FailedUnits == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d units failed, recorded in the manifest of %s (run with --strict to stop at the first)", r.FailedUnits, r.Units, r.out)
 }

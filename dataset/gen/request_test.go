@@ -54,14 +54,20 @@ func TestRequestOptions(t *testing.T) {
 	}
 }
 
-// TestReportText: the summary line names the directory and the run's counts.
+// TestReportText: the summary names the directory and gives the dataset's counts (every
+// run's), then this run's share, labelled, then the failed units, one line each.
 func TestReportText(t *testing.T) {
-	r := &Report{Result: &Result{Units: 4, Resumed: 1, Rows: 30, Samples: 900, DuplicateKernels: 2, Parts: 1, Elapsed: 1500 * time.Millisecond, SamplesPerSecond: 600}, out: "d"}
+	r := &Report{Result: &Result{Units: 4, Resumed: 1, Rows: 30, Samples: 900, FailedUnits: 1,
+		Failures: []dataset.FailedUnit{{Unit: 2, Program: "m", Variant: 0, Error: "unit 2 (m variant 0): pass tiling: boom"}},
+		RunUnits: 3, RunRows: 10, RunSamples: 300, RunFailedUnits: 1,
+		DuplicateKernels: 2, Parts: 1, Elapsed: 1500 * time.Millisecond, SamplesPerSecond: 200}, out: "d"}
 	var b bytes.Buffer
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	if want := "d: 4 units (1 resumed), 30 rows, 900 samples, 2 duplicate kernels dropped, 1 parts in 1.5s (600 samples/s)\n"; b.String() != want {
+	if want := "d: 4 units, 1 failed, 30 rows, 900 samples\n" +
+		"this run: 3 units (1 resumed from earlier runs), 1 failed, 10 rows, 300 samples, 2 duplicate kernels dropped, 1 parts in 1.5s (200 samples/s)\n" +
+		"failed: unit 2 (m variant 0): pass tiling: boom\n"; b.String() != want {
 		t.Errorf("text %q, want %q", b.String(), want)
 	}
 }

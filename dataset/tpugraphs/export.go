@@ -14,6 +14,7 @@ import (
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/inputfile"
 	"github.com/tpucost/tpucost/internal/jsonerr"
 )
 
@@ -75,7 +76,7 @@ func Export(ctx context.Context, o ExportOptions) (*ExportReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := dirlock.AcquireDir(o.Out, "export directory")
+	lock, err := dirlock.AcquireDir(o.Out, dirlock.Export)
 	if err != nil {
 		return nil, err
 	}
@@ -189,14 +190,14 @@ func ExportFileName(program, key string) string {
 
 // readExportManifest returns the sidecar of a file in dir (in dir, or in its parent when
 // dir is a split directory), or nil if it has none.
-func readExportManifest(dir string) (*ExportManifest, error) {
+func readExportManifest(ctx context.Context, dir string) (*ExportManifest, error) {
 	path := filepath.Join(dir, ExportManifestName)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(ctx, path, inputfile.ManifestJSON)
 	if os.IsNotExist(err) {
 		switch filepath.Base(dir) {
 		case "train", "valid", "test":
 			path = filepath.Join(filepath.Dir(dir), ExportManifestName)
-			b, err = os.ReadFile(path)
+			b, err = inputfile.ReadFile(ctx, path, inputfile.ManifestJSON)
 		}
 	}
 	if os.IsNotExist(err) {

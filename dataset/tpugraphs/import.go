@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -60,6 +61,9 @@ type ImportedSet struct {
 	Files      int          `json:"files"`
 	Rows       int          `json:"rows"`
 	Samples    int          `json:"samples"`
+	// Unlabelled is set when every runtime of the files is 0 (TpuGraphs' test split):
+	// the dataset is marked so (dataset.Provenance.Unlabelled).
+	Unlabelled bool `json:"unlabelled,omitempty"`
 }
 
 // srcFile is one input file and where it goes.
@@ -110,6 +114,11 @@ func (g group) dirName() string {
 // file's name without ".npz" (npz) or the module's name (.pb) and its KernelName the
 // file's base name. Rerunning with the same sources resumes (dataset.Writer). Errors name
 // the file.
+//
+// An npz file whose runtimes are all 0 is unlabelled (TpuGraphs withholds the runtimes of
+// its test split): its dataset is marked dataset.Provenance.Unlabelled, which predict
+// accepts and train and eval refuse. A file with some runtimes 0 and others not is an
+// error, and so is a dataset mixing unlabelled and measured files.
 func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 	if o.Out == "" {
 		return nil, errors.New("tpugraphs: no output directory")
@@ -117,7 +126,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 	if o.Collection != "" && o.Collection != CollectionTile && o.Collection != CollectionLayout {
 		return nil, fmt.Errorf("tpugraphs: unknown collection %q (want tile or layout)", o.Collection)
 	}
-	files, err := listSources(o.Sources, o.Collection)
+	files, err := listSources(ctx, o.Sources, o.Collection)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +151,7 @@ func Import(ctx context.Context, o ImportOptions) (*ImportReport, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			mts, err := ReadTuningFile(f.path)
+			mts, err := ReadTuningFileContext(ctx, f.path)
 			if err != nil {
 				return nil, err
 			}
@@ -236,6 +245,22 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 	// npz tile files carry config_runtime_normalizers: rows keep them (Row.Normalizers).
 	prov.RuntimeNormalizers = !g.pb && g.kind() == CollectionTile
 	set.FeatureSet, set.Task = prov.FeatureSet, prov.Task
+	// The first npz file says whether the dataset is unlabelled (read before the writer,
+	// whose provenance records it; the loop below reuses it); every file must agree.
+	var first *dataset.Row
+	if !g.pb && len(files) > 0 {
+		r, err := npzRow(ctx, g, files[0], schema, prov.Task)
+		if err != nil {
+			return set, err
+		}
+		if prov.Unlabelled, err = unlabelled(files[0].path, &r); err != nil {
+			return set, err
+		}
+		first, set.Unlabelled = &r, prov.Unlabelled
+		if prov.Unlabelled && len(r.Normalizers) == 0 {
+			prov.RuntimeNormalizers = false // withheld with the runtimes (RowFromNPZ)
+		}
+	}
 	w, err := dataset.NewWriter(dataset.WriterOptions{Dir: dir, Format: o.Format, Provenance: prov})
 	if err != nil {
 		return set, err
@@ -274,24 +299,21 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 		if g.pb {
 			got = (*g.pbRows)[i]
 		} else {
-			z, err := ReadNPZFile(f.path)
-			if err != nil {
-				return set, err
+			var r dataset.Row
+			if i == 0 {
+				r, first = *first, nil
+			} else {
+				var err error
+				if r, err = npzRow(ctx, g, f, schema, prov.Task); err != nil {
+					return set, err
+				}
+				if err := sameLabels(f.path, &r, files[0].path, prov.Unlabelled); err != nil {
+					return set, err
+				}
 			}
-			r, err := RowFromNPZ(z, g.kind(), schema)
-			if err != nil {
-				return set, fmt.Errorf("%s: %w", f.path, err)
+			if !prov.RuntimeNormalizers {
+				r.Normalizers = nil // an unlabelled dataset whose first file withholds them
 			}
-			if g.exported != nil && r.Task != prov.Task {
-				r.Task = prov.Task // a flags dataset exports as the tile collection
-			}
-			name := filepath.Base(f.path)
-			r.Program = strings.TrimSuffix(name, ".npz")
-			if g.exported != nil && len(r.Program) > 17 && r.Program[len(r.Program)-17] == '_' {
-				r.Program = r.Program[:len(r.Program)-17] // ExportFileName's key hash
-			}
-			r.KernelName = name
-			r.KernelKey = "tpugraphs:" + g.collection + "/" + g.split + "/" + name
 			got = []dataset.Row{r}
 		}
 		for j := range got {
@@ -328,6 +350,64 @@ func importGroup(ctx context.Context, o ImportOptions, g group, files []srcFile,
 	return set, w.Close()
 }
 
+// npzRow reads npz file f of group g as a row (RowFromNPZ) named after the file; task is
+// the dataset's. Errors name the file.
+func npzRow(ctx context.Context, g group, f srcFile, schema features.Schema, task dataset.Task) (dataset.Row, error) {
+	z, err := ReadNPZFileContext(ctx, f.path)
+	if err != nil {
+		return dataset.Row{}, err
+	}
+	r, err := RowFromNPZ(z, g.kind(), schema)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", f.path, err)
+	}
+	if g.exported != nil && r.Task != task {
+		r.Task = task // a flags dataset exports as the tile collection
+	}
+	name := filepath.Base(f.path)
+	r.Program = strings.TrimSuffix(name, ".npz")
+	if g.exported != nil && len(r.Program) > 17 && r.Program[len(r.Program)-17] == '_' {
+		r.Program = r.Program[:len(r.Program)-17] // ExportFileName's key hash
+	}
+	r.KernelName = name
+	r.KernelKey = "tpugraphs:" + g.collection + "/" + g.split + "/" + name
+	return r, nil
+}
+
+// unlabelled reports whether row r of the file at path is unlabelled: it has configs and
+// every runtime is 0. Some runtimes 0 and others not is an error naming the file.
+func unlabelled(path string, r *dataset.Row) (bool, error) {
+	zeros := 0
+	for _, v := range r.RuntimesNs {
+		if v == 0 {
+			zeros++
+		}
+	}
+	switch n := len(r.RuntimesNs); {
+	case zeros == 0:
+		return false, nil
+	case zeros == n:
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s: %d of %d runtimes are 0: a TpuGraphs file is unlabelled (the test split, every runtime 0) or measured (none 0), not both", path, zeros, n)
+	}
+}
+
+// sameLabels checks that row r of the file at path is unlabelled exactly when the
+// dataset is (unl, decided by the file at firstPath). A row without configs agrees with
+// either.
+func sameLabels(path string, r *dataset.Row, firstPath string, unl bool) error {
+	u, err := unlabelled(path, r)
+	switch {
+	case err != nil || len(r.RuntimesNs) == 0 || u == unl:
+		return err
+	case u:
+		return fmt.Errorf("%s: every runtime is 0 (unlabelled, as in TpuGraphs' test split), but %s has measured runtimes: import unlabelled and measured files separately", path, firstPath)
+	default:
+		return fmt.Errorf("%s has measured runtimes, but %s is unlabelled (every runtime 0, as in TpuGraphs' test split): import unlabelled and measured files separately", path, firstPath)
+	}
+}
+
 func addStats(a *PBStats, b PBStats) {
 	a.Modules += b.Modules
 	a.Runs += b.Runs
@@ -341,7 +421,7 @@ func addStats(a *PBStats, b PBStats) {
 
 // listSources expands the sources into files, sorted by path, with their collection and
 // split from the path (or flag).
-func listSources(srcs []string, flag string) ([]srcFile, error) {
+func listSources(ctx context.Context, srcs []string, flag string) ([]srcFile, error) {
 	if len(srcs) == 0 {
 		return nil, errors.New("tpugraphs: no sources")
 	}
@@ -365,7 +445,7 @@ func listSources(srcs []string, flag string) ([]srcFile, error) {
 		dir := filepath.Dir(abs)
 		m, ok := sidecars[dir]
 		if !ok {
-			if m, err = readExportManifest(dir); err != nil {
+			if m, err = readExportManifest(ctx, dir); err != nil {
 				return err
 			}
 			sidecars[dir] = m

@@ -3,16 +3,17 @@ package tpugraphs
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/internal/inputfile"
 )
 
 // NPZ is the arrays of one npz file by key (the member name without ".npy").
@@ -35,17 +36,38 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ReadNPZFile reads an npz file (see DecodeNPZ), member by member from the file.
-func ReadNPZFile(path string) (NPZ, error) {
-	zr, err := zip.OpenReader(path)
+// ReadNPZFile is ReadNPZFileContext under context.Background().
+func ReadNPZFile(path string) (NPZ, error) { return ReadNPZFileContext(context.Background(), path) }
+
+// ReadNPZFileContext reads an npz file (see DecodeNPZ) of at most inputfile.Max(ctx,
+// inputfile.NPZ) bytes (4 GiB unless ctx carries --max-input-bytes), member by member from
+// a regular file; a FIFO or a device is read whole first, and that read (or the open)
+// stops when ctx is cancelled.
+func ReadNPZFileContext(ctx context.Context, path string) (NPZ, error) {
+	f, err := inputfile.Open(ctx, path)
 	if err != nil {
-		if _, serr := os.Stat(path); serr != nil {
-			return nil, fmt.Errorf("tpugraphs: %w", serr)
+		return nil, fmt.Errorf("tpugraphs: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("tpugraphs: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		data, err := inputfile.ReadOpen(ctx, f, inputfile.NPZ)
+		if err != nil {
+			return nil, fmt.Errorf("tpugraphs: %w", err)
 		}
+		return DecodeNPZ(path, data)
+	}
+	if limit := inputfile.Max(ctx, inputfile.NPZ); st.Size() > limit {
+		return nil, fmt.Errorf("tpugraphs: %w", &inputfile.TooLargeError{Path: path, Format: inputfile.NPZ, Limit: limit})
+	}
+	zr, err := zip.NewReader(f, st.Size())
+	if err != nil {
 		return nil, &Error{File: path, Err: fmt.Errorf("not an npz (zip) archive: %w", err)}
 	}
-	defer zr.Close()
-	return decodeZip(path, &zr.Reader)
+	return decodeZip(path, zr)
 }
 
 // DecodeNPZ decodes an npz archive held in data (name is used in errors only): a zip of

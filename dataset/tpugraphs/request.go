@@ -30,10 +30,10 @@ func (r ImportRequest) Check() error {
 		return errors.New("--out: required")
 	}
 	if f := dataset.Format(r.Format); !f.Valid() {
-		return fmt.Errorf("--format: got %q, want arrow or parquet", r.Format)
+		return fmt.Errorf("--format %q: want arrow or parquet", r.Format)
 	}
 	if r.Collection != "" && r.Collection != CollectionTile && r.Collection != CollectionLayout {
-		return fmt.Errorf("--collection: got %q, want tile or layout", r.Collection)
+		return fmt.Errorf("--collection %q: want tile or layout", r.Collection)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (r ExportRequest) Check() error {
 		return errors.New("--out: required")
 	}
 	if !slices.Contains(ExportSplits(), r.Split) {
-		return fmt.Errorf("--split: got %q, want one of %s", r.Split, strings.Join(ExportSplits(), ", "))
+		return fmt.Errorf("--split %q: want one of %s", r.Split, strings.Join(ExportSplits(), ", "))
 	}
 	return nil
 }

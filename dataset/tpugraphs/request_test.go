@@ -18,8 +18,8 @@ func TestRequestChecks(t *testing.T) {
 		want string
 	}{
 		{ImportRequest{Format: "arrow"}, "--out: required"},
-		{ImportRequest{Out: "o", Format: "csv"}, `--format: got "csv", want arrow or parquet`},
-		{ImportRequest{Out: "o", Format: "arrow", Collection: "graph"}, `--collection: got "graph", want tile or layout`},
+		{ImportRequest{Out: "o", Format: "csv"}, `--format "csv": want arrow or parquet`},
+		{ImportRequest{Out: "o", Format: "arrow", Collection: "graph"}, `--collection "graph": want tile or layout`},
 	} {
 		unresolved := func() (tpusim.Chip, error) {
 			t.Error("the chip was resolved before the checks passed")
@@ -34,7 +34,7 @@ func TestRequestChecks(t *testing.T) {
 		want string
 	}{
 		{ExportRequest{Dir: "d", Split: "program"}, "--out: required"},
-		{ExportRequest{Dir: "d", Out: "o", Split: "family"}, `--split: got "family", want one of program, random, none`},
+		{ExportRequest{Dir: "d", Out: "o", Split: "family"}, `--split "family": want one of program, random, none`},
 	} {
 		if _, err := c.r.Export(context.Background()); err == nil || err.Error() != c.want {
 			t.Errorf("export %+v: %v, want %q", c.r, err, c.want)

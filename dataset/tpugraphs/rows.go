@@ -55,10 +55,16 @@ func FeatureSchema(collection string) features.Schema {
 // refused rather than rounded.
 const maxExactInt = 1 << 53
 
+// allZero reports whether every runtime is 0 (true for none).
+func allZero(runtimes []float64) bool {
+	return !slices.ContainsFunc(runtimes, func(v float64) bool { return v != 0 })
+}
+
 // RowFromNPZ converts the arrays of one TpuGraphs npz file of a collection to a dataset
 // row in the TpuGraphs feature set. Edges become operand → user (their edge_index row
 // [u, v] says that u consumes v). Tile configs are named "config=I;normalizer=N" (N from
-// config_runtime_normalizers), layout configs "config=I"; a layout row's Kind holds
+// config_runtime_normalizers; "config=I" and no normalizers in an unlabelled file, every
+// runtime and normalizer 0), layout configs "config=I"; a layout row's Kind holds
 // "node_splits=a,b,..." (the flattened node_splits, empty if the file has none). Analytical
 // estimates are NaN: there are none for real measurements. Errors say which array is
 // wrong and what was expected.
@@ -200,6 +206,15 @@ func RowFromNPZ(z NPZ, collection string, schema features.Schema) (dataset.Row, 
 			return r, fmt.Errorf("config_runtime_normalizers: %w", err)
 		}
 		feats := cf.Float32s()
+		if c > 0 && allZero(runtimes) && !slices.ContainsFunc(norms, func(v int64) bool { return v != 0 }) {
+			// An unlabelled file (every runtime 0) may withhold its normalizers too:
+			// configs "config=I", no normalizers.
+			for i := 0; i < c; i++ {
+				r.Configs[i] = fmt.Sprintf("config=%d", i)
+				r.ConfigFeats[i] = feats[i*configW : (i+1)*configW : (i+1)*configW]
+			}
+			break
+		}
 		r.Normalizers = make([]float64, c)
 		for i := 0; i < c; i++ {
 			if norms[i] <= 0 || norms[i] > maxExactInt {

@@ -6,13 +6,18 @@ import (
 	"text/tabwriter"
 )
 
-// WriteText writes res as text (tpucost import tpugraphs): a line per dataset written and
-// the .pb modules' accounting.
+// WriteText writes res as text (tpucost import tpugraphs): a line per dataset written, a
+// note per unlabelled one, and the .pb modules' accounting.
 func (res *ImportReport) WriteText(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "DIR\tCOLLECTION\tSPLIT\tFEATURE_SET\tTASK\tFILES\tROWS\tSAMPLES")
 	for _, s := range res.Datasets {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", s.Dir, s.Collection, orDash(s.Split), s.FeatureSet, s.Task, s.Files, s.Rows, s.Samples)
+	}
+	for _, s := range res.Datasets {
+		if s.Unlabelled {
+			fmt.Fprintf(w, "\n%s: unlabelled (every runtime is 0, as in TpuGraphs' test split): predict can use it, train and eval refuse it\n", s.Dir)
+		}
 	}
 	if p := res.PB; p.Modules > 0 {
 		fmt.Fprintf(w, "\n.pb: %d modules, %d runs (%d layout): %d imported (%d modules), %d with an error (skipped), %d untimed (skipped), %d modules not mapped\n",

@@ -1,11 +1,13 @@
 package tpugraphs
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tpucost/tpucost/internal/inputfile"
 	"github.com/tpucost/tpucost/internal/pbwire"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -95,10 +97,16 @@ type LayoutConfig struct {
 	Nodes [][][]int32
 }
 
-// ReadTuningFile reads a serialized tpu_graphs.TuningData or ModuleTuningData (see
-// DecodeTuning).
+// ReadTuningFile is ReadTuningFileContext under context.Background().
 func ReadTuningFile(path string) ([]ModuleTuning, error) {
-	data, err := os.ReadFile(path)
+	return ReadTuningFileContext(context.Background(), path)
+}
+
+// ReadTuningFileContext reads a serialized tpu_graphs.TuningData or ModuleTuningData (see
+// DecodeTuning) of at most inputfile.Max(ctx, inputfile.TuningProto) bytes (2 GiB unless
+// ctx carries --max-input-bytes); a read still waiting when ctx is cancelled stops.
+func ReadTuningFileContext(ctx context.Context, path string) ([]ModuleTuning, error) {
+	data, err := inputfile.ReadFile(ctx, path, inputfile.TuningProto)
 	if err != nil {
 		return nil, fmt.Errorf("tpugraphs: %w", err)
 	}
@@ -113,7 +121,7 @@ func ReadTuningFile(path string) ([]ModuleTuning, error) {
 func DecodeTuning(name string, data []byte) ([]ModuleTuning, error) {
 	top, err := pbwire.Fields(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a serialized tpu_graphs.TuningData or ModuleTuningData: %w", name, err)
+		return nil, pbwire.Invalid(name, "tpu_graphs TuningData or ModuleTuningData", data, err)
 	}
 	var msgs [][]byte
 	if isTuningData(top) {
@@ -126,6 +134,9 @@ func DecodeTuning(name string, data []byte) ([]ModuleTuning, error) {
 	out := make([]ModuleTuning, 0, len(msgs))
 	for i, b := range msgs {
 		mt, err := decodeModuleTuning(name, b)
+		if de := (*pbwire.DecodeError)(nil); errors.As(err, &de) {
+			return nil, pbwire.Invalid(name, "tpu_graphs ModuleTuningData", data, err)
+		}
 		if err != nil {
 			if len(msgs) > 1 {
 				return nil, fmt.Errorf("module %d: %w", i, err)

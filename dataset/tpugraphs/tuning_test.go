@@ -160,7 +160,7 @@ func TestDecodeTuningRejects(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{[]byte{0xff, 0xff}, "bad.pb: not a serialized tpu_graphs.TuningData or ModuleTuningData"},
+		{[]byte{0xff, 0xff}, "bad.pb: not a valid tpu_graphs TuningData or ModuleTuningData at byte 0: the data ends inside a field"},
 		{[]byte{0x10, 0x05}, "bad.pb: ModuleTuningData has no module (field 1)"},
 	} {
 		_, err := DecodeTuning("bad.pb", c.data)

@@ -17,7 +17,7 @@ func TestRunErrorsPointTheRightWay(t *testing.T) {
 	genAt(t, data, "v4", 3, "mlp_96x2_b1", "resnet18_b1", "bert_tiny_s128_b32")
 	model := filepath.Join(root, "m")
 	trainTiny(t, data, model)
-	if _, err := Run(RunOptions{ModelDir: model, Split: "bogus"}); err == nil || !strings.Contains(err.Error(), "--split bogus: want one of") ||
+	if _, err := Run(RunOptions{ModelDir: model, Split: "bogus"}); err == nil || !strings.Contains(err.Error(), `--split "bogus": want one of`) ||
 		strings.Contains(err.Error(), "train a model") {
 		t.Errorf("--split bogus: %v", err)
 	}

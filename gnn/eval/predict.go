@@ -20,10 +20,10 @@ type KernelTimer func(c cost.Planned) (simNs, analyticalNs float64, err error)
 
 // OptionReport is one configuration of a kernel as ranked by a model.
 type OptionReport struct {
-	Rank  int     `json:"rank"` // 1-based, by the model
-	Tile  string  `json:"tile"`
-	Flags string  `json:"flags"`
-	Score float64 `json:"score"` // ns for absolute models
+	Rank  int       `json:"rank"` // 1-based, by the model
+	Tile  cost.Tile `json:"tile"` // as compile and sim --json: [8,128,512]
+	Flags string    `json:"flags"`
+	Score float64   `json:"score"` // ns for absolute models
 	// Spread is an ensemble's spread of the score (gnn/ensemble.go); absent for one model.
 	Spread *float64 `json:"spread,omitempty"`
 	SimNs  float64  `json:"sim_ns"`
@@ -31,12 +31,12 @@ type OptionReport struct {
 
 // KernelReport is one kernel of a ProgramReport.
 type KernelReport struct {
-	Name        string  `json:"name"`
-	Kind        string  `json:"kind"`
-	Key         string  `json:"key"`
-	Tile        string  `json:"tile"`
-	Flags       string  `json:"flags"`
-	PredictedNs float64 `json:"predicted_ns,omitempty"` // absolute models
+	Name        string    `json:"name"`
+	Kind        string    `json:"kind"`
+	Key         string    `json:"key"`
+	Tile        cost.Tile `json:"tile"` // as compile and sim --json: [8,128,512]
+	Flags       string    `json:"flags"`
+	PredictedNs float64   `json:"predicted_ns,omitempty"` // absolute models
 	// Spread is an ensemble's spread of the prediction (absolute models: of the compiled
 	// config's log runtime; relative models: of the model's pick's standardized score);
 	// absent for one model.
@@ -154,7 +154,7 @@ func ReportProgram(p *gnn.Predictor, prog *compiler.Program, topK int, timer Ker
 				}
 				if rank < topK {
 					c := kd.choices[j].Config
-					o := OptionReport{Rank: rank + 1, Tile: c.Tile.String(), Flags: c.Flags.String(), Score: s[j], SimNs: sim}
+					o := OptionReport{Rank: rank + 1, Tile: append(cost.Tile{}, c.Tile...), Flags: c.Flags.String(), Score: s[j], SimNs: sim}
 					if sp != nil {
 						o.Spread = ptrFloat(sp[j])
 					}
@@ -170,7 +170,7 @@ func ReportProgram(p *gnn.Predictor, prog *compiler.Program, topK int, timer Ker
 			return nil, fmt.Errorf("kernel %s: %w", k.Name, err)
 		}
 		res := results[k.Key]
-		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: k.Choice.Config.Tile.String(), Flags: k.Choice.Config.Flags.String(), SimNs: sim, AnalyticalNs: an, Spread: res.spread}
+		kr := KernelReport{Name: k.Name, Kind: k.Kind, Key: k.Key, Tile: append(cost.Tile{}, k.Choice.Config.Tile...), Flags: k.Choice.Config.Flags.String(), SimNs: sim, AnalyticalNs: an, Spread: res.spread}
 		r.SimTotalNs += sim
 		r.AnalyticalTotalNs += an
 		if !m.Relative() {

@@ -59,10 +59,10 @@ func (r PredictRequest) Validate() error {
 		return fmt.Errorf("--model is required")
 	}
 	if r.Top < 0 {
-		return fmt.Errorf("--top: got %d, want an integer >= 0 (0: list no options)", r.Top)
+		return fmt.Errorf("--top \"%d\": want an integer >= 0 (0: list no options)", r.Top)
 	}
 	if r.MaxRows < 0 {
-		return fmt.Errorf("--rows: got %d, want an integer >= 0 (0: all)", r.MaxRows)
+		return fmt.Errorf("--rows \"%d\": want an integer >= 0 (0: all)", r.MaxRows)
 	}
 	switch {
 	case r.Data != "" && r.Shapes != "":

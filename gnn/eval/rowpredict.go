@@ -45,8 +45,11 @@ type RowReport struct {
 	Ranked bool   `json:"ranked"`
 	// RuntimesNormalized says the rows' times are runtime over normalizer (data with
 	// runtime normalizers: *_normalized fields), not ns (*_ns fields).
-	RuntimesNormalized bool            `json:"runtimes_normalized"`
-	Rows               []RowPrediction `json:"rows"`
+	RuntimesNormalized bool `json:"runtimes_normalized"`
+	// Unlabelled says the data has no measured runtimes (dataset.Provenance.Unlabelled,
+	// TpuGraphs' test split): rows carry the model's picks only, no times or slowdowns.
+	Unlabelled bool            `json:"unlabelled,omitempty"`
+	Rows       []RowPrediction `json:"rows"`
 	// SeenRows counts the rows whose kernels the model trained or validated on.
 	SeenRows int `json:"seen_rows"`
 	// MeanSlowdown is the mean Slowdown over the ranked rows the model has not seen (nil
@@ -82,7 +85,7 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 	}
 	defer pred.Close()
 	rep := &RowReport{Model: modelDir, Data: dir, Ranked: d.Provenance.Ranked(), RuntimesNormalized: d.Provenance.RuntimeNormalizers,
-		Rows: []RowPrediction{}}
+		Unlabelled: d.Provenance.Unlabelled, Rows: []RowPrediction{}}
 	var slow float64
 	nSlow := 0
 	errStop := fmt.Errorf("enough rows")
@@ -109,6 +112,9 @@ func PredictDataset(modelDir, dir string, top, maxRows int) (*RowReport, error) 
 			slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(out[a], out[b]) })
 			pick, best := times[order[0]], slices.Min(times)
 			rp.Pick = r.Configs[order[0]]
+			if rep.Unlabelled {
+				pick, best = 0, 0 // no times: no slowdown below either
+			}
 			if rep.RuntimesNormalized {
 				rp.PickNormalized, rp.BestNormalized = pick, best
 			} else {
@@ -173,15 +179,22 @@ func (r *RowReport) WriteText(out io.Writer) error {
 			if r.RuntimesNormalized {
 				pick, best = p.PickNormalized, p.BestNormalized
 			}
-			slowdown := "-"
+			slowdown, pickS, bestS := "-", fmt.Sprintf("%.6g", pick), fmt.Sprintf("%.6g", best)
 			if p.Slowdown != nil {
 				slowdown = fmt.Sprintf("%.4f", *p.Slowdown)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.6g\t%.6g\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pick, best, slowdown, p.Seen)
+			if r.Unlabelled {
+				pickS, bestS = "-", "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%v\t\n", p.Program, p.Kernel, p.Configs, p.Pick, pickS, bestS, slowdown, p.Seen)
 		}
 	} else {
 		fmt.Fprintf(w, "PROGRAM\tKERNEL\tPRED_NS\tTRUE_NS\tPRED_ERR\tSEEN\t\n")
 		for _, p := range r.Rows {
+			if r.Unlabelled {
+				fmt.Fprintf(w, "%s\t%s\t%.0f\t-\t-\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.Seen)
+				continue
+			}
 			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%+.1f%%\t%v\t\n", p.Program, p.Kernel, p.PredictedNs, p.TrueNs, 100*(p.PredictedNs-p.TrueNs)/p.TrueNs, p.Seen)
 		}
 	}
@@ -192,7 +205,11 @@ func (r *RowReport) WriteText(out io.Writer) error {
 	if r.RuntimesNormalized {
 		unit = "runtime/normalizer"
 	}
-	fmt.Fprintf(out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
+	if r.Unlabelled {
+		fmt.Fprintf(out, "%d rows of %s (unlabelled: no measured times), %d seen in training", len(r.Rows), r.Data, r.SeenRows)
+	} else {
+		fmt.Fprintf(out, "%d rows of %s (times in %s), %d seen in training", len(r.Rows), r.Data, unit, r.SeenRows)
+	}
 	if r.MeanSlowdown != nil {
 		fmt.Fprintf(out, "; mean slowdown of the model's pick over unseen rows %.4f", *r.MeanSlowdown)
 	}

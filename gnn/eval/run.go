@@ -66,7 +66,7 @@ func Run(o RunOptions) (*Result, error) {
 	if o.Split != "" {
 		if err := dataset.CheckSplitKind(o.Split); err != nil {
 			if !strings.HasPrefix(o.Split, dataset.SplitShape) {
-				return nil, fmt.Errorf("--split %s: want one of %s (default: the model's own split)", o.Split, dataset.SplitUsage)
+				return nil, fmt.Errorf("--split %q: want one of %s (default: the model's own split)", o.Split, dataset.SplitUsage)
 			}
 			return nil, fmt.Errorf("--split: %w", err)
 		}
@@ -74,7 +74,7 @@ func Run(o RunOptions) (*Result, error) {
 	if o.PlotsDir != "" {
 		// The plots directory is checked (and locked against a second writer) first, not
 		// after the evaluation.
-		lock, err := dirlock.AcquireDir(o.PlotsDir, "plots directory")
+		lock, err := dirlock.AcquireDir(o.PlotsDir, dirlock.Plots)
 		if err != nil {
 			return nil, fmt.Errorf("--plots: %w", err)
 		}
@@ -111,6 +111,9 @@ func Run(o RunOptions) (*Result, error) {
 		if o.DataDir == "" && errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("model %s was trained on %s, which is not there (moved or deleted?): pass --data DIR: %w", o.ModelDir, dir, err)
 		}
+		return nil, err
+	}
+	if err := d.Provenance.RequireLabels(dir, "eval"); err != nil {
 		return nil, err
 	}
 	if t := d.Provenance.Task; t != ck.Task && !slices.Contains(ck.Config.Tasks, t) && (t.Relative() || ck.Task.Relative()) {

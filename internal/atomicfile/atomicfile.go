@@ -6,6 +6,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,14 @@ func Write(path string, write func(io.Writer) error) error {
 
 // WriteVia is Write with the temporary file named tmp (which must be in path's directory
 // and should end in TmpSuffix), for writers that need temporary names unique to them.
+//
+// A directory at path is refused before anything is written, saying so (renaming a file
+// over it would fail with the operating system's "file exists"); a failed rename is said
+// in words, without the system call's.
 func WriteVia(path, tmp string, write func(io.Writer) error) (err error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("writing %s: a directory of that name exists: give the path of a file, or move the directory away", path)
+	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -46,7 +54,13 @@ func WriteVia(path, tmp string, write func(io.Writer) error) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err = os.Rename(tmp, path); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			return fmt.Errorf("could not move the finished file into place: %w", le.Err)
+		}
+	}
+	return err
 }
 
 // WriteFile writes data to path atomically.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,26 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "f"), nil); err == nil {
 		t.Error("write into a missing directory succeeded")
+	}
+}
+
+// TestWriteOverDirectory: a directory at the path is refused saying so, before anything
+// is written, never with the rename's "file exists"; the directory is left as it was.
+func TestWriteOverDirectory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "data")
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFile(path, []byte("hello"))
+	if err == nil || !strings.Contains(err.Error(), "a directory of that name exists") ||
+		strings.Contains(err.Error(), "rename") || strings.Contains(err.Error(), "file exists") {
+		t.Fatalf("WriteFile over a directory: %v", err)
+	}
+	if _, err := os.Stat(path + TmpSuffix); !os.IsNotExist(err) {
+		t.Errorf("a temporary file was left: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(path, "x")); err != nil || !fi.IsDir() {
+		t.Errorf("the directory changed: %v", err)
 	}
 }

@@ -13,17 +13,18 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// Info is what Read finds.
+// Info is what Read finds; `tpucost --version --json` prints it. Its keys are the ones
+// dataset provenance and checkpoints use for the same versions.
 type Info struct {
 	Module        string `json:"module"`
-	Version       string `json:"version"`  // the module version, "(devel)" for a build from a work tree
-	Commit        string `json:"commit"`   // the VCS revision, "unknown" without VCS stamping
-	Modified      bool   `json:"modified"` // built from a work tree with uncommitted changes
+	Version       string `json:"module_version"` // the module version, "(devel)" for a build from a work tree
+	Commit        string `json:"commit"`         // the VCS revision, "unknown" without VCS stamping
+	Modified      bool   `json:"modified"`       // built from a work tree with uncommitted changes
 	Go            string `json:"go"`
-	Simulator     string `json:"simulator"`
-	FeatureSchema int    `json:"feature_schema"`
-	DatasetSchema int    `json:"dataset_schema"`
-	Generator     string `json:"generator"`
+	Simulator     string `json:"simulator_version"`
+	FeatureSchema int    `json:"feature_schema_version"`
+	DatasetSchema int    `json:"schema_version"` // dataset.SchemaVersion, as a dataset's provenance says
+	Generator     string `json:"generator_version"`
 }
 
 // Read returns the Info of the running binary.

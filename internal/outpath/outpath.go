@@ -10,10 +10,12 @@ package outpath
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/tpucost/tpucost/internal/dirlock"
 )
 
 // Kind is what a command writes: a name for messages and a test that existing content is
@@ -23,42 +25,44 @@ type Kind struct {
 	Is   func(path string, b []byte) bool // whether b, read from path, is of this kind
 }
 
-// Marker files that make a directory one tpucost manages as a whole. They are the
-// libraries' own names (gnn.ModelFile, tune.PolicyFile, gym.AgentFile, the dataset
-// manifests' suffix, tpugraphs.ExportManifestName); a test pins them to those.
+// Marker files that make a directory one tpucost manages as a whole, when it records no
+// kind (internal/dirlock's InferKind; a test pins them to the libraries' own names).
 const (
-	ModelMarker    = "model.json"
-	PolicyMarker   = "policy.json"
-	AgentMarker    = "agent.json"
-	ManifestSuffix = ".manifest.json"
-	ExportMarker   = "tpucost_export.json"
+	ModelMarker    = dirlock.ModelMarker
+	PolicyMarker   = dirlock.PolicyMarker
+	AgentMarker    = dirlock.AgentMarker
+	ManifestSuffix = dirlock.ManifestSuffix
+	ExportMarker   = dirlock.ExportMarker
 )
 
-// Managed says what tpucost directory dir is ("model checkpoint", "dataset", ...), or ""
-// if it is none.
+// Managed says what tpucost directory dir is ("model", "dataset", ...: its kind, as
+// internal/dirlock records or infers it), or "" if it is none or a directory of tuned
+// configs (whose files are configs, which a config may replace).
 func Managed(dir string) string {
-	exists := func(name string) bool {
-		_, err := os.Stat(filepath.Join(dir, name))
-		return err == nil
-	}
+	k, _, err := dirlock.KindOf(dir)
 	switch {
-	case exists(ModelMarker):
-		return "model checkpoint"
-	case exists(PolicyMarker):
-		return "policy checkpoint"
-	case exists(AgentMarker):
-		return "agent checkpoint"
-	case exists(ExportMarker):
+	case err != nil:
+		return "tpucost" // a record this tpucost cannot read: refuse, never overwrite
+	case k == dirlock.TunedConfigs:
+		return ""
+	case k == dirlock.Export:
 		return "TpuGraphs export"
 	}
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ManifestSuffix) {
-				return "dataset"
-			}
-		}
+	return string(k)
+}
+
+// maxKindBytes bounds what CheckFile reads of an existing file: the limit of the largest
+// kind a command writes, a compiler config (inputfile.ConfigJSON).
+const maxKindBytes = 64 << 20
+
+// readAtMost reads the file at path, at most limit bytes of it.
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	return ""
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // CheckFile applies the rule to path, the value of flag, before a command writes a k
@@ -67,18 +71,26 @@ func CheckFile(flag, path string, k Kind, force bool) error {
 	if force {
 		return nil
 	}
-	b, err := os.ReadFile(path)
+	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
-	case err != nil:
+	case err != nil || st.IsDir():
 		return nil // a directory or an unreadable path: the write itself says what is wrong
 	}
 	if what := Managed(filepath.Dir(path)); what != "" {
 		return fmt.Errorf("%s %s: refusing to overwrite a file of a %s directory (%s): choose another path, or pass --force",
 			flag, path, what, filepath.Dir(path))
 	}
-	if !k.Is(path, b) {
+	// Only a regular file is read (a FIFO or a terminal would wait for input), and at
+	// most maxKindBytes of it: a longer file is not of the kind.
+	var b []byte
+	if st.Mode().IsRegular() && st.Size() <= maxKindBytes {
+		if b, err = readAtMost(path, maxKindBytes); err != nil {
+			return nil // unreadable: the write itself says what is wrong
+		}
+	}
+	if b == nil || !k.Is(path, b) {
 		return fmt.Errorf("%s %s: refusing to overwrite a file that is not a %s: choose another path, or pass --force", flag, path, k.Name)
 	}
 	return nil

@@ -20,14 +20,79 @@ type Field struct {
 	B    []byte // bytes value (a string, bytes, a message or a packed repeated field)
 }
 
-// Fields splits a message into its fields, in wire order. A malformed message is an
-// error naming the field where decoding stopped.
+// DecodeError is a message that is not valid wire format: where decoding stopped and,
+// in words, why (never protowire's "proto: cannot parse reserved wire type").
+type DecodeError struct {
+	Offset int    // byte offset in the decoded message of the field (or value) at fault
+	Why    string // e.g. "a reserved wire type"
+	at     []byte // the decoded message from Offset on: a subslice of the caller's bytes
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("at byte %d: %s", e.Offset, e.Why) }
+
+// OffsetIn is the offset of the fault in data, a buffer the decoded message was cut from
+// (the whole file, when a nested message failed), or Offset when the message is not
+// part of data.
+func (e *DecodeError) OffsetIn(data []byte) int {
+	if i := cap(data) - cap(e.at); len(e.at) > 0 && i >= 0 && i < len(data) && &data[i] == &e.at[0] {
+		return i
+	}
+	return e.Offset
+}
+
+// decodeError is the DecodeError of protowire's error code n (a negative length) at
+// msg[off:].
+func decodeError(msg []byte, off, n int) *DecodeError {
+	why := "malformed data"
+	switch n {
+	case -1:
+		why = "the data ends inside a field"
+	case -2:
+		why = "a field number out of range"
+	case -3:
+		why = "an integer longer than 10 bytes"
+	case -4:
+		why = "a reserved wire type"
+	case -5:
+		why = "a group whose end does not match its start"
+	case -6:
+		why = "groups nested too deep"
+	}
+	return &DecodeError{Offset: off, Why: why, at: msg[off:]}
+}
+
+// Invalid is the error of file, whose bytes are data, when it is not a valid protocol
+// buffer of kind what ("HloModuleProto"): "FILE: not a valid WHAT at byte N: WHY (...)"
+// with N counted in data, for a DecodeError anywhere in err's chain (however deep the
+// message that failed), else "FILE: not a valid WHAT: ERR". It wraps err.
+func Invalid(file, what string, data []byte, err error) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return &fileError{err: err, msg: fmt.Sprintf("%s: not a valid %s at byte %d: %s (the file is damaged or is not of this kind)",
+			file, what, de.OffsetIn(data), de.Why)}
+	}
+	return fmt.Errorf("%s: not a valid %s: %w", file, what, err)
+}
+
+// fileError is an error with its own message that wraps another (Invalid).
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// Fields splits a message into its fields, in wire order. A malformed message is a
+// *DecodeError at the field where decoding stopped.
 func Fields(b []byte) ([]Field, error) {
 	var out []Field
+	msg := b
 	for len(b) > 0 {
+		off := len(msg) - len(b)
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil, protowire.ParseError(n)
+			return nil, decodeError(msg, off, n)
 		}
 		b = b[n:]
 		f := Field{Num: num, Type: typ}
@@ -46,7 +111,9 @@ func Fields(b []byte) ([]Field, error) {
 			n = protowire.ConsumeFieldValue(num, typ, b)
 		}
 		if n < 0 {
-			return nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+			e := decodeError(msg, off, n)
+			e.Why = fmt.Sprintf("field %d: %s", num, e.Why)
+			return nil, e
 		}
 		b = b[n:]
 		out = append(out, f)
@@ -66,7 +133,7 @@ func (f Field) Varints() ([]uint64, error) {
 		for len(b) > 0 {
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return nil, protowire.ParseError(n)
+				return nil, decodeError(f.B, len(f.B)-len(b), n)
 			}
 			out = append(out, v)
 			b = b[n:]

@@ -1,7 +1,9 @@
 package pbwire
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -45,5 +47,49 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := Fields(b[:len(b)-1]); err == nil {
 		t.Error("a truncated message parsed")
+	}
+}
+
+// TestDecodeErrorInWords: a malformed message is a *DecodeError at the field at fault,
+// in words (never protowire's "proto: cannot parse ..."); a nested message's fault is
+// located in the whole input, and Invalid says it for a file in one line.
+func TestDecodeErrorInWords(t *testing.T) {
+	// Field 1 varint 1, then a tag of field 1 with the reserved wire type 7.
+	inner := []byte{0x08, 0x01, 0x0f}
+	_, err := Fields(inner)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Offset != 2 || de.Why != "field 1: a reserved wire type" || strings.Contains(err.Error(), "proto:") {
+		t.Fatalf("reserved wire type: %v", err)
+	}
+	// The same message nested as field 2 of an outer one, after 2 bytes of field 1.
+	data := append([]byte{0x08, 0x07, 0x12, byte(len(inner))}, inner...)
+	outer, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = outer.Msgs(2)
+	if !errors.As(err, &de) || de.OffsetIn(data) != 6 || de.OffsetIn([]byte{1, 2}) != 2 {
+		t.Fatalf("nested: %v (offset in data %d)", err, de.OffsetIn(data))
+	}
+	got := Invalid("m.pb", "HloModuleProto", data, err).Error()
+	want := "m.pb: not a valid HloModuleProto at byte 6: field 1: a reserved wire type (the file is damaged or is not of this kind)"
+	if got != want {
+		t.Errorf("Invalid: %q, want %q", got, want)
+	}
+	if !errors.As(Invalid("m.pb", "x", data, err), &de) {
+		t.Error("Invalid does not wrap the DecodeError")
+	}
+	for _, tc := range []struct {
+		b   []byte
+		why string
+	}{
+		{[]byte{0x0a, 0x05, 0x01}, "field 1: the data ends inside a field"},
+		{[]byte{0x07}, "a field number out of range"},
+		{[]byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, "field 1: an integer longer than 10 bytes"},
+	} {
+		_, err := Fields(tc.b)
+		if !errors.As(err, &de) || de.Why != tc.why || strings.Contains(err.Error(), "proto:") {
+			t.Errorf("% x: %v, want %q", tc.b, err, tc.why)
+		}
 	}
 }

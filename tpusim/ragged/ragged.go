@@ -34,6 +34,7 @@ package ragged
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,16 @@ type Report struct {
 	PaddingShare float64 `json:"padding_share"`
 	// PackBytesPerToken is the bytes of per-token input each packed token row moves.
 	PackBytesPerToken float64 `json:"pack_bytes_per_token"`
+}
+
+// FormatLengths writes lengths as people write a list, "37, 64, 128" (ParseLengths reads
+// them back without the spaces).
+func FormatLengths(lengths []int) string {
+	s := make([]string, len(lengths))
+	for i, l := range lengths {
+		s[i] = strconv.Itoa(l)
+	}
+	return strings.Join(s, ", ")
 }
 
 // ParseLengths parses a --lengths value: comma-separated sequence lengths, each an
@@ -220,7 +231,7 @@ func ZooBatch(name string) (int, error) {
 func TimeZoo(src string, lengths []int, c tpusim.Chip) (*Report, error) {
 	m, err := zoo.Lookup(src)
 	if err != nil {
-		if _, statErr := zoo.Resolve(src); statErr == nil {
+		if st, statErr := os.Stat(src); statErr == nil && !st.IsDir() { // a file: named, not read
 			return nil, fmt.Errorf("%s: ragged batches take a zoo model that declares seq (an HLO file's batch is not known)", src)
 		}
 		return nil, err

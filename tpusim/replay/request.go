@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -35,13 +36,17 @@ func (r CalibrateRequest) Check() error {
 	case r.Out == "":
 		return errors.New("--out is required: the file the fitted preset is written to")
 	case r.MinConfigs < 2:
-		return fmt.Errorf("--min-configs: got %d, want at least 2", r.MinConfigs)
+		return fmt.Errorf("--min-configs \"%d\": want at least 2", r.MinConfigs)
 	case r.Prior < 0 || r.Prior != r.Prior:
-		return fmt.Errorf("--prior: got %g, want a weight >= 0", r.Prior)
+		return fmt.Errorf("--prior \"%g\": want a weight >= 0", r.Prior)
 	case r.MaxEvals < 1:
-		return fmt.Errorf("--max-evals: got %d, want at least 1", r.MaxEvals)
+		return fmt.Errorf("--max-evals \"%d\": want at least 1", r.MaxEvals)
 	}
-	if _, err := os.Stat(r.Out); err == nil {
+	if st, err := os.Stat(r.Out); err == nil {
+		// Only a regular file is read: a FIFO or a terminal would wait for input.
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("--out %s exists and is not a chip file; refusing to overwrite it", r.Out)
+		}
 		if _, err := tpusim.LoadChipFile(r.Out); err != nil {
 			return fmt.Errorf("--out %s exists and is not a chip file; refusing to overwrite it", r.Out)
 		}
@@ -90,7 +95,7 @@ type ValidateRequest struct {
 // Check checks r's values as given.
 func (r ValidateRequest) Check() error {
 	if r.MinConfigs < 2 {
-		return fmt.Errorf("--min-configs: got %d, want at least 2", r.MinConfigs)
+		return fmt.Errorf("--min-configs \"%d\": want at least 2", r.MinConfigs)
 	}
 	return nil
 }
@@ -100,6 +105,15 @@ func (r ValidateRequest) Check() error {
 func (r ValidateRequest) Validate(c tpusim.Chip) (*Report, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
+	}
+	if r.Plots != "" {
+		// The plots directory is checked (its kind) and locked against a second writer
+		// first, not after the replay.
+		lock, err := dirlock.AcquireDir(r.Plots, dirlock.Plots)
+		if err != nil {
+			return nil, fmt.Errorf("--plots: %w", err)
+		}
+		defer lock.Release()
 	}
 	rep, err := Validate(r.Files, Options{Chip: c, MinConfigs: r.MinConfigs, Learned: r.Learned})
 	if err != nil {

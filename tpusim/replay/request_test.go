@@ -27,9 +27,9 @@ func TestCalibrateRequestCheck(t *testing.T) {
 		want string
 	}{
 		{func(r *CalibrateRequest) { r.Out = "" }, "--out is required: the file the fitted preset is written to"},
-		{func(r *CalibrateRequest) { r.MinConfigs = 1 }, "--min-configs: got 1, want at least 2"},
-		{func(r *CalibrateRequest) { r.Prior = -0.5 }, "--prior: got -0.5, want a weight >= 0"},
-		{func(r *CalibrateRequest) { r.MaxEvals = 0 }, "--max-evals: got 0, want at least 1"},
+		{func(r *CalibrateRequest) { r.MinConfigs = 1 }, "--min-configs \"1\": want at least 2"},
+		{func(r *CalibrateRequest) { r.Prior = -0.5 }, "--prior \"-0.5\": want a weight >= 0"},
+		{func(r *CalibrateRequest) { r.MaxEvals = 0 }, "--max-evals \"0\": want at least 1"},
 		{func(r *CalibrateRequest) { r.Out = notChip }, "--out " + notChip + " exists and is not a chip file; refusing to overwrite it"},
 	} {
 		r := ok
@@ -50,7 +50,7 @@ func TestCalibrateRequestCheck(t *testing.T) {
 // TestValidateRequestWrites: the request replays the files, writes the rows and plots it
 // is asked for and names each file written; --min-configs below 2 is refused first.
 func TestValidateRequestWrites(t *testing.T) {
-	if _, err := (ValidateRequest{Files: []string{opFile}, MinConfigs: 1}).Validate(v3(t)); err == nil || err.Error() != "--min-configs: got 1, want at least 2" {
+	if _, err := (ValidateRequest{Files: []string{opFile}, MinConfigs: 1}).Validate(v3(t)); err == nil || err.Error() != "--min-configs \"1\": want at least 2" {
 		t.Errorf("--min-configs 1: %v", err)
 	}
 	dir := t.TempDir()

@@ -81,13 +81,15 @@ type LayoutReport struct {
 	Predictors
 }
 
-// Report is what Validate measured.
+// Report is what Validate measured: the replay of the files' tile runs and of their
+// layout runs (tile_replay and layout_replay: a key "tile" is a kernel's tile everywhere in
+// tpucost's JSON).
 type Report struct {
 	Chip      string        `json:"chip"`
 	Simulator string        `json:"simulator"`
 	Files     []string      `json:"files"`
-	Tile      *TileReport   `json:"tile,omitempty"`
-	Layout    *LayoutReport `json:"layout,omitempty"`
+	Tile      *TileReport   `json:"tile_replay,omitempty"`
+	Layout    *LayoutReport `json:"layout_replay,omitempty"`
 }
 
 // Validate replays every timed run of the tuning files (tpugraphs.ReadTuningFile) on

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
@@ -27,8 +30,8 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 			"and a held-out half, fits the preset's non-public constants (launch, step overhead, DMA latency and burst cost, unit throughputs, MXU fill " +
 			"and weight load; never the public peak, bandwidth or VMEM size) on the fit half with Nelder-Mead, within physical bounds, and reports " +
 			"fidelity on both halves before and after. --out receives the fitted preset, which --chip-file loads.",
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { o.Files = args; return runCalibrate(o) },
+		Args: cliflag.AtLeastOneArg("one or more TpuGraphs tuning files (FILE.pb)"),
+		RunE: func(cmd *cobra.Command, args []string) error { o.Files = args; return runCalibrate(cmd.Context(), o) },
 	}
 	o.Target.bindDefault(cmd, "v3")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the fitted preset (JSON) here (required)")
@@ -40,6 +43,6 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func runCalibrate(o *CalibrateOptions) error {
-	return o.printResult(o.Calibrate(o.Target.chip))
+func runCalibrate(ctx context.Context, o *CalibrateOptions) error {
+	return o.printResult(o.Calibrate(o.Target.chipOf(ctx)))
 }

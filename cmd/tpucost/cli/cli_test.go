@@ -129,7 +129,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{[]string{"sim", "mlp_768x3_b8", "--chip", "v9"}, "unknown chip"},
 		{[]string{"sim", "mlp_768x3_b8", "--config", badCfg}, "no.such.node"},
 		{[]string{"compile", "mlp_768x3_b8", "--dump-after", "nope"}, "no such pass"},
-		{[]string{"sim"}, "accepts 1 arg"},
+		{[]string{"sim"}, "expected one HLO file or zoo model name"},
 	} {
 		out, errs, code := run(tc.args...)
 		if code == 0 {

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/internal/cliflag"
 )
 
 // CompileOptions are the options of `tpucost compile`: the flags of a compile request.
@@ -29,8 +32,8 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 			"--dump-after PASS prints the HLO text after that pass instead (any pass of the list; a pass the group iterates, after its first run); " +
 			"--out F writes the effective config, which reproduces the program (with the same --passes) and is a template to edit; " +
 			"--check runs the HLO verifier after every pass.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(o) },
+		Args: cliflag.OneArg("one HLO file or zoo model name (SRC)"),
+		RunE: func(cmd *cobra.Command, args []string) error { o.Src = args[0]; return runCompile(cmd.Context(), o) },
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
@@ -46,14 +49,14 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func runCompile(o *CompileOptions) error {
-	c, err := o.Target.chip()
+func runCompile(ctx context.Context, o *CompileOptions) error {
+	c, err := o.Target.chip(ctx)
 	if err != nil {
 		return err
 	}
-	o.Load = zoo.ResolveShapes
+	o.Load = func(src, shapes string) (*hlo.Module, error) { return zoo.ResolveShapesContext(ctx, src, shapes) }
 	if !o.Globals.JSON {
 		o.Dump = o.IO.Out // streamed as the pass runs: a later failure keeps it
 	}
-	return o.printResult(o.Compile(c.Target, c.Name))
+	return o.printResult(o.Compile(ctx, c.Target, c.Name))
 }

@@ -40,7 +40,7 @@ func NewCmdDemo(ios IO, g *Globals) *cobra.Command {
 }
 
 func runDemo(ctx context.Context, o *DemoOptions) error {
-	c, err := o.Target.chip()
+	c, err := o.Target.chip(ctx)
 	if err != nil {
 		return err
 	}

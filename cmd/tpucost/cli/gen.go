@@ -28,7 +28,9 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 			"--shard i/n runs the units u with u mod n = i, so n machines can each run one shard into the same DIR (or separate DIRs) and the union " +
 			"equals one run. Parts are written atomically and committed in the shard's manifest (sizes and SHA-256, which readers verify); " +
 			"running the same command again resumes after the last committed part. A run locks its shard of DIR: a second run on the same " +
-			"shard fails, naming the process that holds it.",
+			"shard fails, naming the process that holds it. A unit that fails to compile or simulate is recorded in the manifest with its error " +
+			"and skipped; the summary counts the failed units (the dataset's and this run's) and the command then exits 1. --strict stops at the " +
+			"first failure instead. A resume does not retry recorded failures (they are deterministic under the same settings).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGen(cmd.Context(), o) },
 	}
@@ -47,6 +49,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.NoiseSigma, "noise", 0, "measurement noise sigma (0: off)")
 	f.IntVar(&o.NoiseRuns, "runs", 3, "runs per measurement (the minimum is kept) when noise is on")
 	f.IntVar(&o.PartRows, "part-rows", 2048, "rows per output file (bounds file size)")
+	f.BoolVar(&o.Strict, "strict", false, "stop at the first unit that fails to compile or simulate (default: record it in the manifest, skip it, exit 1 at the end)")
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
 	f.Var(checkedString(&o.Shapes, "shapes", func(s string) error { _, err := zoo.ParseShapeList(s); return err }), "shapes", "generate every model at each of these sizes of a dynamic dimension, NAME=V,V,... (e.g. seq=64,128,256; zoo list: DYNAMIC): "+
@@ -56,5 +59,9 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 
 func runGen(ctx context.Context, o *GenOptions) error {
 	o.ToolVersion, o.Progress = gen.ToolVersion, o.IO.Err
-	return o.printResult(o.Run(ctx, o.Target.chip))
+	rep, err := o.Run(ctx, o.Target.chipOf(ctx))
+	if err := o.printResult(rep, err); err != nil {
+		return err
+	}
+	return rep.Failed() // after the summary: exit 1 when units failed
 }

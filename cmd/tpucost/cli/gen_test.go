@@ -69,9 +69,35 @@ func TestGenSecondRunOnOneShardIsRefused(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	for _, k := range []string{"units", "rows", "samples", "duplicate_kernels", "wall_s", "samples_per_s", "compile_s"} {
+	for _, k := range []string{"units", "rows", "samples", "duplicate_kernels", "wall_s", "samples_per_s", "compile_s",
+		"failed_units", "failures", "run_units", "run_rows", "run_samples", "run_failed_units"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("gen --json has no %q: %s", k, stdout)
 		}
+	}
+}
+
+// TestGenStrictAndSummary: --strict is a gen flag (a run without failures is the same
+// with it), and the text summary gives the dataset's totals and this run's share; after
+// a resume the totals are still the dataset's (the failure paths: dataset/gen's
+// TestGenerateRecordsFailedUnits and TestGenerateStrictStopsAtFailure).
+func TestGenStrictAndSummary(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"gen", "--models", "mlp_96x2_b1", "--out", dir, "--configs", "4", "--workers", "1", "--strict"}
+	first, errs, code := run(args...)
+	if code != 0 {
+		t.Fatalf("gen --strict: exit %d, %s", code, errs)
+	}
+	again, errs, code := run(args...)
+	if code != 0 {
+		t.Fatalf("gen --strict, resumed: exit %d, %s", code, errs)
+	}
+	total := strings.SplitN(first, "\n", 2)[0]
+	if !strings.Contains(first, "this run: 1 units") || !strings.Contains(total, "0 failed") ||
+		strings.SplitN(again, "\n", 2)[0] != total || !strings.Contains(again, "this run: 0 units (1 resumed") {
+		t.Errorf("summaries:\n%s\nthen, resumed:\n%s", first, again)
+	}
+	if _, errs, code := run("gen", "--models", "mlp_96x2_b1", "--out", t.TempDir(), "--strict=maybe"); code == 0 || !strings.Contains(errs, "--strict") {
+		t.Errorf("--strict=maybe: exit %d, %s", code, errs)
 	}
 }

@@ -95,7 +95,7 @@ func TestGymTrainEval(t *testing.T) {
 		// Held out by model variant: the inference graph of the training step is refused.
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train,mlp_96x2_b1"}, "same model variant (mlp_96x2) as mlp_96x2_b1"},
 		{[]string{"gym", "train", "--agent", dir, "--samples", "1"}, "--samples"},
-		{[]string{"gym", "train", "--agent", dir, "--entropy", "-0.1"}, "--entropy: got -0.1, want a finite number >= 0 (0: no entropy bonus)"},
+		{[]string{"gym", "train", "--agent", dir, "--entropy", "-0.1"}, "--entropy \"-0.1\": want a finite number >= 0 (0: no entropy bonus)"},
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "nope_model"}, "nope_model"},
 	} {
 		_, errs, code := run(c.args...)

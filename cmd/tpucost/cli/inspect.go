@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/cliflag"
 )
 
 // InspectOptions are the options of `tpucost inspect`.
@@ -22,7 +23,7 @@ func NewCmdInspect(ios IO, g *Globals) *cobra.Command {
 			"kernels (distinct kernel keys, the rows a trainer reads), programs, samples (measured configs), tasks, runtime min/median/max, " +
 			"schema and feature versions, provenance, and the files of each shard. Every file's size and SHA-256 are first checked against " +
 			"its shard's manifest; a damaged, missing or unlisted file is reported by name, with a non-zero exit.",
-		Args: cobra.ExactArgs(1),
+		Args: cliflag.OneArg("one dataset directory (DIR)"),
 		RunE: func(_ *cobra.Command, args []string) error { o.Dir = args[0]; return runInspect(o) },
 	}
 }

@@ -67,6 +67,9 @@ func writeTestDataset(t *testing.T, dir string, format dataset.Format) string {
 	if err := w.WritePart(0, 1, rows, occ); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.Close(); err != nil { // releases the directory's lock, which every writer respects
+		t.Fatal(err)
+	}
 	name, _ := dataset.PartFileNames(dataset.TaskTile, 0, 1, 0, format)
 	return filepath.Join(dir, name)
 }

@@ -43,10 +43,14 @@ func TestEveryDirectoryWriterTakesTheLock(t *testing.T) {
 			return []string{"tune", "--models", "mlp_96x2_b1", "--budget", "2", "--out", dir}
 		}},
 	}
+	// Each case's directory is held by a writer of its own kind (one of another kind may
+	// be refused for its kind first: TestDirectoryKindsAreNotMixed).
+	writerKind := map[string]dirlock.Kind{"train": dirlock.Model, "tune train-policy": dirlock.Policy, "gym train": dirlock.Agent,
+		"export tpugraphs": dirlock.Export, "eval --plots": dirlock.Plots, "demo": dirlock.Demo, "tune --models --out": dirlock.TunedConfigs}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
-			held, err := dirlock.AcquireDir(dir, "test") // as another process would (flock is per open file)
+			held, err := dirlock.AcquireDir(dir, writerKind[tc.name]) // as another process would (flock is per open file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,5 +135,33 @@ func TestOutputDirCheckedBeforeTraining(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, "not writable") || strings.Contains(errs, "iteration") || strings.Contains(errs, "episode 1") {
 			t.Errorf("%s: exit %d, stderr %q; want a refusal before training", strings.Join(args, " "), code, errs)
 		}
+	}
+}
+
+// TestDirectoryKindsAreNotMixed: `gen --out <model dir>` and `train --out <dataset dir>`
+// both once succeeded; each is refused in one line naming the directory's kind and
+// writer (internal/dirlock).
+func TestDirectoryKindsAreNotMixed(t *testing.T) {
+	model := t.TempDir()
+	if err := os.WriteFile(filepath.Join(model, outpath.ModelMarker), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, other := t.TempDir(), t.TempDir()
+	writeTestDataset(t, data, dataset.FormatArrow)
+	writeTestDataset(t, other, dataset.FormatArrow)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gen", "--models", "mlp_96x2_b1", "--out", model, "--configs", "4", "--workers", "1"}, model + " is a model directory (written by tpucost train)"},
+		{[]string{"train", "--task", "tile", "--data", data, "--out", other, "--epochs", "1"}, other + " is a dataset directory"},
+	} {
+		_, errs, code := run(tc.args...)
+		if code == 0 || strings.Count(strings.TrimRight(errs, "\n"), "\n") != 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want one line saying %q", strings.Join(tc.args, " "), code, errs, tc.want)
+		}
+	}
+	if ents, _ := os.ReadDir(model); len(ents) != 1 {
+		t.Errorf("the refused gen wrote into the model directory: %v", ents)
 	}
 }

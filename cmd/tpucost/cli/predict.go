@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -31,13 +34,13 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 			"imported with `tpucost import tpugraphs`, which no tpucost compile produces): per row, the configuration the model picks, " +
 			"its measured time beside the row's best and the slowdown, or the predicted and measured runtime for absolute data; rows " +
 			"whose kernels the model trained on are marked.",
-		Args: cobra.MaximumNArgs(1),
+		Args: cliflag.AtMostOneArg("at most one HLO file or zoo model name (SRC)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Src = args[0]
 			}
 			o.ChipSet = cmd.Flags().Changed("chip")
-			return runPredict(o)
+			return runPredict(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Data, "data", "", "score the rows of this dataset directory instead of compiling SRC")
@@ -51,15 +54,15 @@ func NewCmdPredict(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func runPredict(o *PredictOptions) error {
+func runPredict(ctx context.Context, o *PredictOptions) error {
 	var c tpusim.Chip
 	o.PredictRequest.Target = func(meta gnn.Meta) (gnn.Target, error) {
 		// The chip defaults to the one the model's training data was generated for.
 		var err error
-		c, err = o.Target.spec().Default(meta.DefaultTarget()).Resolve()
+		c, err = o.Target.spec().Default(meta.DefaultTarget()).ResolveContext(ctx)
 		return gnn.Target{Chip: c.Name, VMEMBytes: c.VMEMBytes, Cost: c.Target}, err
 	}
-	o.Compile = compileSource
+	o.Compile = compileSource(ctx)
 	o.Timer = func(choice cost.Planned) (float64, float64, error) { return tpusim.TimeChoice(choice, c) }
 	o.Warn = o.IO.Err
 	return o.printResult(o.Predict())

@@ -29,15 +29,18 @@ func TestSimLengths(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &tr) != nil {
 		t.Fatalf("tune --lengths: exit %d: %s", code, errs)
 	}
-	if tr.Measurements > 8 || tr.TunedRaggedNs > tr.DefaultRaggedNs || len(tr.Shapes) != 2 {
+	if tr.Measurements > 8 || tr.TunedRaggedNs > tr.DefaultRaggedNs || len(tr.Shapes) != 2 || tr.Program != "bert_tiny_s128_b32" {
 		t.Errorf("tune --lengths: %+v", tr)
+	}
+	if !strings.Contains(errs, "tune bert_tiny_s128_b32") { // it once printed nothing for 16 s
+		t.Errorf("tune --lengths: no progress on stderr: %q", errs)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,abc"}, `--lengths: "abc" is not a length`},
-		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", ""}, "--lengths: empty"},
+		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,abc"}, `--lengths "37,abc": "abc" is not a length`},
+		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", ""}, `--lengths "": empty`},
 		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,600"}, "--lengths: seq=600: bert_tiny_s128_b32 takes seq up to 512"},
 		{[]string{"sim", "resnet18_b1", "--lengths", "37,64"}, `--lengths: resnet18_b1 has no dynamic dimension "seq"`},
 		{[]string{"sim", boundedHLO, "--lengths", "37,64"}, "take a zoo model that declares seq"},
@@ -47,7 +50,7 @@ func TestSimLengths(t *testing.T) {
 		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,64", "--fusion", "partition"}, "drop --fusion"},
 		{[]string{"sim", "bert_tiny_s128_b32", "--lengths", "37,64", "--staging", "on"}, "drop --staging"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,64", "--staging", "auto"}, "drop --staging"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,x"}, `--lengths: "x" is not a length`},
+		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "37,x"}, `--lengths "37,x": "x" is not a length`},
 		{[]string{"tune", "resnet18_b1", "--lengths", "37,64", "--budget", "8"}, `--lengths: resnet18_b1 has no dynamic dimension "seq"`},
 	} {
 		_, errs, code := run(c.args...)

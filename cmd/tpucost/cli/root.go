@@ -51,8 +51,8 @@ func NewRootCmd(ios IO) *cobra.Command {
 	root.SetIn(ios.In)
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "machine-readable JSON output on stdout")
 	root.SetFlagErrorFunc(cliflag.Rewrite)
-	root.Version = buildinfo.Read().String()
-	root.SetVersionTemplate("{{.Version}}\n")
+	bindMaxInput(root)
+	setVersion(root, buildinfo.Read())
 	root.AddCommand(
 		NewCmdZoo(ios, g),
 		NewCmdCompile(ios, g),
@@ -87,13 +87,15 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 }
 
 // MainContext is Main under ctx (no signal handling of its own). A command that stops
-// because ctx is cancelled exits with ExitInterrupted.
+// because ctx is cancelled exits with ExitInterrupted. An error is printed as one line
+// after the command that failed, "tpucost CMD: ...", in people's words (errorLine).
 func MainContext(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, Err: errw})
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(errw, "tpucost: %s\n", oneLine(err))
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if cmd, err := root.ExecuteContextC(ctx); err != nil {
+		interrupted := ctx.Err() != nil && errors.Is(err, context.Canceled)
+		fmt.Fprintln(errw, errorLine(cmd, err, interrupted))
+		if interrupted {
 			return ExitInterrupted
 		}
 		return 1
@@ -101,10 +103,59 @@ func MainContext(ctx context.Context, args []string, in io.Reader, out, errw io.
 	return 0
 }
 
+// errorLine is err as the one line tpucost prints: the command's path ("tpucost sim"),
+// then the message flattened to one line, without a repeat of the command's name at its
+// start. An interrupted command's message does not end in Go's "context canceled": it
+// says "interrupted" (once) in its place.
+func errorLine(cmd *cobra.Command, err error, interrupted bool) string {
+	path, name := "tpucost", ""
+	if cmd != nil {
+		path = cmd.CommandPath()
+		if cmd.HasParent() {
+			name = cmd.Name()
+		}
+	}
+	msg := oneLine(err)
+	if name != "" {
+		msg = strings.TrimPrefix(msg, name+": ")
+	}
+	if interrupted {
+		msg = interruptedText(msg)
+	}
+	return path + ": " + msg
+}
+
+// interruptedText is msg without Go's "context canceled": it ends in "interrupted"
+// instead, unless it says so already.
+func interruptedText(msg string) string {
+	const canceled = "context canceled"
+	msg = strings.NewReplacer(" ("+canceled+")", "", ": "+canceled, "", "; "+canceled, "", canceled, "").Replace(msg)
+	switch msg = strings.TrimSpace(msg); {
+	case msg == "":
+		return "interrupted"
+	case strings.Contains(msg, "interrupted"):
+		return msg
+	}
+	return msg + ": interrupted"
+}
+
 // oneLine flattens a (possibly joined) error into a single line.
 func oneLine(err error) string {
 	s := strings.TrimSpace(err.Error())
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// versionJSON is the root command's annotation holding --version --json's output.
+const versionJSON = "version_json"
+
+// setVersion makes `tpucost --version` print info's line, and `--version --json` info as
+// JSON (buildinfo.Info): cobra prints the version before any command runs, from a
+// template that reads the --json flag.
+func setVersion(root *cobra.Command, info buildinfo.Info) {
+	js, _ := json.MarshalIndent(info, "", "  ") // cannot fail: strings, ints and a bool
+	root.Version = info.String()
+	root.Annotations = map[string]string{versionJSON: string(js)}
+	root.SetVersionTemplate(`{{if eq (.PersistentFlags.Lookup "json").Value.String "true"}}{{index .Annotations "` + versionJSON + `"}}{{else}}{{.Version}}{{end}}` + "\n")
 }
 
 // writeJSON prints v as indented JSON.
@@ -128,14 +179,22 @@ func (t *TargetFlags) bind(cmd *cobra.Command) { t.bindDefault(cmd, tpusim.Defau
 // bindDefault is bind with another default preset (validate's files are TPU v3 runs).
 func (t *TargetFlags) bindDefault(cmd *cobra.Command, preset string) {
 	cmd.Flags().StringVar(&t.Chip, "chip", preset, "chip preset: "+strings.Join(tpusim.PresetNames(), ", "))
-	cmd.Flags().StringVar(&t.ChipFile, "chip-file", "", "a preset file (as `tpucost calibrate` writes) in place of --chip")
+	cmd.Flags().StringVar(&t.ChipFile, "chip-file", "", "a chip preset `FILE` (as tpucost calibrate writes) in place of --chip")
 	t.chipSet = func() bool { return cmd.Flags().Changed("chip") }
 	cmd.Flags().IntVar(&t.VMEMMiB, "vmem", 0, fmt.Sprintf("override the chip's VMEM per core in MiB, 1-%d (v4's is not public)", tpusim.MaxVMEMMiB))
 	t.vmemSet = func() bool { return cmd.Flags().Changed("vmem") }
 }
 
-// chip resolves the flags to the chip they select (tpusim.ChipSpec.Resolve).
-func (t *TargetFlags) chip() (tpusim.Chip, error) { return t.spec().Resolve() }
+// chip resolves the flags to the chip they select, reading a --chip-file under ctx
+// (tpusim.ChipSpec.ResolveContext).
+func (t *TargetFlags) chip(ctx context.Context) (tpusim.Chip, error) {
+	return t.spec().ResolveContext(ctx)
+}
+
+// chipOf is chip under ctx as the func a library request resolves its chip with.
+func (t *TargetFlags) chipOf(ctx context.Context) func() (tpusim.Chip, error) {
+	return func() (tpusim.Chip, error) { return t.chip(ctx) }
+}
 
 // spec is the flags as given: which of --chip and --vmem were set on the command line.
 func (t *TargetFlags) spec() tpusim.ChipSpec {
@@ -174,14 +233,18 @@ func bindFusion(cmd *cobra.Command, p *compiler.FusionRule) {
 		Show: func(r compiler.FusionRule) string { return string(r) }}, "fusion", fusionUsage)
 }
 
-// compileSource loads SRC (a zoo model or an HLO file) at shapes (--shapes; empty: its
-// own) and compiles it under opts with the config file cfgPath (compiler.CompileFile).
-func compileSource(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
-	m, err := zoo.ResolveShapes(src, shapes)
-	if err != nil {
-		return nil, err
+// compileSource returns the CLI's compiler.CompileSource: it loads SRC (a zoo model or
+// an HLO file) at shapes (--shapes; empty: its own) and compiles it under opts with the
+// config file cfgPath, reading both files under ctx (their size limits, --max-input-bytes,
+// and cancellation: zoo.ResolveShapesContext, compiler.CompileFileContext).
+func compileSource(ctx context.Context) compiler.CompileSource {
+	return func(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
+		m, err := zoo.ResolveShapesContext(ctx, src, shapes)
+		if err != nil {
+			return nil, err
+		}
+		return compiler.CompileFileContext(ctx, m, cfgPath, opts)
 	}
-	return compiler.CompileFile(m, cfgPath, opts)
 }
 
 // stagingUsage is --staging's help, shared by every command that compiles.

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim/ragged"
 )
 
@@ -25,8 +28,8 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 			"on the simulator (the ground truth) and with the analytical roofline model, with the bound (mxu, vpu, eup, xlu, hbm, latency, overhead), flops and bytes. " +
 			"With --lengths L,L,..., it times a batch of sequences of those lengths on a zoo model that declares seq two ways: padded to the longest and ragged " +
 			"(each sequence at its own length plus the packing gather), with the share of flops spent on padding.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { o.Src = args[0]; return runSim(o) },
+		Args: cliflag.OneArg("one HLO file or zoo model name (SRC)"),
+		RunE: func(cmd *cobra.Command, args []string) error { o.Src = args[0]; return runSim(cmd.Context(), o) },
 	}
 	o.Target.bind(cmd)
 	bindShapes(cmd, &o.Shapes)
@@ -34,19 +37,20 @@ func NewCmdSim(ios IO, g *Globals) *cobra.Command {
 	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file")
 	cmd.Flags().Var(lengthsFlag(&o.Lengths), "lengths", "time a ragged batch of these sequence lengths (L,L,...; a zoo model with seq): padded_ns, ragged_ns, padding_waste")
+	cmd.Flags().IntVar(&o.Partitions, "partitions", 0, "devices a GSPMD module (sharding annotations) is partitioned over (default: its num_partitions; must divide it; 1: the global program on one chip)")
 	cmd.Flags().IntVar(&o.Chips, "chips", 0, "chips that collectives without replica groups span (default: the module's replica_count × num_partitions)")
 	return cmd
 }
 
-func runSim(o *SimOptions) error {
-	c, err := o.Target.chip()
+func runSim(ctx context.Context, o *SimOptions) error {
+	c, err := o.Target.chip(ctx)
 	if err != nil {
 		return err
 	}
 	if o.Lengths != "" {
 		return o.printResult(o.Request.Time(c))
 	}
-	o.Compile, o.Warn = compileSource, o.IO.Err
+	o.Compile, o.Warn = compileSource(ctx), o.IO.Err
 	return o.printResult(o.Simulate(c))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
+	"github.com/tpucost/tpucost/internal/cliflag"
 )
 
 // NewCmdImport builds `tpucost import`, the parent of the importers of other datasets.
@@ -51,7 +52,7 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 			"tpucost's graph features with the raw TPU tile as config, .pb layout runs the whole module's graph with TpuGraphs' per-node " +
 			"layout encoding; runs with an error are counted, not imported. " +
 			"One output dataset is written to DIR, several to DIR/<collection>[-<split>] (and DIR/tile-pb, DIR/layout-pb).",
-		Args: cobra.MinimumNArgs(1),
+		Args: cliflag.AtLeastOneArg("one or more TpuGraphs npz or .pb files or directories (SRC...)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Sources = args
 			return runImportTpuGraphs(cmd.Context(), o)
@@ -66,7 +67,7 @@ func NewCmdImportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 
 func runImportTpuGraphs(ctx context.Context, o *ImportTpuGraphsOptions) error {
 	o.Progress = o.IO.Err
-	return o.printResult(o.Import(ctx, o.Target.chip))
+	return o.printResult(o.Import(ctx, o.Target.chipOf(ctx)))
 }
 
 // ExportTpuGraphsOptions are the options of `tpucost export tpugraphs`.
@@ -85,7 +86,7 @@ func NewCmdExportTpuGraphs(ios IO, g *Globals) *cobra.Command {
 			"edge_index, config_feat, config_runtime, config_runtime_normalizers), or layout collection for imported per-node " +
 			"datasets, in NPZDIR/{train,valid,test} (--split), so that TpuGraphs' Python baselines can train on it. " +
 			"See docs/datasets.md (TpuGraphs) for what maps.",
-		Args: cobra.ExactArgs(1),
+		Args: cliflag.OneArg("one dataset directory (DIR)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return runExportTpuGraphs(cmd.Context(), o)

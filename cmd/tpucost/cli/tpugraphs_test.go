@@ -66,10 +66,10 @@ func TestImportExportTpuGraphs(t *testing.T) {
 		want string
 	}{
 		{[]string{"import", "tpugraphs", src}, "--out: required"},
-		{[]string{"import", "tpugraphs", src, "--out", out, "--collection", "tiles"}, `--collection: got "tiles", want tile or layout`},
-		{[]string{"import", "tpugraphs", src, "--out", out, "--format", "csv"}, `--format: got "csv"`},
+		{[]string{"import", "tpugraphs", src, "--out", out, "--collection", "tiles"}, `--collection "tiles": want tile or layout`},
+		{[]string{"import", "tpugraphs", src, "--out", out, "--format", "csv"}, `--format "csv": want`},
 		{[]string{"export", "tpugraphs", out + "/tile-xla-valid"}, "--out: required"},
-		{[]string{"export", "tpugraphs", out + "/tile-xla-valid", "--out", npz, "--split", "family"}, `--split: got "family"`},
+		{[]string{"export", "tpugraphs", out + "/tile-xla-valid", "--out", npz, "--split", "family"}, `--split "family": want`},
 		{[]string{"export", "tpugraphs", out + "/tile-xla-valid", "--out", npz}, "a program split needs at least 2 programs"},
 	} {
 		if _, stderr, code := runCLI(c.args...); code == 0 || !strings.Contains(stderr, c.want) {

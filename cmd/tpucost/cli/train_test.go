@@ -135,7 +135,8 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train --resume: %v\n%s", err, stderr)
 	}
-	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 7 || !strings.Contains(stdout, "stopped: budget") ||
+	if !strings.HasPrefix(stdout, "EPOCH") || !strings.Contains(stdout, "best epoch") || strings.Count(stdout, "\n") != 8 || !strings.Contains(stdout, "stopped: budget") ||
+		!strings.Contains(stdout, "every epoch: "+filepath.Join(out, gnn.TrainLogFile)) ||
 		!strings.Contains(stdout, "\nbackend: ") {
 		t.Errorf("train output:\n%s", stdout)
 	}
@@ -150,7 +151,7 @@ func TestTrainAndPredictEndToEnd(t *testing.T) {
 	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--chip", "v5e"); err == nil || !strings.Contains(err.Error(), "chip v4, not v5e") {
 		t.Errorf("predict --chip v5e: %v", err)
 	}
-	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--top", "-1"); err == nil || !strings.Contains(err.Error(), "--top: got -1") {
+	if _, _, err := runCmd(NewCmdPredict, false, "resnet18_b1", "--model", out, "--top", "-1"); err == nil || !strings.Contains(err.Error(), "--top \"-1\"") {
 		t.Errorf("predict --top -1: %v", err) // once quietly treated as 0
 	}
 	stdout, stderr, err = runCmd(NewCmdPredict, true, "resnet18_b1", "--model", out, "--chip", "v5e", "--allow-mismatch")
@@ -202,29 +203,29 @@ func TestTrainErrors(t *testing.T) {
 		{[]string{"--data", data, "--out", root + "/o1"}, "--task is required"},
 		{[]string{"--task", "tile", "--data", data, "--out", root + "/o2"}, "holds fusion rows, not tile"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o3", "--loss", "rank-hinge"}, "use mse"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o4", "--loss", "l1"}, "unknown loss"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o4", "--loss", "l1"}, `--loss "l1": want one of mse,`},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o5", "--reduce", "median"}, "unknown reduction"},
 		{[]string{"--task", "fusion", "--data", root + "/missing", "--out", root + "/o6"}, "missing"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o7", "--resume"}, "nothing to resume"},
 		// Out-of-range flags: the flag and its range, never a quiet default.
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "-1"}, "--epochs -1 is out of range: want an integer >= 0"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--steps", "-5"}, "--steps -5 is out of range: want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "-1"}, "--epochs \"-1\": want an integer >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--steps", "-5"}, "--steps \"-5\": want an integer >= 0"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--epochs", "3", "--steps", "100"}, "--epochs and --steps are two budgets"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr-schedule", "step"}, "--lr-schedule: unknown learning-rate schedule"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "0"}, "--ensemble 0 is out of range: want an integer in [1, 32]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "0"}, "--ensemble \"0\": want an integer in [1, 32]"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--ensemble", "2", "--resume"}, "an ensemble is not resumed"},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--patience", "soon"}, "--patience \"soon\": want auto, off or an integer"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction 0 is out of range: want a number in (0, 1)"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, "--test-fraction 1 is out of range"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--val-fraction", "-0.1"}, "--val-fraction -0.1 is out of range"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--batch", "0"}, "--batch 0 is out of range"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr", "0"}, "--lr 0 is out of range: want a number in (0, 1]"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--layers", "-1"}, "--layers -1 is out of range: want an integer in [0, 32]"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--hidden", "0"}, "--hidden 0 is out of range: want an integer in [1, 4096]"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--max-segment-nodes", "3"}, "--max-segment-nodes 3 is out of range: want an integer in [8, 1048576]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "0"}, "--test-fraction \"0\": want a number in (0, 1)"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--test-fraction", "1"}, `--test-fraction "1": want`},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--val-fraction", "-0.1"}, `--val-fraction "-0.1": want`},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--batch", "0"}, `--batch "0": want`},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--lr", "0"}, "--lr \"0\": want a number in (0, 1]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--layers", "-1"}, "--layers \"-1\": want an integer in [0, 32]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--hidden", "0"}, "--hidden \"0\": want an integer in [1, 4096]"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--max-segment-nodes", "3"}, "--max-segment-nodes \"3\": want an integer in [8, 1048576]"},
 		{[]string{"--task", "tile", "--data", data, "--out", root + "/o8", "--heads", "flags,tile"}, "--heads flags,tile: want at least two tasks, the first being --task tile"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "soon"}, "--prior soon: want auto or a number >= 0"},
-		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "-1"}, "--prior -1: want auto or a number >= 0"},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "soon"}, `--prior "soon": want auto or a number >= 0`},
+		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "-1"}, `--prior "-1": want auto or a number >= 0`},
 		{[]string{"--task", "fusion", "--data", data, "--out", root + "/o8", "--prior", "101"}, "prior weight must be in [0, 100], got 101"},
 		// An unwritable output fails before training.
 		{[]string{"--task", "fusion", "--data", data, "--out", filepath.Join(data, "fusion-0of1-00000.arrow", "m")}, "not writable"},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
 )
@@ -36,7 +37,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized. " +
 			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline. " +
 			"With --lengths L,L,..., it tunes the ragged form of a batch of those sequence lengths (see sim --lengths): the same search over the distinct lengths, scored by the batch's ragged time.",
-		Args: cobra.MaximumNArgs(1),
+		Args: cliflag.AtMostOneArg("at most one HLO file or zoo model name (SRC)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Src = args[0]
@@ -71,7 +72,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "write the tuned config (JSON) to this file; in batch mode, a directory of MODEL.json")
 	f.BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or write into a model, dataset, policy or agent directory")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
-	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint DIR (`tpucost tune train-policy`)")
+	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint `DIR` (as tpucost tune train-policy writes)")
 	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags, staging (default: all; layout,fusion for rl)")
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd

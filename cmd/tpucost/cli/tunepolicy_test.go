@@ -60,9 +60,9 @@ func TestTuneRLEndToEnd(t *testing.T) {
 		{[]string{"mlp_lenet300_b32", "--strategy", "rl", "--policy", fusionDir, "--budget", "5"}, "trained on fusion decisions only"},
 		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "1", "--kinds", "tile"}, "decides layout and fusion"},
 		// No quiet defaults: each flag out of range is an error naming it.
-		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "0"}, "--episodes 0: want an integer >= 1"},
-		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--samples", "0"}, "--samples 0: want an integer >= 2"},
-		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--lr", "0"}, "--lr 0: want a number in (0, 1]"},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--episodes", "0"}, `--episodes "0": want an integer >= 1`},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--samples", "0"}, `--samples "0": want an integer >= 2`},
+		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--lr", "0"}, `--lr "0": want a number in (0, 1]`},
 		{[]string{"train-policy", "--programs", "mlp_96x2_b1", "--out", fusionDir, "--workers", "-2"}, "--workers -2: want an integer in [0,"},
 		{[]string{"train-policy", "--programs", "mlp_96x2_b1,", "--out", fusionDir}, "--programs"},
 	} {

@@ -20,7 +20,7 @@ func TestTuneShapes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Shapes) != 2 || rep.Shapes[0].Value != 32 || rep.Shapes[1].Value != 128 || rep.Measurements > 12 || rep.Dim != "seq" {
+	if len(rep.Shapes) != 2 || rep.Shapes[0].Value != 32 || rep.Shapes[1].Value != 128 || rep.Measurements > 12 || rep.Dim != "seq" || rep.Program != "bert_tiny_s128_b32" {
 		t.Fatalf("%.400s", out)
 	}
 	for _, s := range rep.Shapes {
@@ -38,14 +38,14 @@ func TestTuneShapes(t *testing.T) {
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "len=64,128"}, `--shapes: bert_tiny_s128_b32 has no dynamic dimension "len"`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,1024"}, "--shapes: seq=1024: bert_tiny_s128_b32 takes seq up to 512"},
 		{[]string{"tune", boundedHLO, "--shapes", "d0=64,200"}, "d0=200 is above its bound 128"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--shapes="}, "--shapes: empty"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,abc"}, `--shapes: seq: "abc" is not an integer`},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes="}, `--shapes "": empty`},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,abc"}, `--shapes "seq=64,abc": seq: "abc" is not an integer`},
 		{[]string{"tune", "resnet18_b1", "--shapes", "seq=64,128"}, `resnet18_b1 has no dynamic dimension "seq" (it declares none)`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--compare-per-shape"}, "--compare-per-shape: give --shapes a list"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=32,64,128", "--budget", "2"}, "--budget: got 2, want at least the number of sizes, 3"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "32,64,128", "--budget", "2"}, "--budget: got 2, want at least the number of sizes, 3"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=32,64,128", "--budget", "2"}, "--budget \"2\": want at least the number of sizes, 3"},
+		{[]string{"tune", "bert_tiny_s128_b32", "--lengths", "32,64,128", "--budget", "2"}, "--budget \"2\": want at least the number of sizes, 3"},
 		{[]string{"tune", "--models", "bert_tiny_s128_b32", "--shapes", "seq=64,128"}, "not --models or --all"},
-		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--kinds", "bogus"}, `--kinds: unknown kind "bogus"`},
+		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--kinds", "bogus"}, `--kinds "bogus": want one or more of`},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--policy", "p"}, "--policy: a shape-generic run does not take the rl strategy"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--strategy", "rl"}, "the rl strategy's policy is trained per program"},
 		{[]string{"tune", "bert_tiny_s128_b32", "--shapes", "seq=64,128", "--model", "no-such-model-dir"}, "--model no-such-model-dir"},

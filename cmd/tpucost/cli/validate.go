@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/gnn"
+	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim/replay"
 )
 
@@ -26,8 +29,8 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 			"and the analytical model, and reports how well each ranks what the TPU measured: Kendall's tau per kernel, the slowdown of " +
 			"each predictor's top-1 and top-5 picks, MAPE after one scale per kernel, and the slowdown of XLA's own default, the baseline to beat. " +
 			"Configurations that cannot be expressed are listed with the reason. The files are TPU v3 measurements: --chip defaults to v3.",
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { o.Files = args; return runValidate(o) },
+		Args: cliflag.AtLeastOneArg("one or more TpuGraphs tuning files (FILE.pb)"),
+		RunE: func(cmd *cobra.Command, args []string) error { o.Files = args; return runValidate(cmd.Context(), o) },
 	}
 	o.Target.bindDefault(cmd, "v3")
 	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", replay.DefaultMinConfigs, "score only kernels with at least this many replayed configurations (>= 2)")
@@ -38,11 +41,11 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-func runValidate(o *ValidateOptions) error {
+func runValidate(ctx context.Context, o *ValidateOptions) error {
 	if err := o.Check(); err != nil {
 		return err
 	}
-	c, err := o.Target.chip()
+	c, err := o.Target.chip(ctx)
 	if err != nil {
 		return err
 	}

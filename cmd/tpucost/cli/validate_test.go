@@ -37,7 +37,7 @@ func TestValidateCommand(t *testing.T) {
 			Default *struct {
 				Top1Slowdown float64 `json:"top1_slowdown"`
 			} `json:"default"`
-		} `json:"tile"`
+		} `json:"tile_replay"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -59,7 +59,7 @@ func TestValidateRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"validate", opTuningFile, "--min-configs", "1"}, "--min-configs: got 1, want at least 2"},
+		{[]string{"validate", opTuningFile, "--min-configs", "1"}, "--min-configs \"1\": want at least 2"},
 		{[]string{"validate", "nosuch.pb"}, "nosuch.pb"},
 		{[]string{"validate", opTuningFile, "--chip", "v9"}, "unknown chip"},
 	} {
@@ -112,7 +112,7 @@ func TestCalibrateAndChipFile(t *testing.T) {
 		{[]string{"sim", "mlp_96x2_b1", "--chip-file", opTuningFile}, opTuningFile},
 		{[]string{"calibrate", opTuningFile}, "--out is required"},
 		{[]string{"calibrate", opTuningFile, "--out", opTuningFile}, "is not a chip file; refusing to overwrite it"},
-		{[]string{"calibrate", opTuningFile, "--out", out, "--max-evals", "0"}, "--max-evals: got 0"},
+		{[]string{"calibrate", opTuningFile, "--out", out, "--max-evals", "0"}, "--max-evals \"0\""},
 	} {
 		_, errOut, code := run(c.args...)
 		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
@@ -141,7 +141,7 @@ func TestValidateWithModel(t *testing.T) {
 			Learned *struct {
 				KendallTau float64 `json:"kendall_tau"`
 			} `json:"learned"`
-		} `json:"tile"`
+		} `json:"tile_replay"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Tile.Learned == nil {
 		t.Errorf("no learned scores (%v): %s", err, out)
