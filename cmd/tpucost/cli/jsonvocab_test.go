@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
@@ -58,6 +59,7 @@ func jsonOutputs() map[string][]any {
 		"export tpugraphs":  {tpugraphs.ExportReport{}},
 		"validate":          {replay.Report{}},
 		"calibrate":         {CalibrateResult{}},
+		"bitserial":         {bitserial.Report{}},
 		"--version":         {buildinfo.Info{}},
 	}
 }
@@ -302,6 +304,7 @@ var keyTypeExceptions = map[string]struct {
 	"default":      {[]string{"bool", "object"}, "XLA's default config's scores, a run is the default (validate)"},
 	"error":        {[]string{"number", "string"}, "a skipped kernel's error (validate), a request's error message (gym serve)"},
 	"model_guided": {[]string{"bool", "object"}, "tune's flag, demo's model-guided tuning report"},
+	"accuracy":     {[]string{"number", "object"}, "bitserial: the networks' accuracies {float32, int8, pool}, and one b's (bits[].accuracy), as issue 37 specifies"},
 }
 
 // TestJSONKeyTypes checks that a key has one JSON type everywhere any command prints it

@@ -67,6 +67,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 		NewCmdGym(ios, g),
 		NewCmdImport(ios, g), NewCmdExport(ios, g),
 		NewCmdValidate(ios, g), NewCmdCalibrate(ios, g),
+		NewCmdBitserial(ios, g),
 	)
 	cliflag.RequireKnownSubcommands(root)
 	return root

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/bitserial/mnist"
+)
+
+// BitserialOptions are the options of `tpucost bitserial`.
+type BitserialOptions struct {
+	cmdIO
+	Out         string
+	MNIST       string
+	Pool, Z     int
+	Bits        []int
+	TrainImages int
+	Epochs      int
+	TestImages  int
+	Seed        uint64
+}
+
+// NewCmdBitserial builds `tpucost bitserial`.
+func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
+	def := bitserial.DefaultConfig()
+	o := &BitserialOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
+	cmd := &cobra.Command{
+		Use:   "bitserial [--out DIR] [--pool P] [--z Z] [--bits 1,..,8]",
+		Short: "Compress an MNIST CNN to a bit-serial weight pool and time its lookup kernels",
+		Long: "Bitserial trains a small MNIST CNN in Gorgonia (float32), quantizes it to 8 bits, compresses layers 2-4 to one pool " +
+			"of P z-weight vectors (k-means, then fine-tuning), and evaluates and times three single-threaded kernels: 8-bit integer, " +
+			"8-bit weight pool, and bit-serial lookup at each b of --bits. It writes DIR/report.md and report.json. The MNIST files " +
+			"come from the Go module " + mnist.Module + " (go mod download " + mnist.Module + "). See docs/bitserial.md.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBitserial(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Out, "out", "bitserial-out", "output directory")
+	f.StringVar(&o.MNIST, "mnist", def.MNISTDir, "directory of the four MNIST IDX files (default: the module cache's "+mnist.Module+")")
+	f.IntVar(&o.Pool, "pool", def.Pool.P, "pool size P: a power of two, 16-256")
+	f.IntVar(&o.Z, "z", def.Pool.Z, "weights per pool vector, along the input channels: 1-8, dividing every pooled layer's channels")
+	f.IntSliceVar(&o.Bits, "bits", def.Bits, "activation precisions b to evaluate, each 1-8")
+	f.IntVar(&o.TrainImages, "train-images", def.Train.Images, "training images (0: all 60,000)")
+	f.IntVar(&o.Epochs, "epochs", def.Train.Epochs, "training epochs")
+	f.IntVar(&o.TestImages, "test-images", def.TestImages, "test images classified (0: all 10,000)")
+	f.Uint64Var(&o.Seed, "seed", def.Train.Seed, "seed of training, k-means and fine-tuning")
+	return cmd
+}
+
+// config is the options as a bitserial.Config, checked.
+func (o *BitserialOptions) config() (bitserial.Config, error) {
+	c := bitserial.DefaultConfig()
+	c.MNISTDir, c.Pool.P, c.Pool.Z, c.Bits = o.MNIST, o.Pool, o.Z, o.Bits
+	c.Train.Images, c.Train.Epochs, c.TestImages = o.TrainImages, o.Epochs, o.TestImages
+	c.Train.Seed, c.Pool.Seed = o.Seed, o.Seed
+	if o.TrainImages < 0 || o.TestImages < 0 {
+		return c, fmt.Errorf("--train-images %d, --test-images %d: want 0 (all) or a positive count", o.TrainImages, o.TestImages)
+	}
+	return c, c.Check()
+}
+
+func runBitserial(ctx context.Context, o *BitserialOptions) error {
+	c, err := o.config()
+	if err != nil {
+		return err
+	}
+	rep, err := bitserial.Run(ctx, c, func(s string) { fmt.Fprintln(o.IO.Err, s) })
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteFiles(o.Out); err != nil {
+		return err
+	}
+	return o.printResult(rep, nil)
+}
