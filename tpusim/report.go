@@ -34,6 +34,10 @@ type KernelReport struct {
 	StagedInputs []string `json:"staged_inputs,omitempty"`
 	StagedOutput bool     `json:"staged_output,omitempty"`
 	StagedBytes  float64  `json:"staged_bytes,omitempty"`
+	// Pieces is, for a kernel whose smallest tile's windows do not fit VMEM even with one
+	// buffer each, the number of pieces every step's windows are streamed in (the tiler's
+	// last resort, cost.Plan.Chunks; each piece a step of its own); absent otherwise.
+	Pieces int64 `json:"pieces,omitempty"`
 	// DeviceShape is the shape of the kernel's result on one device, in a program
 	// partitioned from sharding annotations (Report.Partitions > 0; empty otherwise).
 	DeviceShape string `json:"device_shape,omitempty"`
@@ -170,6 +174,9 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 			}
 		}
 		e.StagedOutput, e.StagedBytes = st.Out, k.Choice.Plan.AvoidedBytes
+		if k.Choice.Plan.Chunks > 1 {
+			e.Pieces = k.Choice.Plan.Chunks
+		}
 		if p.Partitions > 0 && k.Comp != nil && k.Comp.Root != nil {
 			e.DeviceShape = k.Comp.Root.Shape.String()
 		}

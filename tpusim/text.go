@@ -44,6 +44,9 @@ func writeEntries(w io.Writer, es []Entry, indent string) int {
 			if k.Approximate {
 				name += " (approx)"
 			}
+			if k.Pieces > 1 {
+				name += fmt.Sprintf(" (in %d pieces: VMEM too small for whole windows)", k.Pieces)
+			}
 			fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t%.3g\t%.3g\n", indent, name, k.Kind, k.Tile, k.Flags, k.SimNs, k.AnalyticalNs, k.Bound, k.Flops, k.Bytes)
 			n++
 			continue

@@ -499,7 +499,7 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 				rows, lanes = lanes, rows
 			}
 			p.InBytesPerStep += windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
-			p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+			p.InBurstsPerStep += runs(in, bursts(rows, lanes, in.Minor, in.ElemBytes, t))
 			p.StreamBufferBytes += windowBytes(float64(tm), float64(tk), in.ElemBytes, t) * in.Ratio
 			p.LogicalBytes += in.Bytes * float64(nb)
 		case RoleRHS:
@@ -510,7 +510,7 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 			}
 			w := windowBytes(rows, lanes, in.ElemBytes, t) * in.Ratio
 			p.InBytesPerStep += w
-			p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+			p.InBurstsPerStep += runs(in, bursts(rows, lanes, in.Minor, in.ElemBytes, t))
 			p.StreamBufferBytes += windowBytes(brows, blanes, in.ElemBytes, t) * in.Ratio
 			p.LogicalBytes += in.Bytes * float64(mb)
 		case RoleEpilogue, RoleStream:
@@ -533,7 +533,7 @@ func (k *KernelInfo) planGEMM(tile Tile, t Target) Plan {
 		orows, olanes = olanes, orows
 	}
 	p.OutBytesPerBlock = windowBytes(orows, olanes, outEB, t)
-	p.OutBurstsPerBlock = bursts(orows, olanes, k.Output.Minor, outEB, t)
+	p.OutBurstsPerBlock = runs(k.Output, bursts(orows, olanes, k.Output.Minor, outEB, t))
 	ow := windowBytes(float64(tm), float64(tn), outEB, t)
 	p.StreamBufferBytes += ow
 	p.blockBuf += ow
@@ -620,7 +620,7 @@ func (k *KernelInfo) planLoop(tile Tile, t Target) Plan {
 	}
 	eb := k.Output.ElemBytes
 	p.OutBytesPerBlock = windowBytes(rAvg, lAvg, eb, t)
-	p.OutBurstsPerBlock = bursts(rAvg, lAvg, k.Output.Minor, eb, t)
+	p.OutBurstsPerBlock = runs(k.Output, bursts(rAvg, lAvg, k.Output.Minor, eb, t))
 	p.blockBuf = windowBytes(float64(tr), float64(tl), eb, t)
 	p.StreamBufferBytes += p.blockBuf
 	p.LogicalBytes += k.Output.Bytes
@@ -672,13 +672,18 @@ func (p *Plan) addStreamed(in Operand, rAvg, lAvg, lReal, tr, tl float64, stream
 		}
 		// A step never moves more than the whole input.
 		w := math.Min(windowBytes(rows, lanes, in.ElemBytes, t), in.Padded)
-		if !rebroadcast && p.Steps > 0 {
+		switch {
+		case in.Reads > 0 && p.Steps > 0:
+			// Re-fetched as its window changes on the grid (Operand.Reads): Reads times
+			// its padded bytes, spread over the steps.
+			w = in.Padded * in.Reads / float64(p.Steps)
+		case !rebroadcast && p.Steps > 0:
 			// Streamed in proportion to the iteration: each needed element once.
 			need := math.Min(in.Ratio*float64(streamElems)/float64(max(arrayShape(in.Shape).Elements(), 1)), 1)
 			w = math.Min(w, in.Padded*need/float64(p.Steps))
 		}
 		p.InBytesPerStep += w
-		p.InBurstsPerStep += bursts(rows, lanes, in.Minor, in.ElemBytes, t)
+		p.InBurstsPerStep += runs(in, bursts(rows, lanes, in.Minor, in.ElemBytes, t))
 		p.StreamBufferBytes += windowBytes(brows, blanes, in.ElemBytes, t)
 		p.LogicalBytes += in.Bytes
 	}

@@ -207,6 +207,86 @@ type Mapped struct {
 	// box is not contiguous in memory, "rounded" when an extent was rounded up to
 	// tpucost's alignment.
 	Approx string
+	// Boxes are the TPU's boxes over the arrays the bounds cover (the bounded tensor,
+	// a GEMM's weight): a kernel operand of one of their shapes is DMA'd, each step, as
+	// that box, in its own layout (cost.BoxRuns): On sets its cost.Operand.Runs.
+	Boxes []Box
+}
+
+// Box is a TPU box over an array: its extent per logical dimension of Shape.
+type Box struct {
+	Shape hlo.Shape
+	Ext   []int
+	// Broadcasts are the kernel's parameters broadcast into Shape (a loop or reduce
+	// kernel's iteration tensor): each step DMAs the box's projection onto them, and
+	// refetches it only when it changes (BroadcastReads).
+	Broadcasts []Broadcast
+}
+
+// Broadcast is a fused computation's parameter broadcast into a box's array: Dims[i] is
+// the array's dimension of the parameter's dimension i (the broadcast's dimensions).
+type Broadcast struct {
+	Param int
+	Dims  []int
+}
+
+// broadcastsInto lists the parameters of fc that a broadcast maps into an array of s's
+// dimensions (directly, as XLA fuses a bias or a mask into its consumer).
+func broadcastsInto(fc *hlo.Computation, s hlo.Shape) []Broadcast {
+	var out []Broadcast
+	seen := map[int]bool{}
+	for _, in := range fc.Instructions {
+		if in.Opcode != hlo.OpBroadcast || len(in.Operands) != 1 || !slices.Equal(in.Shape.Dims, s.Dims) {
+			continue
+		}
+		p := in.Operands[0]
+		if p.Opcode != hlo.OpParameter || seen[p.ParamNum] || len(in.Dimensions) != p.Shape.Rank() || p.Shape.Rank() == 0 {
+			continue
+		}
+		seen[p.ParamNum] = true
+		out = append(out, Broadcast{Param: p.ParamNum, Dims: slices.Clone(in.Dimensions)})
+	}
+	return out
+}
+
+// BroadcastReads is how a grid of boxes b reads a parameter broadcast into b's array
+// (Broadcast bc, the parameter's shape s with its layout) on target t: reads, the times
+// it moves the parameter's padded bytes in all (cost.Operand.Reads), and runs, its
+// contiguous HBM runs per step on average (cost.Operand.Runs). The TPU walks the boxes
+// of its grid in the array's physical order, major to minor, and a step DMAs the box's
+// projection onto the parameter only when that window changes: the loops inside the
+// innermost one along which the window moves (a dimension the parameter has, cut into
+// more than one box) reuse it; every loop outside it along a dimension the parameter
+// lacks re-reads the whole parameter. A bias or mask over the minor dimensions of a box
+// cut in a major broadcast dimension above them is read once per major box.
+func (b Box) BroadcastReads(bc Broadcast, s hlo.Shape, t cost.Target) (reads, runs float64) {
+	dims, logical := physical(b.Shape)
+	in := map[int]bool{}
+	for _, d := range bc.Dims {
+		in[d] = true
+	}
+	g := make([]float64, len(dims))
+	steps := 1.0
+	inner := -1 // the innermost physical dimension the window moves along
+	for i, d := range dims {
+		g[i] = float64(ceilDiv(d, max(b.Ext[logical[i]], 1)))
+		steps *= g[i]
+		if in[logical[i]] && g[i] > 1 {
+			inner = i
+		}
+	}
+	reads, fetches := 1.0, 1.0
+	for i := 0; i <= inner; i++ {
+		fetches *= g[i]
+		if !in[logical[i]] {
+			reads *= g[i]
+		}
+	}
+	proj := make([]int, len(bc.Dims))
+	for i, d := range bc.Dims {
+		proj[i] = b.Ext[d]
+	}
+	return reads, fetches * cost.BoxRuns(s, proj, t) / steps
 }
 
 // MapTile maps a TPU tile-size config of the kernel fc (analyzed as info) to tpucost's
@@ -271,6 +351,7 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 		}
 		strided = st
 		gs = rowsLanes(s, ext)
+		m.Boxes = []Box{{s, ext, broadcastsInto(fc, s)}}
 	case cost.KindReduce:
 		if hero == nil {
 			return m, errors.New("reduction kernel without a reduce")
@@ -281,6 +362,7 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			return m, fmt.Errorf("output bounds over the reduced operand %s: %w", s, err)
 		}
 		strided = st
+		m.Boxes = []Box{{s, ext, broadcastsInto(fc, s)}}
 		if info.FullReduce {
 			gs = rowsLanes(s, ext)
 			break
@@ -310,6 +392,7 @@ func MapTile(fc *hlo.Computation, info *cost.KernelInfo, tc *tpugraphs.TileSizeC
 			return m, fmt.Errorf("kernel bounds over %s: %w", ws, err)
 		}
 		strided = st || kst
+		m.Boxes = []Box{{Shape: os, Ext: ext}, {Shape: ws, Ext: kext}}
 		switch hero.Opcode {
 		case hlo.OpConvolution:
 			cd := hero.Conv
@@ -401,22 +484,50 @@ func group(dims, ext []int, pick func(d int) bool) grp {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// On returns info as the TPU's grid of m's boxes sees it: each IterDim's size is the
-// size m's grid covers (the kernel itself when nothing differs). The analysis is copied,
-// never edited.
-func (m Mapped) On(info *cost.KernelInfo) *cost.KernelInfo {
-	same := true
+// On returns info as the TPU's grid of m's boxes sees it on target t: each IterDim's size
+// is the size m's grid covers, and each operand of the shape of one of m's Boxes is
+// DMA'd as that box (cost.Operand.Runs, from cost.BoxRuns in the operand's own layout;
+// the first box of its shape). The analysis is copied, never edited; info itself when
+// nothing differs.
+func (m Mapped) On(info *cost.KernelInfo, t cost.Target) *cost.KernelInfo {
+	same := len(m.Boxes) == 0
 	for i, d := range info.Dims {
 		same = same && m.Grid[i] == d.Size
 	}
 	if same {
 		return info
 	}
+	runs := func(o cost.Operand) float64 {
+		for _, b := range m.Boxes {
+			if o.Shape.IsArray() && slices.Equal(o.Shape.Dims, b.Shape.Dims) {
+				return cost.BoxRuns(o.Shape, b.Ext, t)
+			}
+		}
+		return 0
+	}
 	c := *info
 	c.Dims = slices.Clone(info.Dims)
 	for i := range c.Dims {
 		c.Dims[i].Size = m.Grid[i]
 	}
+	c.Inputs = slices.Clone(info.Inputs)
+	for i := range c.Inputs {
+		in := &c.Inputs[i]
+		in.Runs = runs(*in)
+		if in.Runs > 0 || !in.Shape.IsArray() {
+			continue
+		}
+		for _, b := range m.Boxes {
+			for _, bc := range b.Broadcasts {
+				if bc.Param == in.Param && (in.Role == cost.RoleStream || in.Role == cost.RoleResident) {
+					// The TPU windows it with the box, resident or not.
+					in.Role = cost.RoleStream
+					in.Reads, in.Runs = b.BroadcastReads(bc, in.Shape, t)
+				}
+			}
+		}
+	}
+	c.Output.Runs = runs(c.Output)
 	return &c
 }
 
@@ -424,7 +535,7 @@ func (m Mapped) On(info *cost.KernelInfo) *cost.KernelInfo {
 // over m's grid (On), with the default flags (XLA's TPU backend double-buffers every
 // kernel).
 func (m Mapped) Plan(info *cost.KernelInfo, t cost.Target) (cost.Planned, error) {
-	return cost.PlanConfig(m.On(info), "", cost.KernelConfig{Tile: m.Tile, Flags: cost.DefaultFlags()}, t)
+	return cost.PlanConfig(m.On(info, t), "", cost.KernelConfig{Tile: m.Tile, Flags: cost.DefaultFlags()}, t)
 }
 
 func join(a, b string) string {
