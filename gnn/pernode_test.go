@@ -104,7 +104,7 @@ const perNodeMinTau = 0.8
 // arithmetic, but an optimized BLAS may sum identical rows of one product in different
 // orders (a blocked GEMM gives the rows at a block's edge another micro-kernel), so on
 // OpenBLAS they differ by float32 rounding: a few ulps (u = 2⁻²⁴ ≈ 6e-8) per product over
-// the model's chain of about six products, measured under 1e-6 on OpenBLAS's Zen kernels
+// the model's chain of about six products, measured under 1e-7 on OpenBLAS's Haswell kernels
 // (a Kendall τ over such differences is noise, which is why this test does not use one).
 // Any per-configuration signal reaching the scores moves them by far more.
 const sameInputsTol = 1e-5
