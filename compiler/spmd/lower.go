@@ -578,17 +578,7 @@ func (pt *partitioner) reshard(x *hlo.Instruction, s *spec) *hlo.Instruction {
 	cur := from.tilesOf(r)
 	want := s.tilesOf(r)
 	// All-to-all: one dimension loses exactly the tiles another gains.
-	var lose, gain []int
-	for d := range r {
-		switch {
-		case cur[d] > 1 && want[d] == 1:
-			lose = append(lose, d)
-		case cur[d] == 1 && want[d] > 1:
-			gain = append(gain, d)
-		case cur[d] != want[d]:
-			lose = append(lose, d) // re-tiled: gathered, then sliced
-		}
-	}
+	lose, gain := tileMoves(cur, want)
 	if len(lose) == 1 && len(gain) == 1 && cur[lose[0]] == want[gain[0]] &&
 		g.Dims[lose[0]]%cur[lose[0]] == 0 && g.Dims[gain[0]]%want[gain[0]] == 0 {
 		k := cur[lose[0]]
@@ -655,17 +645,7 @@ func reshardBytes(g hlo.Shape, from, to *spec) float64 {
 	}
 	r := g.Rank()
 	cur, want := from.tilesOf(r), to.tilesOf(r)
-	var lose, gain []int
-	for d := range r {
-		switch {
-		case cur[d] > 1 && want[d] == 1:
-			lose = append(lose, d)
-		case cur[d] == 1 && want[d] > 1:
-			gain = append(gain, d)
-		case cur[d] != want[d]:
-			lose = append(lose, d)
-		}
-	}
+	lose, gain := tileMoves(cur, want)
 	if len(lose) == 0 {
 		return 0
 	}
@@ -678,4 +658,22 @@ func reshardBytes(g hlo.Shape, from, to *spec) float64 {
 		b += float64(localShape(g, arr(slices.Clone(cur))).Bytes())
 	}
 	return b
+}
+
+// tileMoves compares a value's tiles per dimension before (cur) and after (want) a
+// reshard: lose lists the dimensions whose tiling goes away or changes (a re-tiled
+// dimension is gathered, then sliced), gain those tiled anew. One lost and one gained
+// dimension with the same tile count is an all-to-all.
+func tileMoves(cur, want []int) (lose, gain []int) {
+	for d := range cur {
+		switch {
+		case cur[d] > 1 && want[d] == 1:
+			lose = append(lose, d)
+		case cur[d] == 1 && want[d] > 1:
+			gain = append(gain, d)
+		case cur[d] != want[d]:
+			lose = append(lose, d)
+		}
+	}
+	return lose, gain
 }
