@@ -3,6 +3,8 @@ package compiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
 // TestTripCountDataDependentBound: a generate loop whose condition is `and(i < N, not
@@ -60,21 +62,7 @@ ENTRY main {
 		{"nd, nd", 0, false},  // nothing bounds it
 	} {
 		t.Run(c.ops, func(t *testing.T) {
-			m := parseText(t, strings.Replace(loop, "ROOT_OPS", c.ops, 1))
-			n, src, ok := TripCount(m.Entry.Lookup("w"))
-			if ok != c.known || (ok && (n != c.want || src != "bound")) {
-				t.Fatalf("TripCount = %d, %q, %v; want %d, \"bound\", %v", n, src, ok, c.want, c.known)
-			}
-			if !c.known {
-				return
-			}
-			p, err := Compile(m, nil, opts())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l := p.Schedule.Steps[0].Loop; l == nil || l.TripCount != c.want || !l.TripKnown || l.TripSource != "bound" {
-				t.Errorf("schedule loop %+v, want %d trips from the bound", l, c.want)
-			}
+			checkBoundTrips(t, parseText(t, strings.Replace(loop, "ROOT_OPS", c.ops, 1)), c.want, c.known)
 		})
 	}
 }
@@ -87,5 +75,31 @@ func TestTripCountOverflowIsUnknown(t *testing.T) {
 	m := parseText(t, src)
 	if n, src, ok := TripCount(m.Entry.Lookup("w")); ok {
 		t.Errorf("TripCount = %d, %q, true; want unknown (the difference overflows)", n, src)
+	}
+}
+
+// checkBoundTrips checks that the while loop w of m has want trips from its bound (or,
+// unless known, no trip count), and that the compiled schedule's loop says the same.
+func checkBoundTrips(t *testing.T, m *hlo.Module, want int64, known bool) {
+	t.Helper()
+	n, src, ok := TripCount(m.Entry.Lookup("w"))
+	if ok != known || (ok && (n != want || src != "bound")) {
+		t.Fatalf("TripCount = %d, %q, %v; want %d, \"bound\", %v", n, src, ok, want, known)
+	}
+	if !known {
+		return
+	}
+	p, err := Compile(m, nil, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l *Loop
+	for _, s := range p.Schedule.Steps {
+		if s.Loop != nil {
+			l = s.Loop
+		}
+	}
+	if l == nil || l.TripCount != want || !l.TripKnown || l.TripSource != "bound" {
+		t.Errorf("schedule loop %+v, want %d trips from the bound", l, want)
 	}
 }

@@ -87,27 +87,7 @@ func TestTripCountComputedStart(t *testing.T) {
 		{"ne", predMask, sumStart, plainInit, "NE", 64, 1, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := parseText(t, gemmaModule(c.mask, c.start, c.init, c.cmp, c.n, c.step))
-			n, src, ok := TripCount(m.Entry.Lookup("w"))
-			if ok != c.known || (ok && (n != c.want || src != "bound")) {
-				t.Fatalf("TripCount = %d, %q, %v; want %d, \"bound\", %v", n, src, ok, c.want, c.known)
-			}
-			if !c.known {
-				return
-			}
-			p, err := Compile(m, nil, opts())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var l *Loop
-			for _, s := range p.Schedule.Steps {
-				if s.Loop != nil {
-					l = s.Loop
-				}
-			}
-			if l == nil || l.TripCount != c.want || !l.TripKnown || l.TripSource != "bound" {
-				t.Errorf("schedule loop %+v, want %d trips from the bound", l, c.want)
-			}
+			checkBoundTrips(t, parseText(t, gemmaModule(c.mask, c.start, c.init, c.cmp, c.n, c.step)), c.want, c.known)
 		})
 	}
 }

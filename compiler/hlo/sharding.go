@@ -283,12 +283,7 @@ func (s *Sharding) write(b *strings.Builder) {
 		b.WriteString("devices=")
 		writeIntsIn(b, "[", s.TileDims, "]")
 		if s.Devices != nil {
-			for i, d := range s.Devices {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(strconv.Itoa(d))
-			}
+			writeInts(b, s.Devices)
 		} else {
 			writeIntsIn(b, "<=[", s.IotaDims, "]")
 			if s.IotaPerm != nil {
@@ -313,13 +308,32 @@ func (s *Sharding) write(b *strings.Builder) {
 
 func writeIntsIn(b *strings.Builder, open string, xs []int, close string) {
 	b.WriteString(open)
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(x))
-	}
+	writeInts(b, xs)
 	b.WriteString(close)
+}
+
+// intsIn is xs as HLO text writes them between open and close: "[2,4]", "(1,0)".
+func intsIn(open string, xs []int, close string) string {
+	var b strings.Builder
+	writeIntsIn(&b, open, xs, close)
+	return b.String()
+}
+
+// deviceCount is the product of a sharding's dimensions (form names them in a message:
+// "devices=[2,4]", "<=[8]"), refused at pos when one is not positive or the product
+// exceeds maxShardDevices.
+func (p *parser) deviceCount(pos int, dims []int, what, form string) (int, error) {
+	n := 1
+	for _, d := range dims {
+		if d <= 0 {
+			return 0, p.errAt(pos, "sharding: %s %d is not positive", what, d)
+		}
+		n *= d
+		if n > maxShardDevices {
+			return 0, p.errAt(pos, "sharding: %s names more than %d devices", form, maxShardDevices)
+		}
+	}
+	return n, nil
 }
 
 // maxShardDevices bounds the devices a sharding may name, so that hostile input cannot
@@ -524,7 +538,7 @@ func (p *parser) shardingValue(depth int) (*Sharding, error) {
 			return nil, p.errAt(start, "sharding: both last_tile_dim_replicate and last_tile_dims")
 		}
 		if s.DataRank() < 0 {
-			return nil, p.errAt(start, "sharding: devices=%v has fewer dimensions than its subgroups", s.TileDims)
+			return nil, p.errAt(start, "sharding: devices=%s has fewer dimensions than its subgroups", intsIn("[", s.TileDims, "]"))
 		}
 	}
 	return s, nil
@@ -551,15 +565,9 @@ func (p *parser) tileAssignment(s *Sharding) error {
 	if len(dims) == 0 {
 		return p.errAt(start, "sharding: devices=[] has no dimensions")
 	}
-	n := 1
-	for _, d := range dims {
-		if d <= 0 {
-			return p.errAt(start, "sharding: tile assignment dimension %d is not positive", d)
-		}
-		n *= d
-		if n > maxShardDevices {
-			return p.errAt(start, "sharding: devices=%v names more than %d devices", dims, maxShardDevices)
-		}
+	n, err := p.deviceCount(start, dims, "tile assignment dimension", "devices="+intsIn("[", dims, "]"))
+	if err != nil {
+		return err
 	}
 	s.TileDims = dims
 	p.skipSpace()
@@ -570,18 +578,12 @@ func (p *parser) tileAssignment(s *Sharding) error {
 		if err != nil {
 			return err
 		}
-		m := 1
-		for _, d := range idims {
-			if d <= 0 {
-				return p.errAt(lpos, "sharding: iota dimension %d is not positive", d)
-			}
-			m *= d
-			if m > maxShardDevices {
-				return p.errAt(lpos, "sharding: <=%v names more than %d devices", idims, maxShardDevices)
-			}
+		m, err := p.deviceCount(lpos, idims, "iota dimension", "<="+intsIn("[", idims, "]"))
+		if err != nil {
+			return err
 		}
 		if m != n {
-			return p.errAt(lpos, "sharding: devices=%v needs %d devices, but <=%v gives %d", dims, n, idims, m)
+			return p.errAt(lpos, "sharding: devices=%s needs %d devices, but <=%s gives %d", intsIn("[", dims, "]"), n, intsIn("[", idims, "]"), m)
 		}
 		s.IotaDims = idims
 		if p.peek() == 'T' {
@@ -592,7 +594,7 @@ func (p *parser) tileAssignment(s *Sharding) error {
 				return err
 			}
 			if !isPermutation(perm, len(idims)) {
-				return p.errAt(tpos, "sharding: T%v is not a permutation of the %d iota dimensions", perm, len(idims))
+				return p.errAt(tpos, "sharding: T%s is not a permutation of the %d iota dimensions", intsIn("(", perm, ")"), len(idims))
 			}
 			s.IotaPerm = perm
 		}
@@ -609,7 +611,7 @@ func (p *parser) tileAssignment(s *Sharding) error {
 			return p.errAt(pos, "sharding: device %d appears twice in the tile assignment", v)
 		}
 		if len(devs) == n {
-			return p.errAt(pos, "sharding: devices=%v needs %d devices, but more are listed", dims, n)
+			return p.errAt(pos, "sharding: devices=%s needs %d devices, but more are listed", intsIn("[", dims, "]"), n)
 		}
 		seen[v] = true
 		devs = append(devs, v)
@@ -621,7 +623,7 @@ func (p *parser) tileAssignment(s *Sharding) error {
 		break
 	}
 	if len(devs) != n {
-		return p.errAt(lpos, "sharding: devices=%v needs %d devices, but %d are listed", dims, n, len(devs))
+		return p.errAt(lpos, "sharding: devices=%s needs %d devices, but %d are listed", intsIn("[", dims, "]"), n, len(devs))
 	}
 	s.Devices = devs
 	return nil

@@ -8,14 +8,15 @@
 package outpath
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/internal/inputfile"
 )
 
 // Kind is what a command writes: a name for messages and a test that existing content is
@@ -51,20 +52,6 @@ func Managed(dir string) string {
 	return string(k)
 }
 
-// maxKindBytes bounds what CheckFile reads of an existing file: the limit of the largest
-// kind a command writes, a compiler config (inputfile.ConfigJSON).
-const maxKindBytes = 64 << 20
-
-// readAtMost reads the file at path, at most limit bytes of it.
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
 // CheckFile applies the rule to path, the value of flag, before a command writes a k
 // there. With force it allows everything.
 func CheckFile(flag, path string, k Kind, force bool) error {
@@ -82,11 +69,12 @@ func CheckFile(flag, path string, k Kind, force bool) error {
 		return fmt.Errorf("%s %s: refusing to overwrite a file of a %s directory (%s): choose another path, or pass --force",
 			flag, path, what, filepath.Dir(path))
 	}
-	// Only a regular file is read (a FIFO or a terminal would wait for input), and at
-	// most maxKindBytes of it: a longer file is not of the kind.
+	// Only a regular file is read (a FIFO or a terminal would wait for input), and only
+	// one within the limit of the largest kind a command writes, a compiler config: a
+	// longer file is not of the kind.
 	var b []byte
-	if st.Mode().IsRegular() && st.Size() <= maxKindBytes {
-		if b, err = readAtMost(path, maxKindBytes); err != nil {
+	if st.Mode().IsRegular() && st.Size() <= inputfile.ConfigJSON.DefaultMax() {
+		if b, err = inputfile.ReadFile(context.Background(), path, inputfile.ConfigJSON); err != nil {
 			return nil // unreadable: the write itself says what is wrong
 		}
 	}
