@@ -24,9 +24,12 @@
 // for none). Run(m, s) rewrites the module m in place and returns (changed, err); no
 // pass replaces the module. Compile records each run's changed result in Program.Passes
 // (with the op count after it, and the iteration of a pass a group iterates), runs
-// hlo.Verify after every pass under Options.Check (the error names the pass) and prints
-// the module after the pass named by Options.DumpAfter (any name of PassNames, a group's
-// members included: a pass a group iterates is printed after its first run).
+// hlo.Verify after every pass under Options.Check (the error names the pass) and calls
+// the after-pass hooks of Options.AfterPass (PassHook: the module and the run's time and
+// op counts, in memory). Through a hook (DumpHook) it prints the module after the passes
+// Options.DumpAfter selects (MatchPasses: any name of PassNames, a group's members
+// included, "all" or a regular expression; a pass a group iterates is printed after its
+// first run).
 //
 // The default list (PassNames):
 //

@@ -237,7 +237,7 @@ type PartitionStats struct {
 func PartitionConfig(m *hlo.Module, cfg *Config, opts Options) (*Config, PartitionStats, error) {
 	var st PartitionStats
 	base := opts
-	base.Fusion, base.Store, base.Strict, base.Check, base.DumpAfter, base.Dump = FusionXLA, nilStore{}, false, false, "", nil
+	base.Fusion, base.Store, base.Strict, base.Check, base.DumpAfter, base.Dump, base.AfterPass = FusionXLA, nilStore{}, false, false, "", nil, nil
 	if base.Kernels == nil {
 		base.Kernels = &KernelCache{}
 	}
@@ -262,7 +262,7 @@ func PartitionConfig(m *hlo.Module, cfg *Config, opts Options) (*Config, Partiti
 	if err != nil {
 		return nil, st, err
 	}
-	prep := prepare(m, base, passes[:prefixLen(passes)])
+	prep := prepare(m, base, passes[:prefixLen(passes)], nil)
 	if prep.err != nil {
 		return nil, st, fmt.Errorf("%s: %w", m.Name, prep.err)
 	}

@@ -3,8 +3,11 @@ package compiler
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -410,22 +413,125 @@ type PassRun struct {
 	Iteration int
 }
 
+// PassStat is what the compiler reports to a PassHook after a pass run: the run (its
+// name, iteration and changed result, as Program.Passes logs it), its wall time, and
+// opt.OpCount of the module before and after it. A group's run is reported after its
+// members', with the time and op counts of the whole group.
+type PassStat struct {
+	PassRun
+	Wall      time.Duration
+	OpsBefore int
+}
+
+// A PassHook observes the pipeline (after XLA's pass-dump hooks): After is called after
+// every run of each pass Select accepts (nil Select: every pass), with the module as the
+// pass left it. The module is the compile's own and later passes rewrite it in place:
+// After must not modify it, and must clone what it keeps (hlo.Module.Clone). An error
+// from After ends the compile with it. Hooks are called in the order Options.AfterPass
+// lists them, from the goroutine that called Compile.
+//
+// The config-independent prefix (preparation and simplification) is memoized in
+// Options.Kernels; when a hook selects one of its passes, the prefix runs afresh for
+// that compile so that the hook sees it (a hook that selects only later passes keeps
+// the memo).
+type PassHook struct {
+	Select func(pass string) bool
+	After  func(m *hlo.Module, run PassStat) error
+}
+
+// selects reports whether h is called after pass name.
+func (h PassHook) selects(name string) bool { return h.Select == nil || h.Select(name) }
+
+// MatchPasses returns the names of names (PassNames, in order) that pattern selects: the
+// pass it names, "all" for every one, else the names a regular expression matches in
+// full (as XLA's --xla_dump_hlo_pass_re, anchored: "alg.*" selects algsimp, "fusion"
+// only the fusion pass). It is an error when pattern is not a valid expression or
+// selects no pass; errors name the flag --dump-after.
+func MatchPasses(pattern string, names []string) ([]string, error) {
+	if pattern == "all" {
+		return slices.Clone(names), nil
+	}
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, fmt.Errorf("--dump-after %q: want a pass name, all or a regular expression: %w", pattern, err)
+	}
+	re := regexp.MustCompile(`^(?:` + pattern + `)$`)
+	var out []string
+	for _, n := range names {
+		if re.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--dump-after %q: no such pass, want one of %s (or all, or a regular expression)", pattern, strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// DumpHook returns the hook that writes the module's HLO text to w after the first run
+// of each pass of selected (a pass a group iterates: after its first iteration, the
+// module as it found it, rewritten by it once). With more than one pass selected, each
+// module is preceded by a line "// after pass NAME", an HLO comment, so that the whole
+// output still parses module by module.
+func DumpHook(selected []string, w io.Writer) PassHook {
+	header := len(selected) > 1
+	return PassHook{
+		Select: func(name string) bool { return slices.Contains(selected, name) },
+		After: func(m *hlo.Module, run PassStat) error {
+			if run.Iteration > 1 {
+				return nil
+			}
+			var err error
+			if header {
+				_, err = fmt.Fprintf(w, "// after pass %s\n", run.Name)
+			}
+			if err == nil {
+				_, err = io.WriteString(w, m.String())
+			}
+			if err != nil {
+				return fmt.Errorf("dumping after %s: %w", run.Name, err)
+			}
+			return nil
+		},
+	}
+}
+
+// hooksSelect reports whether any hook selects a pass of names.
+func hooksSelect(hooks []PassHook, names []string) bool {
+	for _, h := range hooks {
+		for _, n := range names {
+			if h.selects(n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // runner runs passes on one module and State: it logs every run, verifies the module
-// after it under Options.Check, dumps it after the pass Options.DumpAfter names and
-// measures the op count around the simplification group.
+// after it under Options.Check, calls the hooks of Options.AfterPass and measures the op
+// count around the simplification group.
 type runner struct {
-	mod  *hlo.Module
-	s    *State
-	opts Options
-	log  []PassRun
+	mod   *hlo.Module
+	s     *State
+	opts  Options
+	hooks []PassHook
+	log   []PassRun
 	// before and after are opt.OpCount entering and leaving the group SimplifyGroup,
 	// once simplified is set.
 	before, after int
 	simplified    bool
+	// ops is opt.OpCount of the module as it stands (after the last pass logged), kept
+	// for the hooks' OpsBefore.
+	ops int
 }
 
-func newRunner(mod *hlo.Module, s *State, opts Options) *runner {
-	return &runner{mod: mod, s: s, opts: opts}
+// newRunner returns a runner for mod whose hooks are hooks (nil: none).
+func newRunner(mod *hlo.Module, s *State, opts Options, hooks []PassHook) *runner {
+	r := &runner{mod: mod, s: s, opts: opts, hooks: hooks}
+	if len(hooks) > 0 {
+		r.ops = opt.OpCount(mod)
+	}
+	return r
 }
 
 // run runs passes in order (iter is the iteration of the group they belong to, 0 at the
@@ -452,22 +558,25 @@ func (r *runner) pass(p Pass, iter int) (changed bool, err error) {
 			return false, fmt.Errorf("before pass %s: %w", p.Name, err)
 		}
 	}
+	start, before := time.Now(), r.ops
 	if changed, err = p.Run(r.mod, r.s); err != nil {
 		return changed, fmt.Errorf("pass %s: %w", p.Name, err)
 	}
+	wall := time.Since(start)
 	if r.opts.Check {
 		if err := hlo.Verify(r.mod); err != nil {
 			return changed, fmt.Errorf("after pass %s: %w", p.Name, err)
 		}
 	}
-	r.log = append(r.log, PassRun{Name: p.Name, Changed: changed, OpCount: opt.OpCount(r.mod), Iteration: iter})
-	// A pass that iterates is dumped after its first run: the module as it found it,
-	// rewritten by it once.
-	return changed, r.dump(p.Name, iter <= 1)
+	run := PassRun{Name: p.Name, Changed: changed, OpCount: opt.OpCount(r.mod), Iteration: iter}
+	r.log = append(r.log, run)
+	r.ops = run.OpCount
+	return changed, r.notify(PassStat{PassRun: run, Wall: wall, OpsBefore: before})
 }
 
 // group runs a group's passes, once or to a fixed point (see Pass).
 func (r *runner) group(p Pass) (changed bool, err error) {
+	start, before := time.Now(), r.ops
 	if p.Name == SimplifyGroup {
 		r.before = opt.OpCount(r.mod)
 	}
@@ -484,16 +593,21 @@ func (r *runner) group(p Pass) (changed bool, err error) {
 	if p.Name == SimplifyGroup {
 		r.after, r.simplified = opt.OpCount(r.mod), true
 	}
-	return changed, r.dump(p.Name, true)
+	if len(r.hooks) == 0 {
+		return changed, nil
+	}
+	ops := opt.OpCount(r.mod)
+	return changed, r.notify(PassStat{PassRun: PassRun{Name: p.Name, Changed: changed, OpCount: ops}, Wall: time.Since(start), OpsBefore: before})
 }
 
-// dump writes the module to Options.Dump when name is Options.DumpAfter and now is set.
-func (r *runner) dump(name string, now bool) error {
-	if !now || name != r.opts.DumpAfter || r.opts.Dump == nil {
-		return nil
-	}
-	if _, err := io.WriteString(r.opts.Dump, r.mod.String()); err != nil {
-		return fmt.Errorf("dumping after %s: %w", name, err)
+// notify calls the hooks that select the run's pass.
+func (r *runner) notify(run PassStat) error {
+	for _, h := range r.hooks {
+		if h.selects(run.Name) {
+			if err := h.After(r.mod, run); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

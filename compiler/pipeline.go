@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
@@ -21,11 +20,16 @@ type Options struct {
 	Strict bool
 	// Check verifies the module after every pass.
 	Check bool
-	// DumpAfter names a pass (any of PassNames, a group's members included) after which
-	// the module's HLO text is written to Dump: after its first run for a pass that a
-	// group iterates.
+	// DumpAfter selects passes (MatchPasses: a name of PassNames, a group's members
+	// included; "all"; or a regular expression matched in full) after which the module's
+	// HLO text is written to Dump (DumpHook: after its first run for a pass that a group
+	// iterates; each module after a "// after pass NAME" line when more than one pass is
+	// selected). It is a PassHook run after those of AfterPass.
 	DumpAfter string
 	Dump      io.Writer
+	// AfterPass are hooks called after the passes they select, with the module and the
+	// run's statistics (see PassHook).
+	AfterPass []PassHook
 	// Kernels, when set, shares kernel analyses and the simplified module across
 	// compiles (see KernelCache).
 	Kernels *KernelCache
@@ -198,13 +202,18 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 		_, err := ParseFusionRule(string(opts.Fusion))
 		return nil, err
 	}
+	hooks := opts.AfterPass
 	if opts.DumpAfter != "" {
-		if names := passNames(passes); !slices.Contains(names, opts.DumpAfter) {
-			return nil, fmt.Errorf("--dump-after %q: no such pass, want one of %s", opts.DumpAfter, strings.Join(names, ", "))
+		selected, err := MatchPasses(opts.DumpAfter, passNames(passes))
+		if err != nil {
+			return nil, err
+		}
+		if opts.Dump != nil {
+			hooks = append(slices.Clip(hooks), DumpHook(selected, opts.Dump))
 		}
 	}
 	n := prefixLen(passes)
-	prep := prepare(m, opts, passes[:n])
+	prep := prepare(m, opts, passes[:n], hooks)
 	if prep.err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, prep.err)
 	}
@@ -213,7 +222,7 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}
-	r := newRunner(mod, s, opts)
+	r := newRunner(mod, s, opts, hooks)
 	r.log = append([]PassRun(nil), prep.log...)
 	if _, err := r.run(passes[n:], 0); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)

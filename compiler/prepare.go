@@ -332,12 +332,13 @@ type prepOnce struct {
 
 // prepare returns m after the config-independent prefix of a pass list, memoized in
 // opts.Kernels by module identity, the prefix's pass names and opts.Check (the module
-// must not be modified after it was compiled with a cache). A prefix that dumps a pass
-// (Options.DumpAfter) runs afresh, so that the dump is written.
-func prepare(m *hlo.Module, opts Options, prefix []Pass) *prepared {
+// must not be modified after it was compiled with a cache). A prefix with a pass one of
+// hooks selects runs afresh, calling them, so that the hooks see it (a dump is written);
+// the memoized prefix calls no hook.
+func prepare(m *hlo.Module, opts Options, prefix []Pass, hooks []PassHook) *prepared {
 	c := opts.Kernels
-	if c == nil || (opts.Dump != nil && slices.Contains(passNames(prefix), opts.DumpAfter)) {
-		return prepareModule(m, opts, prefix)
+	if c == nil || hooksSelect(hooks, passNames(prefix)) {
+		return prepareModule(m, opts, prefix, hooks)
 	}
 	k := prepKey{m, prefixKey(prefix), opts.Check, opts.Partitions}
 	c.mu.Lock()
@@ -350,7 +351,7 @@ func prepare(m *hlo.Module, opts Options, prefix []Pass) *prepared {
 		c.prep[k] = e
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.p = prepareModule(m, opts, prefix) })
+	e.once.Do(func() { e.p = prepareModule(m, opts, prefix, nil) })
 	return e.p
 }
 
@@ -386,7 +387,7 @@ func (c *KernelCache) Release(m *hlo.Module) {
 // prepareModule clones m and runs the config-independent prefix on it, on a State whose
 // Options carry only Check (a prefix pass reads no other input; the store is empty and
 // the config too), logging each run.
-func prepareModule(m *hlo.Module, opts Options, prefix []Pass) *prepared {
+func prepareModule(m *hlo.Module, opts Options, prefix []Pass, hooks []PassHook) *prepared {
 	mod, res, err := spmd.Partition(m, opts.Partitions)
 	if err != nil {
 		return &prepared{err: err}
@@ -401,7 +402,7 @@ func prepareModule(m *hlo.Module, opts Options, prefix []Pass) *prepared {
 	if err != nil {
 		return &prepared{err: err}
 	}
-	r := newRunner(mod, s, opts)
+	r := newRunner(mod, s, opts, hooks)
 	if _, err := r.run(prefix, 0); err != nil {
 		return &prepared{err: err}
 	}

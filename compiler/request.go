@@ -27,7 +27,9 @@ type CompileRequest struct {
 	Src       string // a zoo model or an HLO file, which Load builds
 	Shapes    string // sizes of its dynamic dimensions (empty: its own)
 	Config    string // a config file (empty: the XLA-like defaults)
-	DumpAfter string // a pass after which the module's HLO text is kept (CompileResult.HLO)
+	DumpAfter string // passes after which the module's HLO text is kept (MatchPasses; CompileResult.HLO)
+	// PassStats records every pass's wall time and op count (CompileResult.PassStats).
+	PassStats bool
 	Out       string // where the effective config is written (empty: nowhere)
 	Force     bool   // let Out overwrite a file that is not a config (outpath.CheckFile)
 	Passes    string // the simplification passes (ParseSimplify; empty: the default pipeline)
@@ -68,7 +70,13 @@ func (r CompileRequest) Compile(ctx context.Context, target cost.Target, chip st
 	if dump == nil {
 		dump = &kept
 	}
-	p, err := CompileFileContext(ctx, m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: dump, Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
+	var stats passStats
+	var hooks []PassHook
+	if r.PassStats {
+		hooks = append(hooks, stats.hook())
+	}
+	p, err := CompileFileContext(ctx, m, r.Config, Options{Target: target, DumpAfter: r.DumpAfter, Dump: dump, AfterPass: hooks,
+		Check: r.Check, Simplify: simp, Fusion: r.Fusion, Staging: r.Staging})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +85,21 @@ func (r CompileRequest) Compile(ctx context.Context, target cost.Target, chip st
 			return nil, err
 		}
 	}
-	return Summarize(p, chip, r.DumpAfter, kept.String()), nil
+	res := Summarize(p, chip, r.DumpAfter, kept.String())
+	res.PassStats = stats.list
+	return res, nil
+}
+
+// passStats records the PassStat of every run, in order.
+type passStats struct{ list []PassStatRun }
+
+// hook returns the PassHook that records every pass run in s.
+func (s *passStats) hook() PassHook {
+	return PassHook{After: func(_ *hlo.Module, run PassStat) error {
+		s.list = append(s.list, PassStatRun{Name: run.Name, Iteration: run.Iteration, WallNS: run.Wall.Nanoseconds(),
+			OpsBefore: run.OpsBefore, OpsAfter: run.OpCount})
+		return nil
+	}}
 }
 
 // ListedPasses names the passes of Passes (the simplify group as one), in order.

@@ -78,7 +78,7 @@ func TestSimplifyZooDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		ps := Passes()
-		p := prepareModule(m, Options{Target: testTarget}, ps[:prefixLen(ps)])
+		p := prepareModule(m, Options{Target: testTarget}, ps[:prefixLen(ps)], nil)
 		if p.err != nil {
 			t.Fatalf("%s: %v", zm.Name, p.err)
 		}

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -30,6 +31,18 @@ type CompiledPass struct {
 	Iteration    int    `json:"iteration,omitempty"`
 }
 
+// PassStatRun is one pass run of a compile (compile --pass-stats), in the order the
+// passes ran: its wall time and opt.OpCount of the module before and after it. Iteration
+// is the fixed-point iteration of a pass the simplify group iterates (absent otherwise);
+// the group's own run follows its members' and covers them (its time includes theirs).
+type PassStatRun struct {
+	Name      string `json:"name"`
+	Iteration int    `json:"iteration,omitempty"`
+	WallNS    int64  `json:"wall_ns"`
+	OpsBefore int    `json:"ops_before"`
+	OpsAfter  int    `json:"ops_after"`
+}
+
 // CompileResult summarizes a compiled program (tpucost compile --json): its kernels, the
 // size of its config space, and the passes run.
 type CompileResult struct {
@@ -43,9 +56,12 @@ type CompileResult struct {
 	OpCountAfter  int `json:"op_count_after"`
 	// Passes lists every pass run, in order: simplification, then the compiler passes.
 	Passes []CompiledPass `json:"passes"`
-	// DumpAfter and HLO: with --dump-after, the pass and the module's HLO text after it.
+	// DumpAfter and HLO: with --dump-after, the pattern and the module's HLO text after
+	// the passes it selects (DumpHook's output).
 	DumpAfter string `json:"dump_after,omitempty"`
 	HLO       string `json:"hlo,omitempty"`
+	// PassStats (--pass-stats): every pass run with its time and op counts, in order.
+	PassStats []PassStatRun `json:"pass_stats,omitempty"`
 
 	stagedEdges int // staging candidates chosen (for WriteText)
 }
@@ -75,13 +91,41 @@ func Summarize(p *Program, chip, dumpAfter, hlo string) *CompileResult {
 }
 
 // WriteText writes r as text (tpucost compile): the config space, the staging chosen and
-// a line per kernel; with DumpAfter, the HLO text after that pass instead. r must come
+// a line per kernel; with DumpAfter, the HLO text after those passes instead; then, with
+// PassStats, a line per pass run (name, iteration, wall time in µs, op counts). r must come
 // from Summarize (the staging count is not in the JSON).
 func (r *CompileResult) WriteText(out io.Writer) error {
 	if r.DumpAfter != "" {
-		_, err := io.WriteString(out, r.HLO)
+		if _, err := io.WriteString(out, r.HLO); err != nil {
+			return err
+		}
+		return r.writePassStats(out)
+	}
+	if err := r.writeKernels(out); err != nil {
 		return err
 	}
+	return r.writePassStats(out)
+}
+
+// writePassStats writes the pass statistics table, if any: a line per pass run.
+func (r *CompileResult) writePassStats(out io.Writer) error {
+	if len(r.PassStats) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PASS\tITERATION\tWALL_US\tOPS_BEFORE\tOPS_AFTER")
+	for _, p := range r.PassStats {
+		it := "-"
+		if p.Iteration > 0 {
+			it = strconv.Itoa(p.Iteration)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.1f\t%d\t%d\n", p.Name, it, float64(p.WallNS)/1e3, p.OpsBefore, p.OpsAfter)
+	}
+	return w.Flush()
+}
+
+// writeKernels writes the config space, the staging chosen and a line per kernel.
+func (r *CompileResult) writeKernels(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "%s on %s: %d kernels; configurable: %d layout nodes, %d fusion edges, %d tiled kernel keys; simplification: %d -> %d ops\n",
 		r.Program, r.Chip, len(r.Kernels), r.Space["layout"], r.Space["fusion"], r.Space["tile"], r.OpCountBefore, r.OpCountAfter)

@@ -541,6 +541,9 @@ func open(dir string, verify bool, mem memory.Allocator) (*Dataset, error) {
 	if len(formats) > 1 {
 		return nil, fmt.Errorf("dataset: %s mixes formats (%s and %s)", dir, formats[FormatArrow], formats[FormatParquet])
 	}
+	if len(rows) == 0 && IsMeasured(dir) {
+		return nil, fmt.Errorf("dataset: %s holds a measured-config table (OpenMeasured), not a kernel dataset", dir)
+	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("dataset: %s holds no complete dataset files", dir)
 	}

@@ -3,7 +3,10 @@
 // kernels in programs, with provenance metadata. It writes shards atomically and
 // resumably, reads them back as a stream with bounded memory, merges shards, and splits
 // rows into train and test sets at random, by held-out program or by held-out model
-// family. It does not
+// family. A second table kind, the measured-config table (measured.go: one row per
+// configuration of one kernel measured on real hardware, with its median, spread, noise
+// and repeat counts), shares the directory contract: lock, kind, sealed manifest,
+// provenance. It does not
 // compile or simulate anything: the generation driver that compiles zoo models under
 // random configurations and times them on tpusim is package dataset/gen, so that readers
 // (gnn, eval) do not depend on the simulator or the zoo.

@@ -217,6 +217,9 @@ func (w *Writer) scan() error {
 			}
 			continue
 		}
+		if measuredManifestRE.MatchString(name) {
+			return fmt.Errorf("dataset: %s holds a measured-config table (%s): choose another directory", w.dir, name)
+		}
 		if t, i, n, ok := parseManifestName(name); ok && name != manifestName {
 			// Another shard's manifest, written when its writer started: a run with
 			// another task, shard count or format must not share the directory, even

@@ -8,9 +8,10 @@ import (
 
 // Module-graph node features: the one featurizer of the instructions of a whole HLO module,
 // read by the rl tuning policy (tune: the module the fusion pass reads) and by the gym's
-// pass-ordering agent (gym: unoptimized modules with loops, calls and tuples). Each of
-// them builds its own graph (which instructions are nodes, which edges join them) and
-// featurizes every node here, so that the two read the same scalars computed one way.
+// pass-ordering agent (gym: unoptimized modules with loops, calls and tuples). Both build
+// their graph (which instructions are nodes, which edges join them) with BuildModuleGraph,
+// each under its EdgePolicy, and featurize every node here, so that the two read the same
+// scalars computed one way.
 //
 // The cost models' featurizer (Kernel, OfKernel) is not this one and cannot be: it reads a
 // fused kernel with its cost analysis on a target (per-node flops, bytes, padding, tiling

@@ -98,6 +98,7 @@ type AgentMeta struct {
 	Iterations int          `json:"iterations"`
 	Samples    int          `json:"samples_per_program"`
 	MaxSteps   int          `json:"max_steps"`
+	Reward     string       `json:"reward_measure"` // RewardOps or RewardTime ("" in agents of earlier builds: ops)
 	History    []IterReport `json:"history,omitempty"`
 }
 

@@ -46,6 +46,9 @@ type agentFile struct {
 	Checksum string `json:"checksum"`
 	Hidden   int    `json:"hidden"`
 	Schema   string `json:"schema"`
+	// Actions is the action list the agent was trained on (the passes of opt.All() and
+	// stop, by index): an agent is only valid against the same list.
+	Actions []string `json:"actions"`
 	nn.Saved
 	Meta AgentMeta `json:"meta"`
 }
@@ -61,7 +64,7 @@ func agentCheckpoint() sealedckpt.Kind {
 
 // SaveAgent writes a to directory dir (created if needed) atomically.
 func SaveAgent(dir string, a *Agent) error {
-	return agentCheckpoint().Save(dir, &agentFile{Format: AgentFormat, Hidden: agentHidden, Schema: agentSchema(), Saved: nn.Save(a.params), Meta: a.Meta})
+	return agentCheckpoint().Save(dir, &agentFile{Format: AgentFormat, Hidden: agentHidden, Schema: agentSchema(), Actions: Actions(), Saved: nn.Save(a.params), Meta: a.Meta})
 }
 
 // LoadAgent reads the agent checkpoint in directory dir (see SaveAgent for what it
@@ -76,6 +79,9 @@ func LoadAgent(dir string) (*Agent, error) {
 	if f.Hidden != agentHidden {
 		return nil, fmt.Errorf("loading agent %s: %w: hidden width %d, this build has %d", path, ErrAgentMismatch, f.Hidden, agentHidden)
 	}
+	if err := sameActions(f.Actions, Actions()); err != nil {
+		return nil, fmt.Errorf("loading agent %s: %w: %w (retrain it with tpucost gym train)", path, ErrAgentMismatch, err)
+	}
 	if f.Schema != agentSchema() {
 		return nil, fmt.Errorf("loading agent %s: %w: its input schema (node and global features, actions) differs from this build's", path, ErrAgentMismatch)
 	}
@@ -84,4 +90,22 @@ func LoadAgent(dir string) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// sameActions checks that an agent's recorded action list is this build's, naming the
+// first difference: an action index means a pass only against the list it was trained
+// on, so another list is refused, never remapped.
+func sameActions(saved, now []string) error {
+	if len(saved) == 0 {
+		return fmt.Errorf("it records no action list (saved by an earlier build); this build has %d actions", len(now))
+	}
+	for i := range min(len(saved), len(now)) {
+		if saved[i] != now[i] {
+			return fmt.Errorf("it was trained on another pass list: action %d is %q there, %q here (%d actions there, %d here)", i, saved[i], now[i], len(saved), len(now))
+		}
+	}
+	if len(saved) != len(now) {
+		return fmt.Errorf("it was trained on another pass list: %d actions there, %d here (the first %d agree)", len(saved), len(now), min(len(saved), len(now)))
+	}
+	return nil
 }

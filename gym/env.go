@@ -10,7 +10,9 @@
 //   - Observation: the op-count histogram by opcode (features.Vocabulary ids), the graph
 //     tensors of the module (Graph), the op counts and the episode's history.
 //   - Reward: the op-count reduction of the step divided by the program's initial op
-//     count, so an episode's rewards sum to (initial − final) / initial.
+//     count, so an episode's rewards sum to (initial − final) / initial (RewardOps); or
+//     the same of the simulated time (RewardTime, Options.Reward). Expanders may grow
+//     the op count, so a reward may be negative.
 //
 // The environment is deterministic: the passes are, so the same program and actions give
 // the same observations and rewards. The seed only picks the program when Reset is given
@@ -25,6 +27,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/tpusim"
 )
 
 // DefaultMaxSteps is the default episode limit: enough for one run of every pass plus a
@@ -64,7 +67,19 @@ type Options struct {
 	// Verify runs hlo.Verify after every pass (and on the program at Reset); a module
 	// that does not verify ends the episode with an error.
 	Verify bool
+	// Reward is RewardOps ("" too) or RewardTime: what a step's reward measures.
+	Reward string
+	// Chip is the tpusim chip preset of RewardTime ("": tpusim.DefaultChip).
+	Chip string
 }
+
+// The rewards: RewardOps, the step's op-count reduction ÷ the initial op count (XLA
+// Gym's measure); RewardTime, the step's reduction of the simulated time (SimNs on
+// Options.Chip) ÷ the initial simulated time, one compile and simulation per step.
+const (
+	RewardOps  = "ops"
+	RewardTime = "time"
+)
 
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxSteps == 0 {
@@ -72,6 +87,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxSteps < 1 {
 		return o, fmt.Errorf("gym: max steps must be positive, got %d", o.MaxSteps)
+	}
+	switch o.Reward {
+	case "":
+		o.Reward = RewardOps
+	case RewardOps, RewardTime:
+	default:
+		return o, fmt.Errorf("gym: reward %q: want %s or %s", o.Reward, RewardOps, RewardTime)
+	}
+	if o.Chip == "" {
+		o.Chip = tpusim.DefaultChip
+	}
+	if _, err := tpusim.Preset(o.Chip); err != nil {
+		return o, fmt.Errorf("gym: %w", err)
 	}
 	return o, nil
 }
@@ -83,6 +111,10 @@ type Observation struct {
 	MaxSteps       int    `json:"max_steps"`
 	OpCount        int    `json:"op_count"`         // opt.OpCount of the current module
 	InitialOpCount int    `json:"initial_op_count"` // opt.OpCount of the program at Reset
+	// SimNs and InitialSimNs are the simulated times (SimNs) of the current module and
+	// of the program at Reset under RewardTime; 0 under RewardOps.
+	SimNs        float64 `json:"sim_ns"`
+	InitialSimNs float64 `json:"initial_sim_ns"`
 	// Histogram counts the ops OpCount counts by features.Vocabulary id.
 	Histogram []int `json:"histogram"`
 	// Graph is the module's graph tensors (see Graph).
@@ -106,6 +138,9 @@ type Env struct {
 	mod     *hlo.Module
 	initial int
 	ops     int
+	chip    tpusim.Chip
+	initNs  float64
+	ns      float64
 	steps   int
 	history []int
 	idle    []bool
@@ -118,7 +153,9 @@ func New(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	chip, _ := tpusim.Preset(o.Chip) // checked by withDefaults
 	return &Env{
+		chip:   chip,
 		opts:   o,
 		passes: opt.All(),
 		rng:    rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("gym").Sum64(), 1)),
@@ -167,6 +204,14 @@ func (e *Env) ResetModule(program string, m *hlo.Module) (Observation, error) {
 	e.program, e.mod = program, m
 	e.initial = opt.OpCount(m)
 	e.ops = e.initial
+	e.initNs, e.ns = 0, 0
+	if e.opts.Reward == RewardTime {
+		ns, err := SimNs(m, e.chip)
+		if err != nil {
+			return Observation{}, fmt.Errorf("gym: reset: %s: %w", program, err)
+		}
+		e.initNs, e.ns = ns, ns
+	}
 	e.steps = 0
 	e.history = nil
 	e.idle = make([]bool, len(e.passes))
@@ -213,7 +258,21 @@ func (e *Env) Step(action int) (Observation, float64, bool, error) {
 	prev := e.ops
 	e.ops = opt.OpCount(e.mod)
 	reward := 0.0
-	if e.initial > 0 {
+	switch {
+	case e.opts.Reward == RewardTime:
+		prevNs := e.ns
+		if changed { // an unchanged module keeps its time
+			ns, err := SimNs(e.mod, e.chip)
+			if err != nil {
+				e.running = false
+				return Observation{}, 0, true, fmt.Errorf("gym: step %d: after %s on %s: %w", e.steps, p.Name, e.program, err)
+			}
+			e.ns = ns
+		}
+		if e.initNs > 0 {
+			reward = (prevNs - e.ns) / e.initNs
+		}
+	case e.initial > 0:
 		reward = float64(prev-e.ops) / float64(e.initial)
 	}
 	done := e.steps >= e.opts.MaxSteps
@@ -234,7 +293,7 @@ func (e *Env) observe() (Observation, error) {
 	}
 	return Observation{
 		Program: e.program, Step: e.steps, MaxSteps: e.opts.MaxSteps,
-		OpCount: e.ops, InitialOpCount: e.initial,
+		OpCount: e.ops, InitialOpCount: e.initial, SimNs: e.ns, InitialSimNs: e.initNs,
 		Histogram: Histogram(e.mod), Graph: g,
 		History: append([]int{}, e.history...), Idle: append([]bool(nil), e.idle...),
 	}, nil

@@ -6,82 +6,89 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/tpusim"
 )
 
 // EvalOptions configure Evaluate.
 type EvalOptions struct {
 	Programs []string // required; none may be a variant the agent trained on (Variant)
-	// MaxSteps is the agent's episode limit (default: the one it trained with).
+	// MaxSteps is the episode limit of the agent and of the searches' sequences
+	// (default: the one the agent trained with).
 	MaxSteps int
-	// RandomSeeds is the number of random sequences per program (default 5).
-	RandomSeeds int
-	// Seed seeds the random sequences.
+	// Budget is the number of compiler calls (pass runs) each of random search, greedy
+	// search and the agent may spend on a program (default: NumPasses × MaxSteps, what
+	// one greedy episode of one-step lookahead costs).
+	Budget int
+	// Seed seeds random search and the agent's sampled episodes.
 	Seed int64
-	// Verify runs hlo.Verify after every pass of the agent's episode.
+	// Chip is the tpusim chip preset sim_ns is simulated on (default tpusim.DefaultChip).
+	Chip string
+	// Verify runs hlo.Verify after every pass of the agent's episodes.
 	Verify bool
 	// Progress, if set, is called after each program.
 	Progress func(ProgramEval)
 }
 
-// ProgramEval compares pass orders on one program. Reductions are fractions of the
-// initial op count (opt.OpCount) removed.
+// Outcome is the result of one way of ordering the passes on a program: the op count
+// (opt.OpCount) of the module it reaches, the module's simulated step time (compiled
+// without further simplification and simulated on the chip), the compiler calls (pass
+// runs) spent finding it and the passes of the result, in order.
+type Outcome struct {
+	OpCount       int      `json:"op_count"`
+	SimNs         float64  `json:"sim_ns"`
+	CompilerCalls int      `json:"compiler_calls"`
+	Sequence      []string `json:"sequence"`
+}
+
+// ProgramEval compares the orders on one program. GainVsDefault is XLA Gym's
+// "improvement in op-count reduction": (ops the agent removed − ops the default removed)
+// ÷ |ops the default removed| (the magnitude, so that a default that grows the program
+// gives a positive gain to an agent that shrinks it); null when the default removed
+// none. SimGainVsDefault is (default sim_ns − agent sim_ns) ÷ default sim_ns.
 type ProgramEval struct {
-	Program    string `json:"program"`
-	InitialOps int    `json:"initial_ops"`
-	// The agent's greedy sequence (its most likely action at every step, until it stops
-	// or reaches the step limit); AgentSteps counts the passes, not the stop.
-	AgentOps       int      `json:"agent_ops"`
-	AgentSteps     int      `json:"agent_steps"`
-	AgentSequence  []string `json:"agent_sequence"`
-	AgentReduction float64  `json:"agent_reduction"`
-	// The default pipeline (opt.Default: every pass in order, iterated to a fixed
-	// point), and how many passes it ran.
-	DefaultOps       int     `json:"default_ops"`
-	DefaultSteps     int     `json:"default_steps"`
-	DefaultReduction float64 `json:"default_reduction"`
-	// One iteration of the default pipeline: every pass once, in order (XLA runs a
-	// pipeline once; only some of its passes are fixed-point loops).
-	DefaultOnceOps       int     `json:"default_once_ops"`
-	DefaultOnceSteps     int     `json:"default_once_steps"`
-	DefaultOnceReduction float64 `json:"default_once_reduction"`
-	// The default order cut to the agent's number of passes.
-	DefaultSameStepsOps       int     `json:"default_same_steps_ops"`
-	DefaultSameStepsReduction float64 `json:"default_same_steps_reduction"`
-	// Uniformly random passes, as many as the agent ran: mean and standard deviation
-	// over the seeds.
-	RandomReduction   float64 `json:"random_reduction"`
-	RandomReductionSD float64 `json:"random_reduction_sd"`
+	Program          string   `json:"program"`
+	InitialOpCount   int      `json:"initial_op_count"`
+	InitialSimNs     float64  `json:"initial_sim_ns"`
+	Default          Outcome  `json:"default"`
+	Random           Outcome  `json:"random"`
+	Greedy           Outcome  `json:"greedy"`
+	Agent            Outcome  `json:"agent"`
+	GainVsDefault    *float64 `json:"gain_vs_default"`
+	SimGainVsDefault float64  `json:"sim_gain_vs_default"`
 }
 
 // EvalReport is Evaluate's result: per program, and the means over programs.
 type EvalReport struct {
 	Programs []ProgramEval `json:"programs"`
-	// Means over programs of the reductions.
-	AgentReduction            float64 `json:"mean_agent_reduction"`
-	DefaultReduction          float64 `json:"mean_default_reduction"`
-	DefaultOnceReduction      float64 `json:"mean_default_once_reduction"`
-	DefaultSameStepsReduction float64 `json:"mean_default_same_steps_reduction"`
-	RandomReduction           float64 `json:"mean_random_reduction"`
-	// AgentVsDefaultPct is 100 · (agent − default) / default of the mean reductions: the
-	// paper's "better op-count reduction than the default ordering" (negative: worse).
-	AgentVsDefaultPct float64 `json:"agent_vs_default_pct"`
-	// AgentVsDefaultOncePct is the same against one iteration of the default pipeline.
-	AgentVsDefaultOncePct float64 `json:"agent_vs_default_once_pct"`
-	MeanAgentSteps        float64 `json:"mean_agent_steps"`
-	MeanDefaultSteps      float64 `json:"mean_default_steps"`
-	RandomSeeds           int     `json:"random_seeds"`
-	MaxSteps              int     `json:"max_steps"`
+	// MeanGainVsDefault is the mean of gain_vs_default over the programs where it is
+	// defined; PooledGainVsDefault the same ratio of the sums over programs.
+	MeanGainVsDefault    float64 `json:"mean_gain_vs_default"`
+	PooledGainVsDefault  float64 `json:"pooled_gain_vs_default"`
+	MeanSimGainVsDefault float64 `json:"mean_sim_gain_vs_default"`
+	// The mean fraction of the initial ops each order removed.
+	MeanDefaultReduction float64 `json:"mean_default_reduction"`
+	MeanRandomReduction  float64 `json:"mean_random_reduction"`
+	MeanGreedyReduction  float64 `json:"mean_greedy_reduction"`
+	MeanAgentReduction   float64 `json:"mean_agent_reduction"`
+	Budget               int     `json:"budget"`
+	MaxSteps             int     `json:"max_steps"`
+	Chip                 string  `json:"chip"`
+	// DefaultPipeline names the default order: XLA's CPU pipeline at XLACommit.
+	DefaultPipeline string `json:"default_pipeline"`
 }
 
-// Evaluate compares, on every program, the op-count reduction of a's greedy pass
-// sequence with the default pipeline's (iterated to a fixed point, and run once), with
-// the default order cut to the same number of passes, and with random sequences of the
-// same length. A program of a model variant the agent trained on (Variant: the same
-// model as inference graph or training step, at any batch size) is an error: evaluation
-// is on programs never trained on.
+// Evaluate compares, on every program, four pass orders at an equal budget of compiler
+// calls (CompilerGym's leaderboard measure): XLA's own default order (opt.XLAPipeline,
+// whatever it costs), random search (random sequences of MaxSteps passes, the best
+// prefix found), greedy search (at each step every pass is tried and the one removing
+// the most ops kept, until none removes any) and the agent (its most likely sequence,
+// then sequences sampled from its policy, the best prefix found). A program of a model
+// variant the agent trained on is an error: evaluation is on programs never trained on.
 func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error) {
 	if len(o.Programs) == 0 {
 		return nil, fmt.Errorf("evaluating a gym agent: no programs")
@@ -100,22 +107,33 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	if o.MaxSteps == 0 {
 		o.MaxSteps = DefaultMaxSteps
 	}
-	if o.RandomSeeds == 0 {
-		o.RandomSeeds = 5
+	if o.MaxSteps < 1 {
+		return nil, fmt.Errorf("evaluating a gym agent: max steps must be positive, got %d", o.MaxSteps)
 	}
-	if o.RandomSeeds < 1 {
-		return nil, fmt.Errorf("evaluating a gym agent: random seeds must be positive, got %d", o.RandomSeeds)
+	if o.Budget == 0 {
+		o.Budget = passCount() * o.MaxSteps
+	}
+	if o.Budget < o.MaxSteps {
+		return nil, fmt.Errorf("evaluating a gym agent: a budget of %d compiler calls is less than one episode (%d steps)", o.Budget, o.MaxSteps)
+	}
+	if o.Chip == "" {
+		o.Chip = tpusim.DefaultChip
+	}
+	chip, err := tpusim.Preset(o.Chip)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating a gym agent: %w", err)
 	}
 	env, err := New(Options{MaxSteps: o.MaxSteps, Verify: o.Verify})
 	if err != nil {
 		return nil, err
 	}
-	rep := &EvalReport{RandomSeeds: o.RandomSeeds, MaxSteps: o.MaxSteps}
+	rep := &EvalReport{Budget: o.Budget, MaxSteps: o.MaxSteps, Chip: o.Chip,
+		DefaultPipeline: "XLA CPU pipeline (xla/service/cpu/cpu_compiler.cc @ " + opt.XLACommit[:12] + ")"}
 	for _, prog := range o.Programs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		pe, err := evalProgram(env, a, prog, o)
+		pe, err := evalProgram(env, a, prog, o, chip)
 		if err != nil {
 			return nil, fmt.Errorf("evaluating a gym agent on %s: %w", prog, err)
 		}
@@ -125,20 +143,26 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		}
 	}
 	n := float64(len(rep.Programs))
+	defined := 0
+	var agentRemoved, defaultRemoved float64
 	for _, p := range rep.Programs {
-		rep.AgentReduction += p.AgentReduction / n
-		rep.DefaultReduction += p.DefaultReduction / n
-		rep.DefaultOnceReduction += p.DefaultOnceReduction / n
-		rep.DefaultSameStepsReduction += p.DefaultSameStepsReduction / n
-		rep.RandomReduction += p.RandomReduction / n
-		rep.MeanAgentSteps += float64(p.AgentSteps) / n
-		rep.MeanDefaultSteps += float64(p.DefaultSteps) / n
+		if p.GainVsDefault != nil {
+			rep.MeanGainVsDefault += *p.GainVsDefault
+			defined++
+		}
+		agentRemoved += float64(p.InitialOpCount - p.Agent.OpCount)
+		defaultRemoved += float64(p.InitialOpCount - p.Default.OpCount)
+		rep.MeanSimGainVsDefault += p.SimGainVsDefault / n
+		rep.MeanDefaultReduction += reduction(p.InitialOpCount, p.Default.OpCount) / n
+		rep.MeanRandomReduction += reduction(p.InitialOpCount, p.Random.OpCount) / n
+		rep.MeanGreedyReduction += reduction(p.InitialOpCount, p.Greedy.OpCount) / n
+		rep.MeanAgentReduction += reduction(p.InitialOpCount, p.Agent.OpCount) / n
 	}
-	if rep.DefaultReduction > 0 {
-		rep.AgentVsDefaultPct = 100 * (rep.AgentReduction - rep.DefaultReduction) / rep.DefaultReduction
+	if defined > 0 {
+		rep.MeanGainVsDefault /= float64(defined)
 	}
-	if rep.DefaultOnceReduction > 0 {
-		rep.AgentVsDefaultOncePct = 100 * (rep.AgentReduction - rep.DefaultOnceReduction) / rep.DefaultOnceReduction
+	if defaultRemoved != 0 {
+		rep.PooledGainVsDefault = (agentRemoved - defaultRemoved) / math.Abs(defaultRemoved)
 	}
 	return rep, nil
 }
@@ -150,90 +174,94 @@ func reduction(initial, ops int) float64 {
 	return float64(initial-ops) / float64(initial)
 }
 
-func evalProgram(env *Env, a *Agent, prog string, o EvalOptions) (ProgramEval, error) {
-	obs, err := env.Reset(prog)
-	if err != nil {
+// GainVsDefault is XLA Gym's improvement in op-count reduction of a result of ops ops
+// over the default's defaultOps, from initial ops (see ProgramEval); ok=false when the
+// default removed none.
+func GainVsDefault(initial, defaultOps, ops int) (float64, bool) {
+	d := float64(initial - defaultOps)
+	if d == 0 {
+		return 0, false
+	}
+	return (float64(initial-ops) - d) / math.Abs(d), true
+}
+
+func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chip) (ProgramEval, error) {
+	if _, err := env.Reset(prog); err != nil {
 		return ProgramEval{}, err
 	}
-	pe := ProgramEval{Program: prog, InitialOps: obs.InitialOpCount, AgentSequence: []string{}}
-	for {
-		act, err := a.Act(obs)
-		if err != nil {
-			return pe, err
-		}
-		next, _, done, err := env.Step(act)
-		if err != nil {
-			return pe, err
-		}
-		if act != Stop() {
-			pe.AgentSteps++
-		}
-		pe.AgentSequence = append(pe.AgentSequence, Actions()[act])
-		obs = next
-		if done {
-			break
-		}
-	}
-	pe.AgentOps = obs.OpCount
-	pe.AgentReduction = reduction(pe.InitialOps, pe.AgentOps)
-
 	base := env.cache[prog] // loaded by Reset; never mutated
+	pe := ProgramEval{Program: prog, InitialOpCount: opt.OpCount(base)}
+	var err error
+	if pe.InitialSimNs, err = SimNs(base, chip); err != nil {
+		return pe, err
+	}
+	// the default: XLA's pipeline
 	m := base.Clone()
-	iters, err := opt.RunToFixedPoint(m, opt.DefaultPasses(), opt.DefaultMaxIterations)
+	var seq []string
+	runs, err := opt.RunStages(m, opt.XLAPipeline(), func(p opt.Pass) error { seq = append(seq, p.Name); return nil })
 	if err != nil {
 		return pe, fmt.Errorf("default pipeline: %w", err)
 	}
-	pe.DefaultOps = opt.OpCount(m)
-	pe.DefaultSteps = iters * len(opt.DefaultPasses())
-	pe.DefaultReduction = reduction(pe.InitialOps, pe.DefaultOps)
-
-	m = base.Clone()
-	if _, err := opt.Run(m, opt.DefaultPasses()...); err != nil {
-		return pe, fmt.Errorf("default pipeline once: %w", err)
-	}
-	pe.DefaultOnceOps = opt.OpCount(m)
-	pe.DefaultOnceSteps = len(opt.DefaultPasses())
-	pe.DefaultOnceReduction = reduction(pe.InitialOps, pe.DefaultOnceOps)
-
-	all := opt.All()
-	run := func(seq func(i int) opt.Pass) (int, error) {
-		m := base.Clone()
-		for i := range pe.AgentSteps {
-			p := seq(i)
-			if _, err := p.Run(m); err != nil {
-				return 0, fmt.Errorf("pass %s: %w", p.Name, err)
-			}
-		}
-		return opt.OpCount(m), nil
-	}
-	if pe.DefaultSameStepsOps, err = run(func(i int) opt.Pass { return all[i%len(all)] }); err != nil {
+	pe.Default = Outcome{OpCount: opt.OpCount(m), CompilerCalls: runs, Sequence: seq}
+	if pe.Default.SimNs, err = SimNs(m, chip); err != nil {
 		return pe, err
 	}
-	pe.DefaultSameStepsReduction = reduction(pe.InitialOps, pe.DefaultSameStepsOps)
-	var rs []float64
-	for s := range o.RandomSeeds {
-		rng := rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("gym-random").Str(prog).Uint64(uint64(s)).Sum64(), 1))
-		ops, err := run(func(int) opt.Pass { return all[rng.IntN(len(all))] })
+	passes := opt.All()
+	rng := func(what string) *rand.Rand {
+		return rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("gym-eval").Str(what).Str(prog).Sum64(), 1))
+	}
+	r, err := RandomSearch(base, passes, o.Budget, o.MaxSteps, rng("random"))
+	if err != nil {
+		return pe, fmt.Errorf("random search: %w", err)
+	}
+	g, err := GreedySearch(base, passes, o.Budget, o.MaxSteps)
+	if err != nil {
+		return pe, fmt.Errorf("greedy search: %w", err)
+	}
+	ag, err := agentSearch(env, a, prog, o.Budget, rng("agent"))
+	if err != nil {
+		return pe, fmt.Errorf("agent: %w", err)
+	}
+	for _, x := range []struct {
+		s   SearchResult
+		out *Outcome
+	}{{r, &pe.Random}, {g, &pe.Greedy}, {ag, &pe.Agent}} {
+		m, err := replay(base, passes, x.s.Sequence)
 		if err != nil {
 			return pe, err
 		}
-		rs = append(rs, reduction(pe.InitialOps, ops))
+		*x.out = Outcome{OpCount: opt.OpCount(m), CompilerCalls: x.s.Calls, Sequence: names(passes, x.s.Sequence)}
+		if x.out.SimNs, err = SimNs(m, chip); err != nil {
+			return pe, err
+		}
 	}
-	pe.RandomReduction, pe.RandomReductionSD = meanSD(rs)
+	if g, ok := GainVsDefault(pe.InitialOpCount, pe.Default.OpCount, pe.Agent.OpCount); ok {
+		pe.GainVsDefault = &g
+	}
+	if pe.Default.SimNs > 0 {
+		pe.SimGainVsDefault = (pe.Default.SimNs - pe.Agent.SimNs) / pe.Default.SimNs
+	}
 	return pe, nil
 }
 
-func meanSD(xs []float64) (float64, float64) {
-	m := 0.0
-	for _, x := range xs {
-		m += x / float64(len(xs))
+// SimNs is the simulated time of one execution of m on chip: m compiled with no
+// further simplification (the passes under study already ran) and simulated by tpusim.
+func SimNs(m *hlo.Module, chip tpusim.Chip) (float64, error) {
+	p, err := compiler.Compile(m, nil, compiler.Options{Target: chip.Target, Simplify: compiler.Simplify{None: true}})
+	if err != nil {
+		return 0, fmt.Errorf("compiling for the simulator: %w", err)
 	}
-	if len(xs) < 2 {
-		return m, 0
+	r, err := tpusim.Simulate(p, chip)
+	if err != nil {
+		return 0, fmt.Errorf("simulating: %w", err)
 	}
-	v := 0.0
-	for _, x := range xs {
-		v += (x - m) * (x - m)
+	return r.TotalNs, nil
+}
+
+func names(passes []opt.Pass, seq []int) []string {
+	out := make([]string, len(seq))
+	for i, a := range seq {
+		out[i] = passes[a].Name
 	}
-	return m, math.Sqrt(v / float64(len(xs)-1))
+	return out
 }

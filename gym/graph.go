@@ -20,10 +20,11 @@ import (
 // operands to the callee's parameters and from the callee's root to the instruction
 // (for a while: to its condition and body parameters, and from the body's root). Reducers,
 // comparators, fusion bodies and conditional branches are not nodes (their users are).
+// This is the module graph of features.DataflowEdges (features.BuildModuleGraph).
 //
 // features.Kernel builds the graph of one fused kernel and needs its cost analysis,
-// which whole unoptimized modules (loops, calls, tuples) do not have; this builder keeps
-// the same opcode vocabulary with a small set of node features (NodeFeatureNames).
+// which whole unoptimized modules (loops, calls, tuples) do not have; the gym keeps the
+// same opcode vocabulary with a small set of node features (NodeFeatureNames).
 type Graph struct {
 	Opcodes   []int32   `json:"opcodes"`
 	NodeFeats []float32 `json:"node_feats"`
@@ -48,74 +49,22 @@ const NodeWidth = features.ModuleCategoryWidth + features.ModuleScalarWidth + fe
 // NodeFeatureNames names the node feature columns, in order.
 func NodeFeatureNames() []string { return features.ModuleNodeNames(nodeBlocks()) }
 
-// BuildGraph returns the graph tensors of m (see Graph). It fails for a module without
+// BuildGraph returns the graph tensors of m (see Graph): the module graph of
+// features.DataflowEdges, featurized with the gym's blocks. It fails for a module without
 // an entry computation or with a while loop that has no condition or body.
 func BuildGraph(m *hlo.Module) (Graph, error) {
-	// The entry and the computations its call and while instructions run, recursively,
-	// each once, in the order first reached.
-	flow, err := hlo.FlowComputations(m, hlo.FlowOptions{Calls: true, Order: hlo.DepthFirst})
+	mg, err := features.BuildModuleGraph(m, features.DataflowEdges())
 	if err != nil {
 		return Graph{}, fmt.Errorf("gym: %w", err)
 	}
-	comps, inLoop := flow.Computations, flow.InLoop
-	pos := map[*hlo.Instruction]int32{}
-	var g Graph
-	for _, c := range comps {
-		for _, in := range c.Instructions {
-			pos[in] = int32(len(g.Opcodes))
+	n := len(mg.Nodes)
+	g := Graph{NodeFeats: make([]float32, n*NodeWidth), EdgeSrc: mg.Src, EdgeDst: mg.Dst}
+	for ci, c := range mg.Computations {
+		for i := mg.Start[ci]; i < mg.Start[ci+1]; i++ {
+			in := mg.Nodes[i]
 			g.Opcodes = append(g.Opcodes, features.OpcodeID(in.Opcode))
-		}
-	}
-	n := len(g.Opcodes)
-	users := make([]int, n)
-	edge := func(s, d int32) {
-		g.EdgeSrc = append(g.EdgeSrc, s)
-		g.EdgeDst = append(g.EdgeDst, d)
-		users[s]++
-	}
-	// link wires a call-like instruction in to callee c: operand k → parameter k, and
-	// c's root → in when result is set.
-	link := func(in *hlo.Instruction, c *hlo.Computation, result bool) {
-		if c == nil {
-			return
-		}
-		for _, p := range c.Instructions {
-			if p.Opcode == hlo.OpParameter && p.ParamNum >= 0 && p.ParamNum < len(in.Operands) {
-				if s, ok := pos[in.Operands[p.ParamNum]]; ok {
-					edge(s, pos[p])
-				}
-			}
-		}
-		if result && c.Root != nil {
-			if s, ok := pos[c.Root]; ok {
-				edge(s, pos[in])
-			}
-		}
-	}
-	for _, c := range comps {
-		for _, in := range c.Instructions {
-			for _, op := range in.Operands {
-				if s, ok := pos[op]; ok {
-					edge(s, pos[in])
-				}
-			}
-			switch in.Opcode {
-			case hlo.OpCall:
-				if in.Calls != nil && !in.Calls.IsFusion {
-					link(in, in.Calls, true)
-				}
-			case hlo.OpWhile:
-				link(in, in.Condition, false)
-				link(in, in.Body, true)
-			}
-		}
-	}
-	g.NodeFeats = make([]float32, n*NodeWidth)
-	for _, c := range comps {
-		for _, in := range c.Instructions {
-			i := pos[in]
 			features.ModuleNodeFeatures(g.NodeFeats[int(i)*NodeWidth:(int(i)+1)*NodeWidth],
-				features.ModuleNode{In: in, Shape: firstArray(in.Shape), Users: users[i], Root: in == c.Root, InLoop: inLoop[c]}, nodeBlocks())
+				features.ModuleNode{In: in, Shape: firstArray(in.Shape), Users: mg.OutDegree[i], Root: in == c.Root, InLoop: mg.InLoop[c]}, nodeBlocks())
 		}
 	}
 	return g, nil

@@ -42,6 +42,7 @@ type TrainRequest struct {
 	MaxSteps   int     // >= 1
 	LR         float64 // > 0, finite
 	Entropy    float64 // >= 0, finite; 0: no entropy bonus
+	Reward     string  // RewardOps or RewardTime ("": ops)
 	// Log receives a line per iteration; nil: discarded.
 	Log io.Writer
 }
@@ -66,6 +67,8 @@ func (q TrainRequest) check() error {
 		return fmt.Errorf("--lr \"%g\": want a positive number", q.LR)
 	case !(q.Entropy >= 0) || math.IsInf(q.Entropy, 0):
 		return fmt.Errorf("--entropy \"%g\": want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
+	case q.Reward != "" && q.Reward != RewardOps && q.Reward != RewardTime:
+		return fmt.Errorf("--reward %q: want %s or %s", q.Reward, RewardOps, RewardTime)
 	}
 	return nil
 }
@@ -94,7 +97,7 @@ func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
 		return nil, err
 	}
 	a, err := Train(ctx, TrainOptions{
-		Programs: programs, Seed: q.Seed, Iterations: q.Iterations, Samples: q.Samples, MaxSteps: q.MaxSteps, LR: q.LR, Entropy: entropy,
+		Programs: programs, Seed: q.Seed, Iterations: q.Iterations, Samples: q.Samples, MaxSteps: q.MaxSteps, LR: q.LR, Entropy: entropy, Reward: q.Reward,
 		Progress: func(r IterReport) {
 			fmt.Fprintf(q.Log, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
 				r.Iteration, q.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
@@ -113,12 +116,13 @@ func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
 // values, unchecked. Run checks them, loads the agent (LoadAgent) and evaluates it
 // (Evaluate).
 type EvalRequest struct {
-	Agent       string // the agent checkpoint directory; required
-	Programs    string // ParseProgramList; required
-	Seed        int64
-	RandomSeeds int  // random sequences per program, >= 1
-	MaxSteps    int  // the agent's episode limit, >= 0 (0: the one it trained with)
-	Verify      bool // run the HLO verifier after every pass of the agent's sequence
+	Agent    string // the agent checkpoint directory; required
+	Programs string // ParseProgramList; required
+	Seed     int64
+	Budget   int    // compiler calls per search and program, >= 0 (0: passes × max steps)
+	Chip     string // tpusim chip preset of sim_ns ("": tpusim.DefaultChip)
+	MaxSteps int    // the episode limit, >= 0 (0: the one the agent trained with)
+	Verify   bool   // run the HLO verifier after every pass of the agent's episodes
 	// Log receives a line per program evaluated; nil: discarded.
 	Log io.Writer
 }
@@ -131,8 +135,8 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	if q.Agent == "" {
 		return nil, errors.New("--agent: an agent directory is required")
 	}
-	if q.RandomSeeds < 1 {
-		return nil, fmt.Errorf("--random-seeds \"%d\": want at least 1", q.RandomSeeds)
+	if q.Budget < 0 {
+		return nil, fmt.Errorf("--budget \"%d\": want at least 1 (or 0: passes × max steps)", q.Budget)
 	}
 	if q.MaxSteps < 0 {
 		return nil, fmt.Errorf("--max-steps \"%d\": want at least 1 (or 0: the agent's)", q.MaxSteps)
@@ -146,9 +150,10 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 		return nil, fmt.Errorf("--agent: %w", err)
 	}
 	return Evaluate(ctx, a, EvalOptions{
-		Programs: programs, Seed: q.Seed, RandomSeeds: q.RandomSeeds, MaxSteps: q.MaxSteps, Verify: q.Verify,
+		Programs: programs, Seed: q.Seed, Budget: q.Budget, Chip: q.Chip, MaxSteps: q.MaxSteps, Verify: q.Verify,
 		Progress: func(p ProgramEval) {
-			fmt.Fprintf(q.Log, "%s: agent %.1f%%, default %.1f%%\n", p.Program, 100*p.AgentReduction, 100*p.DefaultReduction)
+			fmt.Fprintf(q.Log, "%s: %d ops; default %d, random %d, greedy %d, agent %d\n", p.Program, p.InitialOpCount,
+				p.Default.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Agent.OpCount)
 		},
 	})
 }

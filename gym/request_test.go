@@ -54,6 +54,7 @@ func TestTrainRequestRefusals(t *testing.T) {
 		{"max steps", func(q *TrainRequest) { q.MaxSteps = 0 }, "--max-steps \"0\": want at least 1"},
 		{"lr", func(q *TrainRequest) { q.LR = -1 }, "--lr \"-1\": want a positive number"},
 		{"entropy", func(q *TrainRequest) { q.Entropy = -1 }, "--entropy \"-1\": want a finite number >= 0 (0: no entropy bonus)"},
+		{"reward", func(q *TrainRequest) { q.Reward = "flops" }, "--reward \"flops\": want ops or time"},
 		{"agent unwritable", func(q *TrainRequest) { q.Agent = filepath.Join(file, "a") }, "--agent: "},
 	} {
 		q := TrainRequest{Agent: agent, Programs: "train", Seed: 1, Iterations: 30, Samples: 4, MaxSteps: 20, LR: 0.01, Entropy: 0.01}
@@ -98,12 +99,12 @@ func TestTrainEvalRequests(t *testing.T) {
 		t.Errorf("JSON %s, want the saved record %s", got, want)
 	}
 	log.Reset()
-	e := EvalRequest{Agent: dir, Programs: "mlp_lenet300_b32", Seed: 1, RandomSeeds: 2, Log: &log}
+	e := EvalRequest{Agent: dir, Programs: "mlp_lenet300_b32", Seed: 1, Budget: 20, Log: &log}
 	rep, err := e.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Programs) != 1 || !strings.HasPrefix(log.String(), "mlp_lenet300_b32: agent ") {
+	if len(rep.Programs) != 1 || !strings.HasPrefix(log.String(), "mlp_lenet300_b32: ") {
 		t.Errorf("%d programs, log %q", len(rep.Programs), log.String())
 	}
 	for _, tc := range []struct {
@@ -111,7 +112,7 @@ func TestTrainEvalRequests(t *testing.T) {
 		want string
 	}{
 		{func(q *EvalRequest) { q.Agent = "" }, "--agent: an agent directory is required"},
-		{func(q *EvalRequest) { q.RandomSeeds = 0 }, "--random-seeds \"0\": want at least 1"},
+		{func(q *EvalRequest) { q.Budget = -1 }, "--budget \"-1\": want at least 1"},
 		{func(q *EvalRequest) { q.MaxSteps = -1 }, "--max-steps \"-1\": want at least 1 (or 0: the agent's)"},
 		{func(q *EvalRequest) { q.Programs = "" }, "--programs: no program named"},
 		{func(q *EvalRequest) { q.Agent = filepath.Join(dir, "missing") }, "--agent: "},

@@ -14,28 +14,35 @@ func (m *AgentMeta) WriteText(w io.Writer, dir string) error {
 		return fmt.Errorf("agent trained on %d programs: no iteration recorded", len(m.Programs))
 	}
 	first, last := h[0], h[len(h)-1]
-	_, err := fmt.Fprintf(w, "agent trained on %d programs, %d iterations: mean return %.4f -> %.4f, greedy %.4f -> %.4f (return = fraction of the ops removed); written to %s\n",
-		len(m.Programs), len(h), first.MeanReturn, last.MeanReturn, first.GreedyReturn, last.GreedyReturn, dir)
+	what := "ops removed"
+	if m.Reward == RewardTime {
+		what = "simulated time saved"
+	}
+	_, err := fmt.Fprintf(w, "agent trained on %d programs, %d iterations: mean return %.4f -> %.4f, greedy %.4f -> %.4f (return = fraction of the %s); written to %s\n",
+		len(m.Programs), len(h), first.MeanReturn, last.MeanReturn, first.GreedyReturn, last.GreedyReturn, what, dir)
 	return err
 }
 
-// WriteText writes rep as text (tpucost gym eval): a line per program with the agent's
-// op-count reduction beside the default pipeline's and random orders', their means, and
-// the agent's gain.
+// WriteText writes rep as text (tpucost gym eval): a line per program with the op
+// counts each order reached and their simulated times, the agent's gain over the
+// default, and the means.
 func (rep *EvalReport) WriteText(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tSTEPS\tDEFAULT-ONCE\tSTEPS\tDEFAULT@AGENT-STEPS\tAGENT\tSTEPS\tRANDOM@AGENT-STEPS")
+	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tRANDOM\tGREEDY\tAGENT\tGAIN\tDEFAULT-MS\tAGENT-MS")
 	for _, p := range rep.Programs {
-		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%d\t%.1f%%\t%d\t%.1f%%\t%.1f%%\t%d\t%.1f%% ± %.1f\n", p.Program, p.InitialOps, 100*p.DefaultReduction, p.DefaultSteps,
-			100*p.DefaultOnceReduction, p.DefaultOnceSteps, 100*p.DefaultSameStepsReduction, 100*p.AgentReduction, p.AgentSteps,
-			100*p.RandomReduction, 100*p.RandomReductionSD)
+		gain := "-"
+		if p.GainVsDefault != nil {
+			gain = fmt.Sprintf("%+.1f%%", 100**p.GainVsDefault)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.3f\t%.3f\n", p.Program, p.InitialOpCount, p.Default.OpCount, p.Random.OpCount,
+			p.Greedy.OpCount, p.Agent.OpCount, gain, p.Default.SimNs/1e6, p.Agent.SimNs/1e6)
 	}
-	fmt.Fprintf(w, "mean\t\t%.1f%%\t%.1f\t%.1f%%\t\t%.1f%%\t%.1f%%\t%.1f\t%.1f%%\n", 100*rep.DefaultReduction, rep.MeanDefaultSteps,
-		100*rep.DefaultOnceReduction, 100*rep.DefaultSameStepsReduction, 100*rep.AgentReduction, rep.MeanAgentSteps, 100*rep.RandomReduction)
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "agent vs default (fixed point): %+.1f%%, vs default once: %+.1f%% op-count reduction (reduction = fraction of the initial ops removed; %d programs)\n",
-		rep.AgentVsDefaultPct, rep.AgentVsDefaultOncePct, len(rep.Programs))
+	_, err := fmt.Fprintf(out, "ops removed (mean fraction): default %.1f%%, random %.1f%%, greedy %.1f%%, agent %.1f%%; agent vs default: mean gain %+.1f%%, pooled %+.1f%%, time %+.1f%% "+
+		"(%d programs, budget %d compiler calls, %d steps; default = %s)\n",
+		100*rep.MeanDefaultReduction, 100*rep.MeanRandomReduction, 100*rep.MeanGreedyReduction, 100*rep.MeanAgentReduction,
+		100*rep.MeanGainVsDefault, 100*rep.PooledGainVsDefault, 100*rep.MeanSimGainVsDefault, len(rep.Programs), rep.Budget, rep.MaxSteps, rep.DefaultPipeline)
 	return err
 }

@@ -20,6 +20,9 @@ type TrainOptions struct {
 	Samples int
 	// MaxSteps is the episode limit (default DefaultMaxSteps).
 	MaxSteps int
+	// Reward is RewardOps (default) or RewardTime (Options.Reward), simulated on Chip.
+	Reward string
+	Chip   string
 	// LR is Adam's learning rate (default 0.01).
 	LR float64
 	// Baseline is the decay of the per-(program, step) moving-average baseline (default 0.8).
@@ -137,7 +140,7 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("training a gym agent: %w", err)
 	}
-	env, err := New(Options{MaxSteps: o.MaxSteps, Seed: o.Seed})
+	env, err := New(Options{MaxSteps: o.MaxSteps, Seed: o.Seed, Reward: o.Reward, Chip: o.Chip})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +150,7 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 		}
 	}
 	a := NewAgent(o.Seed)
-	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps}
+	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, Reward: env.Options().Reward}
 	baselines, err := reinforce.NewBaselines(len(o.Programs), o.Baseline)
 	if err != nil {
 		return nil, fmt.Errorf("training a gym agent: %w", err)

@@ -34,6 +34,9 @@ type Request struct {
 	// ComparePerShape: with a Shapes list, also tune each size on its own (the baseline).
 	ComparePerShape bool
 	Lengths         string // --lengths: tune the ragged form of a batch of these sequence lengths
+	// MicroKernels: with a Shapes list, run the joint micro-kernel search (RunMicro)
+	// instead of RunShapes; Out then writes its dispatch table.
+	MicroKernels bool
 
 	Chip       tpusim.ChipSpec // --chip, --chip-file, --vmem
 	Strategy   string          // a Strategy's name (ParseStrategy)
@@ -74,6 +77,7 @@ type Result struct {
 	Batch  *BatchReport
 	Shapes *ShapesReport
 	Ragged *RaggedReport
+	Micro  *MicroReport // MicroKernels
 	// ChipMismatch says a ModelDir model was trained for another target (AllowMismatch).
 	ChipMismatch bool
 
@@ -96,6 +100,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		}{r.Batch, r.ChipMismatch})
 	case r.Shapes != nil:
 		return json.Marshal(r.Shapes)
+	case r.Micro != nil:
+		return json.Marshal(r.Micro)
 	default:
 		return json.Marshal(r.Ragged)
 	}
@@ -118,6 +124,8 @@ func (r *Result) WriteText(w io.Writer) error {
 		return r.Batch.WriteText(w, st, r.req.Budget)
 	case r.Shapes != nil:
 		return r.Shapes.WriteText(w, r.shapeList)
+	case r.Micro != nil:
+		return r.Micro.WriteText(w, r.shapeList, r.req.Out)
 	default:
 		return r.Ragged.WriteText(w, r.req.Budget)
 	}
@@ -160,7 +168,13 @@ func (q Request) Run(ctx context.Context) (*Result, error) {
 		return q.runRagged(ctx, srcs, batch, opts)
 	}
 	if list, ok := shapeList(q.Shapes); ok {
+		if q.MicroKernels {
+			return q.runMicro(ctx, srcs, batch, list, opts)
+		}
 		return q.runShapes(ctx, srcs, batch, list, opts)
+	}
+	if q.MicroKernels {
+		return nil, errors.New("--micro-kernels: give --shapes a list or range of sizes (e.g. seq=uniform:1-512:16:1)")
 	}
 	if q.ComparePerShape {
 		return nil, errors.New("--compare-per-shape: give --shapes a list of sizes (e.g. seq=64,128,256)")
@@ -353,7 +367,7 @@ func (q Request) runRagged(ctx context.Context, srcs []string, batch bool, opts 
 	case q.ComparePerShape:
 		return nil, errors.New("--compare-per-shape goes with a --shapes list, not --lengths")
 	case q.Out != "":
-		return nil, errors.New("--out: a ragged run has one config per length: they are in --json's shapes[].config")
+		return nil, errors.New("--out: a ragged run's config is in --json's config (tpucost sim reads no ragged config)")
 	case q.Store != "":
 		return nil, errors.New("--store: a ragged run does not read or record a config store")
 	case q.ModelDir != "":

@@ -61,7 +61,7 @@ func TestRequestRefusals(t *testing.T) {
 		{"lengths batch", func(q *Request) { q.Src, q.Models, q.Lengths = "", seqSrc, "3,4" }, "--lengths tunes one SRC, not --models or --all"},
 		{"lengths shapes", func(q *Request) { q.Src, q.Lengths, q.Shapes = seqSrc, "3,4", "seq=4" }, "--lengths sizes every sequence itself: drop --shapes"},
 		{"lengths compare", func(q *Request) { q.Src, q.Lengths, q.ComparePerShape = seqSrc, "3,4", true }, "--compare-per-shape goes with a --shapes list, not --lengths"},
-		{"lengths out", func(q *Request) { q.Src, q.Lengths, q.Out = seqSrc, "3,4", "x.json" }, "--out: a ragged run has one config per length"},
+		{"lengths out", func(q *Request) { q.Src, q.Lengths, q.Out = seqSrc, "3,4", "x.json" }, "--out: a ragged run's config is in --json's config"},
 		{"lengths store", func(q *Request) { q.Src, q.Lengths, q.Store = seqSrc, "3,4", "s.db" }, "--store: a ragged run does not read or record a config store"},
 		{"lengths model", func(q *Request) { q.Src, q.Lengths, q.ModelDir = seqSrc, "3,4", "m" }, "--model: a ragged run measures every candidate on the simulator"},
 		{"lengths policy", func(q *Request) { q.Src, q.Lengths, q.Policy = seqSrc, "3,4", "p" }, "--policy: a shape-generic run does not take the rl strategy"},

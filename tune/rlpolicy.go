@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -223,58 +222,61 @@ type dist struct {
 	layout []float64
 }
 
-// programGraph compiles cfg up to the fusion pass and returns the module the fusion pass
-// reads (after layout assignment), parsed back from the pass dump.
+// programGraph compiles cfg and returns the module the fusion pass reads: a copy of the
+// module as layout assignment left it, taken in memory by a compiler.PassHook.
 func programGraph(cc *compilerCtx, cfg *compiler.Config) (*hlo.Module, error) {
-	var buf bytes.Buffer
+	var m *hlo.Module
 	o := cc.opts
-	o.DumpAfter, o.Dump = "layout-assignment", &buf
+	o.AfterPass = append(slices.Clip(o.AfterPass), compiler.PassHook{
+		Select: func(pass string) bool { return pass == "layout-assignment" },
+		After: func(mod *hlo.Module, _ compiler.PassStat) error {
+			m = mod.Clone()
+			return nil
+		},
+	})
 	if _, err := compiler.Compile(cc.mod, cfg, o); err != nil {
 		return nil, fmt.Errorf("compiling for the policy graph: %w", err)
 	}
-	m, err := hlo.Parse(cc.mod.Name+" (after layout-assignment)", buf.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("reading the module after layout assignment: %w", err)
+	if m == nil {
+		return nil, fmt.Errorf("compiling for the policy graph: no layout-assignment pass ran")
 	}
 	return m, nil
 }
 
-// graphIndex is the graph of a module as the encoder reads it (every instruction of
-// every computation a node, with its features; an edge from each operand to its user
-// within a computation) and resolves the config names of its instructions: "name" in the
-// entry, "computation/name" elsewhere.
+// graphIndex is the graph of a module as the encoder reads it (the module graph of
+// features.OperandEdges: every instruction of every computation a node, with its
+// features; an edge from each operand to its user within a computation) and resolves
+// the config names of its instructions: "name" in the entry, "computation/name"
+// elsewhere.
 type graphIndex struct {
 	m        *hlo.Module
 	comps    map[string]*hlo.Computation // by name
-	node     map[*hlo.Instruction]int
+	node     map[*hlo.Instruction]int32
 	users    map[*hlo.Instruction]int // number of users
 	x        []float32                // N x rlNodeFeatures
 	src, dst []int32                  // edges operand -> user
 }
 
-func newGraphIndex(m *hlo.Module) *graphIndex {
-	gi := &graphIndex{m: m, comps: map[string]*hlo.Computation{}, node: map[*hlo.Instruction]int{}, users: map[*hlo.Instruction]int{}}
+func newGraphIndex(m *hlo.Module) (*graphIndex, error) {
+	mg, err := features.BuildModuleGraph(m, features.OperandEdges())
+	if err != nil {
+		return nil, err
+	}
+	gi := &graphIndex{m: m, comps: map[string]*hlo.Computation{}, node: mg.Index, users: map[*hlo.Instruction]int{},
+		x: make([]float32, len(mg.Nodes)*rlNodeFeatures), src: mg.Src, dst: mg.Dst}
 	const F = rlNodeFeatures
-	for _, c := range m.Computations {
+	for ci, c := range mg.Computations {
 		gi.comps[c.Name] = c
+		// Users counts distinct users (hlo.Computation.Users), not operand positions.
 		users := c.Users()
-		off := len(gi.node)
-		gi.x = append(gi.x, make([]float32, len(c.Instructions)*F)...)
+		off := int(mg.Start[ci])
 		for i, in := range c.Instructions {
-			gi.node[in] = off + i
 			// A tuple is itself here: 0 elements, the bytes of all its elements, rank 0.
 			features.ModuleNodeFeatures(gi.x[(off+i)*F:(off+i+1)*F], features.ModuleNode{In: in, Shape: in.Shape, Users: len(users[i])}, rlNodeBlocks())
 			gi.users[in] = len(users[i])
 		}
-		for i, in := range c.Instructions {
-			for _, op := range in.Operands {
-				if j, ok := gi.node[op]; ok && j >= off { // an operand in this computation
-					gi.src, gi.dst = append(gi.src, int32(j)), append(gi.dst, int32(off+i))
-				}
-			}
-		}
 	}
-	return gi
+	return gi, nil
 }
 
 // scope splits a config name into its computation and the name within it: the entry and
@@ -327,7 +329,10 @@ func (gi *graphIndex) edge(name string) (p, x *hlo.Instruction) {
 // A choice naming an instruction m lacks is an error: the space and the graph must come
 // from the same compile.
 func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Target) (*decisions, error) {
-	gi := newGraphIndex(m)
+	gi, err := newGraphIndex(m)
+	if err != nil {
+		return nil, fmt.Errorf("the policy graph: %w", err)
+	}
 	d := &decisions{x: gi.x, nb: nn.NeighboursOf(len(gi.node), gi.src, gi.dst, rlMaxDegree)}
 	if kinds[compiler.KindFusion] {
 		for _, c := range space.Fusion {
@@ -337,8 +342,8 @@ func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Ta
 			}
 			d.names = append(d.names, c.Name)
 			d.defaults = append(d.defaults, c.Default)
-			d.prod = append(d.prod, gi.node[p])
-			d.cons = append(d.cons, gi.node[xi])
+			d.prod = append(d.prod, int(gi.node[p]))
+			d.cons = append(d.cons, int(gi.node[xi]))
 			opIdx := 0
 			for j, op := range xi.Operands {
 				if op == p {
@@ -376,7 +381,7 @@ func newDecisions(m *hlo.Module, space *compiler.Space, kinds kindSet, t cost.Ta
 			d.lopts = append(d.lopts, c.Options)
 			d.ldef = append(d.ldef, c.Default)
 			for i := range c.Options {
-				d.onode = append(d.onode, gi.node[in])
+				d.onode = append(d.onode, int(gi.node[in]))
 				d.of = append(d.of, optionFeatures(in.Shape, c.Options, i, c.Default, t)...)
 				pr, off := float32(0), float32(0)
 				if i == c.Default {

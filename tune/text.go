@@ -135,15 +135,19 @@ func (rep *ShapesReport) WriteText(w io.Writer, list zoo.ShapeList) error {
 	return nil
 }
 
-// WriteText writes rep as text: a line per length and the ragged times; budget is the
-// run's Options.Budget.
+// WriteText writes rep as text: the padded, ideal and compiled ragged times with default
+// configs and tuned; budget is the run's Options.Budget.
 func (rep *RaggedReport) WriteText(w io.Writer, budget int) error {
-	fmt.Fprintf(w, "%s, a ragged batch of %d sequences (lengths %s, batch %d per run), strategy %s, budget %d\n", rep.Program, len(rep.Lengths), ragged.FormatLengths(rep.Lengths), rep.Batch, rep.Strategy, budget)
-	if err := writeShapeTable(w, "LENGTH", rep.Shapes); err != nil {
-		return err
+	fmt.Fprintf(w, "%s, a ragged batch of %d sequences (lengths %s), its compiled ragged program tuned: strategy %s, budget %d\n", rep.Program, len(rep.Lengths), ragged.FormatLengths(rep.Lengths), rep.Strategy, budget)
+	fmt.Fprintf(w, "%-8s %12s %12s %12s\n", "CONFIG", "PADDED_US", "IDEAL_US", "RAGGED_US")
+	fmt.Fprintf(w, "%-8s %12.1f %12.1f %12.1f\n", "default", rep.PaddedNs/1e3, rep.IdealNs/1e3, rep.DefaultRaggedNs/1e3)
+	fmt.Fprintf(w, "%-8s %12.1f %12.1f %12.1f\n", "tuned", rep.TunedPaddedNs/1e3, rep.TunedIdealNs/1e3, rep.TunedRaggedNs/1e3)
+	kept := ""
+	if rep.KeptDefault {
+		kept = " (nothing faster found: the default kept)"
 	}
-	_, err := fmt.Fprintf(w, "padded %.1f us; ragged %.1f us with default configs, %.1f us tuned (packing %.1f us): %.3fx over default ragged, %.3fx over padded; %d measurements\n",
-		rep.PaddedNs/1e3, rep.DefaultRaggedNs/1e3, rep.TunedRaggedNs/1e3, rep.PackNs/1e3, rep.Speedup, rep.SpeedupVsPadded, rep.Measurements)
+	_, err := fmt.Fprintf(w, "ragged %.3fx over default ragged, %.3fx over default padded (packing %.1f us)%s; %d measurements, %d infeasible\n",
+		rep.Speedup, rep.SpeedupVsPadded, rep.PackNs/1e3, kept, rep.Measurements, rep.Infeasible)
 	return err
 }
 

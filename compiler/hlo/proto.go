@@ -2,8 +2,10 @@ package hlo
 
 // This file reads XLA's binary HLO: a serialized xla.HloModuleProto (or an xla.HloProto
 // that wraps one), as --xla_dump_hlo_as_proto writes to *.hlo.pb. It decodes the wire
-// format with protowire and renders the module as HLO text for Parse, so that a binary
-// module goes through exactly the checks of a text one.
+// format with protowire and builds the IR directly (protoBuilder): each computation and
+// instruction, with typed attributes and references by name, goes into the parser's
+// pending state, which the parser's own resolution and checks finish, so that a binary
+// module goes through exactly the checks of a text one without being rendered as text.
 //
 // Field numbers, from xla/service/hlo.proto and xla/xla_data.proto:
 //
@@ -188,7 +190,7 @@ func isModuleProto(m pbwire.Message) bool {
 }
 
 // ---------------------------------------------------------------------------------
-// Rendering to HLO text.
+// Building the IR.
 
 // protoElem maps XLA's PrimitiveType numbers to element types.
 var protoElem = map[int64]ElemType{
@@ -198,17 +200,23 @@ var protoElem = map[int64]ElemType{
 	27: U2, 28: F8E4M3, 29: F8E3M4, 30: S1, 31: U1, 32: F4E2M1FN, 33: F8E8M0FNU,
 }
 
-// textWriterState renders one module, remembering which computation and instruction
-// each line of text came from, for error messages.
-type protoText struct {
-	b     strings.Builder
-	lines []string // lines[i] describes text line i+1
+// protoBuilder builds a module from its proto into the parser's pending state (the
+// computations, their instructions with typed attributes and operand and computation
+// references by name), which the parser's own resolution and checks finish
+// (finishComputation, finish): a binary module goes through exactly the checks of a text
+// one, without being rendered as text. The parser reports errors at offsets into its
+// source; here the source is a table of places, one line per computation or instruction
+// (an offset is a place's index), so that an error names the computation and the
+// instruction at fault.
+type protoBuilder struct {
+	p      *parser
+	places []string
 }
 
-func (t *protoText) line(what, s string) {
-	t.b.WriteString(s)
-	t.b.WriteByte('\n')
-	t.lines = append(t.lines, what)
+// place records a place for errors and returns its offset.
+func (b *protoBuilder) place(what string) int {
+	b.places = append(b.places, what)
+	return len(b.places) - 1
 }
 
 func decodeModule(filename string, mod pbwire.Message) (*Module, error) {
@@ -227,7 +235,7 @@ func decodeModule(filename string, mod pbwire.Message) (*Module, error) {
 		return nil, fail("the HloModuleProto has no computations")
 	}
 	compName := map[int64]string{}
-	compRoot := map[int64]string{} // computation id -> root shape text, for while bodies
+	compRoot := map[int64]Shape{} // computation id -> root shape, for while bodies
 	for _, c := range comps {
 		compName[c.Int(5)] = c.Str(1)
 	}
@@ -236,59 +244,625 @@ func decodeModule(filename string, mod pbwire.Message) (*Module, error) {
 	if entryName == "" {
 		entryName = compName[entryID]
 	}
-	var t protoText
-	t.line("the module header", "HloModule "+protoName(name))
-	for _, c := range comps {
-		cname := c.Str(1)
-		instrs, err := c.Msgs(2)
-		if err != nil {
-			return nil, fail("computation %q: %v", cname, err)
-		}
-		ids := map[int64]string{}
-		for _, in := range instrs {
-			ids[in.Int(35)] = in.Str(1)
+	b := &protoBuilder{p: &parser{file: filename, compByName: map[string]int{}, instrDefs: map[string]int{}}}
+	b.place("the module header")
+	// The places: every computation's and instruction's, numbered before any is built so
+	// that the parser's source (one line per place) exists when it reports an error.
+	instrs := make([][]pbwire.Message, len(comps))
+	for i, c := range comps {
+		if instrs[i], err = c.Msgs(2); err != nil {
+			return nil, fail("computation %q: %v", c.Str(1), err)
 		}
 		rootID := c.Int(6)
-		for _, in := range instrs {
+		for _, in := range instrs[i] {
 			if in.Int(35) == rootID {
 				sh, _ := in.Msg(3)
 				s, _ := protoShape(sh, 0)
 				compRoot[c.Int(5)] = s
 			}
 		}
-		head := "%" + protoName(cname) + " {"
-		if cname == entryName {
-			head = "ENTRY " + head
-		}
-		t.line(fmt.Sprintf("computation %q", cname), "")
-		t.line(fmt.Sprintf("computation %q", cname), head)
-		for _, in := range instrs {
-			what := fmt.Sprintf("computation %q, instruction %q", cname, in.Str(1))
-			s, err := protoInstruction(in, ids, compName, compRoot, in.Int(35) == rootID)
-			if err != nil {
-				return nil, fail("%s: %v", what, err)
-			}
-			t.line(what, "  "+s)
-		}
-		closing := "}"
-		if th := c.Str(8); th != "" && th != "main" {
-			closing += ", execution_thread=" + strconv.Quote(th)
-		}
-		t.line(fmt.Sprintf("computation %q", cname), closing)
 	}
-	m, err := Parse(filename, []byte(t.b.String()))
-	if err != nil {
-		var pe *ParseError
-		if errors.As(err, &pe) && pe.Line >= 1 && pe.Line <= len(t.lines) {
-			msg := fmt.Sprintf("%s: %s: %s", filename, t.lines[pe.Line-1], pe.Msg)
-			if cause := errors.Unwrap(err); cause != nil {
-				return nil, fmt.Errorf("%s: %w", msg, cause)
-			}
-			return nil, errors.New(msg)
+	n := len(b.places)
+	for i := range comps {
+		n += 2 + len(instrs[i])
+	}
+	b.p.src = make([]byte, n)
+	for i := range b.p.src {
+		b.p.src[i] = '\n'
+	}
+	m := &Module{Name: protoName(name)}
+	for i, c := range comps {
+		if err := b.computation(c, instrs[i], entryName, compName, compRoot); err != nil {
+			return nil, b.mapErr(err)
 		}
-		return nil, fmt.Errorf("%s: decoded module: %w", filename, err)
+	}
+	if b.p.entry == nil {
+		// As in XLA, without an ENTRY mark the last computation is the entry.
+		b.p.entry = b.p.comps[len(b.p.comps)-1]
+	}
+	if err := b.p.finish(m); err != nil {
+		return nil, b.mapErr(err)
 	}
 	return m, nil
+}
+
+// mapErr turns an error at a place into one naming the file and the place.
+func (b *protoBuilder) mapErr(err error) error {
+	filename := b.p.file
+	var pe *ParseError
+	if errors.As(err, &pe) && pe.Line >= 1 && pe.Line <= len(b.places) {
+		msg := fmt.Sprintf("%s: %s: %s", filename, b.places[pe.Line-1], pe.Msg)
+		if cause := errors.Unwrap(err); cause != nil {
+			return fmt.Errorf("%s: %w", msg, cause)
+		}
+		return errors.New(msg)
+	}
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: decoded module: %w", filename, err)
+	}
+	return err
+}
+
+// placeErr is an error at place pos (the parser's form, mapped by mapErr).
+func (b *protoBuilder) placeErr(pos int, format string, args ...any) error {
+	return b.p.errAt(pos, format, args...)
+}
+
+// computation builds computation c with instructions instrs into the parser's state and
+// finishes it (finishComputation), as the parser does for each computation it reads.
+func (b *protoBuilder) computation(c pbwire.Message, instrs []pbwire.Message, entryName string, compName map[int64]string, compRoot map[int64]Shape) error {
+	p := b.p
+	cname := c.Str(1)
+	what := fmt.Sprintf("computation %q", cname)
+	pos := b.place(what)
+	name := protoName(cname)
+	if i, dup := p.compByName[name]; dup {
+		return b.placeErr(pos, "duplicate computation name %q (first defined at %s)", name, p.posString(p.comps[i].pos))
+	}
+	cs := &compState{comp: &Computation{Name: name}, pos: pos, root: -1, defs: map[string]int{}}
+	if cname == entryName {
+		if p.entry != nil {
+			return b.placeErr(pos, "expected one ENTRY computation, found a second (%q after %q)", name, p.entry.comp.Name)
+		}
+		p.entry = cs
+	}
+	p.compByName[name] = len(p.comps)
+	p.comps = append(p.comps, cs)
+	ids := map[int64]string{}
+	for _, in := range instrs {
+		ids[in.Int(35)] = in.Str(1)
+	}
+	rootID := c.Int(6)
+	for _, in := range instrs {
+		ipos := b.place(fmt.Sprintf("computation %q, instruction %q", cname, in.Str(1)))
+		if err := b.instruction(cs, in, ipos, ids, compName, compRoot, in.Int(35) == rootID); err != nil {
+			return err
+		}
+	}
+	cs.closePos = b.place(what)
+	if th := c.Str(8); th != "" && th != "main" {
+		cs.comp.Attrs = append(cs.comp.Attrs, Attr{Key: "execution_thread", Value: strconv.Quote(th)})
+	}
+	return p.finishComputation(cs)
+}
+
+// protoShape builds a ShapeProto's shape, checked as the parser checks a written one:
+// known element types, non-negative sizes, a size that fits (Shape.CheckSize) and a
+// layout that is a permutation of the dimensions. A layout whose minor_to_major does not
+// list every dimension is dropped (XLA writes such layouts for shapes without one).
+func protoShape(m pbwire.Message, depth int) (Shape, error) {
+	if depth > maxNesting {
+		return Shape{}, fmt.Errorf("shape nested more than %d deep", maxNesting)
+	}
+	et, ok := protoElem[m.Int(2)]
+	if !ok {
+		return Shape{}, fmt.Errorf("unknown element type %d", m.Int(2))
+	}
+	if et == TupleType {
+		elems, err := m.Msgs(4)
+		if err != nil {
+			return Shape{}, err
+		}
+		tuple := []Shape{}
+		for _, e := range elems {
+			s, err := protoShape(e, depth+1)
+			if err != nil {
+				return Shape{}, err
+			}
+			tuple = append(tuple, s)
+		}
+		return Shape{Elem: TupleType, Tuple: tuple}, nil
+	}
+	if et == Token || et == Opaque {
+		return Shape{Elem: et, Dims: []int{}}, nil
+	}
+	pdims, err := m.Ints(3)
+	if err != nil {
+		return Shape{}, err
+	}
+	dyn, err := m.Ints(6)
+	if err != nil {
+		return Shape{}, err
+	}
+	dims := []int{}
+	var dynamic []bool
+	for i, d := range pdims {
+		if d < 0 {
+			return Shape{}, fmt.Errorf("negative dimension %d", d)
+		}
+		isDyn := i < len(dyn) && dyn[i] != 0
+		if isDyn && dynamic == nil {
+			dynamic = make([]bool, len(dims), len(dims)+1)
+		}
+		dims = append(dims, int(d))
+		if dynamic != nil {
+			dynamic = append(dynamic, isDyn)
+		}
+	}
+	s := Shape{Elem: et, Dims: dims, Dynamic: dynamic}
+	if err := s.CheckSize(); err != nil {
+		return Shape{}, shapeCheckError{err}
+	}
+	if !m.Has(5) {
+		return s, nil
+	}
+	lm, err := m.Msg(5)
+	if err != nil {
+		return Shape{}, err
+	}
+	mtm, err := lm.Ints(1)
+	if err != nil {
+		return Shape{}, err
+	}
+	if len(mtm) != len(pdims) {
+		return s, nil
+	}
+	l := &Layout{MinorToMajor: []int{}}
+	for _, d := range mtm {
+		l.MinorToMajor = append(l.MinorToMajor, int(d))
+	}
+	tiles, err := lm.Msgs(6)
+	if err != nil {
+		return Shape{}, err
+	}
+	for _, tl := range tiles {
+		td, err := tl.Ints(1)
+		if err != nil {
+			return Shape{}, err
+		}
+		if len(td) == 0 {
+			return Shape{}, fmt.Errorf("a layout tile without dimensions")
+		}
+		tile := make([]int, len(td))
+		for i, v := range td {
+			if v < 0 {
+				return Shape{}, fmt.Errorf("negative tile dimension %d", v)
+			}
+			tile[i] = int(v)
+		}
+		l.Tiles = append(l.Tiles, tile)
+	}
+	if err := checkPermutation(l.MinorToMajor, s.Rank()); err != nil {
+		return Shape{}, shapeCheckError{fmt.Errorf("bad layout %s for %s: %w", l, s.StringNoLayout(), err)}
+	}
+	s.Layout = l
+	return s, nil
+}
+
+// shapeCheckError is a shape that decodes but fails the parser's checks of a written
+// shape (its size, its layout): reported as the parser reports it, without the "shape:"
+// of a shape that does not decode.
+type shapeCheckError struct{ error }
+
+func (e shapeCheckError) Unwrap() error { return e.error }
+
+// protoWord checks a proto string that names something (a comparison direction, a
+// fusion kind) as the parser reads such a word: surrounding whitespace dropped, the rest
+// made of name characters.
+func protoWord(what, v string) (string, error) {
+	i, j := 0, len(v)
+	for i < j && isSpace(v[i]) {
+		i++
+	}
+	for j > i && isSpace(v[j-1]) {
+		j--
+	}
+	w := v[i:j]
+	if w == "" {
+		return "", fmt.Errorf("expected %s, found %q", what, v)
+	}
+	for k := 0; k < len(w); k++ {
+		if !isNameChar(w[k]) {
+			return "", fmt.Errorf("expected %s, found %q", what, v)
+		}
+	}
+	return w, nil
+}
+
+// intsOf converts proto integers to ints (the parser's range: an int).
+func intsOf(xs []int64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// instruction builds one instruction into cs, as the parser's instruction does for its
+// text: its typed attributes set, the others kept as Extra attributes in the order and
+// form the text of XLA's printer gives them, operands and called computations as
+// references by name.
+func (b *protoBuilder) instruction(cs *compState, in pbwire.Message, pos int, ids map[int64]string, compName map[int64]string, compRoot map[int64]Shape, root bool) error {
+	p := b.p
+	name, opcode := protoName(in.Str(1)), in.Str(2)
+	op, ok := opcodeByName[opcode]
+	if !ok {
+		return b.placeErr(pos, "unknown opcode %q", opcode)
+	}
+	shMsg, err := in.Msg(3)
+	if err != nil {
+		return b.placeErr(pos, "%v", err)
+	}
+	shape, err := protoShape(shMsg, 0)
+	if ce := (shapeCheckError{}); errors.As(err, &ce) {
+		return p.newErr(pos, ce.error, "%v", ce.error)
+	} else if err != nil {
+		return b.placeErr(pos, "shape: %v", err)
+	}
+	if prev, dup := cs.defs[name]; dup {
+		return b.placeErr(pos, "duplicate instruction name %q in computation %q (first defined at %s)", name, cs.comp.Name, p.posString(prev))
+	}
+	cs.defs[name] = pos
+	if _, ok := p.instrDefs[name]; !ok {
+		p.instrDefs[name] = pos
+	}
+	x := &Instruction{Name: name, Opcode: op, Shape: shape}
+	pi := pendingInstr{in: x, pos: pos, shapePos: pos}
+	switch op {
+	case OpParameter:
+		n := in.Int(9)
+		if n < 0 || n > math.MaxInt32 {
+			return b.placeErr(pos, "expected parameter number, found %d", n)
+		}
+		x.ParamNum = int(n)
+	case OpConstant:
+		lit, err := in.Msg(8)
+		if err != nil {
+			return b.placeErr(pos, "%v", err)
+		}
+		x.Literal = protoLiteral(lit, shMsg)
+		if err := literalCount(x.Shape, x.Literal); err != nil {
+			return b.placeErr(pos, "constant literal: %v", err)
+		}
+	default:
+		opIDs, err := in.Ints(36)
+		if err != nil {
+			return b.placeErr(pos, "%v", err)
+		}
+		for i, id := range opIDs {
+			n, ok := ids[id]
+			if !ok {
+				return b.placeErr(pos, "operand %d refers to instruction id %d, which is not in the computation", i, id)
+			}
+			pi.ops = append(pi.ops, opRef{name: protoName(n), pos: pos})
+		}
+	}
+	if err := b.attributes(cs, &pi, in, compName, compRoot); err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return p.newErr(pos, err, "%v", err)
+	}
+	if op == OpDot && x.Dot == nil {
+		x.Dot = &DotDims{}
+	}
+	if root {
+		if cs.root >= 0 {
+			return b.placeErr(pos, "expected one ROOT in computation %q, found a second (%q after %q)", cs.comp.Name, name, cs.instrs[cs.root].in.Name)
+		}
+		cs.root = len(cs.instrs)
+	}
+	cs.instrs = append(cs.instrs, pi)
+	return nil
+}
+
+// attributes sets pi's attributes from the proto, in XLA's printed order: typed fields
+// where the parser has one, Extra attributes (normalized as the parser keeps them)
+// otherwise.
+func (b *protoBuilder) attributes(cs *compState, pi *pendingInstr, in pbwire.Message, compName map[int64]string, compRoot map[int64]Shape) (err error) {
+	p := b.p
+	x, op := pi.in, pi.in.Opcode
+	extra := func(k, v string) { x.Extra = append(x.Extra, Attr{Key: k, Value: normalize([]byte(v))}) }
+	ints := func(n protowire.Number) []int64 {
+		v, e := in.Ints(n)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	sub := func(n protowire.Number) pbwire.Message {
+		v, e := in.Msg(n)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	ref := func(slot int, id int64) error {
+		n, ok := compName[id]
+		if !ok {
+			return fmt.Errorf("calls computation id %d, which is not in the module", id)
+		}
+		p.refs = append(p.refs, compRef{in: x, comp: len(p.comps) - 1, slot: slot, name: protoName(n), pos: pi.pos})
+		return nil
+	}
+	if op == OpGetTupleElement {
+		x.Index = int(in.Int(13))
+	}
+	if d := ints(14); len(d) > 0 || dimsAlwaysWritten(op) {
+		x.Dimensions, x.HasDimensions = intsOf(d), true
+	}
+	if in.Has(17) {
+		sds, e := in.Msgs(17)
+		if e != nil {
+			return e
+		}
+		x.Slice = []SliceDim{}
+		for _, sd := range sds {
+			x.Slice = append(x.Slice, SliceDim{Start: int(sd.Int(1)), Limit: int(sd.Int(2)), Stride: int(max(sd.Int(3), 1))})
+		}
+	}
+	if in.Has(21) {
+		pds, e := sub(21).Msgs(1)
+		if e != nil {
+			return e
+		}
+		if len(pds) == 0 {
+			return fmt.Errorf("expected padding, found none")
+		}
+		x.Padding = make([]PadDim, len(pds))
+		for i, pd := range pds {
+			x.Padding[i] = PadDim{Lo: int(pd.Int(1)), Hi: int(pd.Int(2)), Interior: int(pd.Int(3))}
+		}
+	}
+	if in.Has(15) {
+		w := sub(15)
+		if err != nil {
+			return err
+		}
+		if x.Window, err = protoWindow(w); err != nil {
+			return err
+		}
+	}
+	if in.Has(16) {
+		cd := sub(16)
+		if err != nil {
+			return err
+		}
+		if x.Conv, err = protoConvDims(cd); err != nil {
+			return err
+		}
+	}
+	if v := in.Int(50); v > 1 {
+		x.FeatureGroupCount = int(v)
+	}
+	if v := in.Int(58); v > 1 {
+		x.BatchGroupCount = int(v)
+	}
+	if in.Has(30) {
+		dd := sub(30)
+		x.Dot = &DotDims{}
+		for _, f := range []struct {
+			dst    *[]int
+			n      protowire.Number
+			always bool
+		}{{&x.Dot.LhsBatch, 3, false}, {&x.Dot.LhsContracting, 1, true}, {&x.Dot.RhsBatch, 4, false}, {&x.Dot.RhsContracting, 2, true}} {
+			v, e := dd.Ints(f.n)
+			if e != nil {
+				return e
+			}
+			if len(v) > 0 || f.always {
+				*f.dst = intsOf(v)
+			}
+		}
+	}
+	if v := in.Str(63); v != "" {
+		if x.Direction, err = protoWord("comparison direction", v); err != nil {
+			return err
+		}
+	}
+	if v := in.Str(72); v != "" {
+		w, e := protoWord("comparison type", v)
+		if e != nil {
+			return e
+		}
+		extra("type", w)
+	}
+	if v := in.Str(11); v != "" && op == OpFusion {
+		if x.FusionKind, err = protoWord("fusion kind", v); err != nil {
+			return err
+		}
+	}
+	called, e := in.Ints(38)
+	if e != nil {
+		return e
+	}
+	names := func() (string, error) {
+		ns := make([]string, len(called))
+		for i, id := range called {
+			n, ok := compName[id]
+			if !ok {
+				return "", fmt.Errorf("calls computation id %d, which is not in the module", id)
+			}
+			ns[i] = "%" + protoName(n)
+		}
+		return strings.Join(ns, ", "), nil
+	}
+	switch {
+	case len(called) == 0:
+	case op == OpWhile && len(called) == 2:
+		// The condition is the computation that returns pred[].
+		c0, c1 := called[0], called[1]
+		if r := compRoot[c0]; !(r.Elem == PRED && len(r.Dims) == 0) {
+			c0, c1 = c1, c0
+		}
+		if err := errors.Join(ref(slotCondition, c0), ref(slotBody, c1)); err != nil {
+			return err
+		}
+	case op == OpFusion || op == OpAsyncStart:
+		if err := ref(slotCalls, called[0]); err != nil {
+			return err
+		}
+	case op == OpConditional || op == OpCustomCall || op == OpSelectAndScatter || len(called) > 1:
+		ns, err := names()
+		if err != nil {
+			return err
+		}
+		switch op {
+		case OpConditional:
+			extra("branch_computations", "{"+ns+"}")
+		case OpSelectAndScatter:
+			if len(called) == 2 {
+				sel, sc, _ := strings.Cut(ns, ", ")
+				extra("select", sel)
+				extra("scatter", sc)
+			}
+		default:
+			extra("called_computations", "{"+ns+"}")
+		}
+	default:
+		slot := slotToApply
+		if op == OpCall {
+			slot = slotCalls
+		}
+		if err := ref(slot, called[0]); err != nil {
+			return err
+		}
+	}
+	// A gather's (field 33) or scatter's (48) dimension numbers: repeated fields 1-3 and
+	// 5-6 named by names (1-3 always written, the batching dims only when present), field 4
+	// the index vector dimension.
+	dimNumbers := func(field protowire.Number, names [5]string) error {
+		if !in.Has(field) {
+			return nil
+		}
+		g := sub(field)
+		for k, n := range []protowire.Number{1, 2, 3, 5, 6} {
+			v, e := g.Ints(n)
+			if e != nil {
+				return e
+			}
+			if len(v) > 0 || n <= 3 {
+				extra(names[k], protoSet(v))
+			}
+		}
+		extra("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
+		return nil
+	}
+	if e := dimNumbers(33, [5]string{"offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims", "start_indices_batching_dims"}); e != nil {
+		return e
+	}
+	if v := ints(34); len(v) > 0 {
+		extra("slice_sizes", protoSet(v))
+	}
+	if e := dimNumbers(48, [5]string{"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "input_batching_dims", "scatter_indices_batching_dims"}); e != nil {
+		return e
+	}
+	if v := ints(20); len(v) > 0 {
+		extra("dynamic_slice_sizes", protoSet(v))
+	}
+	if op == OpReducePrecision {
+		extra("exponent_bits", strconv.FormatInt(in.Int(18), 10))
+		extra("mantissa_bits", strconv.FormatInt(in.Int(19), 10))
+	}
+	if op == OpBatchNormTraining || op == OpBatchNormInference || op == OpBatchNormGrad {
+		extra("epsilon", strconv.FormatFloat(float64(math.Float32frombits(uint32(in.Int(24)))), 'g', -1, 32))
+		extra("feature_index", strconv.FormatInt(in.Int(25), 10))
+	}
+	if v := in.Int(26); v > 0 {
+		extra("channel_id", strconv.FormatInt(v, 10))
+	}
+	if in.Has(49) {
+		rgs, e := in.Msgs(49)
+		if e != nil {
+			return e
+		}
+		parts := make([]string, len(rgs))
+		for i, rg := range rgs {
+			v, e := rg.Ints(1)
+			if e != nil {
+				return e
+			}
+			parts[i] = protoSet(v)
+		}
+		extra("replica_groups", "{"+strings.Join(parts, ",")+"}")
+	}
+	if in.Int(71) != 0 {
+		extra("use_global_device_ids", "true")
+	}
+	if in.Has(52) {
+		sts, e := in.Msgs(52)
+		if e != nil {
+			return e
+		}
+		parts := make([]string, len(sts))
+		for i, st := range sts {
+			parts[i] = fmt.Sprintf("{%d,%d}", st.Int(1), st.Int(2))
+		}
+		extra("source_target_pairs", "{"+strings.Join(parts, ",")+"}")
+	}
+	if v := in.Str(28); v != "" {
+		extra("custom_call_target", strconv.Quote(v))
+	}
+	if op == OpFft {
+		types := []string{"FFT", "IFFT", "RFFT", "IRFFT"}
+		if t := in.Int(31); t >= 0 && int(t) < len(types) {
+			extra("fft_type", types[t])
+		}
+		extra("fft_length", protoSet(ints(32)))
+	}
+	if op == OpTopK {
+		extra("k", strconv.FormatInt(in.Int(81), 10))
+		extra("largest", strconv.FormatBool(in.Int(85) != 0))
+	}
+	if op == OpCholesky {
+		extra("lower", strconv.FormatBool(sub(62).Int(1) != 0))
+	}
+	if op == OpTriangularSolve {
+		o := sub(59)
+		extra("left_side", strconv.FormatBool(o.Int(1) != 0))
+		extra("lower", strconv.FormatBool(o.Int(2) != 0))
+		extra("unit_diagonal", strconv.FormatBool(o.Int(3) != 0))
+		tr := []string{"TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"}
+		if t := o.Int(4); t >= 0 && int(t) < len(tr) {
+			extra("transpose_a", tr[t])
+		}
+	}
+	if in.Int(60) != 0 {
+		extra("is_stable", "true")
+	}
+	if bc, ok := in.Bytes(43); ok && len(bc) > 0 {
+		extra("backend_config", protoBackendConfig(bc))
+	}
+	if md := sub(7); len(md) > 0 {
+		var parts []string
+		if v := md.Str(1); v != "" {
+			parts = append(parts, "op_type="+strconv.Quote(v))
+		}
+		if v := md.Str(2); v != "" {
+			parts = append(parts, "op_name="+strconv.Quote(v))
+		}
+		if v := md.Str(3); v != "" {
+			parts = append(parts, "source_file="+strconv.Quote(v))
+		}
+		if v := md.Int(4); v != 0 {
+			parts = append(parts, "source_line="+strconv.FormatInt(v, 10))
+		}
+		if len(parts) > 0 {
+			x.Metadata = normalize([]byte(strings.Join(parts, " ")))
+		}
+	}
+	return err
 }
 
 // protoName returns an HLO name for s: names XLA writes are already HLO names; other
@@ -306,85 +880,6 @@ func protoName(s string) string {
 	return string(b)
 }
 
-func protoShape(m pbwire.Message, depth int) (string, error) {
-	if depth > maxNesting {
-		return "", fmt.Errorf("shape nested more than %d deep", maxNesting)
-	}
-	et, ok := protoElem[m.Int(2)]
-	if !ok {
-		return "", fmt.Errorf("unknown element type %d", m.Int(2))
-	}
-	if et == TupleType {
-		elems, err := m.Msgs(4)
-		if err != nil {
-			return "", err
-		}
-		parts := make([]string, len(elems))
-		for i, e := range elems {
-			if parts[i], err = protoShape(e, depth+1); err != nil {
-				return "", err
-			}
-		}
-		return "(" + strings.Join(parts, ", ") + ")", nil
-	}
-	if et == Token || et == Opaque {
-		return et.String() + "[]", nil
-	}
-	dims, err := m.Ints(3)
-	if err != nil {
-		return "", err
-	}
-	dyn, err := m.Ints(6)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	b.WriteString(et.String())
-	b.WriteByte('[')
-	for i, d := range dims {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if i < len(dyn) && dyn[i] != 0 {
-			b.WriteString("<=")
-		}
-		if d < 0 {
-			return "", fmt.Errorf("negative dimension %d", d)
-		}
-		b.WriteString(strconv.FormatInt(d, 10))
-	}
-	b.WriteByte(']')
-	if m.Has(5) {
-		l, err := m.Msg(5)
-		if err != nil {
-			return "", err
-		}
-		mtm, err := l.Ints(1)
-		if err != nil {
-			return "", err
-		}
-		if len(mtm) == len(dims) {
-			b.WriteString("{" + joinInts(mtm, ","))
-			tiles, err := l.Msgs(6)
-			if err != nil {
-				return "", err
-			}
-			if len(tiles) > 0 {
-				b.WriteString(":")
-				for _, tl := range tiles {
-					td, err := tl.Ints(1)
-					if err != nil {
-						return "", err
-					}
-					b.WriteString("T(" + joinInts(td, ",") + ")")
-				}
-			}
-			b.WriteString("}")
-		}
-	}
-	return b.String(), nil
-}
-
 func joinInts(xs []int64, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
@@ -394,326 +889,6 @@ func joinInts(xs []int64, sep string) string {
 }
 
 func protoSet(xs []int64) string { return "{" + joinInts(xs, ",") + "}" }
-
-// protoInstruction renders one instruction as a line of HLO text.
-func protoInstruction(in pbwire.Message, ids map[int64]string, compName map[int64]string, compRoot map[int64]string, root bool) (string, error) {
-	name, opcode := in.Str(1), in.Str(2)
-	op, ok := opcodeByName[opcode]
-	if !ok {
-		return "", fmt.Errorf("unknown opcode %q", opcode)
-	}
-	shMsg, err := in.Msg(3)
-	if err != nil {
-		return "", err
-	}
-	shape, err := protoShape(shMsg, 0)
-	if err != nil {
-		return "", fmt.Errorf("shape: %w", err)
-	}
-	var b strings.Builder
-	if root {
-		b.WriteString("ROOT ")
-	}
-	b.WriteString("%" + protoName(name) + " = " + shape + " " + opcode + "(")
-	switch op {
-	case OpParameter:
-		b.WriteString(strconv.FormatInt(in.Int(9), 10))
-	case OpConstant:
-		lit, err := in.Msg(8)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(protoLiteral(lit, shMsg))
-	default:
-		opIDs, err := in.Ints(36)
-		if err != nil {
-			return "", err
-		}
-		for i, id := range opIDs {
-			n, ok := ids[id]
-			if !ok {
-				return "", fmt.Errorf("operand %d refers to instruction id %d, which is not in the computation", i, id)
-			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("%" + protoName(n))
-		}
-	}
-	b.WriteString(")")
-	attr := func(k, v string) { b.WriteString(", " + k + "=" + v) }
-	ints := func(n protowire.Number) []int64 {
-		v, e := in.Ints(n)
-		if e != nil && err == nil {
-			err = e
-		}
-		return v
-	}
-	sub := func(n protowire.Number) pbwire.Message {
-		v, e := in.Msg(n)
-		if e != nil && err == nil {
-			err = e
-		}
-		return v
-	}
-	if op == OpGetTupleElement {
-		attr("index", strconv.FormatInt(in.Int(13), 10))
-	}
-	if d := ints(14); len(d) > 0 || dimsAlwaysWritten(op) {
-		if op == OpIota && len(d) == 1 {
-			attr("iota_dimension", strconv.FormatInt(d[0], 10))
-		} else {
-			attr("dimensions", protoSet(d))
-		}
-	}
-	if in.Has(17) {
-		sds, e := in.Msgs(17)
-		if e != nil {
-			return "", e
-		}
-		parts := make([]string, len(sds))
-		for i, sd := range sds {
-			parts[i] = fmt.Sprintf("[%d:%d:%d]", sd.Int(1), sd.Int(2), max(sd.Int(3), 1))
-		}
-		attr("slice", "{"+strings.Join(parts, ", ")+"}")
-	}
-	if in.Has(21) {
-		pc := sub(21)
-		pds, e := pc.Msgs(1)
-		if e != nil {
-			return "", e
-		}
-		parts := make([]string, len(pds))
-		for i, pd := range pds {
-			parts[i] = fmt.Sprintf("%d_%d_%d", pd.Int(1), pd.Int(2), pd.Int(3))
-		}
-		attr("padding", strings.Join(parts, "x"))
-	}
-	if in.Has(15) {
-		w, e := protoWindow(sub(15))
-		if e != nil {
-			return "", e
-		}
-		attr("window", w)
-	}
-	if in.Has(16) {
-		attr("dim_labels", protoDimLabels(sub(16), &err))
-	}
-	if v := in.Int(50); v > 1 {
-		attr("feature_group_count", strconv.FormatInt(v, 10))
-	}
-	if v := in.Int(58); v > 1 {
-		attr("batch_group_count", strconv.FormatInt(v, 10))
-	}
-	if in.Has(30) {
-		dd := sub(30)
-		for _, f := range []struct {
-			key string
-			n   protowire.Number
-		}{{"lhs_batch_dims", 3}, {"lhs_contracting_dims", 1}, {"rhs_batch_dims", 4}, {"rhs_contracting_dims", 2}} {
-			v, e := dd.Ints(f.n)
-			if e != nil {
-				return "", e
-			}
-			if len(v) > 0 || strings.HasSuffix(f.key, "contracting_dims") {
-				attr(f.key, protoSet(v))
-			}
-		}
-	}
-	if v := in.Str(63); v != "" {
-		attr("direction", v)
-	}
-	if v := in.Str(72); v != "" {
-		attr("type", v)
-	}
-	if v := in.Str(11); v != "" && op == OpFusion {
-		attr("kind", v)
-	}
-	called, e := in.Ints(38)
-	if e != nil {
-		return "", e
-	}
-	cname := func(id int64) (string, error) {
-		n, ok := compName[id]
-		if !ok {
-			return "", fmt.Errorf("calls computation id %d, which is not in the module", id)
-		}
-		return "%" + protoName(n), nil
-	}
-	switch {
-	case len(called) == 0:
-	case op == OpWhile && len(called) == 2:
-		// The condition is the computation that returns pred[].
-		c0, c1 := called[0], called[1]
-		if !strings.HasPrefix(compRoot[c0], "pred[]") {
-			c0, c1 = c1, c0
-		}
-		cond, e1 := cname(c0)
-		body, e2 := cname(c1)
-		if e := errors.Join(e1, e2); e != nil {
-			return "", e
-		}
-		attr("condition", cond)
-		attr("body", body)
-	case op == OpFusion || op == OpAsyncStart:
-		n, e := cname(called[0])
-		if e != nil {
-			return "", e
-		}
-		attr("calls", n)
-	case op == OpConditional || op == OpCustomCall || op == OpSelectAndScatter || len(called) > 1:
-		names := make([]string, len(called))
-		for i, id := range called {
-			if names[i], e = cname(id); e != nil {
-				return "", e
-			}
-		}
-		switch op {
-		case OpConditional:
-			attr("branch_computations", "{"+strings.Join(names, ", ")+"}")
-		case OpSelectAndScatter:
-			if len(names) == 2 {
-				attr("select", names[0])
-				attr("scatter", names[1])
-			}
-		default:
-			attr("called_computations", "{"+strings.Join(names, ", ")+"}")
-		}
-	default:
-		n, e := cname(called[0])
-		if e != nil {
-			return "", e
-		}
-		attr("to_apply", n)
-	}
-	// A gather's (field 33) or scatter's (48) dimension numbers: repeated fields 1-3 and
-	// 5-6 named by names (1-3 always written, the batching dims only when present), field 4
-	// the index vector dimension.
-	dimNumbers := func(field protowire.Number, names [5]string) error {
-		if !in.Has(field) {
-			return nil
-		}
-		g := sub(field)
-		for k, n := range []protowire.Number{1, 2, 3, 5, 6} {
-			v, e := g.Ints(n)
-			if e != nil {
-				return e
-			}
-			if len(v) > 0 || n <= 3 {
-				attr(names[k], protoSet(v))
-			}
-		}
-		attr("index_vector_dim", strconv.FormatInt(g.Int(4), 10))
-		return nil
-	}
-	if e := dimNumbers(33, [5]string{"offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims", "start_indices_batching_dims"}); e != nil {
-		return "", e
-	}
-	if v := ints(34); len(v) > 0 {
-		attr("slice_sizes", protoSet(v))
-	}
-	if e := dimNumbers(48, [5]string{"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "input_batching_dims", "scatter_indices_batching_dims"}); e != nil {
-		return "", e
-	}
-	if v := ints(20); len(v) > 0 {
-		attr("dynamic_slice_sizes", protoSet(v))
-	}
-	if op == OpReducePrecision {
-		attr("exponent_bits", strconv.FormatInt(in.Int(18), 10))
-		attr("mantissa_bits", strconv.FormatInt(in.Int(19), 10))
-	}
-	if op == OpBatchNormTraining || op == OpBatchNormInference || op == OpBatchNormGrad {
-		attr("epsilon", strconv.FormatFloat(float64(math.Float32frombits(uint32(in.Int(24)))), 'g', -1, 32))
-		attr("feature_index", strconv.FormatInt(in.Int(25), 10))
-	}
-	if v := in.Int(26); v > 0 {
-		attr("channel_id", strconv.FormatInt(v, 10))
-	}
-	if in.Has(49) {
-		rgs, e := in.Msgs(49)
-		if e != nil {
-			return "", e
-		}
-		parts := make([]string, len(rgs))
-		for i, rg := range rgs {
-			v, e := rg.Ints(1)
-			if e != nil {
-				return "", e
-			}
-			parts[i] = protoSet(v)
-		}
-		attr("replica_groups", "{"+strings.Join(parts, ",")+"}")
-	}
-	if in.Int(71) != 0 {
-		attr("use_global_device_ids", "true")
-	}
-	if in.Has(52) {
-		sts, e := in.Msgs(52)
-		if e != nil {
-			return "", e
-		}
-		parts := make([]string, len(sts))
-		for i, st := range sts {
-			parts[i] = fmt.Sprintf("{%d,%d}", st.Int(1), st.Int(2))
-		}
-		attr("source_target_pairs", "{"+strings.Join(parts, ",")+"}")
-	}
-	if v := in.Str(28); v != "" {
-		attr("custom_call_target", strconv.Quote(v))
-	}
-	if op == OpFft {
-		types := []string{"FFT", "IFFT", "RFFT", "IRFFT"}
-		if t := in.Int(31); t >= 0 && int(t) < len(types) {
-			attr("fft_type", types[t])
-		}
-		attr("fft_length", protoSet(ints(32)))
-	}
-	if op == OpTopK {
-		attr("k", strconv.FormatInt(in.Int(81), 10))
-		attr("largest", strconv.FormatBool(in.Int(85) != 0))
-	}
-	if op == OpCholesky {
-		attr("lower", strconv.FormatBool(sub(62).Int(1) != 0))
-	}
-	if op == OpTriangularSolve {
-		o := sub(59)
-		attr("left_side", strconv.FormatBool(o.Int(1) != 0))
-		attr("lower", strconv.FormatBool(o.Int(2) != 0))
-		attr("unit_diagonal", strconv.FormatBool(o.Int(3) != 0))
-		tr := []string{"TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"}
-		if t := o.Int(4); t >= 0 && int(t) < len(tr) {
-			attr("transpose_a", tr[t])
-		}
-	}
-	if in.Int(60) != 0 {
-		attr("is_stable", "true")
-	}
-	if bc, ok := in.Bytes(43); ok && len(bc) > 0 {
-		attr("backend_config", protoBackendConfig(bc))
-	}
-	if md := sub(7); len(md) > 0 {
-		var parts []string
-		if v := md.Str(1); v != "" {
-			parts = append(parts, "op_type="+strconv.Quote(v))
-		}
-		if v := md.Str(2); v != "" {
-			parts = append(parts, "op_name="+strconv.Quote(v))
-		}
-		if v := md.Str(3); v != "" {
-			parts = append(parts, "source_file="+strconv.Quote(v))
-		}
-		if v := md.Int(4); v != 0 {
-			parts = append(parts, "source_line="+strconv.FormatInt(v, 10))
-		}
-		if len(parts) > 0 {
-			attr("metadata", "{"+strings.Join(parts, " ")+"}")
-		}
-	}
-	if err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
 
 // dimsAlwaysWritten marks ops whose dimensions attribute is meaningful when empty.
 func dimsAlwaysWritten(op Opcode) bool {
@@ -737,67 +912,63 @@ func protoBackendConfig(b []byte) string {
 	return strconv.Quote(s)
 }
 
-func protoWindow(w pbwire.Message) (string, error) {
+// protoWindow builds a window: sizes, strides and dilations of at least 1 (XLA leaves
+// them 0 when they are 1), pads as given.
+func protoWindow(w pbwire.Message) (*Window, error) {
 	dims, err := w.Msgs(1)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(dims) == 0 {
-		return "{}", nil
+		return &Window{}, nil
 	}
-	field := func(f func(d pbwire.Message) string) string {
-		parts := make([]string, len(dims))
-		for i, d := range dims {
-			parts[i] = f(d)
-		}
-		return strings.Join(parts, "x")
+	out := &Window{Dims: make([]WindowDim, len(dims))}
+	for i, d := range dims {
+		out.Dims[i] = WindowDim{Size: int(max(d.Int(1), 1)), Stride: int(max(d.Int(2), 1)), PadLo: int(d.Int(3)), PadHi: int(d.Int(4)),
+			LhsDilate: int(max(d.Int(6), 1)), RhsDilate: int(max(d.Int(5), 1)), Reversal: d.Int(7) != 0}
 	}
-	one := func(n protowire.Number) func(d pbwire.Message) string {
-		return func(d pbwire.Message) string { return strconv.FormatInt(max(d.Int(n), 1), 10) }
-	}
-	s := "{size=" + field(one(1)) + " stride=" + field(one(2)) +
-		" pad=" + field(func(d pbwire.Message) string { return fmt.Sprintf("%d_%d", d.Int(3), d.Int(4)) }) +
-		" lhs_dilate=" + field(one(6)) + " rhs_dilate=" + field(one(5)) +
-		" rhs_reversal=" + field(func(d pbwire.Message) string {
-		if d.Int(7) != 0 {
-			return "1"
-		}
-		return "0"
-	}) + "}"
-	return s, nil
+	return out, nil
 }
 
-// protoDimLabels renders convolution dimension numbers as "b01f_01io->b01f".
-func protoDimLabels(cd pbwire.Message, errp *error) string {
-	ints := func(n protowire.Number) []int64 {
-		v, err := cd.Ints(n)
-		if err != nil && *errp == nil {
-			*errp = err
+// protoConvDims builds convolution dimension numbers, checked as the parser checks
+// dim_labels: each of input, kernel and output has its two labelled dimensions and its
+// spatial dimensions (at most 10, the same number in all three) at distinct positions
+// 0..rank-1.
+func protoConvDims(cd pbwire.Message) (*ConvDims, error) {
+	part := func(what string, a, b protowire.Number, sp protowire.Number) (int, int, []int, error) {
+		spatial, err := cd.Ints(sp)
+		if err != nil {
+			return 0, 0, nil, err
 		}
-		return v
-	}
-	label := func(a, b byte, pa, pb int64, spatial []int64) string {
-		s := make([]byte, len(spatial)+2)
-		for i := range s {
-			s[i] = '?'
+		n := len(spatial)
+		if n > 10 {
+			return 0, 0, nil, fmt.Errorf("bad dim_labels: %s has %d spatial dimensions, at most 10", what, n)
 		}
-		set := func(p int64, c byte) {
-			if p >= 0 && p < int64(len(s)) {
-				s[p] = c
+		seen := make([]bool, n+2)
+		pos := append([]int64{cd.Int(a), cd.Int(b)}, spatial...)
+		for _, p := range pos {
+			if p < 0 || p >= int64(n+2) || seen[p] {
+				return 0, 0, nil, fmt.Errorf("bad dim_labels: %s dimension numbers %v are not a permutation of 0..%d", what, pos, n+1)
 			}
+			seen[p] = true
 		}
-		set(pa, a)
-		set(pb, b)
-		for i, p := range spatial {
-			if i < 10 {
-				set(p, byte('0'+i))
-			}
-		}
-		return string(s)
+		return int(pos[0]), int(pos[1]), intsOf(spatial), nil
 	}
-	return label('b', 'f', cd.Int(7), cd.Int(8), ints(11)) + "_" +
-		label('i', 'o', cd.Int(3), cd.Int(4), ints(6)) + "->" +
-		label('b', 'f', cd.Int(9), cd.Int(10), ints(12))
+	var c ConvDims
+	var err error
+	if c.InputBatch, c.InputFeature, c.InputSpatial, err = part("input", 7, 8, 11); err != nil {
+		return nil, err
+	}
+	if c.KernelInput, c.KernelOutput, c.KernelSpatial, err = part("kernel", 3, 4, 6); err != nil {
+		return nil, err
+	}
+	if c.OutputBatch, c.OutputFeature, c.OutputSpatial, err = part("output", 9, 10, 12); err != nil {
+		return nil, err
+	}
+	if len(c.InputSpatial) != len(c.KernelSpatial) || len(c.InputSpatial) != len(c.OutputSpatial) {
+		return nil, fmt.Errorf("bad dim_labels: input, kernel and output have different numbers of spatial dimensions")
+	}
+	return &c, nil
 }
 
 // protoLiteral renders a constant: scalars by value, arrays as "{...}".

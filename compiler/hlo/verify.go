@@ -29,6 +29,11 @@ func Verify(m *Module) error {
 			break
 		}
 	}
+	if len(errs) == 0 {
+		if err := verifyRagged(m); err != nil { // ragged.go
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

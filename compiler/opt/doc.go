@@ -16,8 +16,32 @@
 //	cse                          common-subexpression elimination
 //	dce                          dead-code elimination (instructions and computations)
 //
-// All returns them in that order, Lookup finds one by name, and Default is the default
-// pipeline: the same list iterated to a fixed point (at most DefaultMaxIterations times).
+// and, after XLA's expanders, decomposers, mergers and cleanups (xla.go; * may grow
+// OpCount, Pass.Expands):
+//
+//	logistic-expander *            logistic(x) → 1 / (1 + exp(-x))
+//	batchnorm-expander *           batch-norm-inference → elementwise ops
+//	dot-decomposer *               dots → canonical [batch, M, K] x [batch, K, N] (transposes, reshapes)
+//	dot-merger *                   dots sharing an operand → one dot of a concatenation, sliced
+//	batch-dot-simplification *     size-1 batch dimensions of dots → reshapes
+//	operand-upcaster *             dot/convolution with a wider result → converted operands
+//	result-caster *                dot/convolution with a narrower result → computed wide, converted
+//	map-inliner *                  map of a one-instruction computation → that op
+//	real-imag-expander             real/imag of real values → the value / zeros
+//	optimization-barrier-expander  opt-barrier(x) → x
+//	all-reduce-combiner *          independent all-reduces → one tuple all-reduce
+//	all-gather-combiner *          independent all-gathers → one tuple all-gather
+//	while-loop-unroller *          loops of a known trip count ≤ 64 → the body repeated
+//	broadcast-canonicalizer *      broadcasts with unsorted dimensions → sorted + transpose
+//	convert-mover                  widening converts sink, narrowing converts rise, through data movement
+//	flatten-call-graph             one computation per call site of calls and loops
+//
+// All returns them in that order (actions of the pass-ordering gym keep their index),
+// Lookup finds one by name, and Default is the compile pipeline's default: the first 14
+// (DefaultPasses) iterated to a fixed point (at most DefaultMaxIterations times).
+// XLAPipeline is XLA's own order over these passes (its CPU pipeline up to layout
+// assignment, with its two fixed-point simplification groups; XLACommit), which
+// RunStages runs.
 // Run and RunToFixedPoint apply any list; FixedPoint is the fixed-point loop they and the
 // compiler's simplification group share. OpCount is the measure every pass may only
 // reduce (the pass-ordering gym's reward is its reduction). The passes rewrite the

@@ -12,13 +12,17 @@ import (
 // it changed anything. Given a module that passes hlo.Verify, it leaves one that passes
 // hlo.Verify and computes the same entry result for every input (up to floating-point
 // reassociation where a pass's doc says so). A pass never removes, merges, duplicates or
-// reorders instructions that are not on the pure list (see the package doc), and never
-// increases OpCount. Runs are deterministic: the same module gives the same printed
+// reorders instructions that are not on the pure list (see the package doc) except
+// where its doc says so (the collective combiners merge collectives, the barrier
+// expander removes barriers), and never increases OpCount unless Expands is set (XLA's
+// expanders, decomposers and mergers trade ops for a canonical form). Runs are deterministic: the same module gives the same printed
 // result. On error the module may be partly rewritten and should be discarded.
 type Pass struct {
 	Name string // XLA's name for the pass where one exists
 	Doc  string // one line: what it rewrites
 	Run  func(m *hlo.Module) (changed bool, err error)
+	// Expands is set for a pass that may increase OpCount.
+	Expands bool
 }
 
 // newPass wraps a pass body: it checks that the module's flow computations resolve (an
@@ -33,31 +37,45 @@ func newPass(name, doc string, body func(m *hlo.Module) (bool, error)) Pass {
 	}}
 }
 
-// All returns every pass, in a fixed order (the order of DefaultPasses, then the passes
-// Default does not use).
+// All returns every pass, in a fixed order: the 14 passes of DefaultPasses, then the
+// passes after XLA's expanders, decomposers, mergers and cleanups (xla.go) that Default
+// does not run. New passes are appended, so that an action index keeps its meaning.
 func All() []Pass {
-	return []Pass{
-		callInliner(),
-		zeroSizedElimination(),
-		tupleSimplifier(),
-		whileLoopConstantSinking(),
-		whileLoopSimplifier(),
-		algsimp(),
-		constantFolding(),
-		reshapeMover(),
-		broadcastSinking(),
-		transposeFolding(),
-		sliceSinker(),
-		padAddToConcat(),
-		cse(),
-		dce(),
-	}
+	return append(DefaultPasses(),
+		logisticExpander(),
+		batchNormExpander(),
+		dotDecomposer(),
+		dotMerger(),
+		batchDotSimplification(),
+		operandUpcaster(),
+		resultCaster(),
+		mapInliner(),
+		realImagExpander(),
+		optimizationBarrierExpander(),
+		allReduceCombiner(),
+		allGatherCombiner(),
+		whileLoopUnroller(),
+		broadcastCanonicalizer(),
+		convertMover(),
+		flattenCallGraph(),
+	)
 }
 
 // Names lists the names of All() in order.
 func Names() []string {
 	var ns []string
 	for _, p := range All() {
+		ns = append(ns, p.Name)
+	}
+	return ns
+}
+
+// DefaultNames lists the names of DefaultPasses() in order.
+func DefaultNames() []string { return passNamesList(DefaultPasses()) }
+
+func passNamesList(ps []Pass) []string {
+	var ns []string
+	for _, p := range ps {
 		ns = append(ns, p.Name)
 	}
 	return ns
@@ -91,11 +109,29 @@ func LookupAll(names []string) ([]Pass, error) {
 // changing nothing); the cap only stops a pass pair that undoes each other's work.
 const DefaultMaxIterations = 20
 
-// DefaultPasses is one iteration of the default simplification pipeline, in the order of
-// XLA's simplification pipelines: inline calls, clean up tuples and loops, simplify
-// algebraically, fold constants, move data movement toward cancellation, then CSE and
-// DCE.
-func DefaultPasses() []Pass { return All() }
+// DefaultPasses is one iteration of the default simplification pipeline of the compile
+// pipeline, in the order of XLA's simplification pipelines: inline calls, clean up
+// tuples and loops, simplify algebraically, fold constants, move data movement toward
+// cancellation, then CSE and DCE. None of them grows the op count. (XLAPipeline is XLA's
+// own CPU order over all the passes, expanders included.)
+func DefaultPasses() []Pass {
+	return []Pass{
+		callInliner(),
+		zeroSizedElimination(),
+		tupleSimplifier(),
+		whileLoopConstantSinking(),
+		whileLoopSimplifier(),
+		algsimp(),
+		constantFolding(),
+		reshapeMover(),
+		broadcastSinking(),
+		transposeFolding(),
+		sliceSinker(),
+		padAddToConcat(),
+		cse(),
+		dce(),
+	}
+}
 
 // Default returns the default pipeline as one pass, "simplify": DefaultPasses run in
 // order repeatedly until an iteration changes nothing (a fixed point). It fails, with an

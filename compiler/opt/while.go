@@ -235,7 +235,11 @@ func scalarInt(mc *modCtx, x *hlo.Instruction) (int64, bool) {
 }
 
 // tripCount derives how many times w runs, when it is 0 or 1 (n = 2 means "2 or more").
-func tripCount(mc *modCtx, w *hlo.Instruction) (n int, ok bool) {
+func tripCount(mc *modCtx, w *hlo.Instruction) (n int, ok bool) { return tripCountUpTo(mc, w, 2) }
+
+// tripCountUpTo derives how many times w runs, when it is below limit (n = limit means
+// "limit or more").
+func tripCountUpTo(mc *modCtx, w *hlo.Instruction, limit int) (n int, ok bool) {
 	init, root := whileParts(w)
 	cp, bp := loopParam(w.Condition), loopParam(w.Body)
 	cmp := w.Condition.Root
@@ -284,13 +288,13 @@ func tripCount(mc *modCtx, w *hlo.Instruction) (n int, ok bool) {
 		r, _ := compareValues(dir, float64(v), float64(bound))
 		return r != 0
 	}
-	for n = 0; n < 2; n++ {
+	for n = 0; n < limit; n++ {
 		if !holds(v) {
 			return n, true
 		}
 		v = int64(wrapInt(float64(v+step), t))
 	}
-	return 2, true
+	return limit, true
 }
 
 // removeDeadElements shrinks w's loop state to its live elements (see runWhileSimplifier).

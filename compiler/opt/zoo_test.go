@@ -89,7 +89,7 @@ func TestZooPassesAlone(t *testing.T) {
 			if err := hlo.Verify(c); err != nil {
 				t.Fatalf("%s on %s: the result does not verify: %v", p.Name, zm.Name, err)
 			}
-			if OpCount(c) > OpCount(m) {
+			if OpCount(c) > OpCount(m) && !p.Expands {
 				t.Errorf("%s on %s: OpCount grew from %d to %d", p.Name, zm.Name, OpCount(m), OpCount(c))
 			}
 		}

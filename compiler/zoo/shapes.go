@@ -79,10 +79,17 @@ func ParseShapes(s string) (Shapes, error) {
 type ShapeList struct {
 	Name   string
 	Values []int // ascending, distinct
+	// Range is the value as given in a range form (LO..HI or uniform:LO-HI:N:SEED;
+	// parseShapeRange), "" for a list; Lo and Hi are the range's bounds (zero for a list).
+	Range  string
+	Lo, Hi int
 }
 
 // String renders the list as --shapes takes it: "seq=64,128,256".
 func (l ShapeList) String() string {
+	if l.Range != "" {
+		return l.Name + "=" + l.Range
+	}
 	vs := make([]string, len(l.Values))
 	for i, v := range l.Values {
 		vs[i] = strconv.Itoa(v)
@@ -95,7 +102,8 @@ func (l ShapeList) At(v int) string { return fmt.Sprintf("%s=%d", l.Name, v) }
 
 // ParseShapeList parses a --shapes value that lists sizes of one dimension, NAME=V[,V...]:
 // each V a positive integer at most MaxDimValue, none repeated; the values are returned in
-// ascending order. One value is a list of one. Several dimensions ("seq=64,d0=3") are
+// ascending order. The range forms NAME=LO..HI (every value) and
+// NAME=uniform:LO-HI:N:SEED (a seeded sample) are parseShapeRange's. One value is a list of one. Several dimensions ("seq=64,d0=3") are
 // refused: a shape-generic run varies one dimension. Errors do not name the flag.
 func ParseShapeList(s string) (ShapeList, error) {
 	if strings.TrimSpace(s) == "" {
@@ -106,6 +114,9 @@ func ParseShapeList(s string) (ShapeList, error) {
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
 		return ShapeList{}, fmt.Errorf("%q: want NAME=V[,V...] (e.g. seq=64,128,256)", strings.TrimSpace(items[0]))
+	}
+	if len(items) == 1 && isShapeRange(first) {
+		return parseShapeRange(name, strings.TrimSpace(first))
 	}
 	l := ShapeList{Name: name}
 	for i, item := range items {
@@ -163,6 +174,7 @@ func (m Model) WithShapes(s Shapes) (Model, error) {
 		return mod, nil
 	}
 	sized.buildSeq = nil
+	sized.buildBatchSeq = nil
 	sized.Dynamic = nil
 	return sized, nil
 }

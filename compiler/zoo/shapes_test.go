@@ -250,3 +250,26 @@ func TestParseShapeList(t *testing.T) {
 		}
 	}
 }
+
+// TestParseShapeRange: the range forms of a --shapes list: every value, or a seeded uniform
+// sample that holds both ends and repeats for a seed.
+func TestParseShapeRange(t *testing.T) {
+	l, err := ParseShapeList("seq=3..7")
+	if err != nil || !slices.Equal(l.Values, []int{3, 4, 5, 6, 7}) || l.String() != "seq=3..7" || l.Lo != 3 || l.Hi != 7 {
+		t.Fatalf("%+v %v", l, err)
+	}
+	a, err := ParseShapeList("seq=uniform:1-512:16:1")
+	if err != nil || len(a.Values) != 16 || a.Values[0] != 1 || a.Values[15] != 512 || !slices.IsSorted(a.Values) || a.String() != "seq=uniform:1-512:16:1" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	b, _ := ParseShapeList("seq=uniform:1-512:16:1")
+	c, _ := ParseShapeList("seq=uniform:1-512:16:2")
+	if !slices.Equal(a.Values, b.Values) || slices.Equal(a.Values, c.Values) {
+		t.Errorf("seed 1 twice: %v %v; seed 2: %v", a.Values, b.Values, c.Values)
+	}
+	for _, bad := range []string{"seq=5..3", "seq=0..4", "seq=1..x", "seq=uniform:1-10:11:1", "seq=uniform:1-10:1:1", "seq=uniform:1-10:4", "seq=uniform:1..10:4:1x", "seq=1..70000"} {
+		if _, err := ParseShapeList(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -123,12 +123,21 @@ func (n *net) tiedLogits(x, table *hlo.Instruction) *hlo.Instruction {
 type bertConfig struct {
 	batch, seq, layers, hidden, heads int
 	squad                             bool
+	// layerOnly builds one encoder layer (Model.Layer): hidden states [B·S, D] and the
+	// mask in, the layer's hidden states out.
+	layerOnly bool
 }
 
 func (c bertConfig) graph(n *net) []*hlo.Instruction {
 	const vocab, maxPos, preds = 30522, bertMaxPos, 20
 	b := n.b
 	B, S, D := c.batch, c.seq, c.hidden
+	if c.layerOnly {
+		x := n.input(n.act, B*S, D)
+		mask := n.input(hlo.F32, B, S)
+		bias := n.scale(b.Sub(mask, b.Full(hlo.F32, 1, B, S)), 10000)
+		return []*hlo.Instruction{n.postLNLayer(x, B, S, 4*D, "gelu", attnOpts{heads: c.heads, maskBias: bias})}
+	}
 	ids := n.input(hlo.S32, B*S)
 	types := n.input(hlo.S32, B*S)
 	mask := n.input(hlo.F32, B, S)
@@ -167,7 +176,9 @@ const maxUnrolled, maxSeq = 256, 8192
 func bertVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c bertConfig) variant {
 		return variant{name: name, family: "bert", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, bertMaxPos,
-			func(seq int) graphFn { c := c; c.seq = seq; return c.graph })
+			func(seq int) graphFn { c := c; c.seq = seq; return c.graph }).
+			withBatchSeq(func(batch, seq int) graphFn { c := c; c.batch, c.seq = batch, seq; return c.graph }).
+			withLayer(func(batch, seq int) graphFn { c := c; c.batch, c.seq, c.layerOnly = batch, seq, true; return c.graph })
 	}
 	return []variant{
 		v("bert_tiny_s128_b32", hlo.F32, true, bertConfig{batch: 32, seq: 128, layers: 2, hidden: 128, heads: 2}),
@@ -186,11 +197,18 @@ func bertVariants() []variant {
 // cross-entropy at every position.
 type gpt2Config struct {
 	batch, seq, layers, hidden, heads int
+	// layerOnly builds one decoder layer (Model.Layer): hidden states [B·S, D] in, the
+	// layer's out.
+	layerOnly bool
 }
 
 func (c gpt2Config) graph(n *net) []*hlo.Instruction {
 	const vocab, maxPos = 50257, gpt2MaxPos
 	B, S, D := c.batch, c.seq, c.hidden
+	if c.layerOnly {
+		x := n.input(n.act, B*S, D)
+		return []*hlo.Instruction{n.preLNLayer(x, B, S, 4*D, "gelu", attnOpts{heads: c.heads, general: true, fused: true, causal: true})}
+	}
 	ids := n.input(hlo.S32, B*S)
 	wte := n.weight(vocab, D)
 	n.vocabParallel()
@@ -209,7 +227,9 @@ func (c gpt2Config) graph(n *net) []*hlo.Instruction {
 func gpt2Variants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c gpt2Config) variant {
 		return variant{name: name, family: "gpt2", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, gpt2MaxPos,
-			func(seq int) graphFn { c := c; c.seq = seq; return c.graph })
+			func(seq int) graphFn { c := c; c.seq = seq; return c.graph }).
+			withBatchSeq(func(batch, seq int) graphFn { c := c; c.batch, c.seq = batch, seq; return c.graph }).
+			withLayer(func(batch, seq int) graphFn { c := c; c.batch, c.seq, c.layerOnly = batch, seq, true; return c.graph })
 	}
 	return []variant{
 		v("gpt2_tiny_s128_b8", hlo.F32, true, gpt2Config{batch: 8, seq: 128, layers: 4, hidden: 384, heads: 6}),

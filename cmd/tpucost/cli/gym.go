@@ -72,6 +72,7 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.MaxSteps, "max-steps", 20, "episode limit (passes per episode)")
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight, >= 0 (0: no entropy bonus)")
+	f.StringVar(&o.Reward, "reward", "ops", "what a step's reward measures: ops (op-count reduction) or time (simulated-time reduction, one simulation per step)")
 	return cmd
 }
 
@@ -92,10 +93,10 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	o := &GymEvalOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "eval --agent DIR [--programs heldout]",
-		Short: "Compare an agent's pass order with the default pipeline and random orders",
-		Long: "Eval runs the agent's greedy pass sequence on every program and reports the op-count reduction (fraction of the initial ops removed) " +
-			"beside the default pipeline's (every pass, iterated to a fixed point), one iteration of it (every pass once, in order, as XLA runs a pipeline), " +
-			"the default order cut to the agent's number of passes, and random sequences of that length (mean and SD over --random-seeds). " +
+		Short: "Compare an agent's pass order with XLA's default order, random search and greedy search",
+		Long: "Eval reports, per program, the op count and simulated time reached by XLA's own default order (its CPU pipeline), random search, " +
+			"greedy search (one-step lookahead) and the agent (its most likely sequence, then sampled ones), the last three at an equal budget of " +
+			"compiler calls (--budget pass runs), and the agent's gain_vs_default: (ops it removed - ops the default removed) / |ops the default removed|. " +
 			"Programs of a model variant the agent trained on (the same zoo model as inference graph or training step, at any batch size) are refused.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGymEval(cmd, o) },
@@ -103,10 +104,11 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Agent, "agent", "", "agent checkpoint directory (required)")
 	f.StringVar(&o.Programs, "programs", "heldout", "comma-separated programs (zoo models, HLO files, bench:NAME) or sets (train, heldout, all)")
-	f.Int64Var(&o.Seed, "seed", 1, "seed of the random sequences")
-	f.IntVar(&o.RandomSeeds, "random-seeds", 5, "random sequences per program")
-	f.IntVar(&o.MaxSteps, "max-steps", 0, "the agent's episode limit (0: the one it trained with)")
-	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's sequence")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of random search and of the agent's sampled episodes")
+	f.IntVar(&o.Budget, "budget", 0, "compiler calls (pass runs) per search and program (0: passes x max steps)")
+	f.StringVar(&o.Chip, "chip", "", "tpusim chip preset of sim_ns (default: the simulator's default chip)")
+	f.IntVar(&o.MaxSteps, "max-steps", 0, "the episode limit (0: the one the agent trained with)")
+	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's episodes")
 	return cmd
 }
 

@@ -65,21 +65,25 @@ func TestGymTrainEval(t *testing.T) {
 	if _, errs, code := run("gym", "train", "--agent", dir, "--programs", "mlp_96x2_b1_train", "--iterations", "2", "--samples", "2", "--max-steps", "3"); code != 0 {
 		t.Fatalf("train: exit %d: %s", code, errs)
 	}
-	out, errs, code := run("gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train", "--random-seeds", "2", "--json")
+	out, errs, code := run("gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train", "--budget", "12", "--json")
 	if code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, errs)
 	}
 	var rep struct {
 		Programs []struct {
-			Program          string  `json:"program"`
-			DefaultReduction float64 `json:"default_reduction"`
+			Program        string `json:"program"`
+			InitialOpCount int    `json:"initial_op_count"`
+			Default        struct {
+				OpCount int     `json:"op_count"`
+				SimNs   float64 `json:"sim_ns"`
+			} `json:"default"`
 		} `json:"programs"`
 		MaxSteps int `json:"max_steps"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(rep.Programs) != 1 || rep.Programs[0].DefaultReduction <= 0 || rep.MaxSteps != 3 {
+	if len(rep.Programs) != 1 || rep.Programs[0].Default.OpCount >= rep.Programs[0].InitialOpCount || rep.Programs[0].Default.SimNs <= 0 || rep.MaxSteps != 3 {
 		t.Fatalf("eval report: %s", out)
 	}
 	path := filepath.Join(dir, "agent.json")

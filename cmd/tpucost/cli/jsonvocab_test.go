@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
@@ -44,12 +45,12 @@ func jsonOutputs() map[string][]any {
 		"zoo list":          {[]zoo.ListEntry{}},
 		"compile":           {compiler.CompileResult{}},
 		"sim":               {tpusim.Report{}, ragged.Report{}},
-		"gen":               {gen.Result{}},
-		"inspect":           {dataset.Summary{}},
-		"train":             {gnn.TrainSummary{}},
+		"gen":               {gen.Result{}, lutcpu.GenReport{}},
+		"inspect":           {dataset.Summary{}, dataset.MeasuredSummary{}},
+		"train":             {gnn.TrainSummary{}, lutcpu.TrainReport{}},
 		"predict":           {eval.ProgramReport{}, eval.RowReport{}},
-		"eval":              {eval.Result{}},
-		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}},
+		"eval":              {eval.Result{}, lutcpu.EvalReport{}},
+		"tune":              {tuneOut{}, tuneBatchOut{}, tune.ShapesReport{}, tune.RaggedReport{}, lutcpu.TuneReport{}, tune.MicroReport{}},
 		"tune train-policy": {tune.PolicyMeta{}},
 		"demo":              {demo.Result{}},
 		"gym serve":         {gym.Response{}},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
 )
@@ -32,11 +33,14 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Set = cmd.Flags().Changed
+			if o.Task == lutcpu.TaskName {
+				return runTrainBitserial(cmd, o)
+			}
 			return runTrain(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout")
+	f.StringVar(&o.Task, "task", "", "task of the dataset: tile, flags, fusion, layout, or bitserial (a gen --task bitserial --backend cpu dataset: a ridge model of log time; takes only --data, --out, --seed, --test-fraction and --split random|problem)")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
 	f.StringVar(&o.Loss, "loss", "", "mse, rank-hinge, rank-hinge-gap, rank-logistic or listmle (default: rank-hinge-gap for tile/flags, mse for fusion/layout)")

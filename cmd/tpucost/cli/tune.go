@@ -18,6 +18,7 @@ type TuneOptions struct {
 	cmdIO
 	Target TargetFlags
 	tune.Request
+	Bitserial BitserialTuneOptions // --task bitserial and its flags
 }
 
 // NewCmdTune builds `tpucost tune [SRC]`.
@@ -36,11 +37,17 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 			"--fusion partition starts every strategy from the partition-fusion program (the default compile competes with it). " +
 			"With --models or --all, several programs are tuned in turn (sharing --store) and summarized. " +
 			"With --shapes NAME=V,V,... (a list of one dynamic dimension's sizes), one shape-generic search tunes SRC at every size and reports per size the best config and the dispatch rule; --compare-per-shape adds the per-size baseline. " +
-			"With --lengths L,L,..., it tunes the ragged form of a batch of those sequence lengths (see sim --lengths): the same search over the distinct lengths, scored by the batch's ragged time.",
+			"With --lengths L,L,..., it tunes the compiled ragged program of a batch of those sequence lengths on a bert_*/gpt2_* model (see sim --lengths): each candidate is a config of the ragged form, applied to every part of the ragged program and timed as sim --lengths times ragged_ns; it reports padded, ideal and ragged times with default and tuned configs.",
 		Args: cliflag.AtMostOneArg("at most one HLO file or zoo model name (SRC)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Src = args[0]
+			}
+			if o.Bitserial.Task != "" || o.Bitserial.Backend != "sim" {
+				return runTuneBitserial(cmd, o, &o.Bitserial)
+			}
+			if err := refuseFlagsWhy(cmd, "only --task bitserial takes it", bitserialTuneFlags()...); err != nil {
+				return err
 			}
 			if !cmd.Flags().Changed("fusion") {
 				o.Fusion = "" // unset: the strategy's own start (partition's, or the default compile)
@@ -53,8 +60,9 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	bindStaging(cmd, &o.Staging)
 	f := cmd.Flags()
 	f.Var(checkedString(&o.Shapes, "shapes", tune.CheckShapes), "shapes", shapesUsage+"; a list of one dimension's sizes, NAME=V,V,... (e.g. seq=64,128,256), tunes them in one shape-generic search")
-	f.Var(lengthsFlag(&o.Lengths), "lengths", "tune the ragged form of a batch of these sequence lengths (L,L,...; a zoo model with seq; see sim --lengths): one shape-generic search over the distinct lengths, scored by the batch's ragged time")
+	f.Var(lengthsFlag(&o.Lengths), "lengths", "tune the compiled ragged program of a batch of these sequence lengths (L,L,..., uniform:..., zipf:..., file:PATH; a bert_*/gpt2_* model; see sim --lengths), scored by its ragged time")
 	f.BoolVar(&o.ComparePerShape, "compare-per-shape", false, "with a --shapes list: also tune each size on its own with the same strategy, seed and budget (the baseline; per_shape in --json)")
+	f.BoolVar(&o.MicroKernels, "micro-kernels", false, "with a --shapes list or range (seq=LO..HI, seq=uniform:LO-HI:N:SEED): one joint search over micro-kernels with a micro-kernel cost model (after DietCode); --budget caps its kernel measurements, --out writes the dispatch table that sim --shapes seq=V --config FILE applies")
 	f.StringVar(&o.Models, "models", "", "batch mode: comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "batch mode: every zoo model")
 	d := tune.Defaults()
@@ -74,6 +82,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint `DIR` (as tpucost tune train-policy writes)")
 	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags, staging (default: all; layout,fusion for rl)")
+	bindBitserialTune(cmd, &o.Bitserial)
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd
 }

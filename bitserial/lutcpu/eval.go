@@ -1,0 +1,279 @@
+package lutcpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/gnn/metric"
+)
+
+// Split divides records into a training and a held-out set: a seeded random testFrac
+// of the configs is held out (in (0, 1)).
+func Split(recs []Record, testFrac float64, seed int64) (train, test []Record, err error) {
+	if !(testFrac > 0 && testFrac < 1) {
+		return nil, nil, fmt.Errorf("--test-fraction %v: want a fraction in (0, 1)", testFrac)
+	}
+	nTest := int(math.Round(testFrac * float64(len(recs))))
+	if nTest < 2 || len(recs)-nTest < 2 {
+		return nil, nil, fmt.Errorf("%d configs: too few to hold out %v of them and train on the rest (want at least 2 each)", len(recs), testFrac)
+	}
+	perm := rand.New(rand.NewPCG(uint64(seed), 41)).Perm(len(recs))
+	hold := make([]bool, len(recs))
+	for _, i := range perm[:nTest] {
+		hold[i] = true
+	}
+	for i, r := range recs {
+		if hold[i] {
+			test = append(test, r)
+		} else {
+			train = append(train, r)
+		}
+	}
+	return train, test, nil
+}
+
+// Split modes: configs held out at random, or whole problems (every variant of a held-out
+// (P, z, b)), so that a model tuning them has measured none of their variants.
+const (
+	SplitRandom  = "random"
+	SplitProblem = "problem"
+)
+
+// SplitBy divides records by mode (SplitRandom: Split; SplitProblem: a seeded random
+// testFrac of the problems, all their configs, held out) and returns the held-out
+// problems too (every problem with a held-out config, for SplitRandom none).
+func SplitBy(recs []Record, mode string, testFrac float64, seed int64) (train, test []Record, held []Problem, err error) {
+	switch mode {
+	case SplitRandom:
+		train, test, err = Split(recs, testFrac, seed)
+		return train, test, nil, err
+	case SplitProblem:
+	default:
+		return nil, nil, nil, fmt.Errorf("--split %q: want random or problem", mode)
+	}
+	if !(testFrac > 0 && testFrac < 1) {
+		return nil, nil, nil, fmt.Errorf("--test-fraction %v: want a fraction in (0, 1)", testFrac)
+	}
+	var probs []Problem
+	seen := map[Problem]bool{}
+	for _, r := range recs {
+		if p := r.Config.Problem(); !seen[p] {
+			seen[p] = true
+			probs = append(probs, p)
+		}
+	}
+	nTest := int(math.Round(testFrac * float64(len(probs))))
+	if nTest < 1 || nTest >= len(probs) {
+		return nil, nil, nil, fmt.Errorf("%d problems: too few to hold out %v of them and train on the rest", len(probs), testFrac)
+	}
+	hold := map[Problem]bool{}
+	for _, i := range rand.New(rand.NewPCG(uint64(seed), 47)).Perm(len(probs))[:nTest] {
+		hold[probs[i]] = true
+	}
+	for _, p := range probs {
+		if hold[p] {
+			held = append(held, p)
+		}
+	}
+	for _, r := range recs {
+		if hold[r.Config.Problem()] {
+			test = append(test, r)
+		} else {
+			train = append(train, r)
+		}
+	}
+	return train, test, held, nil
+}
+
+// Train fits the learned model to records measured on layer l.
+func Train(l bitserial.Layer, recs []Record, lambda float64) (*Model, error) {
+	cs := make([]Config, len(recs))
+	ns := make([]float64, len(recs))
+	for i, r := range recs {
+		cs[i], ns[i] = r.Config, r.MedianNs
+	}
+	return Fit(l, cs, ns, lambda)
+}
+
+// Scores are the Kendall τ of the learned and analytical models against measured
+// medians on a set of configs.
+type Scores struct {
+	Configs    int     `json:"samples"`
+	Learned    float64 `json:"learned_kendall_tau"`
+	Analytical float64 `json:"analytical_kendall_tau"`
+}
+
+// Score scores m and the analytical model on recs.
+func Score(m *Model, recs []Record) (Scores, error) {
+	truth := make([]float64, len(recs))
+	learned := make([]float64, len(recs))
+	analytical := make([]float64, len(recs))
+	for i, r := range recs {
+		truth[i] = r.MedianNs
+		learned[i] = m.Predict(r.Config)
+		analytical[i] = Analytical(m.Layer, r.Config)
+	}
+	tl, err := metric.KendallTau(learned, truth)
+	if err != nil {
+		return Scores{}, err
+	}
+	ta, err := metric.KendallTau(analytical, truth)
+	if err != nil {
+		return Scores{}, err
+	}
+	return Scores{Configs: len(recs), Learned: tl, Analytical: ta}, nil
+}
+
+// TuneOptions configure model-guided tuning on a backend.
+type TuneOptions struct {
+	Space   Space
+	Backend Backend
+	// Problems are the (P, z, b) whose implementation (loop order, blocking, unrolling)
+	// is tuned; nil: every problem of the space.
+	Problems []Problem
+	// Model, if set, ranks the configs from the start (trained earlier); otherwise the
+	// tuner first measures Sample random configs of the space and fits a model to them.
+	Model  *Model
+	Sample int
+	// Top is how many of each problem's best-predicted variants not yet measured are
+	// then measured.
+	Top    int
+	Lambda float64
+	Seed   int64
+}
+
+// TunedProblem is one problem's tuning: its best measured variant.
+type TunedProblem struct {
+	Problem      string  `json:"problem"`
+	BestConfig   string  `json:"best_config"`
+	BestNs       float64 `json:"best_ns"`
+	Measurements int     `json:"measurements"` // variants of this problem measured
+	best         Config
+}
+
+// TuneResult is a tuning run: each problem's best measured variant and how many configs
+// were measured in all.
+type TuneResult struct {
+	Problems     []TunedProblem `json:"problems"`
+	Measurements int            `json:"measurements"`
+	// ExhaustiveConfigs is what an exhaustive search of the same problems measures.
+	ExhaustiveConfigs int `json:"exhaustive_configs"`
+	Sampled           int `json:"sampled"`   // random configs measured to fit the model
+	Predicted         int `json:"predicted"` // best-predicted configs measured
+}
+
+// Tune searches the implementation (loop order, blocking, unrolling) of each problem on
+// the backend, guided by the learned model, counting every measurement: Sample random
+// configs of the space (to fit a model, unless one is given), then, per problem, the
+// Top variants the model predicts fastest among those not yet measured; each problem's
+// best measured median wins.
+func Tune(o TuneOptions) (*TuneResult, error) {
+	all, err := o.Space.Configs()
+	if err != nil {
+		return nil, err
+	}
+	probs := o.Problems
+	if probs == nil {
+		probs = o.Space.Problems()
+	}
+	variants := len(Orders()) * len(Blocks()) * len(Unrolls())
+	if o.Top < 1 || o.Top > variants || o.Sample < 0 || o.Sample > len(all) {
+		return nil, fmt.Errorf("--sample %d, --top %d: want --top 1..%d (variants per problem) and --sample 0..%d", o.Sample, o.Top, variants, len(all))
+	}
+	if o.Model == nil && o.Sample < 2 {
+		return nil, errors.New("--sample: without a trained model (--model) the tuner needs at least 2 random configs to fit one")
+	}
+	res := &TuneResult{ExhaustiveConfigs: variants * len(probs)}
+	measured := map[Config]float64{}
+	var cs []Config
+	var ns []float64
+	measure := func(c Config) error {
+		s, err := o.Backend.Measure(c)
+		if err != nil {
+			return err
+		}
+		measured[c] = s.MedianNs
+		res.Measurements++
+		cs, ns = append(cs, c), append(ns, s.MedianNs)
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(o.Seed), 43))
+	for _, i := range r.Perm(len(all))[:o.Sample] {
+		if err := measure(all[i]); err != nil {
+			return nil, err
+		}
+	}
+	res.Sampled = o.Sample
+	m := o.Model
+	if m == nil {
+		if m, err = Fit(o.Space.Layer, cs, ns, o.Lambda); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range probs {
+		vs := p.Variants()
+		pred := make(map[Config]float64, len(vs))
+		for _, c := range vs {
+			if err := c.Check(o.Space.Layer); err != nil {
+				return nil, err
+			}
+			pred[c] = m.Predict(c)
+		}
+		var rest []Config
+		for _, c := range vs {
+			if _, ok := measured[c]; !ok {
+				rest = append(rest, c)
+			}
+		}
+		slices.SortStableFunc(rest, func(a, b Config) int {
+			switch {
+			case pred[a] < pred[b]:
+				return -1
+			case pred[a] > pred[b]:
+				return 1
+			}
+			return 0
+		})
+		for _, c := range rest[:min(o.Top, len(rest))] {
+			if err := measure(c); err != nil {
+				return nil, err
+			}
+			res.Predicted++
+		}
+		tp := TunedProblem{Problem: p.String(), BestNs: math.Inf(1)}
+		for _, c := range vs {
+			if t, ok := measured[c]; ok {
+				tp.Measurements++
+				if t < tp.BestNs {
+					tp.BestNs, tp.best = t, c
+				}
+			}
+		}
+		tp.BestConfig = tp.best.String()
+		res.Problems = append(res.Problems, tp)
+	}
+	return res, nil
+}
+
+// Compare re-measures configs a and b on the backend in alternation, rounds times each,
+// and returns their median times: the fair comparison of a tuned config with the
+// exhaustive search's best on a loaded machine.
+func Compare(be Backend, a, b Config, rounds int) (aNs, bNs float64, err error) {
+	var as, bs []float64
+	for i := 0; i < rounds; i++ {
+		sa, err := be.Measure(a)
+		if err != nil {
+			return 0, 0, err
+		}
+		sb, err := be.Measure(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		as, bs = append(as, sa.MedianNs), append(bs, sb.MedianNs)
+	}
+	return median(as), median(bs), nil
+}

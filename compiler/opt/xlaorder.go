@@ -1,0 +1,107 @@
+package opt
+
+import (
+	"fmt"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+)
+
+// XLACommit is the openxla/xla commit whose CPU pipeline XLAPipeline follows
+// (xla/service/cpu/cpu_compiler.cc, CpuCompiler::RunHloPassesThroughLayoutAssn and
+// CreateSimplificationPipeline).
+const XLACommit = "353a6d6c92ef866744f0b8c855c1117a27957630"
+
+// Stage is one step of a pipeline: its passes run once each in order, or, with Fix,
+// repeatedly until an iteration changes nothing (XLA's HloPassFix), at most
+// DefaultMaxIterations times.
+type Stage struct {
+	Name   string
+	Passes []Pass
+	Fix    bool
+}
+
+// XLAPipeline is the target-independent part of XLA's CPU pipeline up to layout
+// assignment, in XLA's order, restricted to the passes this package has (the ones it
+// lacks are listed in the comments and docs/gym.md):
+//
+//	expand:          result-caster, dot-decomposer, operand-upcaster,
+//	                 zero-sized-hlo-elimination, map-inliner, call-inliner,
+//	                 batch-dot-simplification, dot-decomposer, batchnorm-expander,
+//	                 logistic-expander
+//	simplification:  (fixed point) algsimp, dce, zero-sized-hlo-elimination,
+//	                 tuple-simplifier, while-loop-constant-sinking,
+//	                 while-loop-simplifier, dce, reshape-mover, constant-folding
+//	post_scatter_expansion_simplification: the same group again (fixed point)
+//	finish:          transpose-folding, cse, optimization-barrier-expander,
+//	                 tuple-simplifier
+//
+// XLA's passes not here: before the group, batched-gather-scatter-normalizer,
+// rng-expander, dynamic-index-splitter, conditional-to-select, comparison-expander,
+// the linear-algebra expanders, all-to-all and stochastic-convert decomposers,
+// float-normalization, convolution-group-converter, conditional-canonicalizer,
+// dynamic-padder, conv-canonicalization and change-op-data-type; in the group,
+// sort-simplifier, gather-expander (simple gathers), tree-reduction-rewriter (CPU
+// specific), while-loop-invariant-code-motion and conditional-simplifier; between the
+// groups, select-and-scatter-expander and scatter-expander; after them,
+// bitcast-dtypes-expander and topk-rewriter. XLA's CSE runs once, after
+// transpose-folding, not in the fixed-point group.
+func XLAPipeline() []Stage {
+	group := func() []Pass {
+		return []Pass{algsimp(), dce(), zeroSizedElimination(), tupleSimplifier(), whileLoopConstantSinking(),
+			whileLoopSimplifier(), dce(), reshapeMover(), constantFolding()}
+	}
+	return []Stage{
+		{Name: "expand", Passes: []Pass{resultCaster(), dotDecomposer(), operandUpcaster(), zeroSizedElimination(),
+			mapInliner(), callInliner(), batchDotSimplification(), dotDecomposer(), batchNormExpander(), logisticExpander()}},
+		{Name: "simplification", Passes: group(), Fix: true},
+		{Name: "post_scatter_expansion_simplification", Passes: group(), Fix: true},
+		{Name: "finish", Passes: []Pass{transposeFolding(), cse(), optimizationBarrierExpander(), tupleSimplifier()}},
+	}
+}
+
+// RunStages runs a pipeline on m and returns the number of pass runs it took (a
+// fixed-point stage counts every pass of every iteration, the last one changing
+// nothing). after, when not nil, is called after every pass run (the verifier in
+// tests, a recorder in the gym).
+func RunStages(m *hlo.Module, stages []Stage, after func(p Pass) error) (runs int, err error) {
+	runOnce := func(ps []Pass) (bool, error) {
+		changed := false
+		for _, p := range ps {
+			c, err := p.Run(m)
+			runs++
+			changed = changed || c
+			if err != nil {
+				return changed, err
+			}
+			if after != nil {
+				if err := after(p); err != nil {
+					return changed, fmt.Errorf("after %s: %w", p.Name, err)
+				}
+			}
+		}
+		return changed, nil
+	}
+	for _, s := range stages {
+		if !s.Fix {
+			if _, err := runOnce(s.Passes); err != nil {
+				return runs, fmt.Errorf("opt: stage %s: %w", s.Name, err)
+			}
+			continue
+		}
+		if _, err := FixedPoint(DefaultMaxIterations, func(int) (bool, error) { return runOnce(s.Passes) }); err != nil {
+			return runs, fmt.Errorf("opt: stage %s on %s: %w", s.Name, m.Name, err)
+		}
+	}
+	return runs, nil
+}
+
+// XLADefault is XLAPipeline as one pass, "xla-default".
+func XLADefault() Pass {
+	return Pass{Name: "xla-default", Doc: "XLA's CPU pipeline order (expanders, two fixed-point simplification groups, transpose-folding, cse)",
+		Expands: true,
+		Run: func(m *hlo.Module) (bool, error) {
+			before := m.String()
+			_, err := RunStages(m, XLAPipeline(), nil)
+			return err != nil || m.String() != before, err
+		}}
+}

@@ -1,0 +1,212 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/tpusim"
+)
+
+// microList is the small list the micro-kernel tests tune: four sizes of shapesModel, so
+// that a run (with its range of dispatch compiles) stays within a few seconds.
+var microList = zoo.ShapeList{Name: "seq", Values: []int{24, 64, 136, 256}}
+
+// TestMicroModelLinear: observations of one micro-kernel at two amounts of work give its
+// fixed cost (the intercept) and its per-invocation cost, and the prediction at a third
+// amount of work is the line through them.
+func TestMicroModelLinear(t *testing.T) {
+	const fixed, perInv = 2500.0, 400.0 // a made-up kernel: time = 2500 ns + 400 ns per invocation
+	// exact is the tolerance of a prediction from exact observations: float rounding only.
+	const exact = 1e-9
+	m := NewMicroCostModel(1000)
+	mk := MicroKernel{Family: "fusion.1", Tile: cost.Tile{8, 128}, Box: cost.Tile{8, 128}, Whole: []bool{false, false}}
+	if m.Measured(mk) != 0 || !math.IsNaN(m.PerInvocation(mk, 4)) {
+		t.Fatalf("an empty model knows %s", mk.ID())
+	}
+	m.Observe(mk, 4, fixed+4*perInv)
+	m.Observe(mk, 64, fixed+64*perInv)
+	if got := m.Fixed(mk.Family); math.Abs(got-fixed) > exact*fixed {
+		t.Errorf("fixed cost %g, want %g", got, fixed)
+	}
+	if got, want := m.Predict(mk, 16), fixed+16*perInv; math.Abs(got-want) > exact*want {
+		t.Errorf("prediction at 16 invocations %g, want %g", got, want)
+	}
+	// A sibling micro-kernel of the family never observed at two amounts of work takes the
+	// family's fixed cost.
+	sib := MicroKernel{Family: "fusion.1", Tile: cost.Tile{16, 128}, Box: cost.Tile{16, 128}, Whole: []bool{false, false}}
+	m.Observe(sib, 8, fixed+8*700)
+	if got, want := m.Predict(sib, 32), fixed+32*700; math.Abs(got-want) > exact*want {
+		t.Errorf("sibling at 32 invocations %g, want %g", got, want)
+	}
+}
+
+// TestMicroSharing: in the joint search, a measurement of a micro-kernel at one shape
+// changes its predicted cost at another shape (the micro-kernel cost model is shared);
+// in the per-shape baseline it does not. Removing the sharing (a model per shape in the
+// joint arm, or observations that do not reach other shapes) fails this test.
+func TestMicroSharing(t *testing.T) {
+	chip := testChip(t)
+	kc := &compiler.KernelCache{}
+	var shapes []*microShape
+	for _, v := range []int{128, 256} {
+		sh, err := newMicroShape(context.Background(), shapesModel, microList, v, chip, kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shapes = append(shapes, sh)
+	}
+	// A micro-kernel both shapes run, with twice the work at 256.
+	var at0, at1 *microOpt
+	for _, f := range shapes[0].fams {
+		for k := range f.opts {
+			for _, g := range shapes[1].fams {
+				for j := range g.opts {
+					if at0 == nil && g.opts[j].mk.ID() == f.opts[k].mk.ID() && g.opts[j].work > f.opts[k].work {
+						at0, at1 = &f.opts[k], &g.opts[j]
+					}
+				}
+			}
+		}
+	}
+	if at0 == nil {
+		t.Fatal("no micro-kernel common to seq=128 and seq=256")
+	}
+	sim, err := tpusim.New(chip, tpusim.Options{Runs: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shared := range []bool{true, false} {
+		a, err := newMicroArm(shapes, shared, sim, chip, 1, DefaultMicroTopK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := predictAt(a.models[1], at1)
+		if err := a.measure(0, at0); err != nil {
+			t.Fatal(err)
+		}
+		after := predictAt(a.models[1], at1)
+		if shared && before == after {
+			t.Errorf("joint: measuring %s at seq=128 left its prediction at seq=256 at %g ns", at0.mk.ID(), before)
+		}
+		if !shared && before != after {
+			t.Errorf("per-shape: measuring at seq=128 moved the prediction at seq=256 (%g -> %g ns)", before, after)
+		}
+		if shared {
+			// The shared prediction moved toward the truth at seq=256.
+			truth, err := at1.truthOf(chip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(math.Log(after/truth)) >= math.Abs(math.Log(before/truth)) {
+				t.Errorf("joint: prediction at seq=256 %g -> %g ns, truth %g: no closer", before, after, truth)
+			}
+		}
+	}
+}
+
+// microSpeedupFloor is the least mean speedup of the dispatched programs the tests accept:
+// the run below measures 1.057x (1.011x to 1.075x) at its four held-out values; the
+// default compile is 1.00x, so a dispatch replaced by the default fails.
+const microSpeedupFloor = 1.01
+
+// TestRunMicro: a joint run spends fewer measurements than the per-shape baseline, is never
+// slower than the default at a tuned size, and its dispatch table, applied at held-out
+// values (DispatchTable.Config), gives programs faster than the default compile: a
+// dispatch replaced by the default config fails. The same seed gives the same report.
+func TestRunMicro(t *testing.T) {
+	chip := testChip(t)
+	opts := Options{Chip: chip, Budget: 5000, Seed: 1, Noise: 0.02}
+	spec := MicroSpec{Lo: 16, Hi: 256, Holdout: 4, Compare: true}
+	rep, err := RunMicro(context.Background(), shapesModel, microList, opts, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PerShape == nil || rep.Measurements >= rep.PerShape.Measurements {
+		t.Fatalf("joint %d measurements, per-shape %+v", rep.Measurements, rep.PerShape)
+	}
+	for _, s := range rep.Shapes {
+		if s.Speedup < 1-1e-9 {
+			t.Errorf("seq=%d: dispatched %.4fx, slower than the default", s.Value, s.Speedup)
+		}
+	}
+	rc := rep.RangeCheck
+	if rc == nil || len(rc.Values) != spec.Holdout || rc.MeanSpeedup < microSpeedupFloor || rc.MinSpeedup < 1-1e-9 {
+		t.Fatalf("range check %+v", rc)
+	}
+	// The table itself: applied at each held-out value, the program is what range_check timed.
+	for i, v := range rc.Values {
+		m, err := zoo.ResolveShapesContext(context.Background(), shapesModel, microList.At(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := compiler.Compile(m, nil, compiler.Options{Target: chip.Target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := rep.DispatchTable.Config(def, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := compiler.Compile(m, cfg, compiler.Options{Target: chip.Target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defNs, _ := truthNs(def, chip)
+		ns, _ := truthNs(p, chip)
+		if math.Abs(defNs/ns-rc.Speedups[i]) > 1e-9 {
+			t.Errorf("seq=%d: the table gives %.4fx, range_check %.4fx", v, defNs/ns, rc.Speedups[i])
+		}
+	}
+	// The table round-trips through its file form.
+	b, err := json.Marshal(rep.DispatchTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, ok, err := ParseDispatchTable(b)
+	if !ok || err != nil || len(back.Families) != len(rep.DispatchTable.Families) {
+		t.Fatalf("round trip: %v %v", ok, err)
+	}
+	again, err := RunMicro(context.Background(), shapesModel, microList, opts, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.WallS, again.WallS = 0, 0
+	x, _ := json.Marshal(rep)
+	y, _ := json.Marshal(again)
+	if string(x) != string(y) {
+		t.Error("the same seed gave two reports")
+	}
+}
+
+// TestRunMicroRefusals: what a micro-kernel run does not take is refused with one line.
+func TestRunMicroRefusals(t *testing.T) {
+	chip := testChip(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		opts Options
+		spec MicroSpec
+		want string
+	}{
+		{Options{Chip: chip, Strategy: Annealing}, MicroSpec{}, "drop --strategy"},
+		{Options{Chip: chip, Fusion: compiler.FusionPartition}, MicroSpec{}, "drop --fusion"},
+		{Options{Chip: chip}, MicroSpec{Lo: 64, Hi: 100}, "range 64..100"},
+		{Options{Chip: chip}, MicroSpec{TopK: -1}, "topk"},
+	} {
+		_, err := RunMicro(ctx, shapesModel, microList, c.opts, c.spec)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v, want one line with %q", c.spec, err, c.want)
+		}
+	}
+	if _, ok, _ := ParseDispatchTable([]byte(`{"version": 1}`)); ok {
+		t.Error("a config parsed as a dispatch table")
+	}
+	if _, ok, err := ParseDispatchTable([]byte(`{"kind": "micro-kernel-dispatch", "dim": "seq", "lo": 5, "hi": 2}`)); !ok || err == nil {
+		t.Errorf("a bad range: %v %v", ok, err)
+	}
+}
