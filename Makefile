@@ -2,11 +2,11 @@
 GO       ?= go
 PKGS     := ./...
 # Packages whose code runs goroutines: their tests also run under the race detector.
-RACE_PKGS := ./compiler/... ./tpusim/... ./dataset/... ./gnn/... ./tune/...
+RACE_PKGS := ./compiler/... ./tpusim/... ./dataset/... ./metric/... ./nn/... ./gnn/... ./validate/... ./tune/...
 BIN      := bin/tpucost
 # The fast path is the default: when this machine has OpenBLAS (its cblas.h, found by
 # pkg-config or in /usr/include) and cgo, every target builds with -tags blas and
-# Gorgonia's matrix products run on OpenBLAS (gnn/nn/blas.go); otherwise pure Go.
+# Gorgonia's matrix products run on OpenBLAS (nn/blas.go); otherwise pure Go.
 # `make TAGS= test` forces pure Go. Debian: apt-get install libopenblas-dev.
 HAVE_OPENBLAS := $(shell { pkg-config --exists openblas || ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/openblas*/cblas.h; } >/dev/null 2>&1 \
 	&& [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo yes)

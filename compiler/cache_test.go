@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestKernelCacheChangesNothing compiles random layout/fusion/tile configs of two zoo

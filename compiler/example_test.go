@@ -6,8 +6,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // Compile a zoo model for a TPU v4 with the XLA-like defaults and list its kernels.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestPlanRaggedBert: the ragged attribute survives the passes (verified after each), and

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // simplifiable has an x*1 (algsimp removes it) and a dead negate (dce removes it).

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestZooCompilesWithVerifier compiles every zoo model and the real XLA dump with the

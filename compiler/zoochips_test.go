@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // randomConfigsPerChip is how many random configs of every zoo model each chip preset

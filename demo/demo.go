@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/features"
@@ -31,6 +30,7 @@ import (
 	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // DefaultTrainModels are the zoo models the demo generates data from: one or two per

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/gnn/eval"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestDemoMatchesTheCommands runs the quick demo and checks that its report holds the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/gnn"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (testdata/golden.json, testdata/golden-values.json) from this run; pure-Go build only")

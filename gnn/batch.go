@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // kernel is one kernel prepared for the model: normalized features, neighbour lists

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // peakFlops is this machine's float32 peak: 2 cores × ~135 GFLOP/s (AVX-512, 2 FMA units

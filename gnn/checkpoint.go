@@ -17,8 +17,8 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // Checkpoint layout: a directory holding

@@ -49,7 +49,7 @@
 // is built per batch).
 //
 // The graph-building machinery (parameters and their file format, Adam, the custom
-// Gorgonia ops, the GraphSAGE layer stack and the BLAS hook) is package gnn/nn, shared
+// Gorgonia ops, the GraphSAGE layer stack and the BLAS hook) is package nn, shared
 // with the tuner's and the gym's policies; this package holds what is the cost model's:
 // the architecture (Config, its parameters), the net, losses, batching, training,
 // checkpoints, prediction and reports.
@@ -63,7 +63,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // Loss is a training loss.

@@ -20,7 +20,7 @@ func TestNoSimulatorOrZooDependency(t *testing.T) {
 		t.Fatalf("go list -deps ./...: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		for _, banned := range []string{"github.com/tpucost/tpucost/tpusim", "github.com/tpucost/tpucost/compiler/zoo"} {
+		for _, banned := range []string{"github.com/tpucost/tpucost/tpusim", "github.com/tpucost/tpucost/zoo"} {
 			if pkg == banned || strings.HasPrefix(pkg, banned+"/") {
 				t.Errorf("gnn depends on %s", pkg)
 			}

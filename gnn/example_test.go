@@ -10,10 +10,10 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // Train a tiny tile model on a generated dataset, load it as a Predictor and rank the

@@ -11,7 +11,7 @@ import (
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 )
 
 // foreignProv is the provenance of an imported TpuGraphs npz collection.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // tinyConfig is a small architecture that exercises every part of the model: two

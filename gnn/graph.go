@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/metric"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/metric"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // listMLETol: listMLELoss and the naive definition below differ only by float64 rounding

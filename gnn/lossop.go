@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // The losses as Gorgonia ops (the formulas are in loss.go), each with its analytic

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 )
 
 // Validation metrics (in-training; the eval package computes the full set). All are

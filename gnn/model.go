@@ -9,7 +9,7 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // Model is a cost model: its architecture, its parameters, and what it needs to read

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // multiRows are tile and flags rows of one model (the same kernels under both passes).

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/metric"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/metric"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // perNodeWidth is the per-node configuration width of the synthetic fixtures.

@@ -7,7 +7,7 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // Segment training (after the TpuGraphs baseline's graph segment training, Cao et al.

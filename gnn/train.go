@@ -16,8 +16,8 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/dirlock"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // TrainOptions configure TrainDataset. Zero values take the defaults named on each field.

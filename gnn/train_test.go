@@ -15,8 +15,8 @@ import (
 
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/nn"
 )
 
 func TestRankLossHandComputed(t *testing.T) {

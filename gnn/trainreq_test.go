@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // trainRequest is a request as `tpucost train` builds it with the flags' defaults, for

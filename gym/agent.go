@@ -11,8 +11,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/gnn/nn/reinforce"
+	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/reinforce"
 )
 
 // The pass-ordering agent: a policy over the gym's actions that reads the module through
@@ -35,7 +35,7 @@ import (
 // point) only stop is left.
 //
 // Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
-// to go and an entropy bonus (Train), with gnn/nn/reinforce (Adam, gradient norm clipped at reinforce.GradClip).
+// to go and an entropy bonus (Train), with nn/reinforce (Adam, gradient norm clipped at reinforce.GradClip).
 
 // Agent dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (

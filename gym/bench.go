@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // The bundled real HLO (testdata/README.md names their sources).

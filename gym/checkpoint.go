@@ -4,21 +4,21 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/gnn/nn/sealedckpt"
+	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/sealedckpt"
 )
 
 // An agent checkpoint is a directory holding one file, AgentFile: JSON with the format,
 // the agent's input schema (the encoder's degree cap, node and global feature names,
 // actions), its parameters (nn.Saved: names and shapes, their values in base64) and
 // training record, sealed with the SHA-256 of all of it and written atomically
-// (gnn/nn/sealedckpt, shared with tune's policy checkpoints: a crash leaves the previous
+// (nn/sealedckpt, shared with tune's policy checkpoints: a crash leaves the previous
 // or the new checkpoint); a checkpoint whose
 // checksum fails is refused (ErrAgentCorrupt), and so is one of another format, schema
 // or dimensions (ErrAgentMismatch).
 
 // AgentFormat identifies the agent checkpoint format. Format 2 reads the graph through
-// the shared GraphSAGE encoder (gnn/nn: per-block weights, a degree cap); a format-1
+// the shared GraphSAGE encoder (nn: per-block weights, a degree cap); a format-1
 // checkpoint is refused with a message to retrain it.
 const AgentFormat = agentFormatPrefix + "2"
 
@@ -53,7 +53,7 @@ type agentFile struct {
 	Meta AgentMeta `json:"meta"`
 }
 
-// agentCheckpoint is the kind of an agent checkpoint (gnn/nn/sealedckpt).
+// agentCheckpoint is the kind of an agent checkpoint (nn/sealedckpt).
 func agentCheckpoint() sealedckpt.Kind {
 	return sealedckpt.Kind{What: "agent", File: AgentFile, Prefix: agentFormatPrefix, Version: agentFormatVersion,
 		Older: func(int) string {

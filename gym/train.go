@@ -7,8 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/tpucost/tpucost/gnn/nn/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/nn/reinforce"
 )
 
 // TrainOptions configure Train.

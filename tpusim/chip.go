@@ -22,7 +22,7 @@ import (
 // kernel's smallest tile whose windows do not fit VMEM runs in pieces (cost.Plan.Chunks).
 // tpusim-1.5: the DMA engine's cost per contiguous run (BurstNs) is 8 ns, not 4: every
 // kernel whose windows are strided or partial rows (and every kernel, by a few ns per
-// window) takes longer; and on a TPU tile (tpusim/replay) a parameter broadcast into the
+// window) takes longer; and on a TPU tile (validate) a parameter broadcast into the
 // box's array is re-read whole by every loop outside the innermost one its window moves
 // along (cost.Operand.Reads), not once.
 const Version = "tpusim-1.5"
@@ -104,7 +104,7 @@ func presets() map[string]Chip {
 // DefaultBurstNs is the presets' DMA cost per contiguous run (Chip.BurstNs). It is not
 // public; 8 ns (about 8 cycles of a v3 core, the time 3.6 KB take at a v3 core's 450
 // GB/s) is what the real TPU v3 tile runs of TpuGraphs show once the replay counts the
-// runs of the TPU's own boxes (tpusim/replay: fusion.232's boxes one tile row high,
+// runs of the TPU's own boxes (validate: fusion.232's boxes one tile row high,
 // 8 KiB runs, measure 1.3–1.45× the time of its contiguous ones at equal bytes; 4 ns
 // explained half of that), and what calibrate fits on them (docs/simulator.md). With the
 // broadcast re-reads modelled, validate's picks are the same for every value from 5 to

@@ -5,8 +5,8 @@ import (
 	"log"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // Simulate a compiled zoo model on a TPU v4: the program's time and each kernel's time

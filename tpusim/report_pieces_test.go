@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestReportSaysWhenAKernelRunsInPieces: a kernel whose plan streams its windows in

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestNeverSlowerThanStart: whatever the strategy, seed and noise, the tuned program is

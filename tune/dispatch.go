@@ -8,8 +8,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/inputfile"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // DispatchKind marks a dispatch table file (DispatchTable.Kind), so that `sim --config`

@@ -6,9 +6,9 @@ import (
 	"log"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tune"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // Tune a zoo model's configs on the simulated TPU with a budget of 40 measurements:

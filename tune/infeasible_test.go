@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/cost"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestProposeDropsInfeasible: a proposal the compiler cannot tile (cost.ErrTileInvalid)

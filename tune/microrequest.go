@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/outpath"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // DispatchFileKind is the kind of a dispatch table file, for --out's overwrite rule.

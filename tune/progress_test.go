@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // scoringCalls returns the Progress reports made while a model search scored candidates.

@@ -12,9 +12,9 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // # Tuning the compiled ragged program (tune --lengths; docs/ragged.md)

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // raggedTol bounds float round-off between two sums of the same kernel times in

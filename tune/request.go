@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // Request is one run of `tpucost tune` as its command line gives it: the flags' values,

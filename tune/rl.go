@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/gnn/nn/reinforce"
+	"github.com/tpucost/tpucost/nn/reinforce"
 )
 
 // ErrNoPolicy is wrapped by the error of the rl strategy run without a policy.

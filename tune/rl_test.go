@@ -15,11 +15,11 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/nn"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 var fusionOnly = []compiler.Kind{compiler.KindFusion}

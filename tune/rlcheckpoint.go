@@ -4,20 +4,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/gnn/nn/sealedckpt"
+	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/sealedckpt"
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
 // the policy's dimensions, its parameters (nn.Saved: names and shapes, their values in
 // base64) and training record, sealed with the SHA-256 of all of it and written atomically
-// (gnn/nn/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
+// (nn/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
 // previous or the new checkpoint), and a checkpoint whose checksum, format or dimensions
 // do not match this build is refused.
 
 // PolicyFormat identifies the policy checkpoint format. Format 2 added the layout head
 // (layout and fusion decisions); format 3 reads the graph through the shared GraphSAGE
-// encoder (gnn/nn: per-block weights, a degree cap). Older checkpoints are refused with a
+// encoder (nn: per-block weights, a degree cap). Older checkpoints are refused with a
 // message to retrain them.
 const PolicyFormat = policyFormatPrefix + "3"
 
@@ -51,7 +51,7 @@ type policyFile struct {
 	Meta PolicyMeta `json:"meta"`
 }
 
-// policyCheckpoint is the kind of a policy checkpoint (gnn/nn/sealedckpt).
+// policyCheckpoint is the kind of a policy checkpoint (nn/sealedckpt).
 func policyCheckpoint() sealedckpt.Kind {
 	return sealedckpt.Kind{What: "policy", File: PolicyFile, Prefix: policyFormatPrefix, Version: policyFormatVersion,
 		Older: func(v int) string {

@@ -13,8 +13,8 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/gnn/nn"
-	"github.com/tpucost/tpucost/gnn/nn/reinforce"
+	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/reinforce"
 )
 
 // The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for

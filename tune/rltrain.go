@@ -11,8 +11,8 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/gnn/nn/reinforce"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/nn/reinforce"
 	"github.com/tpucost/tpucost/tpusim"
 )
 

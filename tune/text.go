@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim/ragged"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // The text forms of the reports (tpucost tune without --json): a header, a table and

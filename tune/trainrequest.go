@@ -7,11 +7,11 @@ import (
 	"io"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/internal/saved"
 	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TrainPolicyRequest is one run of `tpucost tune train-policy` as its command line gives

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/bitserial"
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 )
 
 // Split divides records into a training and a held-out set: a seeded random testFrac

@@ -61,7 +61,7 @@ type Operand struct {
 	Staged bool
 	// Runs, when positive, is the contiguous HBM runs (BoxRuns) a DMA of one window of
 	// this operand moves, for a kernel iterated over an N-dimensional grid of boxes whose
-	// windows the flattened tile does not describe (a TPU tile replayed, tpusim/replay);
+	// windows the flattened tile does not describe (a TPU tile replayed, validate);
 	// 0: the runs follow from the flattened window (whole rows merge, partial rows are
 	// one run per sublane group).
 	Runs float64
@@ -69,7 +69,7 @@ type Operand struct {
 	// grid of boxes moves this streamed operand's padded bytes in all: an operand
 	// broadcast into the box's array is re-fetched whenever its window changes between
 	// consecutive steps, so every loop outside the innermost one it varies along re-reads
-	// it whole (tpusim/replay sets it for a TPU tile); 0: at most once (the flattened
+	// it whole (validate sets it for a TPU tile); 0: at most once (the flattened
 	// tile's rule, addStreamed). Runs is then the runs per step on average.
 	Reads float64
 }

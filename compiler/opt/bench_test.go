@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // largestZooModel is the zoo's largest graph (about 8,400 ops before simplification).

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // zooModels is every zoo model, or one per family and kind under the race detector.

@@ -7,7 +7,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/spmd"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 func buildZoo(t *testing.T, name string) *hlo.Module {

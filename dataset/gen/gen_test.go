@@ -14,11 +14,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 func genOpts(t *testing.T, task dataset.Task, dir string) Options {

@@ -7,10 +7,10 @@ import (
 	"runtime/debug"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/internal/progress"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // ToolVersion is the tool version `tpucost gen` records in the datasets it writes (their

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // TestGenerateShapes: gen --shapes builds every model at each listed size as its own

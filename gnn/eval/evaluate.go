@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 )
 
 // Predict returns a model's predictions (or scores; lower is better) for every config of

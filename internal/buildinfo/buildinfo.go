@@ -1,17 +1,25 @@
 // Package buildinfo says which tpucost this is: the module version and commit the binary
 // was built from, and the versions that decide whether data and models are comparable
 // (simulator, feature schema, dataset schema, generator). `tpucost --version` prints it.
+//
+// buildinfo is on the ground floor: it imports no project package. The packages that own
+// the versions (tpusim, features, dataset, dataset/gen) are above it, so the caller (the
+// CLI) hands them in as Versions.
 package buildinfo
 
 import (
 	"fmt"
 	"runtime/debug"
-
-	"github.com/tpucost/tpucost/dataset"
-	"github.com/tpucost/tpucost/dataset/gen"
-	"github.com/tpucost/tpucost/features"
-	"github.com/tpucost/tpucost/tpusim"
 )
+
+// Versions are the data and model versions the binary was built with, each owned by its
+// package: tpusim.Version, features.SchemaVersion, dataset.SchemaVersion, gen.Version.
+type Versions struct {
+	Simulator     string
+	FeatureSchema int
+	DatasetSchema int
+	Generator     string
+}
 
 // Info is what Read finds; `tpucost --version --json` prints it. Its keys are the ones
 // dataset provenance and checkpoints use for the same versions.
@@ -27,10 +35,10 @@ type Info struct {
 	Generator     string `json:"generator_version"`
 }
 
-// Read returns the Info of the running binary.
-func Read() Info {
-	i := Info{Module: "github.com/tpucost/tpucost", Version: "(devel)", Commit: "unknown", Simulator: tpusim.Version,
-		FeatureSchema: features.SchemaVersion, DatasetSchema: dataset.SchemaVersion, Generator: gen.Version}
+// Read returns the Info of the running binary with the versions v.
+func Read(v Versions) Info {
+	i := Info{Module: "github.com/tpucost/tpucost", Version: "(devel)", Commit: "unknown", Simulator: v.Simulator,
+		FeatureSchema: v.FeatureSchema, DatasetSchema: v.DatasetSchema, Generator: v.Generator}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return i

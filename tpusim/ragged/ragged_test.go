@@ -147,7 +147,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"resnet18_b1", []int{32, 64}, `no dynamic dimension "seq"`},
 		{"bert_tiny_s128_b32", []int{32, 600}, "takes seq up to 512"},
-		{"../../compiler/zoo/testdata/bounded.hlo", []int{32, 64}, "take a zoo model that declares seq"},
+		{"../../zoo/testdata/bounded.hlo", []int{32, 64}, "take a zoo model that declares seq"},
 		{"no_such_model", []int{32}, "no model named"},
 	} {
 		_, err := TimeZoo(tc.src, tc.lengths, c)

@@ -6,19 +6,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/internal/cliflag"
-	"github.com/tpucost/tpucost/tpusim/replay"
+	"github.com/tpucost/tpucost/validate"
 )
 
 // CalibrateOptions are the options of `tpucost calibrate`: the flags of its request.
 type CalibrateOptions struct {
 	cmdIO
 	Target TargetFlags
-	replay.CalibrateRequest
+	validate.CalibrateRequest
 }
 
 // CalibrateResult is the JSON output of `tpucost calibrate`: the report and the preset file
 // written.
-type CalibrateResult = replay.CalibrateResult
+type CalibrateResult = validate.CalibrateResult
 
 // NewCmdCalibrate builds `tpucost calibrate FILE.pb... --out F`.
 func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
@@ -37,9 +37,9 @@ func NewCmdCalibrate(ios IO, g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the fitted preset (JSON) here (required)")
 	cmd.Flags().StringVar(&o.Name, "name", "", "the fitted preset's name (default: the base preset's name + \"-calibrated\")")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 1, "seed of the fit / held-out split of the kernels")
-	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", replay.DefaultMinConfigs, "only kernels with at least this many replayed configurations take part (>= 2)")
-	cmd.Flags().Float64Var(&o.Prior, "prior", replay.PriorWeight, "weight of the pull of each constant toward the preset's value (>= 0; 0: none)")
-	cmd.Flags().IntVar(&o.MaxEvals, "max-evals", replay.DefaultMaxEvals, "bound on the optimizer's loss evaluations (>= 1)")
+	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", validate.DefaultMinConfigs, "only kernels with at least this many replayed configurations take part (>= 2)")
+	cmd.Flags().Float64Var(&o.Prior, "prior", validate.PriorWeight, "weight of the pull of each constant toward the preset's value (>= 0; 0: none)")
+	cmd.Flags().IntVar(&o.MaxEvals, "max-evals", validate.DefaultMaxEvals, "bound on the optimizer's loss evaluations (>= 1)")
 	return cmd
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // run executes the command line and returns stdout, stderr and the exit code.

@@ -9,9 +9,9 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/compiler/opt"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim/ragged"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // raggedCompileOther names a flag compile --lengths does not take ("" when none).

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/bitserial/lutcpu"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset/gen"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // GenOptions are the options of `tpucost gen`: the flags of a gen.Request.

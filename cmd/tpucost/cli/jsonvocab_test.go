@@ -15,7 +15,6 @@ import (
 	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/dataset/gen"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
@@ -26,8 +25,9 @@ import (
 	"github.com/tpucost/tpucost/internal/buildinfo"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
-	"github.com/tpucost/tpucost/tpusim/replay"
 	"github.com/tpucost/tpucost/tune"
+	"github.com/tpucost/tpucost/validate"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // jsonOutputs is the type each command prints with --json (gym serve: its responses).
@@ -58,7 +58,7 @@ func jsonOutputs() map[string][]any {
 		"gym eval":          {gym.EvalReport{}},
 		"import tpugraphs":  {tpugraphs.ImportReport{}},
 		"export tpugraphs":  {tpugraphs.ExportReport{}},
-		"validate":          {replay.Report{}},
+		"validate":          {validate.Report{}},
 		"calibrate":         {CalibrateResult{}},
 		"bitserial":         {bitserial.Report{}},
 		"--version":         {buildinfo.Info{}},

@@ -19,10 +19,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/dataset/gen"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/internal/buildinfo"
 	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/zoo"
 )
 
 // IO is where a command reads and writes: results on Out, progress and errors on Err.
@@ -52,7 +55,7 @@ func NewRootCmd(ios IO) *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "machine-readable JSON output on stdout")
 	root.SetFlagErrorFunc(cliflag.Rewrite)
 	bindMaxInput(root)
-	setVersion(root, buildinfo.Read())
+	setVersion(root, buildinfo.Read(versions()))
 	root.AddCommand(
 		NewCmdZoo(ios, g),
 		NewCmdCompile(ios, g),
@@ -148,6 +151,13 @@ func oneLine(err error) string {
 
 // versionJSON is the root command's annotation holding --version --json's output.
 const versionJSON = "version_json"
+
+// versions are the data and model versions of this build, owned by the packages that
+// define them; buildinfo, on the ground floor, receives them.
+func versions() buildinfo.Versions {
+	return buildinfo.Versions{Simulator: tpusim.Version, FeatureSchema: features.SchemaVersion,
+		DatasetSchema: dataset.SchemaVersion, Generator: gen.Version}
+}
 
 // setVersion makes `tpucost --version` print info's line, and `--version --json` info as
 // JSON (buildinfo.Info): cobra prints the version before any command runs, from a

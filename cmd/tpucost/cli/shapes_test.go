@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler"
-	"github.com/tpucost/tpucost/compiler/zoo"
+	"github.com/tpucost/tpucost/zoo"
 )
 
-const boundedHLO = "../../../compiler/zoo/testdata/bounded.hlo"
+const boundedHLO = "../../../zoo/testdata/bounded.hlo"
 
 // TestZooListDynamic: zoo list declares the sequence models' "seq" in JSON and in a
 // DYNAMIC column; static models have neither.

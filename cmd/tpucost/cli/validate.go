@@ -7,7 +7,7 @@ import (
 
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/internal/cliflag"
-	"github.com/tpucost/tpucost/tpusim/replay"
+	"github.com/tpucost/tpucost/validate"
 )
 
 // ValidateOptions are the options of `tpucost validate`: the flags of a validate request.
@@ -16,7 +16,7 @@ type ValidateOptions struct {
 	Target        TargetFlags
 	Model         string
 	AllowMismatch bool
-	replay.ValidateRequest
+	validate.ValidateRequest
 }
 
 // NewCmdValidate builds `tpucost validate FILE.pb...`.
@@ -33,7 +33,7 @@ func NewCmdValidate(ios IO, g *Globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error { o.Files = args; return runValidate(cmd.Context(), o) },
 	}
 	o.Target.bindDefault(cmd, "v3")
-	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", replay.DefaultMinConfigs, "score only kernels with at least this many replayed configurations (>= 2)")
+	cmd.Flags().IntVar(&o.MinConfigs, "min-configs", validate.DefaultMinConfigs, "score only kernels with at least this many replayed configurations (>= 2)")
 	cmd.Flags().StringVar(&o.Plots, "plots", "", "write simulated-vs-measured plots (PNG) into this directory")
 	cmd.Flags().StringVar(&o.Model, "model", "", "also score the runs zero-shot with a tile model trained on tpucost's simulated data (a train --out directory)")
 	cmd.Flags().BoolVar(&o.AllowMismatch, "allow-mismatch", false, "use a --model trained for another chip than --chip (warns)")
@@ -55,7 +55,7 @@ func runValidate(ctx context.Context, o *ValidateOptions) error {
 			return err
 		}
 		defer l.Predictor.Close()
-		o.Learned = replay.Learned(l.Predictor)
+		o.Learned = validate.Learned(l.Predictor)
 	}
 	o.Notes = o.IO.Err
 	return o.printResult(o.Validate(c))

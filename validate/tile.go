@@ -4,10 +4,10 @@
 // model, and scores their rankings against what the TPU measured (Score). `tpucost
 // validate` and `tpucost calibrate` are its front ends.
 //
-// The metrics come from gnn/metric, a leaf package of pure functions (it imports nothing
+// The metrics come from metric, a leaf package of pure functions (it imports nothing
 // of tpucost), so that a simulator, a model and the TpuGraphs baselines are scored by one
 // definition.
-package replay
+package validate
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package replay
+package validate
 
 import (
 	"slices"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/dataset/tpugraphs"
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
 // realLayoutFile is TpuGraphs' layout tuning file (a 3,163-node 3D U-Net training step
 // measured on a TPU v3 under 122 layout assignments; see dataset/tpugraphs/testdata).
-const realLayoutFile = "../../dataset/tpugraphs/testdata/module_tuning_data_layout.pb"
+const realLayoutFile = "../dataset/tpugraphs/testdata/module_tuning_data_layout.pb"
 
 func kendallTau(x, y []float64, res float64) float64 {
 	t, err := metric.KendallTauResolved(x, y, res)

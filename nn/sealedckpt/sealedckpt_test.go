@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/atomicfile"
+	"github.com/tpucost/tpucost/nn"
 )
 
 var (

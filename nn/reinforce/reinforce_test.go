@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // TestBaselines follows one program's baselines through three batches, by hand: the first

@@ -1,10 +1,10 @@
-package replay
+package validate
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/tpucost/tpucost/gnn/metric"
+	"github.com/tpucost/tpucost/metric"
 )
 
 // Scores is how well one predictor ranks a set of kernels' (or programs') measured

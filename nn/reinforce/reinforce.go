@@ -8,7 +8,7 @@ package reinforce
 import (
 	"fmt"
 
-	"github.com/tpucost/tpucost/gnn/nn"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // GradClip is the global gradient-norm clip of every REINFORCE update here: the

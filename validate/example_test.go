@@ -1,4 +1,4 @@
-package replay_test
+package validate_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tpucost/tpucost/tpusim"
-	"github.com/tpucost/tpucost/tpusim/replay"
+	"github.com/tpucost/tpucost/validate"
 )
 
 // Validate the simulator against real TPU v3 runs: replay TpuGraphs' tile tuning runs of
@@ -17,8 +17,8 @@ func ExampleValidate() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	file := filepath.Join("..", "..", "dataset", "tpugraphs", "testdata", "op_tuning_data.pb")
-	r, err := replay.Validate([]string{file}, replay.Options{Chip: chip})
+	file := filepath.Join("..", "dataset", "tpugraphs", "testdata", "op_tuning_data.pb")
+	r, err := validate.Validate([]string{file}, validate.Options{Chip: chip})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package replay
+package validate
 
 import (
 	"path/filepath"
@@ -12,8 +12,8 @@ import (
 
 // The real TpuGraphs tuning files (TPU v3 measurements), shared with dataset/tpugraphs.
 var (
-	opFile     = filepath.Join("..", "..", "dataset", "tpugraphs", "testdata", "op_tuning_data.pb")
-	layoutFile = filepath.Join("..", "..", "dataset", "tpugraphs", "testdata", "module_tuning_data_layout.pb")
+	opFile     = filepath.Join("..", "dataset", "tpugraphs", "testdata", "op_tuning_data.pb")
+	layoutFile = filepath.Join("..", "dataset", "tpugraphs", "testdata", "module_tuning_data_layout.pb")
 )
 
 func v3(t *testing.T) tpusim.Chip {

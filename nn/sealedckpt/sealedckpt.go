@@ -18,10 +18,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tpucost/tpucost/gnn/nn"
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/internal/jsonerr"
 	"github.com/tpucost/tpucost/internal/sealed"
+	"github.com/tpucost/tpucost/nn"
 )
 
 // Kind describes one kind of checkpoint.

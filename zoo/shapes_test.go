@@ -214,7 +214,7 @@ func TestSizeBounded(t *testing.T) {
 		t.Errorf("%%r: %s", s.StringNoLayout())
 	}
 	// A module without bounded dims has nothing to size.
-	g, err := Resolve("../hlo/testdata/graphsage_tf.hlo")
+	g, err := Resolve("../compiler/hlo/testdata/graphsage_tf.hlo")
 	if err != nil {
 		t.Fatal(err)
 	}
