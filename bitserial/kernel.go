@@ -144,51 +144,8 @@ func BitPlanes(l Layer, in []uint8, z, b int, planes []uint8) {
 // (BitPlanes), weights as pool indices idx (as ConvPool8's), and acc = Σ_bit 2^bit ·
 // Σ_g T[idx_g][pattern of bit-plane bit at g]. It never multiplies a weight: every
 // product comes from the table. Its accumulators equal ConvPool8's, and ConvInt8's on the
-// expanded weights, bit for bit. scratch holds at least b·K·K·Cin/z bytes.
+// expanded weights, bit for bit. scratch holds at least b·K·K·Cin/z bytes. It is
+// ConvLUTVariant's plain variant (PlainLUT: bit-group order, block 1, unroll 1).
 func ConvLUT(l Layer, planes []uint8, idx []uint8, t *LUT, b int, acc []int32, scratch []uint8) {
-	z := t.Z
-	groups := l.Cin / z
-	n := l.K * l.K * groups // patterns per window per bit
-	plane := l.H * l.W * groups
-	p := scratch[:b*n]
-	oh, ow := l.OH(), l.OW()
-	tab := t.T
-	for oy := 0; oy < oh; oy++ {
-		for ox := 0; ox < ow; ox++ {
-			// Gather the window of every bit-plane: p[bit·n + (ky·K+kx)·groups + g].
-			q := 0
-			for ky := 0; ky < l.K; ky++ {
-				iy := oy*l.Stride - l.Pad + ky
-				for kx := 0; kx < l.K; kx++ {
-					ix := ox*l.Stride - l.Pad + kx
-					if iy < 0 || iy >= l.H || ix < 0 || ix >= l.W {
-						for bit := 0; bit < b; bit++ {
-							clear(p[bit*n+q : bit*n+q+groups])
-						}
-					} else {
-						off := (iy*l.W + ix) * groups
-						for bit := 0; bit < b; bit++ {
-							copy(p[bit*n+q:bit*n+q+groups], planes[bit*plane+off:])
-						}
-					}
-					q += groups
-				}
-			}
-			out := acc[(oy*ow+ox)*l.Cout : (oy*ow+ox+1)*l.Cout]
-			for oc := range out {
-				ir := idx[oc*n : (oc+1)*n]
-				var s int32
-				for bit := 0; bit < b; bit++ {
-					pb := p[bit*n : bit*n+n]
-					pb = pb[:len(ir)]
-					var sb int32
-					for g, pi := range ir {
-						sb += int32(tab[int(pi)<<z|int(pb[g])])
-					}
-					s += sb << bit
-				}
-				out[oc] = s
-			}
-		}
-	}
+	ConvLUTVariant(l, planes, idx, nil, t, b, PlainLUT(), acc, scratch)
 }

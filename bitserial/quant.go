@@ -14,14 +14,15 @@ import (
 const actClipQuantile = 0.999
 
 // Kernel selects the integer kernel a Net runs its layers 2–4 with (the first layer
-// always runs ConvInt8 on 8-bit pixels).
+// always runs the 8-bit integer kernel on 8-bit pixels). A Runner's Plan picks each
+// kernel's variant per layer.
 type Kernel int
 
 // The kernels.
 const (
-	KernelInt8  Kernel = iota // ConvInt8 on the (expanded) 8-bit weights
+	KernelInt8  Kernel = iota // ConvInt8Variant on the (expanded) 8-bit weights
 	KernelPool8               // ConvPool8: gather pool vectors and multiply
-	KernelLUT                 // ConvLUT: bit-serial lookups, table built per image
+	KernelLUT                 // ConvLUTVariant: bit-serial lookups, table built per image
 )
 
 // String is the kernel's name in reports.
@@ -148,6 +149,8 @@ func QuantizeInt8(m *Model, calib *mnist.Set) *Net {
 // use; one Runner per goroutine).
 type Runner struct {
 	net     *Net
+	plan    *Plan
+	idxT    [][]uint8 // GroupMajor pool indices per layer, for the channel order's variants
 	acts    [][]uint8
 	acc     []int32
 	scratch []uint8
@@ -156,9 +159,26 @@ type Runner struct {
 	logits  []float32
 }
 
-// NewRunner returns a Runner of n.
+// NewRunner returns a Runner of n with the plain kernels.
 func NewRunner(n *Net) *Runner {
-	r := &Runner{net: n}
+	r, _ := NewPlannedRunner(n, nil)
+	return r
+}
+
+// NewPlannedRunner returns a Runner of n running the kernel variants of p (nil: the plain
+// kernels), or p's Check error.
+func NewPlannedRunner(n *Net, p *Plan) (*Runner, error) {
+	if err := p.Check(n.Layers); err != nil {
+		return nil, err
+	}
+	r := &Runner{net: n, plan: p}
+	for i, l := range n.Layers {
+		var t []uint8
+		if i < len(n.Idx) && n.Idx[i] != nil {
+			t = GroupMajor(l, n.Idx[i], n.Z)
+		}
+		r.idxT = append(r.idxT, t)
+	}
 	maxAcc, maxScratch, maxPlanes := 0, 0, 0
 	for _, l := range n.Layers {
 		r.acts = append(r.acts, make([]uint8, l.H*l.W*l.Cin))
@@ -170,7 +190,7 @@ func NewRunner(n *Net) *Runner {
 	r.scratch = make([]uint8, maxScratch)
 	r.planes = make([]uint8, maxPlanes)
 	r.logits = make([]float32, Classes)
-	return r
+	return r, nil
 }
 
 // CheckBits refuses an activation precision outside 1..8.
@@ -199,12 +219,12 @@ func (r *Runner) Predict(img []uint8, k Kernel, b int) int {
 		in := r.acts[i]
 		switch {
 		case i == 0 || k == KernelInt8:
-			ConvInt8(l, in, n.W[i], acc, r.scratch)
+			ConvInt8Variant(l, in, n.W[i], acc, r.scratch, r.plan.int8At(i))
 		case k == KernelPool8:
 			ConvPool8(l, in, n.Idx[i], n.Pool, n.Z, acc, r.scratch)
 		default:
 			BitPlanes(l, in, n.Z, b, r.planes)
-			ConvLUT(l, r.planes, n.Idx[i], &r.lut, b, acc, r.scratch)
+			ConvLUTVariant(l, r.planes, n.Idx[i], r.idxT[i], &r.lut, b, r.plan.lutAt(b, i), acc, r.scratch)
 		}
 		if i == last {
 			s := n.WScale[i] * inScale
@@ -233,9 +253,14 @@ func (r *Runner) Predict(img []uint8, k Kernel, b int) int {
 	return argmax(r.logits)
 }
 
-// Accuracy is the fraction of s that n classifies right with kernel k at b bits.
+// Accuracy is the fraction of s that n classifies right with kernel k at b bits (plain
+// kernels; every variant classifies alike, being bit-exact).
 func Accuracy(n *Net, s *mnist.Set, k Kernel, b int) float64 {
-	r := NewRunner(n)
+	return NewRunner(n).Accuracy(s, k, b)
+}
+
+// Accuracy is the fraction of s that r's network classifies right with kernel k at b bits.
+func (r *Runner) Accuracy(s *mnist.Set, k Kernel, b int) float64 {
 	right := 0
 	for i := 0; i < s.N; i++ {
 		if r.Predict(s.Image(i), k, b) == int(s.Labels[i]) {

@@ -26,6 +26,10 @@ type Config struct {
 	// images calibrate the activation clips; TimeImages test images are timed per kernel,
 	// Repeats times after one warm-up pass.
 	TestImages, CalibImages, TimeImages, Repeats int
+	// Planner, if not nil, picks the kernel variants the network is timed and evaluated
+	// with (lutcpu.Planner: each layer's fastest on this CPU); nil runs the plain kernels
+	// (ConvInt8, ConvLUT).
+	Planner Planner
 }
 
 // DefaultConfig is the documented experiment: P = 64, z = 8, b = 1..8, two epochs over
@@ -92,20 +96,23 @@ type BitResult struct {
 // speedups against the 8-bit integer kernel and the 8-bit weight-pool kernel (all three
 // time the whole network, whose first layer is the same 8-bit kernel in each).
 type Report struct {
-	P                 int         `json:"p"`
-	Z                 int         `json:"z"`
-	TestImages        int         `json:"test_images"`
-	Accuracy          Accuracies  `json:"accuracy"`
-	CompressionVsInt8 float64     `json:"compression_vs_int8"`
-	StorageInt8       Storage     `json:"storage_int8"`
-	StoragePool       Storage     `json:"storage_pool"`
-	Int8              Timing      `json:"int8_kernel"`
-	Pool8             Timing      `json:"pool8_kernel"`
-	TableBuildNs      float64     `json:"table_build_ns"`
-	Bits              []BitResult `json:"bits"`
-	KMeansMSE         float64     `json:"kmeans_mse"`
-	TunedMSE          float64     `json:"tuned_mse"`
-	TrainS            float64     `json:"train_s"`
+	P                 int        `json:"p"`
+	Z                 int        `json:"z"`
+	TestImages        int        `json:"test_images"`
+	Accuracy          Accuracies `json:"accuracy"`
+	CompressionVsInt8 float64    `json:"compression_vs_int8"`
+	StorageInt8       Storage    `json:"storage_int8"`
+	StoragePool       Storage    `json:"storage_pool"`
+	Int8              Timing     `json:"int8_kernel"`
+	Pool8             Timing     `json:"pool8_kernel"`
+	TableBuildNs      float64    `json:"table_build_ns"`
+	// Kernels is "planned" (the Planner's variants, KernelVariants) or "plain".
+	Kernels        string          `json:"kernel_plan"`
+	KernelVariants []VariantChoice `json:"kernel_variants"`
+	Bits           []BitResult     `json:"bits"`
+	KMeansMSE      float64         `json:"kmeans_mse"`
+	TunedMSE       float64         `json:"tuned_mse"`
+	TrainS         float64         `json:"train_s"`
 }
 
 // Run trains, compresses, evaluates and times per cfg. progress, if not nil, gets a line
@@ -151,24 +158,49 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 	rep.CompressionVsInt8 = float64(rep.StorageInt8.Total) / float64(rep.StoragePool.Total)
 	say("pool: accuracy %.4f, %d bytes vs %d (%.2fx)", rep.Accuracy.Pool, rep.StoragePool.Total, rep.StorageInt8.Total, rep.CompressionVsInt8)
 
+	var plan *Plan
+	rep.Kernels, rep.KernelVariants = "plain", []VariantChoice{}
+	if cfg.Planner != nil {
+		say("picking each layer's kernel variants on this CPU")
+		if plan, err = cfg.Planner.Plan(ctx, pn, cfg.Bits); err != nil {
+			return nil, err
+		}
+		if err := plan.Check(pn.Layers); err != nil {
+			return nil, err
+		}
+		rep.Kernels, rep.KernelVariants = "planned", append(rep.KernelVariants, plan.Choices...)
+		for _, c := range plan.Choices {
+			say("%s layer %d b=%d: %s (%.0f ns, plain %.0f ns)", c.Kernel, c.Layer, c.B, c.Variant, c.MedianNs, c.PlainNs)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	timed := test.Head(cfg.TimeImages)
 	say("timing %d images, %d repeats, kernels interleaved", timed.N, cfg.Repeats)
 	runs := []timedRun{{n: q, k: KernelInt8, b: 8}, {n: pn, k: KernelPool8, b: 8}}
 	for _, b := range cfg.Bits {
 		runs = append(runs, timedRun{n: pn, k: KernelLUT, b: b})
 	}
-	ts := timeKernels(ctx, runs, timed, cfg.Repeats)
+	ts, err := timeKernels(ctx, runs, plan, timed, cfg.Repeats)
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	rep.Int8, rep.Pool8 = ts[0], ts[1]
 	rep.TableBuildNs = timeTable(pn, cfg.Repeats)
+	lutRunner, err := NewPlannedRunner(pn, plan)
+	if err != nil {
+		return nil, err
+	}
 	for i, b := range cfg.Bits {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		t := ts[2+i]
-		br := BitResult{B: b, Accuracy: Accuracy(pn, test, KernelLUT, b), NsPerImage: t.NsPerImage, SpreadPct: t.SpreadPct,
+		br := BitResult{B: b, Accuracy: lutRunner.Accuracy(test, KernelLUT, b), NsPerImage: t.NsPerImage, SpreadPct: t.SpreadPct,
 			SpeedupVsInt8: rep.Int8.NsPerImage / t.NsPerImage, SpeedupVsPool8: rep.Pool8.NsPerImage / t.NsPerImage}
 		rep.Bits = append(rep.Bits, br)
 		say("b=%d: accuracy %.4f, %.0f ns/image, %.2fx vs int8", b, br.Accuracy, br.NsPerImage, br.SpeedupVsInt8)
@@ -183,11 +215,11 @@ type timedRun struct {
 	b int
 }
 
-// timeKernels times each run over s: one warm-up pass of each, then repeats rounds in
-// which every run makes one pass in turn (so that a burst of other load on the machine
-// falls on all of them alike); per run the median pass and the spread of its passes,
-// per image.
-func timeKernels(ctx context.Context, runs []timedRun, s *mnist.Set, repeats int) []Timing {
+// timeKernels times each run over s with plan's variants: one warm-up pass of each, then
+// repeats rounds in which every run makes one pass in turn (so that a burst of other load
+// on the machine falls on all of them alike); per run the median pass and the spread of
+// its passes, per image.
+func timeKernels(ctx context.Context, runs []timedRun, plan *Plan, s *mnist.Set, repeats int) ([]Timing, error) {
 	pass := func(r *Runner, tr timedRun) float64 {
 		t0 := time.Now()
 		for i := 0; i < s.N; i++ {
@@ -198,8 +230,12 @@ func timeKernels(ctx context.Context, runs []timedRun, s *mnist.Set, repeats int
 	runners := make([]*Runner, len(runs))
 	ts := make([][]float64, len(runs))
 	for i, tr := range runs {
-		runners[i] = NewRunner(tr.n)
-		pass(runners[i], tr)
+		r, err := NewPlannedRunner(tr.n, plan)
+		if err != nil {
+			return nil, err
+		}
+		runners[i] = r
+		pass(r, tr)
 	}
 	for rep := 0; rep < repeats && ctx.Err() == nil; rep++ {
 		for i, tr := range runs {
@@ -212,7 +248,7 @@ func timeKernels(ctx context.Context, runs []timedRun, s *mnist.Set, repeats int
 			out[i] = summarize(ts[i])
 		}
 	}
-	return out
+	return out, nil
 }
 
 // timeTable is the median time of one table build of n's pool.
@@ -256,6 +292,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, b := range r.Bits {
 		ew.printf("| %d | %.2f%% | %.0f | %.0f%% | %.2fx | %.2fx |\n", b.B, 100*b.Accuracy, b.NsPerImage, b.SpreadPct, b.SpeedupVsInt8, b.SpeedupVsPool8)
 	}
+	if len(r.KernelVariants) == 0 {
+		ew.printf("\nKernels: plain (int8: block=1;unroll=1; LUT: order=bit-group;block=1;unroll=1).\n")
+		return ew.err
+	}
+	ew.printf("\nKernels: each layer's fastest variant, measured on this CPU (ns per layer call; the LUT's include a table build):\n\n")
+	ew.printf("| kernel | layer | b | variant | ns | plain variant ns | variants measured |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range r.KernelVariants {
+		ew.printf("| %s | %d | %d | %s | %.0f | %.0f | %d |\n", c.Kernel, c.Layer, c.B, c.Variant, c.MedianNs, c.PlainNs, c.Candidates)
+	}
 	return ew.err
 }
 
@@ -271,7 +316,8 @@ func (e *errWriter) printf(f string, a ...any) {
 	}
 }
 
-// WriteFiles writes dir/report.md and dir/report.json, each atomically (creating dir).
+// WriteFiles writes dir/report.md, dir/report.json and the plots (PlotFiles), each
+// atomically (creating dir).
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bitserial: %w", err)
@@ -287,5 +333,5 @@ func (r *Report) WriteFiles(dir string) error {
 	if err != nil {
 		return fmt.Errorf("bitserial: %w", err)
 	}
-	return nil
+	return r.writePlots(dir)
 }

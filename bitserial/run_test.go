@@ -3,6 +3,7 @@ package bitserial
 import (
 	"context"
 	"encoding/json"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,11 +37,35 @@ func tinyConfig(t *testing.T) Config {
 	return c
 }
 
+// fixedPlanner plans every layer's int8 kernel as block 2, unroll 4 and every pooled
+// layer's LUT kernel as the channel order, block 2, unroll 2, at every b.
+type fixedPlanner struct{ calls *int }
+
+func (f fixedPlanner) Plan(_ context.Context, n *Net, bits []int) (*Plan, error) {
+	*f.calls++
+	p := &Plan{}
+	for i := range n.Layers {
+		p.Int8 = append(p.Int8, Int8Variant{Block: 2, Unroll: 4})
+		p.Choices = append(p.Choices, VariantChoice{Kernel: "int8", Layer: i + 1, B: 8, Variant: p.Int8[i].String()})
+	}
+	for _, b := range bits {
+		p.LUT[b] = []LUTVariant{{}, {Order: OrderChannel, Block: 2, Unroll: 2}, {Order: OrderChannel, Block: 2, Unroll: 2}, {Order: OrderChannel, Block: 2, Unroll: 2}}
+	}
+	return p, nil
+}
+
+// TestRunTiny: a tiny end-to-end run with a Planner (its variants time and classify the
+// network; the LUT at b = 8 still classifies exactly as the 8-bit pool kernel).
 func TestRunTiny(t *testing.T) {
 	c := tinyConfig(t)
+	calls := 0
+	c.Planner = fixedPlanner{&calls}
 	rep, err := Run(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if calls != 1 || rep.Kernels != "planned" || len(rep.KernelVariants) != 4 {
+		t.Errorf("planner called %d times, kernels %q, %d variant choices: want 1, planned, 4", calls, rep.Kernels, len(rep.KernelVariants))
 	}
 	if rep.CompressionVsInt8 < minCompression {
 		t.Errorf("compression %.2fx, want at least %dx", rep.CompressionVsInt8, minCompression)
@@ -68,7 +93,7 @@ func TestRunTiny(t *testing.T) {
 	if err := json.Unmarshal(b, &js); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"accuracy", "compression_vs_int8", "bits"} {
+	for _, k := range []string{"accuracy", "compression_vs_int8", "bits", "kernel_plan", "kernel_variants"} {
 		if _, ok := js[k]; !ok {
 			t.Errorf("report.json has no %s", k)
 		}
@@ -76,7 +101,25 @@ func TestRunTiny(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.md")); err != nil {
 		t.Error(err)
 	}
+	// The plots are PNG images of a readable size (the accuracy, time, speedup
+	// and storage plots).
+	for _, name := range PlotFiles() {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width < minPlotPixels || cfg.Height < minPlotPixels {
+			t.Errorf("%s: %dx%d, %v: want a PNG of at least %d pixels a side", name, cfg.Width, cfg.Height, err, minPlotPixels)
+		}
+	}
 }
+
+// minPlotPixels: the plots are drawn at 4.5 to 7 inches and gonum renders PNGs at 96 dpi,
+// so each side is over 400 pixels; 300 leaves room for a change of size.
+const minPlotPixels = 300
 
 // TestPoolDeterministic: the same seed gives the same pool and assignment.
 func TestPoolDeterministic(t *testing.T) {

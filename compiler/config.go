@@ -34,13 +34,27 @@ const (
 	KindStaging Kind = "staging"
 )
 
-// Kinds lists the kinds in pipeline order.
-func Kinds() []Kind { return []Kind{KindLayout, KindFusion, KindTile, KindFlags, KindStaging} }
+// Kinds lists the kinds in pipeline order: the registry's (kind.go's kinds).
+func Kinds() []Kind {
+	out := make([]Kind, len(kinds))
+	for i, o := range kinds {
+		out[i] = o.kind()
+	}
+	return out
+}
 
 // Relative reports whether the kind's choices are compared within one kernel (tile,
 // flags: a relative cost model ranks them) rather than across programs (layout, fusion:
-// an absolute model predicts kernel runtimes).
-func (k Kind) Relative() bool { return k == KindTile || k == KindFlags }
+// an absolute model predicts kernel runtimes). The kind registry says which; a name
+// that is not a registered kind is not relative.
+func (k Kind) Relative() bool {
+	for _, o := range kinds {
+		if o.kind() == k {
+			return o.relative()
+		}
+	}
+	return false
+}
 
 // Config holds per-node choices for every configurable pass. Missing entries mean "use the
 // global config store, else the default". Layout entries are keyed by instruction name

@@ -40,6 +40,8 @@ type Node struct {
 // repeating themselves per kind.
 type kindOps interface {
 	kind() Kind
+	// relative: the kind's choices are compared within one kernel (Kind.Relative).
+	relative() bool
 	// Config entries.
 	get(c *Config, name string) (Entry, bool)
 	set(c *Config, name string, e Entry) // stores a copy
@@ -107,6 +109,12 @@ type (
 	stagingKind struct{ entries[bool] }
 )
 
+func (layoutKind) relative() bool  { return false }
+func (fusionKind) relative() bool  { return false }
+func (tileKind) relative() bool    { return true }
+func (flagsKind) relative() bool   { return true }
+func (stagingKind) relative() bool { return false }
+
 func (stagingKind) nodes(s *Space) []Node {
 	out := make([]Node, len(s.Staging))
 	for i, c := range s.Staging {
@@ -170,7 +178,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// kinds lists every kind's operations in pipeline order (the order of Kinds).
+// kinds is the registry of config kinds: every kind's operations, in pipeline order.
+// Kinds, and through it every help text and message that lists the kinds, derive from it, so
+// a new kind is one entry here (and its Config field). It is never modified.
 var kinds = []kindOps{
 	layoutKind{entries[[]int]{k: KindLayout, m: func(c *Config) *map[string][]int { return &c.Layout },
 		clone: slices.Clone[[]int], toEntry: func(v []int) Entry { return Entry{Layout: v} }, of: func(e Entry) []int { return e.Layout }}},
@@ -184,19 +194,13 @@ var kinds = []kindOps{
 		clone: identity[bool], toEntry: func(v bool) Entry { return Entry{Staging: v} }, of: func(e Entry) bool { return e.Staging }}},
 }
 
-// ops returns kind k's operations; it panics on a kind that is not one of Kinds.
+// ops returns kind k's operations, found in the registry kinds; it panics on a kind that
+// is not one of Kinds.
 func ops(k Kind) kindOps {
-	switch k {
-	case KindLayout:
-		return kinds[0]
-	case KindFusion:
-		return kinds[1]
-	case KindTile:
-		return kinds[2]
-	case KindFlags:
-		return kinds[3]
-	case KindStaging:
-		return kinds[4]
+	for _, o := range kinds {
+		if o.kind() == k {
+			return o
+		}
 	}
 	panic("compiler: unknown config kind " + string(k))
 }

@@ -187,6 +187,12 @@ type Provenance struct {
 	// dimension ("seq=64,128,256", gen.Options.Shapes): Models then lists the sized
 	// programs, MODEL@seq=V. Omitted when empty, so other datasets are unchanged by it.
 	Shapes string `json:"shapes,omitempty"`
+	// Lengths are the --lengths batches of a ragged dataset (gen.Options.Lengths: each a
+	// sim --lengths form, "zipf:16-128:16:1"): Models then lists MODEL@lengths=SPEC, the
+	// compiled ragged program of each model over each batch, and FeatureSet is
+	// features.RaggedSet (the kernel features end with the ragged extent's). Omitted when
+	// empty, so other datasets are unchanged by it.
+	Lengths []string `json:"length_batches,omitempty"`
 
 	// Imported data (tpucost import); every field is omitted from the JSON when empty, so
 	// tpucost's own datasets are unchanged by them.
@@ -194,7 +200,8 @@ type Provenance struct {
 	// FeatureSet names a feature schema other than tpucost's (FeatureSchema then holds
 	// its names and widths; a model must refuse a set it was not trained on): "" for
 	// tpucost's own features (FeatureSchema.Version is features.SchemaVersion), or
-	// FeatureSetTpuGraphs.
+	// FeatureSetTpuGraphs, or features.RaggedSet (gen --lengths: tpucost's own features
+	// with the ragged extent's appended to the kernel features).
 	FeatureSet string `json:"feature_set,omitempty"`
 	// PerNodeConfigs says that rows carry ConfigNodes and that a config's features are
 	// one block of the config width per configurable node.

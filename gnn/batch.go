@@ -506,7 +506,7 @@ func (b *batch) fillTargets() error {
 	for bi, it := range b.items {
 		n := len(it.cfgs)
 		if n >= 2 {
-			if b.loss == LossListMLE {
+			if b.loss.def().form == listwise {
 				b.kw[bi] = float32(1 / float64(k2))
 			} else {
 				b.kw[bi] = float32(1 / (float64(n) * float64(n-1) / 2) / float64(k2))

@@ -90,10 +90,59 @@ const (
 	LossRankHingeGap Loss = "rank-hinge-gap"
 )
 
-// Losses lists the losses.
-func Losses() []Loss {
-	return []Loss{LossMSE, LossRankHinge, LossRankLogistic, LossListMLE, LossRankHingeGap}
+// lossForm is what a loss compares: one sample with its target (pointwise), pairs of
+// one kernel's configurations (pairwise, through φ), or a kernel's whole list (listwise).
+type lossForm int
+
+const (
+	pointwise lossForm = iota
+	pairwise
+	listwise
+)
+
+// lossDef is one registered loss: its name, its form, for a pairwise loss its φ, and
+// whether its pairs are weighted by their runtime gap (pairWeight).
+type lossDef struct {
+	name        Loss
+	form        lossForm
+	phi         phiFunc
+	gapWeighted bool
 }
+
+// lossDefs is the registry of losses: Losses, ParseLoss's error, the --loss help text and
+// the properties of each loss (Rank, φ, gap weighting) derive from it.
+func lossDefs() []lossDef {
+	return []lossDef{
+		{name: LossMSE, form: pointwise},
+		{name: LossRankHinge, form: pairwise, phi: hingePhi{}},
+		{name: LossRankLogistic, form: pairwise, phi: logisticPhi{}},
+		{name: LossListMLE, form: listwise},
+		{name: LossRankHingeGap, form: pairwise, phi: hingePhi{}, gapWeighted: true},
+	}
+}
+
+// def returns l's registered definition (the zero lossDef, pointwise with no φ, for a
+// name that is not registered).
+func (l Loss) def() lossDef {
+	for _, d := range lossDefs() {
+		if d.name == l {
+			return d
+		}
+	}
+	return lossDef{name: l}
+}
+
+// Losses lists the registered losses.
+func Losses() []Loss {
+	var out []Loss
+	for _, d := range lossDefs() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+// LossNames writes the losses as a list for help and messages: "mse, rank-hinge, ...".
+func LossNames() string { return strings.Join(lossNames(), ", ") }
 
 // list writes xs as people write a list, "tile, flags" (not Go's [tile flags]).
 func list[T any](xs []T) string {
@@ -102,6 +151,14 @@ func list[T any](xs []T) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// orList writes xs as "tile, flags, fusion or layout".
+func orList[T any](xs []T) string {
+	if len(xs) < 2 {
+		return list(xs)
+	}
+	return list(xs[:len(xs)-1]) + " or " + fmt.Sprint(xs[len(xs)-1])
 }
 
 // lossNames are the names of Losses, in order.
@@ -125,16 +182,14 @@ func ParseLoss(s string) (Loss, error) {
 
 // Rank reports whether l is a ranking loss over one kernel's configurations (pairwise or
 // listwise): a relative model.
-func (l Loss) Rank() bool { return l.pairwise() || l == LossListMLE }
+func (l Loss) Rank() bool { return l.def().form != pointwise }
 
 // pairwise reports whether l is one of the pairwise rank losses (φ below).
-func (l Loss) pairwise() bool {
-	return l == LossRankHinge || l == LossRankLogistic || l == LossRankHingeGap
-}
+func (l Loss) pairwise() bool { return l.def().form == pairwise }
 
 // gapWeighted reports whether l weights pairs by their runtime gap (pairWeight); its
 // batches then carry each sample's log runtime where the others carry its rank.
-func (l Loss) gapWeighted() bool { return l == LossRankHingeGap }
+func (l Loss) gapWeighted() bool { return l.def().gapWeighted }
 
 // MultiTask reports whether c has a head per task (Tasks).
 func (c Config) MultiTask() bool { return len(c.Tasks) > 0 }

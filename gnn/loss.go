@@ -27,20 +27,49 @@ import (
 // ỹ_s = (ln t_s − μ)/σ is the standardized log runtime in ns (μ, σ fitted on the training
 // split; see TargetStats).
 
-// phi is the rank loss's φ.
-func phi(l Loss, z float64) float64 {
-	switch l {
-	case LossRankHinge, LossRankHingeGap:
-		return math.Max(0, 1-z)
-	case LossRankLogistic:
-		// log(1 + e^(−z)), computed without overflow.
-		if z >= 0 {
-			return math.Log1p(math.Exp(-z))
-		}
-		return -z + math.Log1p(math.Exp(z))
+// phi is the rank loss's φ, the registered one of l (lossDefs).
+func phi(l Loss, z float64) float64 { return l.phi().value(z) }
+
+// phiDeriv is φ'(z) of l's φ.
+func phiDeriv(l Loss, z float64) float64 { return l.phi().deriv(z) }
+
+// phi returns l's registered φ; it panics for a loss that is not pairwise.
+func (l Loss) phi() phiFunc {
+	if f := l.def().phi; f != nil {
+		return f
 	}
 	panic(fmt.Sprintf("gnn: phi of non-rank loss %q", l))
 }
+
+// A phiFunc is a pairwise rank loss's φ: its value and its derivative.
+type phiFunc interface {
+	value(z float64) float64
+	deriv(z float64) float64
+}
+
+// hingePhi is φ(z) = max(0, 1 − z); φ'(z) = −1 where 1 − z > 0, else 0.
+type hingePhi struct{}
+
+func (hingePhi) value(z float64) float64 { return math.Max(0, 1-z) }
+
+func (hingePhi) deriv(z float64) float64 {
+	if 1-z > 0 {
+		return -1
+	}
+	return 0
+}
+
+// logisticPhi is φ(z) = log(1 + e^(−z)), computed without overflow; φ'(z) = −1/(1 + e^z).
+type logisticPhi struct{}
+
+func (logisticPhi) value(z float64) float64 {
+	if z >= 0 {
+		return math.Log1p(math.Exp(-z))
+	}
+	return -z + math.Log1p(math.Exp(z))
+}
+
+func (logisticPhi) deriv(z float64) float64 { return -1 / (1 + math.Exp(z)) }
 
 // kernelRankLoss is L_k above for one kernel: pred are the model's outputs and runtimes the true
 // runtimes of its configurations, in the same order. It is 0 for fewer than two
@@ -53,7 +82,7 @@ func kernelRankLoss(l Loss, pred, runtimes []float64) float64 {
 	if n < 2 {
 		return 0
 	}
-	if l == LossListMLE {
+	if l.def().form == listwise {
 		return listMLELoss(pred, runtimes)
 	}
 	var sum float64

@@ -2,7 +2,6 @@ package gnn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -78,7 +77,7 @@ func (op rankLossOp) Do(vals ...G.Value) (G.Value, error) {
 // rankLoss dispatches to the pairwise losses or listMLE.
 
 func rankLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bool) (float64, []T) {
-	if l == LossListMLE {
+	if l.def().form == listwise {
 		return listMLE(out, rank, w, span, grad)
 	}
 	return pairLoss(l, out, rank, w, span, grad)
@@ -92,7 +91,7 @@ func pairLoss[T float32 | float64](l Loss, out, rank, w []T, span []int, grad bo
 	if grad {
 		d = make([]T, len(out))
 	}
-	hinge := l == LossRankHinge || l == LossRankHingeGap
+	hinge := l.phi() == phiFunc(hingePhi{}) // pairHinge: the hinge's loop, without calls per pair
 	for k := range w {
 		wk := float64(w[k])
 		if wk == 0 {
@@ -124,14 +123,7 @@ func pairGeneral[T float32 | float64](l Loss, out, rank []T, wk float64, sum *fl
 			}
 			*sum += wij * phi(l, z)
 			if grad {
-				var dphi float64
-				if l == LossRankHinge || l == LossRankHingeGap {
-					if 1-z > 0 {
-						dphi = -1
-					}
-				} else {
-					dphi = -1 / (1 + math.Exp(z))
-				}
+				dphi := phiDeriv(l, z)
 				d[lo+i] += T(wij * dphi)
 				d[lo+j] -= T(wij * dphi)
 			}

@@ -33,6 +33,10 @@ const (
 	legacyMetricSlowdown = "slowdown@1_pct"
 )
 
+// Metrics lists the early-stopping metrics' names (they are JSON keys: train's
+// val.metrics, the checkpoint's metric).
+func Metrics() []string { return []string{MetricSlowdown, MetricAPE, MetricMAPE} }
+
 // Metric is the model's early-stopping metric: slowdown@1 for a model whose rows rank
 // configurations (Ranked: tile, flags, per-node layout), else MAPE.
 func (m *Model) Metric() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -132,18 +133,21 @@ func (r TrainRequest) Plan() (TrainPlan, error) {
 	}
 	switch {
 	case r.Task == "":
-		return TrainPlan{}, fmt.Errorf("--task is required (tile, flags, fusion or layout)")
+		return TrainPlan{}, fmt.Errorf("--task is required (%s)", orList(dataset.Tasks()))
 	case r.Data == "":
 		return TrainPlan{}, fmt.Errorf("--data is required")
 	case r.Out == "":
 		return TrainPlan{}, fmt.Errorf("--out is required")
 	}
 	task := dataset.Task(r.Task)
+	if !slices.Contains(dataset.Tasks(), task) {
+		return TrainPlan{}, fmt.Errorf("--task %q: want %s", r.Task, orList(dataset.Tasks()))
+	}
 	var loss Loss
 	if r.Loss != "" {
 		var err error
 		if loss, err = ParseLoss(r.Loss); err != nil {
-			return TrainPlan{}, fmt.Errorf("--loss %q: want one of %s", r.Loss, strings.Join(lossNames(), ", "))
+			return TrainPlan{}, fmt.Errorf("--loss %q: want one of %s", r.Loss, LossNames())
 		}
 	}
 	// The data's feature set (another than tpucost's own for imported data), read once.

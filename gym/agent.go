@@ -12,7 +12,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/opt"
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/nn"
-	"github.com/tpucost/tpucost/nn/reinforce"
+	"github.com/tpucost/tpucost/nn/rl"
 )
 
 // The pass-ordering agent: a policy over the gym's actions that reads the module through
@@ -35,7 +35,8 @@ import (
 // point) only stop is left.
 //
 // Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
-// to go and an entropy bonus (Train), with nn/reinforce (Adam, gradient norm clipped at reinforce.GradClip).
+// to go and an entropy bonus (Train), through the shared loop of nn/rl (Adam, the
+// gradient norm clipped at reinforce.GradClip): Agent is an rl.Policy.
 
 // Agent dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
@@ -88,7 +89,6 @@ type Agent struct {
 	params nn.Params // as agentParams lists them
 	// Meta describes how the agent was trained (saved with it).
 	Meta AgentMeta
-	opt  reinforce.Optimizer
 }
 
 // AgentMeta is the training record an agent checkpoint carries.
@@ -254,6 +254,11 @@ type episodeBatch struct {
 	actions []int
 	weights []float32 // per step: advantage / number of episodes in the update
 	shift   []float32 // per step: the max unmasked logit (a constant that keeps exp in range)
+	// episodes is the number of episodes in the update and beta the entropy weight
+	// (set by the training env, read by Grads).
+	episodes int
+	beta     float32
+	entropy  float64 // mean entropy per step of the episode's policy, in nats (reported)
 }
 
 // graphLogits builds the policy over the observations xs in graph g and returns the
@@ -392,9 +397,31 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 // in float32).
 const maskLogit = -1e4
 
-// step applies one update (reinforce.Optimizer, as tune's policy training: Adam, the
-// gradients' norm clipped at reinforce.GradClip) with learning rate lr to gradients gs.
-func (a *Agent) step(gs [][]float32, lr float64) { a.opt.Step(a.params, gs, lr) }
+// Params are the agent's parameters (rl.Policy).
+func (a *Agent) Params() nn.Params { return a.params }
+
+// Actions is the agent's action list: the passes of opt.All() and stop (rl.Policy).
+func (a *Agent) Actions() []string { return Actions() }
+
+// Grads returns, per episode of eps (one program's batch), the REINFORCE loss with the
+// entropy bonus (see grads) and its gradient, step t of episode k weighted by adv[k][t]
+// divided by the number of episodes in the update (rl.Policy). One part per episode: the
+// training loop sums them in order.
+func (a *Agent) Grads(eps []*episodeBatch, adv [][]float64) ([]rl.Part, error) {
+	var out []rl.Part
+	for k, e := range eps {
+		e.weights = make([]float32, len(adv[k]))
+		for t, v := range adv[k] {
+			e.weights[t] = float32(v) / float32(e.episodes)
+		}
+		loss, gs, err := a.grads(e, e.beta, e.episodes)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rl.Part{Loss: loss, Grads: gs})
+	}
+	return out, nil
+}
 
 // passCount is the number of pass actions (the stop action excluded).
 func passCount() int { return len(opt.All()) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/rl"
 	"github.com/tpucost/tpucost/nn/sealedckpt"
 )
 
@@ -12,10 +13,11 @@ import (
 // the agent's input schema (the encoder's degree cap, node and global feature names,
 // actions), its parameters (nn.Saved: names and shapes, their values in base64) and
 // training record, sealed with the SHA-256 of all of it and written atomically
-// (nn/sealedckpt, shared with tune's policy checkpoints: a crash leaves the previous
-// or the new checkpoint); a checkpoint whose
-// checksum fails is refused (ErrAgentCorrupt), and so is one of another format, schema
-// or dimensions (ErrAgentMismatch).
+// (nn/rl's codec on nn/sealedckpt, shared with tune's policy checkpoints: a crash leaves
+// the previous or the new checkpoint); a checkpoint whose
+// checksum fails is refused (ErrAgentCorrupt), and so is one of another format, action
+// list, schema or dimensions (ErrAgentMismatch), and a directory holding a tune policy
+// (its action list is another).
 
 // AgentFormat identifies the agent checkpoint format. Format 2 reads the graph through
 // the shared GraphSAGE encoder (nn: per-block weights, a degree cap); a format-1
@@ -30,7 +32,7 @@ const (
 )
 
 // AgentFile is the name of an agent checkpoint's file in its directory.
-const AgentFile = "agent.json"
+const AgentFile = rl.AgentFile
 
 // ErrAgentMismatch is wrapped by errors loading a checkpoint of another format, schema
 // or dimensions than this build's.
@@ -53,13 +55,16 @@ type agentFile struct {
 	Meta AgentMeta `json:"meta"`
 }
 
-// agentCheckpoint is the kind of an agent checkpoint (nn/sealedckpt).
-func agentCheckpoint() sealedckpt.Kind {
-	return sealedckpt.Kind{What: "agent", File: AgentFile, Prefix: agentFormatPrefix, Version: agentFormatVersion,
+// agentCheckpoint is the codec of agent checkpoints (nn/rl, shared with tune's policy:
+// it checks the action list, and refuses a tune policy's checkpoint, whose action list
+// is another, with one line).
+func agentCheckpoint() rl.Codec {
+	return rl.Codec{Kind: sealedckpt.Kind{What: "agent", File: AgentFile, Prefix: agentFormatPrefix, Version: agentFormatVersion,
 		Older: func(int) string {
 			return "format 1 aggregated the graph with its own layer; this build's agent reads it through the shared GraphSAGE encoder"
 		},
-		Retrain: "tpucost gym train", Mismatch: ErrAgentMismatch, Corrupt: ErrAgentCorrupt}
+		Retrain: "tpucost gym train", Mismatch: ErrAgentMismatch, Corrupt: ErrAgentCorrupt},
+		Actions: Actions(), ListName: "pass list"}
 }
 
 // SaveAgent writes a to directory dir (created if needed) atomically.
@@ -79,9 +84,6 @@ func LoadAgent(dir string) (*Agent, error) {
 	if f.Hidden != agentHidden {
 		return nil, fmt.Errorf("loading agent %s: %w: hidden width %d, this build has %d", path, ErrAgentMismatch, f.Hidden, agentHidden)
 	}
-	if err := sameActions(f.Actions, Actions()); err != nil {
-		return nil, fmt.Errorf("loading agent %s: %w: %w (retrain it with tpucost gym train)", path, ErrAgentMismatch, err)
-	}
 	if f.Schema != agentSchema() {
 		return nil, fmt.Errorf("loading agent %s: %w: its input schema (node and global features, actions) differs from this build's", path, ErrAgentMismatch)
 	}
@@ -90,22 +92,4 @@ func LoadAgent(dir string) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// sameActions checks that an agent's recorded action list is this build's, naming the
-// first difference: an action index means a pass only against the list it was trained
-// on, so another list is refused, never remapped.
-func sameActions(saved, now []string) error {
-	if len(saved) == 0 {
-		return fmt.Errorf("it records no action list (saved by an earlier build); this build has %d actions", len(now))
-	}
-	for i := range min(len(saved), len(now)) {
-		if saved[i] != now[i] {
-			return fmt.Errorf("it was trained on another pass list: action %d is %q there, %q here (%d actions there, %d here)", i, saved[i], now[i], len(saved), len(now))
-		}
-	}
-	if len(saved) != len(now) {
-		return fmt.Errorf("it was trained on another pass list: %d actions there, %d here (the first %d agree)", len(saved), len(now), min(len(saved), len(now)))
-	}
-	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/tpucost/tpucost/internal/stablehash"
-	"github.com/tpucost/tpucost/nn/reinforce"
+	"github.com/tpucost/tpucost/nn/rl"
 )
 
 // TrainOptions configure Train.
@@ -130,11 +130,72 @@ func (a *Agent) rollout(env *Env, program string, rng *rand.Rand) (*episodeBatch
 	return b, rs, ent / float64(len(rs)), nil
 }
 
-// Train trains a pass-ordering agent by REINFORCE: each iteration runs Samples episodes
-// per program with actions sampled from the policy, weighs each step's log-probability
-// by its return to go minus a per-(program, step) moving-average baseline, adds an
-// entropy bonus, and takes one Adam step on the sum over the episodes. The result
-// depends only on the options.
+// trainEnv is the gym's programs as an rl.Env of the agent being trained: a batch is a
+// program's greedy episode (reported) and Samples episodes sampled with a seed of
+// (seed, iteration, program).
+type trainEnv struct {
+	a        *Agent
+	env      *Env
+	programs []string
+	samples  int
+	seed     int64
+	beta     float32
+}
+
+func (t *trainEnv) Problems() int { return len(t.programs) }
+
+func (t *trainEnv) Sample(_ context.Context, iter, pi int) (rl.Batch[*episodeBatch], error) {
+	var out rl.Batch[*episodeBatch]
+	prog := t.programs[pi]
+	_, grs, _, err := t.a.rollout(t.env, prog, nil)
+	if err != nil {
+		return out, err
+	}
+	out.Greedy = grs
+	rng := rand.New(rand.NewPCG(stablehash.Seeded(t.seed).Str("gym-train").Uint64(uint64(iter)).Str(prog).Sum64(), 1))
+	for range t.samples {
+		b, rs, ent, err := t.a.rollout(t.env, prog, rng)
+		if err != nil {
+			return out, err
+		}
+		b.episodes, b.beta, b.entropy = len(t.programs)*t.samples, t.beta, ent
+		out.Episodes = append(out.Episodes, b)
+		out.Rewards = append(out.Rewards, rs)
+	}
+	return out, nil
+}
+
+// report is the iteration's IterReport from its trained batches.
+func (t *trainEnv) report(it int, done []rl.Trained[*episodeBatch]) IterReport {
+	rep := IterReport{Iteration: it}
+	n := float64(len(t.programs) * t.samples)
+	for _, b := range done {
+		for _, r := range b.Greedy {
+			rep.GreedyReturn += r / float64(len(t.programs))
+		}
+		for k, e := range b.Episodes {
+			acc := 0.0
+			if len(b.Returns[k]) > 0 {
+				acc = b.Returns[k][0]
+			}
+			rep.MeanReturn += acc / n
+			rep.Entropy += e.entropy / n
+			rep.MeanSteps += float64(len(b.Rewards[k])) / n
+		}
+	}
+	for _, b := range done {
+		for _, p := range b.Parts {
+			rep.Loss += p.Loss
+		}
+	}
+	return rep
+}
+
+// Train trains a pass-ordering agent by REINFORCE (nn/rl's loop, shared with tune's
+// policy): each iteration runs Samples episodes per program with actions sampled from the
+// policy, weighs each step's log-probability by its return to go minus a
+// per-(program, step) moving-average baseline, adds an entropy bonus, and takes one Adam
+// step on the sum over the episodes. The result depends only on the options.
 func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -151,78 +212,23 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 	}
 	a := NewAgent(o.Seed)
 	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, Reward: env.Options().Reward}
-	baselines, err := reinforce.NewBaselines(len(o.Programs), o.Baseline)
+	te := &trainEnv{a: a, env: env, programs: o.Programs, samples: o.Samples, seed: o.Seed, beta: float32(o.Entropy)}
+	err = rl.Train(ctx, rl.Policy[*episodeBatch](a), rl.Env[*episodeBatch](te), rl.Options[*episodeBatch]{
+		Iterations: o.Iterations, LR: o.LR, Baseline: o.Baseline,
+		Progress: func(it int, done []rl.Trained[*episodeBatch]) error {
+			rep := te.report(it, done)
+			a.Meta.History = append(a.Meta.History, rep)
+			if o.Progress != nil {
+				o.Progress(rep)
+			}
+			return nil
+		},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("training a gym agent: %w", err)
-	}
-	for it := 1; it <= o.Iterations; it++ {
-		if err := ctx.Err(); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err
 		}
-		rep := IterReport{Iteration: it}
-		type ep struct {
-			b   *episodeBatch
-			rtg []float64
-			pi  int
-		}
-		var eps []ep
-		for pi, prog := range o.Programs {
-			_, grs, _, err := a.rollout(env, prog, nil)
-			if err != nil {
-				return nil, fmt.Errorf("training a gym agent: %w", err)
-			}
-			for _, r := range grs {
-				rep.GreedyReturn += r / float64(len(o.Programs))
-			}
-			rng := rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("gym-train").Uint64(uint64(it)).Str(prog).Sum64(), 1))
-			var batch []ep
-			for range o.Samples {
-				b, rs, ent, err := a.rollout(env, prog, rng)
-				if err != nil {
-					return nil, fmt.Errorf("training a gym agent: %w", err)
-				}
-				rtg := make([]float64, len(rs))
-				acc := 0.0
-				for t := len(rs) - 1; t >= 0; t-- {
-					acc += rs[t]
-					rtg[t] = acc
-				}
-				rep.MeanReturn += acc / float64(len(o.Programs)*o.Samples)
-				rep.Entropy += ent / float64(len(o.Programs)*o.Samples)
-				rep.MeanSteps += float64(len(rs)) / float64(len(o.Programs)*o.Samples)
-				batch = append(batch, ep{b, rtg, pi})
-			}
-			// Advantages against the per-(program, step) moving-average baseline of the
-			// return to go (a program's first batch sets it), updated after them.
-			rtgs := make([][]float64, len(batch))
-			for k, e := range batch {
-				rtgs[k] = e.rtg
-			}
-			for k, adv := range baselines.Advantages(pi, rtgs) {
-				batch[k].b.weights = make([]float32, len(adv))
-				for t, a := range adv {
-					batch[k].b.weights[t] = float32(a)
-				}
-			}
-			eps = append(eps, batch...)
-		}
-		var sum [][]float32
-		for _, e := range eps {
-			for t := range e.b.weights {
-				e.b.weights[t] /= float32(len(eps))
-			}
-			loss, gs, err := a.grads(e.b, float32(o.Entropy), len(eps))
-			if err != nil {
-				return nil, fmt.Errorf("training a gym agent: %w", err)
-			}
-			rep.Loss += loss
-			sum = reinforce.AddGrads(sum, gs)
-		}
-		a.step(sum, o.LR)
-		a.Meta.History = append(a.Meta.History, rep)
-		if o.Progress != nil {
-			o.Progress(rep)
-		}
+		return nil, fmt.Errorf("training a gym agent: %w", err)
 	}
 	return a, nil
 }

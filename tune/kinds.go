@@ -19,7 +19,7 @@ func ParseKinds(list string) ([]compiler.Kind, error) {
 		}
 		k := compiler.Kind(strings.ToLower(s))
 		if !slices.Contains(compiler.Kinds(), k) {
-			return nil, fmt.Errorf("--kinds %q: want one or more of layout, fusion, tile, flags", s)
+			return nil, fmt.Errorf("--kinds %q: want one or more of %s", s, KindNames(compiler.Kinds()))
 		}
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)
@@ -32,10 +32,43 @@ func ParseKinds(list string) ([]compiler.Kind, error) {
 func CheckRLKinds(kinds []compiler.Kind) error {
 	for _, k := range kinds {
 		if !slices.Contains(RLKinds(), k) {
-			return fmt.Errorf("--kinds %s: strategy rl decides layout and fusion (use --kinds layout,fusion, layout or fusion)", KindList(kinds))
+			rl := RLKinds()
+			return fmt.Errorf("--kinds %s: strategy rl decides %s (use --kinds %s, %s)", KindList(kinds), joinAnd(rl), KindList(rl), joinOr(rl))
 		}
 	}
 	return nil
+}
+
+// KindNames writes kinds as a list in help and messages: "layout, fusion, tile".
+func KindNames(kinds []compiler.Kind) string {
+	ss := make([]string, len(kinds))
+	for i, k := range kinds {
+		ss[i] = string(k)
+	}
+	return strings.Join(ss, ", ")
+}
+
+// RLKindChoices writes the --kinds values of the rl strategy and of train-policy for help
+// and messages: "layout, fusion or both" (RLKinds).
+func RLKindChoices() string {
+	rl := RLKinds()
+	if len(rl) == 2 {
+		return KindNames(rl) + " or both"
+	}
+	return KindNames(rl) + " or several"
+}
+
+// joinAnd writes kinds as "layout and fusion" ("a, b and c").
+func joinAnd(kinds []compiler.Kind) string { return joinLast(kinds, " and ") }
+
+// joinOr writes kinds as "layout or fusion" ("a, b or c").
+func joinOr(kinds []compiler.Kind) string { return joinLast(kinds, " or ") }
+
+func joinLast(kinds []compiler.Kind, last string) string {
+	if len(kinds) < 2 {
+		return KindNames(kinds)
+	}
+	return KindNames(kinds[:len(kinds)-1]) + last + string(kinds[len(kinds)-1])
 }
 
 // KindList joins kinds with commas.

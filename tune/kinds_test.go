@@ -8,8 +8,9 @@ import (
 	"github.com/tpucost/tpucost/tpusim"
 )
 
-// TestKindsErrorSaysKinds: a bad Kinds option lists the kinds for people
-// ("layout, fusion, tile, flags"), not as a Go slice ("[layout fusion tile flags]").
+// TestKindsErrorSaysKinds: a bad Kinds option, and a bad --kinds item (ParseKinds), list
+// every registered kind (compiler.Kinds, staging included, which ParseKinds' typed list
+// once left out) for people ("layout, fusion, tile, flags, staging"), not as a Go slice.
 func TestKindsErrorSaysKinds(t *testing.T) {
 	o := Defaults()
 	c, err := tpusim.Preset("v4")
@@ -20,7 +21,14 @@ func TestKindsErrorSaysKinds(t *testing.T) {
 	o.Budget = 10
 	o.Kinds = []compiler.Kind{"bogus"}
 	err = o.Validate()
-	if err == nil || !strings.Contains(err.Error(), "one or more of layout, fusion, tile, flags") || strings.Contains(err.Error(), "[") {
+	want := "one or more of layout, fusion, tile, flags, staging"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "[") {
 		t.Errorf("Validate = %v", err)
+	}
+	if _, err := ParseKinds("layout,bogus"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("ParseKinds = %v", err)
+	}
+	if KindNames(compiler.Kinds()) != strings.TrimPrefix(want, "one or more of ") {
+		t.Errorf("KindNames = %q: the registry has other kinds than %s", KindNames(compiler.Kinds()), want)
 	}
 }

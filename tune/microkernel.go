@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tpucost/tpucost/compiler/cost"
 )
@@ -15,37 +17,42 @@ import (
 // one micro-kernel: a tile box with fixed extents along every dimension, the dynamic one
 // included (aligned as the layout requires: multiples of 8 sublanes or 128 lanes), and its
 // code-generation flags. The kernel at S is ⌈extent/tile⌉ invocations per dimension, the
-// last one padded: each invocation does a whole tile's work whatever S is, so the padding
-// of the last one is charged. The same micro-kernel is valid at every shape whose
-// extents reach its tile, which makes it the unit shared by all shapes of a range.
+// last one padded. A box that spans a whole dimension is a micro-kernel of its own kind
+// (its windows are contiguous rows, which the simulator moves differently from strided
+// windows), whatever that dimension's extent: it is "whole along d", the extent a
+// property of the shape. The same micro-kernel is valid at every shape where the compiler
+// offers its tile, which makes it the unit shared by all shapes of a range.
 //
 // The micro-kernel cost model (MicroCostModel) predicts
 //
-//	time(S, mk) = fixed(family) + perInvocation(mk) × invocations(S, mk)
+//	time(S, mk) = fixed(mk) + scale(mk) × charge(S, mk)
 //
-// where invocations(S, mk) = ⌈Steps(S, mk) / cores⌉ (the grid steps of the tile at S,
-// spread over the cores of a megacore device, as the analytical model spreads them),
-// perInvocation(mk) does not depend on S, and fixed(family) is the kernel's cost paid once
-// per call (launch, pipeline fill and drain). The fixed cost of a family is the mean
-// intercept of its micro-kernels observed at two or more invocation counts (least
-// squares), else the mean over the families that have one, else the target's launch
-// overhead. The prior of perInvocation(mk) is the analytical roofline of the tile at the
-// largest shape it was seen at (its least-padded use) over its invocations there, scaled by
-// the family's correction: the geometric mean ratio of observed to prior per-invocation
-// cost over the family's observations (shrunk toward 1 by one pseudo-observation). A
-// measurement at any shape S is an observation of perInvocation(mk)
-// ((measured − fixed) / work(S, mk)), so it moves the prediction at every shape: a
-// measured micro-kernel's estimate is the geometric mean of its observations, each
-// weighted by the share of its time the work explains (a measurement that is nearly all
-// fixed cost says little of the per-invocation cost); the prior serves until then.
+// where charge(S, mk) (Charge) is the time the simulator's structure charges the
+// micro-kernel's invocations at S beyond a call's fixed cost, estimated from the
+// compiler's plan and the target: per grid step the compute of the full (padded) tile
+// and the DMA of its aligned windows (the last invocation's padding: its compute runs the
+// whole tile, its DMA moves only the aligned extent), per output block the write-back,
+// pipelined or not as the flags say. charge carries everything that depends on S; the
+// micro-kernel's two parameters do not. fixed(mk) (launch, code load, the exposed first
+// fetch and last write-back) is the least-squares intercept of mk's own observations at
+// two amounts of charge, else its family's (the mean of its micro-kernels' intercepts),
+// else the mean over families, else the target's launch overhead. scale(mk) corrects what
+// the charge's nominal unit costs miss: its prior is 1 times the family's correction (the
+// weighted geometric mean ratio of observed to charged time over the family's
+// observations, shrunk toward 1 by one pseudo-observation); once mk is measured it is the
+// weighted geometric mean of its observations' (measured − fixed) / charge, each weighted
+// by the share of its time the charge explains and by a Gaussian in log charge (nearer
+// shapes more). A measurement at any shape S therefore moves the prediction at every
+// shape where mk runs (TestMicroSharing).
 
 // MicroKernel is one micro-kernel of a kernel family: the family (the kernel's name, the
 // same at every shape), the tile option it comes from (what a config sets), its flags and
 // its box: the tile clamped to each dimension's aligned extent at the shape (a tile
 // larger than a small shape's extent runs the smaller box), with Whole marking the
 // dimensions the box spans entirely (its windows are then contiguous rows, a different
-// DMA pattern from strided windows of a longer dimension). Box, Whole and Flags are its
-// identity: one micro-kernel is one box of work.
+// DMA pattern from strided windows of a longer dimension). Its identity (ID) is the box
+// along the dimensions it tiles, the whole dimensions (not their extents: that is the
+// shape's, and Charge carries it) and the flags.
 type MicroKernel struct {
 	Family string     `json:"family"`
 	Tile   cost.Tile  `json:"tile"`
@@ -69,16 +76,21 @@ func NewMicroKernel(family string, p cost.Planned) MicroKernel {
 	return mk
 }
 
-// ID is the micro-kernel's identity: family, box, whole dimensions and flags.
+// ID is the micro-kernel's identity: family, box (a dimension the box spans whole as W,
+// whatever its extent) and flags.
 func (m MicroKernel) ID() string {
-	w := make([]byte, len(m.Whole))
-	for i, x := range m.Whole {
-		w[i] = '0'
-		if x {
-			w[i] = '1'
+	var b strings.Builder
+	for i, x := range m.Box {
+		if i > 0 {
+			b.WriteByte('x')
+		}
+		if i < len(m.Whole) && m.Whole[i] {
+			b.WriteByte('W')
+		} else {
+			b.WriteString(strconv.Itoa(x))
 		}
 	}
-	return fmt.Sprintf("%s|%s|%s|%t,%d,%d", m.Family, m.Box, w, m.Flags.DoubleBuffer, m.Flags.Unroll, m.Flags.PipelineDepth)
+	return fmt.Sprintf("%s|%s|%t,%d,%d", m.Family, b.String(), m.Flags.DoubleBuffer, m.Flags.Unroll, m.Flags.PipelineDepth)
 }
 
 // Invocations is how many times a core runs the micro-kernel of planned choice p (its
@@ -109,9 +121,65 @@ func Fill(p cost.Planned) float64 {
 // layout's alignment (1 − Fill): what running whole tiles at this shape wastes.
 func PaddingWaste(p cost.Planned) float64 { return 1 - Fill(p) }
 
-// Work is p's invocations charged as the simulator charges them: Invocations × Fill (the
-// last tile along a dimension costs its aligned share; see the section above).
-func Work(p cost.Planned) float64 { return float64(Invocations(p)) * Fill(p) }
+// Nominal per-unit costs of the charge (Charge) that the target does not state: a
+// [128,128] weight block takes MXUDim cycles to load and the systolic array MXUDim cycles
+// to fill and drain; the vector unit issues two vector-register ops a cycle, the
+// transcendental unit takes four cycles a register and the transpose unit two; a DMA
+// burst (one contiguous run of HBM) costs 8 ns on top of its bytes. They shape the
+// charge's prior; the model's per-micro-kernel scale and fixed cost absorb what they miss.
+const (
+	chargeVALUSlots     = 2
+	chargeEUPCycles     = 4
+	chargeXLUCycles     = 2
+	chargeBurstNs       = 8
+	chargePassRowCycles = 8 // an [8,128]x[128,128] MXU pass streams 8 rows
+)
+
+// Charge is the time in ns the micro-kernel of planned choice p is charged at p's shape
+// beyond its fixed cost per call, estimated from the compiler's plan (cost.Plan) and the
+// target with the structure the simulator charges (see tpusim.SimulateChoice): per grid
+// step the slowest unit's compute on the full (padded) tile plus the step overhead, and
+// the step's DMA of its average padded windows at the target's bandwidth plus a cost per
+// burst; per output block the epilogue and the write-back; a megacore splits the blocks
+// between its cores; without double buffering DMA and compute serialize, with it the
+// steady state per step is the larger of the two, after an exposed first fetch and before
+// an exposed last write-back. It is what makes one micro-kernel's measurement carry to
+// every shape: the micro-kernel's box fixes the compute per step, the shape fixes the
+// steps (invocations), the padded share of the last one (its DMA moves only the aligned
+// extent; its compute runs the whole tile) and the whole-or-strided windows (bursts).
+func Charge(p cost.Planned) float64 {
+	t, pl := p.Target, p.Plan
+	cyc := 1e9 / t.ClockHz
+	bw := t.HBMBandwidth / 1e9
+	md := float64(t.MXUDim)
+	mxu := 0.0
+	if pl.WeightBlocks > 0 {
+		mxu = (pl.WeightBlocks*math.Max(pl.MXUPasses/pl.WeightBlocks*chargePassRowCycles, md)/float64(max(t.MXUs, 1)) + md) * cyc
+	}
+	units := func(vec, tr, xlu float64) float64 {
+		return math.Max(vec/chargeVALUSlots, math.Max(tr*chargeEUPCycles, xlu*chargeXLUCycles)) * cyc
+	}
+	c := math.Max(mxu, units(pl.VectorOps, pl.Transcendental, pl.XLUOps)) + t.StepOverheadCycles*cyc
+	cEpi := units(pl.EpiVectorOps, pl.EpiTranscendental, pl.EpiXLUOps)
+	dIn := pl.InBytesPerStep/bw + pl.InBurstsPerStep*chargeBurstNs
+	dOut := (pl.EpiBytesPerBlock+pl.OutBytesPerBlock)/bw + pl.OutBurstsPerBlock*chargeBurstNs
+	S, B := float64(max(pl.Steps, 1)), float64(max(pl.Blocks, 1))
+	inner := float64(max(pl.InnerSteps, 1))
+	if n := int64(t.DeviceCores()); n > 1 && p.Info != nil && p.Info.ParallelUnits(pl) >= 2 {
+		if p.Info.FullReduce {
+			S = float64((pl.Steps + n - 1) / n)
+		} else {
+			per := float64((pl.Blocks + n - 1) / n)
+			S, B = S*per/B, per
+		}
+	}
+	res := pl.ResidentBytes / bw
+	if !p.Config.Flags.DoubleBuffer {
+		return res + S*(dIn+c) + B*(cEpi+dOut)
+	}
+	cAvg, dAvg := c+cEpi/inner, dIn+dOut/inner
+	return res + dIn + (S-1)*math.Max(cAvg, dAvg) + cAvg + dOut
+}
 
 // MicroCostModel is the micro-kernel cost model (see the section above). The zero value is
 // not usable: NewMicroCostModel. Not safe for concurrent use.
@@ -127,13 +195,13 @@ type MicroCostModel struct {
 }
 
 type microPrior struct {
-	perInv float64
-	work   float64 // Work at the shape the prior was taken at
+	scale  float64
+	charge float64 // Charge at the shape the prior was taken at
 }
 
 type microObs struct {
-	work float64 // Work of the measured choice
-	ns   float64
+	charge float64 // Charge of the measured choice
+	ns     float64
 }
 
 // NewMicroCostModel returns an empty model for a target whose kernels pay launchNs each (the
@@ -143,40 +211,40 @@ func NewMicroCostModel(launchNs float64) *MicroCostModel {
 		obs: map[string][]microObs{}, family: map[string][]string{}}
 }
 
-// AddPrior records the analytical estimate of mk's choice p (its planned tile at one
-// shape) as a prior for mk; of several, the one with the most work (the least padded
-// use of the tile) is kept.
+// AddPrior records mk's choice p (its planned tile at one shape) as a prior for mk: scale
+// 1 (the charge as it is); of several, the one with the most charge (the least padded use
+// of the tile) is kept.
 func (m *MicroCostModel) AddPrior(mk MicroKernel, p cost.Planned) {
-	w := Work(p)
+	c := Charge(p)
 	id := mk.ID()
-	if old, ok := m.prior[id]; ok && old.work >= w {
+	if old, ok := m.prior[id]; ok && old.charge >= c {
 		return
 	}
-	m.prior[id] = microPrior{perInv: max(p.Analytical()-m.launchNs, 1) / w, work: w}
+	m.prior[id] = microPrior{scale: 1, charge: c}
 }
 
-// Observe records a measurement of mk taken at a shape where its Work is work:
-// measuredNs is its time there. It updates the estimate of mk's per-invocation cost (and
-// so its prediction at every shape), and its family's fixed cost and correction.
-func (m *MicroCostModel) Observe(mk MicroKernel, work float64, measuredNs float64) {
+// Observe records a measurement of mk taken at a shape where its Charge is charge:
+// measuredNs is its time there. It updates the estimate of mk's scale (and so its
+// prediction at every shape), and its family's fixed cost and correction.
+func (m *MicroCostModel) Observe(mk MicroKernel, charge float64, measuredNs float64) {
 	id := mk.ID()
 	if len(m.obs[id]) == 0 {
 		m.family[mk.Family] = append(m.family[mk.Family], id)
 	}
-	m.obs[id] = append(m.obs[id], microObs{work: max(work, 1e-9), ns: measuredNs})
+	m.obs[id] = append(m.obs[id], microObs{charge: max(charge, 1e-9), ns: measuredNs})
 	m.meanFixedOK = false
 }
 
 // Measured is how many observations of mk the model holds.
 func (m *MicroCostModel) Measured(mk MicroKernel) int { return len(m.obs[mk.ID()]) }
 
-// intercept is the least-squares intercept of ns over work of obs, and whether obs holds
-// two distinct amounts of work.
+// intercept is the least-squares intercept of ns over charge of obs, and whether obs holds
+// two distinct amounts of charge.
 func intercept(obs []microObs) (float64, bool) {
 	n := float64(len(obs))
 	sx, sy, sxx, sxy := 0.0, 0.0, 0.0, 0.0
 	for _, o := range obs {
-		x := o.work
+		x := o.charge
 		sx, sy, sxx, sxy = sx+x, sy+o.ns, sxx+x*x, sxy+x*o.ns
 	}
 	d := n*sxx - sx*sx
@@ -223,8 +291,8 @@ func (m *MicroCostModel) Fixed(family string) float64 {
 	return m.meanFixed
 }
 
-// minObsShare bounds below the share of an observation's time its invocations are taken
-// to explain: a measurement (nearly) all fixed cost says little of the per-invocation cost.
+// minObsShare bounds below the share of an observation's time its charge is taken to
+// explain: a measurement (nearly) all fixed cost says little of the scale.
 const minObsShare = 0.05
 
 // fixedOf is mk's fixed cost: its own intercept when it was observed at two amounts of
@@ -236,13 +304,13 @@ func (m *MicroCostModel) fixedOf(mk MicroKernel) float64 {
 	return m.Fixed(mk.Family)
 }
 
-// perInvObs is the per-invocation cost an observation gives with fixed cost fixed.
-func perInvObs(o microObs, fixed float64) float64 {
-	return max(o.ns-fixed, minObsShare*o.ns) / o.work
+// scaleObs is the scale an observation gives with fixed cost fixed.
+func scaleObs(o microObs, fixed float64) float64 {
+	return max(o.ns-fixed, minObsShare*o.ns) / o.charge
 }
 
-// obsWeight is the weight of an observation in the per-invocation estimate: the share of
-// its time its invocations explain (at least minObsShare).
+// obsWeight is the weight of an observation in the scale estimate: the share of its time
+// its charge explains (at least minObsShare).
 func obsWeight(o microObs, fixed float64) float64 {
 	return max(o.ns-fixed, minObsShare*o.ns) / o.ns
 }
@@ -257,26 +325,28 @@ func (m *MicroCostModel) familyScale(family string, fixed float64) float64 {
 		}
 		for _, o := range m.obs[id] {
 			w := obsWeight(o, fixed)
-			s += w * math.Log(perInvObs(o, fixed)/p.perInv)
+			s += w * math.Log(scaleObs(o, fixed)/p.scale)
 			n += w
 		}
 	}
 	return math.Exp(s / (n + 1))
 }
 
-// nearWork is the bandwidth, in log work, of the kernel regression over a micro-kernel's
-// observations: an observation at 4× (or a quarter of) the work weighs e^(−1/2) of one at
-// the same work. The simulator's per-invocation cost drifts with the number of
-// invocations (pipelining amortizes differently), so nearer observations say more.
-var nearWork = math.Log(4)
+// nearCharge is the bandwidth, in log charge, of the kernel regression over a
+// micro-kernel's observations: an observation at 4× (or a quarter of) the charge weighs
+// e^(−1/2) of one at the same charge. The charge's nominal unit costs miss some of the
+// simulator's (the pipeline's latency term, a whole box's varying extent), so nearer
+// observations say more.
+const nearCharge = 1.3862943611198906 // ln 4
 
-// PerInvocation is the model's estimate of mk's per-invocation cost in ns where its Work is
-// work (see the section above). NaN when mk has neither a prior nor an observation.
-func (m *MicroCostModel) PerInvocation(mk MicroKernel, work float64) float64 {
-	return m.perInvocation(mk, m.Fixed(mk.Family), work)
+// Scale is the model's estimate of mk's scale (ns of time per ns of Charge) where its
+// Charge is charge (see the section above). NaN when mk has neither a prior nor an
+// observation.
+func (m *MicroCostModel) Scale(mk MicroKernel, charge float64) float64 {
+	return m.scale(mk, m.Fixed(mk.Family), charge)
 }
 
-func (m *MicroCostModel) perInvocation(mk MicroKernel, fixed, work float64) float64 {
+func (m *MicroCostModel) scale(mk MicroKernel, fixed, charge float64) float64 {
 	id := mk.ID()
 	obs := m.obs[id]
 	if b, ok := intercept(obs); ok {
@@ -284,50 +354,51 @@ func (m *MicroCostModel) perInvocation(mk MicroKernel, fixed, work float64) floa
 	}
 	if len(obs) == 0 {
 		if p, ok := m.prior[id]; ok {
-			return p.perInv * m.familyScale(mk.Family, fixed)
+			return p.scale * m.familyScale(mk.Family, fixed)
 		}
 		return math.NaN()
 	}
 	num, den := 0.0, 0.0
 	for _, o := range obs {
-		d := math.Log(o.work/work) / nearWork
+		d := math.Log(o.charge/charge) / nearCharge
 		w := obsWeight(o, fixed) * math.Exp(-d*d/2)
-		num += w * math.Log(perInvObs(o, fixed))
+		num += w * math.Log(scaleObs(o, fixed))
 		den += w
 	}
 	if !(den > 0) { // every observation too far to weigh: their plain weighted mean
 		for _, o := range obs {
 			w := obsWeight(o, fixed)
-			num += w * math.Log(perInvObs(o, fixed))
+			num += w * math.Log(scaleObs(o, fixed))
 			den += w
 		}
 	}
 	return math.Exp(num / den)
 }
 
-// MeasuredNear reports whether mk has an observation within a factor ratio of work.
-func (m *MicroCostModel) MeasuredNear(mk MicroKernel, work, ratio float64) bool {
+// MeasuredNear reports whether mk has an observation within a factor ratio of charge.
+func (m *MicroCostModel) MeasuredNear(mk MicroKernel, charge, ratio float64) bool {
 	for _, o := range m.obs[mk.ID()] {
-		if o.work <= work*ratio && o.work*ratio >= work {
+		if o.charge <= charge*ratio && o.charge*ratio >= charge {
 			return true
 		}
 	}
 	return false
 }
 
-// Predict is the predicted time in ns of mk at a shape where its Work is work.
-func (m *MicroCostModel) Predict(mk MicroKernel, work float64) float64 {
+// Predict is the predicted time in ns of mk at a shape where its Charge is charge.
+func (m *MicroCostModel) Predict(mk MicroKernel, charge float64) float64 {
 	f := m.fixedOf(mk)
-	return f + m.perInvocation(mk, f, work)*work
+	return f + m.scale(mk, f, charge)*charge
 }
 
-// predictPlanned is the prediction for mk planned as p at some shape: Predict when the model
-// knows mk, else from p's own analytical prior scaled by the family's correction.
-func (m *MicroCostModel) predictPlanned(mk MicroKernel, p cost.Planned, work float64) float64 {
+// predictPlanned is the prediction for mk at a shape where its Charge is charge: Predict,
+// or, when the model has no prior for mk (it was never listed), the family's correction
+// as its scale.
+func (m *MicroCostModel) predictPlanned(mk MicroKernel, charge float64) float64 {
 	f := m.fixedOf(mk)
-	u := m.perInvocation(mk, f, work)
+	u := m.scale(mk, f, charge)
 	if math.IsNaN(u) {
-		u = max(p.Analytical()-m.launchNs, 1) / work * m.familyScale(mk.Family, f)
+		u = m.familyScale(mk.Family, f)
 	}
-	return f + u*work
+	return f + u*charge
 }

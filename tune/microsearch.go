@@ -25,7 +25,8 @@ import (
 // MicroCostModel used to predict every shape. The search runs in passes; in a pass, each
 // shape in ascending order and, within it, each family (heaviest first: weight × the
 // predicted time of its default) measures the first of its TopK best-predicted
-// micro-kernels that the model has not measured yet. It stops when a pass measures nothing
+// micro-kernels (and its default) that the model has not measured within a factor
+// nearRatio of this shape's charge (Charge). It stops when a pass measures nothing
 // (every shape's TopK are measured: the search stopped improving) or the budget is spent.
 //
 // The dispatch of a shape, at any point, is per family the micro-kernel of least predicted
@@ -136,7 +137,7 @@ const microDispatchRule = "per value of the range and kernel family, the measure
 type microOpt struct {
 	mk    MicroKernel
 	p     cost.Planned
-	work  float64 // Work(p)
+	work  float64 // Charge(p)
 	truth float64 // noiseless kernel time (NaN until needed)
 }
 
@@ -200,11 +201,11 @@ func newMicroShape(ctx context.Context, src string, list zoo.ShapeList, v int, c
 			if o.Config.Tile.Equal(cur.Config.Tile) && o.Config.Flags == cur.Config.Flags {
 				f.def = len(f.opts)
 			}
-			f.opts = append(f.opts, microOpt{mk: NewMicroKernel(f.name, o), p: o, work: Work(o), truth: math.NaN()})
+			f.opts = append(f.opts, microOpt{mk: NewMicroKernel(f.name, o), p: o, work: Charge(o), truth: math.NaN()})
 		}
 		if f.def < 0 { // the default's flags are not the tile's default flags: keep it as is
 			f.def = len(f.opts)
-			f.opts = append(f.opts, microOpt{mk: NewMicroKernel(f.name, cur), p: cur, work: Work(cur), truth: math.NaN()})
+			f.opts = append(f.opts, microOpt{mk: NewMicroKernel(f.name, cur), p: cur, work: Charge(cur), truth: math.NaN()})
 		}
 		sh.fams = append(sh.fams, f)
 	}
@@ -224,17 +225,26 @@ func (o *microOpt) truthOf(chip tpusim.Chip) (float64, error) {
 }
 
 // predictAt is m's prediction for o (MicroCostModel.predictPlanned).
-func predictAt(m *MicroCostModel, o *microOpt) float64 { return m.predictPlanned(o.mk, o.p, o.work) }
+func predictAt(m *MicroCostModel, o *microOpt) float64 { return m.predictPlanned(o.mk, o.work) }
 
-// nearRatio is how far (a factor of work) a micro-kernel's observation may be from a shape
-// for the search to count it as measured there and the dispatch to trust it.
-const nearRatio = 2
+// nearRatio is how far (a factor of charge) a micro-kernel's observation may be from a
+// shape for the search to count it as measured there and the dispatch to trust it. The
+// charge carries the shape, so one measurement serves every shape within a factor 4 of
+// its charge (2 octaves each side). On seed 1, 2 took 19–44% more measurements for the
+// three models of docs/tuning.md and 8 ended below 95% of the per-shape gain on BERT and
+// the LSTM (the carried error grows with the distance).
+const nearRatio = 4
+
+// extrapMargin is how much a micro-kernel measured only at other shapes must be predicted
+// to win by to be dispatched: about the charge's error carried over a factor nearRatio of
+// charge (its p90 relative error over the zoo's dynamic models is 1–2%).
+const extrapMargin = 0.01
 
 // dispatchFam is the option a family runs under model m: the default when its own
-// micro-kernel was not measured near this shape's work (nearRatio; then no prediction is
+// micro-kernel was not measured near this shape's charge (nearRatio; then no prediction is
 // trusted against it), else of the default and the micro-kernels measured near this
-// shape's work, the least predicted, a micro-kernel not measured at this very work
-// predicted with its padding charged in full.
+// shape's charge, the least predicted, a micro-kernel not measured at this very charge
+// taken extrapMargin slower.
 func dispatchFam(m *MicroCostModel, f *microFam) int {
 	if d := &f.opts[f.def]; !m.MeasuredNear(d.mk, d.work, nearRatio) {
 		return f.def // nothing measured to compare a change with: keep the default
@@ -247,9 +257,9 @@ func dispatchFam(m *MicroCostModel, f *microFam) int {
 		o := &f.opts[i]
 		ns := predictAt(m, o)
 		if !m.MeasuredNear(o.mk, o.work, 1+1e-9) {
-			// Extrapolated from other amounts of work: charge its padding in full (whole
-			// invocations), the pessimistic bound, so that only a clear win is dispatched.
-			ns = m.predictPlanned(o.mk, o.p, float64(Invocations(o.p)))
+			// Carried from other shapes: dispatched only when it wins by more than the
+			// charge's error (extrapMargin).
+			ns *= 1 + extrapMargin
 		}
 		if ns < bestNs {
 			best, bestNs = i, ns

@@ -5,15 +5,18 @@ import (
 	"fmt"
 
 	"github.com/tpucost/tpucost/nn"
+	"github.com/tpucost/tpucost/nn/rl"
 	"github.com/tpucost/tpucost/nn/sealedckpt"
 )
 
 // A policy checkpoint is a directory holding one file, PolicyFile: JSON with the format,
 // the policy's dimensions, its parameters (nn.Saved: names and shapes, their values in
 // base64) and training record, sealed with the SHA-256 of all of it and written atomically
-// (nn/sealedckpt, shared with the gym's agent checkpoints: a crash leaves the
-// previous or the new checkpoint), and a checkpoint whose checksum, format or dimensions
-// do not match this build is refused.
+// (nn/rl's codec on nn/sealedckpt, shared with the gym's agent checkpoints: a crash
+// leaves the previous or the new checkpoint); it records the action list the policy was
+// trained on ("actions": layout, fusion), and a checkpoint whose checksum, format, action
+// list or dimensions do not match this build is refused, as is a directory holding a
+// gym agent (its action list is the passes).
 
 // PolicyFormat identifies the policy checkpoint format. Format 2 added the layout head
 // (layout and fusion decisions); format 3 reads the graph through the shared GraphSAGE
@@ -29,7 +32,7 @@ const (
 )
 
 // PolicyFile is the name of a policy checkpoint's file in its directory.
-const PolicyFile = "policy.json"
+const PolicyFile = rl.PolicyFile
 
 // ErrPolicyMismatch is wrapped by errors loading a checkpoint of another format or other
 // dimensions than this build's.
@@ -47,31 +50,37 @@ type policyFile struct {
 	OptFeatures  int    `json:"option_features"`
 	Hidden       int    `json:"hidden"`
 	Schema       string `json:"feature_schema"`
+	// Actions is the action list the policy was trained on (its heads: layout, fusion);
+	// absent in checkpoints of earlier builds of this format, which had the same heads.
+	Actions []string `json:"actions,omitempty"`
 	nn.Saved
 	Meta PolicyMeta `json:"meta"`
 }
 
-// policyCheckpoint is the kind of a policy checkpoint (nn/sealedckpt).
-func policyCheckpoint() sealedckpt.Kind {
-	return sealedckpt.Kind{What: "policy", File: PolicyFile, Prefix: policyFormatPrefix, Version: policyFormatVersion,
+// policyCheckpoint is the codec of policy checkpoints (nn/rl, shared with the gym's
+// agent: it checks the action list, and refuses a gym agent's checkpoint, whose action
+// list is another, with one line).
+func policyCheckpoint() rl.Codec {
+	return rl.Codec{Kind: sealedckpt.Kind{What: "policy", File: PolicyFile, Prefix: policyFormatPrefix, Version: policyFormatVersion,
 		Older: func(v int) string {
 			if v < 2 {
 				return "format 1 decided fusion only; this build's policy decides layout and fusion"
 			}
 			return "format 2 aggregated the graph with its own layer; this build's policy reads it through the shared GraphSAGE encoder"
 		},
-		Retrain: "tpucost tune train-policy", Mismatch: ErrPolicyMismatch, Corrupt: ErrPolicyCorrupt}
+		Retrain: "tpucost tune train-policy", Mismatch: ErrPolicyMismatch, Corrupt: ErrPolicyCorrupt},
+		Actions: policyActions(), ListName: "decision list", Implicit: policyActions()}
 }
 
 // SavePolicy writes p to directory dir (created if needed) atomically.
 func SavePolicy(dir string, p *Policy) error {
 	return policyCheckpoint().Save(dir, &policyFile{Format: PolicyFormat, NodeFeatures: rlNodeFeatures, EdgeFeatures: rlEdgeFeatures, OptFeatures: rlOptionFeatures,
-		Hidden: rlHidden, Schema: rlFeatureSchema(), Saved: nn.Save(p.params), Meta: p.Meta})
+		Hidden: rlHidden, Schema: rlFeatureSchema(), Actions: policyActions(), Saved: nn.Save(p.params), Meta: p.Meta})
 }
 
 // LoadPolicy reads the policy checkpoint in directory dir. It refuses a checkpoint whose
-// checksum fails (ErrPolicyCorrupt) or whose format or dimensions differ from this
-// build's (ErrPolicyMismatch).
+// checksum fails (ErrPolicyCorrupt) or whose format, action list or dimensions differ
+// from this build's (ErrPolicyMismatch; a gym agent's directory too).
 func LoadPolicy(dir string) (*Policy, error) {
 	var f policyFile
 	ck := policyCheckpoint()

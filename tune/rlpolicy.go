@@ -15,6 +15,7 @@ import (
 	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/nn"
 	"github.com/tpucost/tpucost/nn/reinforce"
+	"github.com/tpucost/tpucost/nn/rl"
 )
 
 // The policy of the rl strategy (after Zhou et al., "Transferable graph optimizers for
@@ -679,6 +680,41 @@ func (p *Policy) grads(d *decisions, c *coefs) (float64, [][]float32, error) {
 		out[i] = append([]float32(nil), g...)
 	}
 	return loss, out, nil
+}
+
+// Params are the policy's parameters (rl.Policy).
+func (p *Policy) Params() nn.Params { return p.params }
+
+// Actions is the policy's action list: the decisions its two heads output, layout and
+// fusion (rl.Policy; RLKinds). A checkpoint records it.
+func (p *Policy) Actions() []string { return policyActions() }
+
+// policyActions is the action list of this build's policy.
+func policyActions() []string {
+	var out []string
+	for _, k := range RLKinds() {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// Grads returns the REINFORCE surrogate loss of samples eps of one program's decisions
+// (every sample one step, weighted by adv[k][0]) and its gradient, as one part
+// (rl.Policy; see grads and reinforceCoef).
+func (p *Policy) Grads(eps []*rlSample, adv [][]float64) ([]rl.Part, error) {
+	if len(eps) == 0 {
+		return nil, nil
+	}
+	acts := make([]action, len(eps))
+	a := make([]float64, len(eps))
+	for k, e := range eps {
+		acts[k], a[k] = e.act, adv[k][0]
+	}
+	loss, gs, err := p.grads(eps[0].d, reinforceCoef(eps[0].d, acts, a))
+	if err != nil {
+		return nil, err
+	}
+	return []rl.Part{{Loss: loss, Grads: gs}}, nil
 }
 
 // step applies one update (reinforce.Optimizer: Adam, the gradients' norm clipped at

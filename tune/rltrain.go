@@ -12,7 +12,7 @@ import (
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/internal/stablehash"
-	"github.com/tpucost/tpucost/nn/reinforce"
+	"github.com/tpucost/tpucost/nn/rl"
 	"github.com/tpucost/tpucost/tpusim"
 )
 
@@ -202,74 +202,99 @@ func TrainPolicy(ctx context.Context, mods []*hlo.Module, o TrainPolicyOptions) 
 	return p, nil
 }
 
-// trainPolicy runs o.Episodes episodes of REINFORCE on envs, updating p in place.
+// rlSample is one sampled config of a program's decisions: an episode of one step for
+// the shared training loop (nn/rl).
+type rlSample struct {
+	d   *decisions
+	pr  *dist // the policy's distribution it was drawn from
+	act action
+}
+
+// policyEnvs are training problems as an rl.Env of the policy being trained: a batch is
+// Samples configs sampled from the policy with a seed of (seed, episode, program), and
+// the greedy config (reported), rewarded together by the problem's env.
+type policyEnvs struct {
+	p       *Policy
+	envs    []rlEnv
+	samples int
+	seed    int64
+}
+
+func (t *policyEnvs) Problems() int { return len(t.envs) }
+
+func (t *policyEnvs) Sample(ctx context.Context, ep, i int) (rl.Batch[*rlSample], error) {
+	var out rl.Batch[*rlSample]
+	env := t.envs[i]
+	d := env.decisions()
+	if d.n() == 0 {
+		return out, nil
+	}
+	pr, err := t.p.probs(d)
+	if err != nil {
+		return out, err
+	}
+	rng := rand.New(rand.NewPCG(stablehash.Seeded(t.seed).Str("rl-train").Uint64(uint64(ep)).Uint64(uint64(i)).Sum64(), 1))
+	acts := make([]action, t.samples+1)
+	for k := range t.samples {
+		acts[k] = sampleAction(rng, d, pr)
+	}
+	acts[t.samples] = greedyAction(d, pr)
+	rs, err := env.rewards(ctx, acts)
+	if err != nil {
+		return out, err
+	}
+	out.Greedy = []float64{rs[t.samples]}
+	for k := range t.samples {
+		out.Episodes = append(out.Episodes, &rlSample{d: d, pr: pr, act: acts[k]})
+		out.Rewards = append(out.Rewards, []float64{rs[k]})
+	}
+	return out, nil
+}
+
+// report is the episode's EpisodeReport from its trained batches.
+func (t *policyEnvs) report(ep int, done []rl.Trained[*rlSample]) EpisodeReport {
+	rep := EpisodeReport{Episode: ep}
+	nDec := 0
+	for _, b := range done {
+		d := b.Episodes[0].d
+		mean := 0.0
+		for _, r := range b.Rewards {
+			mean += r[0] / float64(len(b.Rewards))
+		}
+		for _, pt := range b.Parts {
+			rep.Loss += pt.Loss
+		}
+		rep.MeanReward += mean
+		rep.GreedyMean += b.Greedy[0]
+		rep.MeanEntropy += d.entropy(b.Episodes[0].pr)
+		nDec += d.n()
+	}
+	rep.MeanReward /= float64(len(t.envs))
+	rep.GreedyMean /= float64(len(t.envs))
+	if nDec > 0 {
+		rep.MeanEntropy /= float64(nDec)
+	}
+	return rep
+}
+
+// trainPolicy runs o.Episodes episodes of REINFORCE on envs (nn/rl's loop, shared with
+// the gym's agent), updating p in place.
 func trainPolicy(ctx context.Context, p *Policy, envs []rlEnv, o TrainPolicyOptions) ([]EpisodeReport, error) {
-	baselines, err := reinforce.NewBaselines(len(envs), o.Baseline)
+	t := &policyEnvs{p: p, envs: envs, samples: o.Samples, seed: o.Seed}
+	var hist []EpisodeReport
+	err := rl.Train(ctx, rl.Policy[*rlSample](p), rl.Env[*rlSample](t), rl.Options[*rlSample]{
+		Iterations: o.Episodes, LR: o.LR, Baseline: o.Baseline,
+		Progress: func(ep int, done []rl.Trained[*rlSample]) error {
+			rep := t.report(ep, done)
+			hist = append(hist, rep)
+			if o.Progress != nil {
+				o.Progress(rep)
+			}
+			return nil
+		},
+	})
 	if err != nil {
 		return nil, err
-	}
-	var hist []EpisodeReport
-	for ep := 1; ep <= o.Episodes; ep++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		rep := EpisodeReport{Episode: ep}
-		var sum [][]float32
-		nDec := 0
-		for i, env := range envs {
-			d := env.decisions()
-			if d.n() == 0 {
-				continue
-			}
-			pr, err := p.probs(d)
-			if err != nil {
-				return nil, err
-			}
-			rng := rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("rl-train").Uint64(uint64(ep)).Uint64(uint64(i)).Sum64(), 1))
-			acts := make([]action, o.Samples+1)
-			for k := range o.Samples {
-				acts[k] = sampleAction(rng, d, pr)
-			}
-			acts[o.Samples] = greedyAction(d, pr)
-			rs, err := env.rewards(ctx, acts)
-			if err != nil {
-				return nil, err
-			}
-			greedy := rs[o.Samples]
-			acts, rs = acts[:o.Samples], rs[:o.Samples]
-			mean := 0.0
-			returns := make([][]float64, len(rs)) // one step each
-			for k, r := range rs {
-				mean += r / float64(len(rs))
-				returns[k] = []float64{r}
-			}
-			adv := make([]float64, len(rs))
-			for k, a := range baselines.Advantages(i, returns) {
-				adv[k] = a[0]
-			}
-			loss, gs, err := p.grads(d, reinforceCoef(d, acts, adv))
-			if err != nil {
-				return nil, err
-			}
-			sum = reinforce.AddGrads(sum, gs)
-			rep.Loss += loss
-			rep.MeanReward += mean
-			rep.GreedyMean += greedy
-			rep.MeanEntropy += d.entropy(pr)
-			nDec += d.n()
-		}
-		if sum != nil {
-			p.step(sum, o.LR)
-		}
-		rep.MeanReward /= float64(len(envs))
-		rep.GreedyMean /= float64(len(envs))
-		if nDec > 0 {
-			rep.MeanEntropy /= float64(nDec)
-		}
-		hist = append(hist, rep)
-		if o.Progress != nil {
-			o.Progress(rep)
-		}
 	}
 	return hist, nil
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
-// Strategy names a search strategy.
+// Strategy names a search strategy: the name of one of the registered Methods.
 type Strategy string
 
-// The strategies. XTAT is the default schedule; the others search the joint space of
-// the configured kinds (Options.Kinds, default all four passes) at program level.
+// The strategies' names. XTAT is the default schedule; the others search the joint space
+// of the configured kinds (Options.Kinds, default all) at program level.
 const (
 	XTAT       Strategy = "xtat"
 	Exhaustive Strategy = "exhaustive"
@@ -32,23 +32,76 @@ const (
 	Partition Strategy = "partition"
 )
 
-// Strategies lists every strategy, the default first.
-func Strategies() []Strategy {
-	return []Strategy{XTAT, Exhaustive, Random, Annealing, Evolution, MBO, RL, Partition}
+// A Method is one registered search strategy, a value as gonum's optimize.Method is:
+// its name, and the program-level search it runs over the joint space of the configured
+// kinds, or none for the XTAT schedule (xtat, partition), which Run drives itself.
+// Methods is the registry; the strategy list of help texts and errors derives from it.
+type Method interface {
+	// Name is the strategy's name on the command line and in reports.
+	Name() Strategy
+	// Schedule reports whether the strategy is the XTAT schedule (no program-level search).
+	Schedule() bool
+	// search runs the strategy's program-level search (not called when Schedule).
+	search(ctx context.Context, s *search) error
 }
 
-// ParseStrategy returns the strategy named s.
+// method is a Method from a name and a search (nil: the XTAT schedule).
+type method struct {
+	name Strategy
+	run  func(s *search, ctx context.Context) error
+}
+
+func (m method) Name() Strategy { return m.name }
+func (m method) Schedule() bool { return m.run == nil }
+func (m method) search(ctx context.Context, s *search) error {
+	if m.run == nil {
+		return fmt.Errorf("strategy %q has no program-level search", m.name)
+	}
+	return m.run(s, ctx)
+}
+
+// Methods is the registry of strategies, the default (XTAT) first: adding a strategy is
+// adding it here.
+func Methods() []Method {
+	return []Method{
+		method{XTAT, nil},
+		method{Exhaustive, (*search).exhaustive},
+		method{Random, (*search).random},
+		method{Annealing, (*search).anneal},
+		method{Evolution, (*search).evolve},
+		method{MBO, (*search).mbo},
+		method{RL, (*search).rl},
+		method{Partition, nil},
+	}
+}
+
+// Lookup returns the registered Method named st, and whether there is one.
+func Lookup(st Strategy) (Method, bool) {
+	for _, m := range Methods() {
+		if m.Name() == st {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// Strategies lists every registered strategy's name, the default first.
+func Strategies() []Strategy {
+	var out []Strategy
+	for _, m := range Methods() {
+		out = append(out, m.Name())
+	}
+	return out
+}
+
+// ParseStrategy returns the strategy named s (any case).
 func ParseStrategy(s string) (Strategy, error) {
 	for _, st := range Strategies() {
 		if strings.EqualFold(s, string(st)) {
 			return st, nil
 		}
 	}
-	var names []string
-	for _, st := range Strategies() {
-		names = append(names, string(st))
-	}
-	return "", fmt.Errorf("unknown strategy %q (strategies: %s)", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown strategy %q (strategies: %s)", s, StrategyNames())
 }
 
 // Search parameters. They are constants of the algorithms, not of the machine: results
@@ -164,22 +217,13 @@ func (s *search) begin(ctx context.Context) ([]*candidate, error) {
 	return got, nil
 }
 
+// run runs the program-level search of the strategy named st (a registered Method).
 func (s *search) run(ctx context.Context, st Strategy) error {
-	switch st {
-	case Exhaustive:
-		return s.exhaustive(ctx)
-	case Random:
-		return s.random(ctx)
-	case Annealing:
-		return s.anneal(ctx)
-	case Evolution:
-		return s.evolve(ctx)
-	case MBO:
-		return s.mbo(ctx)
-	case RL:
-		return s.rl(ctx)
+	m, ok := Lookup(st)
+	if !ok {
+		return fmt.Errorf("unknown strategy %q (strategies: %s)", st, StrategyNames())
 	}
-	return fmt.Errorf("strategy %q has no program-level search", st)
+	return m.search(ctx, s)
 }
 
 // exhaustive enumerates the space around the incumbent in mixed radix (the incumbent

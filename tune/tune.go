@@ -351,11 +351,11 @@ func (o Options) Validate() error {
 		return &OptionError{Field: "Fusion", Value: `"xla"`, Want: "partition or unset with strategy partition (it starts from the partition-fusion program)"}
 	}
 	if len(o.Kinds) == 0 {
-		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + kindNames()}
+		return &OptionError{Field: "Kinds", Value: "none", Want: "one or more of " + KindNames(compiler.Kinds())}
 	}
 	for _, k := range o.Kinds {
 		if !slices.Contains(compiler.Kinds(), k) {
-			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + kindNames()}
+			return &OptionError{Field: "Kinds", Value: fmt.Sprintf("%q", k), Want: "one or more of " + KindNames(compiler.Kinds())}
 		}
 	}
 	if err := o.Chip.Validate(); err != nil {
@@ -442,7 +442,7 @@ func Run(ctx context.Context, m *hlo.Module, opts Options) (*Report, error) {
 	rep := &Report{Program: m.Name, Chip: o.Chip.Name, Simulator: tpusim.Version, Strategy: string(o.Strategy),
 		ModelGuided: r.graphModel != nil || r.kernelModel != nil, Seed: o.Seed, Budget: o.Budget}
 	var fin *candidate
-	if o.Strategy == XTAT || o.Strategy == Partition {
+	if meth, _ := Lookup(o.Strategy); meth.Schedule() { // o.Strategy is registered (resolve)
 		fin, err = r.xtat(ctx, start, rep)
 	} else {
 		fin, err = r.joint(ctx, start, rep)
@@ -683,13 +683,4 @@ func RunMany(ctx context.Context, srcs []string, opts Options, done func(*Report
 	}
 	b.WallS = time.Since(t0).Seconds()
 	return b, nil
-}
-
-// kindNames lists the config kinds for messages: "layout, fusion, tile, flags".
-func kindNames() string {
-	var ss []string
-	for _, k := range compiler.Kinds() {
-		ss = append(ss, string(k))
-	}
-	return strings.Join(ss, ", ")
 }

@@ -1,50 +1,45 @@
 // Package lutcpu is the bit-serial LUT kernel's configuration space and its measurement
 // on the processor running it (issue 37, slice 2): P, z, b and the kernel's loop order,
-// output-channel blocking and unrolling, each a real code variant equal bit for bit to
-// the integer reference (bitserial.ConvInt8 on the expanded pool weights); a measurement
+// output-channel blocking and unrolling, each a real code variant (bitserial.ConvLUTVariant,
+// the code the network runs) equal bit for bit to the integer reference
+// (bitserial.ConvInt8 on the expanded pool weights); a measurement
 // backend with warm-up, repeats, median, spread, a noise figure, outlier rejection and
 // re-measurement of noisy samples (Measurer, behind the Backend interface, with an
 // injectable Timer); an analytical model of the kernel (table build + lookups + adds);
 // features and a learned model (ridge regression on log time); generation of a measured
-// dataset (a measured-config table of package dataset); evaluation by Kendall τ; and model-guided tuning that counts its measurements.
+// dataset (a measured-config table of package dataset); evaluation by Kendall τ;
+// model-guided tuning that counts its measurements; and the Planner that picks, by
+// measurement on this CPU, the LUT and 8-bit integer variants the network
+// (`tpucost bitserial`) runs.
 package lutcpu
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tpucost/tpucost/bitserial"
 )
 
-// Order is the LUT kernel's loop order inside one output position.
-type Order string
+// Order is the LUT kernel's loop order inside one output position (bitserial's: the
+// variants are bitserial's code, which the network runs too).
+type Order = bitserial.LoopOrder
 
 // The loop orders.
 const (
-	// OrderBitGroup: per output channel (block), bit-planes outer, groups inner:
-	// acc = Σ_bit 2^bit · Σ_g T[idx_g][pattern_bit,g] (the slice-1 kernel's order).
-	OrderBitGroup Order = "bit-group"
-	// OrderGroupBit: groups outer, bit-planes inner: the table row T[idx_g] is found once
-	// per group and read at each bit's pattern (patterns gathered group-major).
-	OrderGroupBit Order = "group-bit"
-	// OrderChannel: output channels innermost: per bit and group one pattern is read and
-	// every output channel of the tile looks it up (indices stored group-major).
-	OrderChannel Order = "channel"
+	OrderBitGroup = bitserial.OrderBitGroup
+	OrderGroupBit = bitserial.OrderGroupBit
+	OrderChannel  = bitserial.OrderChannel
 )
 
 // Orders lists the loop orders.
-func Orders() []Order { return []Order{OrderBitGroup, OrderGroupBit, OrderChannel} }
+func Orders() []Order { return bitserial.LoopOrders() }
 
-// Blocks lists the blocking factors: output channels computed per pass over the window
-// (bit-group, group-bit), or the number of output-channel tiles (channel order: tile
-// Cout/Block).
-func Blocks() []int { return []int{1, 2, 4} }
+// Blocks lists the blocking factors (bitserial.Blocks).
+func Blocks() []int { return bitserial.Blocks() }
 
-// Unrolls lists the unrolling factors of the innermost loop (groups for bit-group, bits
-// for group-bit, output channels for channel).
-func Unrolls() []int { return []int{1, 2, 4} }
+// Unrolls lists the unrolling factors (bitserial.Unrolls).
+func Unrolls() []int { return bitserial.Unrolls() }
 
 // Config is one configuration of the LUT kernel.
 type Config struct {
@@ -54,6 +49,11 @@ type Config struct {
 	Order  Order // loop order
 	Block  int   // blocking factor (Blocks)
 	Unroll int   // unrolling factor (Unrolls)
+}
+
+// Variant is c's implementation variant: order, blocking, unrolling.
+func (c Config) Variant() bitserial.LUTVariant {
+	return bitserial.LUTVariant{Order: c.Order, Block: c.Block, Unroll: c.Unroll}
 }
 
 // String is the config's canonical form, "P=64;z=8;b=4;order=bit-group;block=2;unroll=4",
@@ -114,16 +114,7 @@ func (c Config) Check(l bitserial.Layer) error {
 	if c.Z < 1 || c.Z > 8 || l.Cin%c.Z != 0 {
 		return fmt.Errorf("z=%d: want 1..8 dividing the layer's %d input channels", c.Z, l.Cin)
 	}
-	if !slices.Contains(Orders(), c.Order) {
-		return fmt.Errorf("loop order %q: want bit-group, group-bit or channel", c.Order)
-	}
-	if !slices.Contains(Blocks(), c.Block) || l.Cout%c.Block != 0 {
-		return fmt.Errorf("block %d: want one of %v dividing the layer's %d output channels", c.Block, Blocks(), l.Cout)
-	}
-	if !slices.Contains(Unrolls(), c.Unroll) {
-		return fmt.Errorf("unroll %d: want one of %v", c.Unroll, Unrolls())
-	}
-	return nil
+	return c.Variant().Check(l)
 }
 
 // Space is the configuration space of the LUT kernel on one layer: every combination of

@@ -35,6 +35,12 @@
 //	broadcast-canonicalizer *      broadcasts with unsorted dimensions → sorted + transpose
 //	convert-mover                  widening converts sink, narrowing converts rise, through data movement
 //	flatten-call-graph             one computation per call site of calls and loops
+//	comparison-expander *          float compare(type=TOTALORDER) → signed compare of bit patterns (xlamore.go)
+//	gather-expander *              one-index gathers → dynamic-slice; whole-operand gathers → broadcast
+//	conditional-simplifier         conditionals with a constant selector → the branch, inlined
+//	scatter-expander *             every scatter → a counted while loop (scatter.go)
+//	sort-simplifier                variadic sorts lose unread operands
+//	while-loop-invariant-code-motion *  loop-invariant body work → before the loop (licm.go)
 //
 // All returns them in that order (actions of the pass-ordering gym keep their index),
 // Lookup finds one by name, and Default is the compile pipeline's default: the first 14

@@ -218,6 +218,18 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 	switch in.Opcode {
 	case hlo.OpCopy, hlo.OpReshape, hlo.OpBitcast:
 		copy(out.data, ops[0].data)
+	case hlo.OpMap: // to_apply on each element of the (same-shaped) operands
+		for i := range out.data {
+			args := make([]*tensor, len(ops))
+			for k, o := range ops {
+				args[k] = &tensor{shape: hlo.Scalar(o.shape.Elem), data: []float64{o.data[i]}}
+			}
+			r, err := evalComp(in.ToApply, args)
+			if err != nil {
+				return nil, err
+			}
+			out.data[i] = refRound(r.data[0], t)
+		}
 	case hlo.OpBroadcast:
 		xs := rowMajorStrides(ops[0].shape.Dims)
 		each(s.Dims, func(pos int, idx []int) {

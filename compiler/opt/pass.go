@@ -58,6 +58,12 @@ func All() []Pass {
 		broadcastCanonicalizer(),
 		convertMover(),
 		flattenCallGraph(),
+		comparisonExpander(),
+		gatherExpander(),
+		conditionalSimplifier(),
+		scatterExpander(),
+		sortSimplifier(),
+		whileLoopInvariantCodeMotion(),
 	)
 }
 

@@ -22,38 +22,44 @@ type Stage struct {
 
 // XLAPipeline is the target-independent part of XLA's CPU pipeline up to layout
 // assignment, in XLA's order, restricted to the passes this package has (the ones it
-// lacks are listed in the comments and docs/gym.md):
+// lacks are listed below and in docs/gym.md):
 //
 //	expand:          result-caster, dot-decomposer, operand-upcaster,
-//	                 zero-sized-hlo-elimination, map-inliner, call-inliner,
-//	                 batch-dot-simplification, dot-decomposer, batchnorm-expander,
-//	                 logistic-expander
-//	simplification:  (fixed point) algsimp, dce, zero-sized-hlo-elimination,
+//	                 zero-sized-hlo-elimination, map-inliner, comparison-expander,
+//	                 call-inliner, batch-dot-simplification, dot-decomposer,
+//	                 batchnorm-expander, logistic-expander
+//	simplification:  (fixed point) algsimp, sort-simplifier, dce, gather-expander,
+//	                 zero-sized-hlo-elimination, while-loop-invariant-code-motion,
 //	                 tuple-simplifier, while-loop-constant-sinking,
-//	                 while-loop-simplifier, dce, reshape-mover, constant-folding
+//	                 while-loop-simplifier, dce, reshape-mover, constant-folding,
+//	                 conditional-simplifier
+//	scatter_expansion: scatter-expander (kEliminateAllScatters)
 //	post_scatter_expansion_simplification: the same group again (fixed point)
 //	finish:          transpose-folding, cse, optimization-barrier-expander,
 //	                 tuple-simplifier
 //
 // XLA's passes not here: before the group, batched-gather-scatter-normalizer,
-// rng-expander, dynamic-index-splitter, conditional-to-select, comparison-expander,
-// the linear-algebra expanders, all-to-all and stochastic-convert decomposers,
+// rng-expander, dynamic-index-splitter, conditional-to-select, topk-decomposer, the
+// linear-algebra expanders, all-to-all and stochastic-convert decomposers,
 // float-normalization, convolution-group-converter, conditional-canonicalizer,
 // dynamic-padder, conv-canonicalization and change-op-data-type; in the group,
-// sort-simplifier, gather-expander (simple gathers), tree-reduction-rewriter (CPU
-// specific), while-loop-invariant-code-motion and conditional-simplifier; between the
-// groups, select-and-scatter-expander and scatter-expander; after them,
-// bitcast-dtypes-expander and topk-rewriter. XLA's CSE runs once, after
-// transpose-folding, not in the fixed-point group.
+// tree-reduction-rewriter (CPU specific); beside scatter-expander,
+// select-and-scatter-expander; after the groups, bitcast-dtypes-expander and
+// topk-rewriter. XLA's CSE runs once, after transpose-folding, not in the fixed-point
+// group. (The group's order is cpu_compiler.cc's CreateSimplificationPipeline;
+// comparison-expander follows map-inliner and precedes call-inliner in
+// RunHloPassesThroughLayoutAssn.)
 func XLAPipeline() []Stage {
 	group := func() []Pass {
-		return []Pass{algsimp(), dce(), zeroSizedElimination(), tupleSimplifier(), whileLoopConstantSinking(),
-			whileLoopSimplifier(), dce(), reshapeMover(), constantFolding()}
+		return []Pass{algsimp(), sortSimplifier(), dce(), gatherExpander(), zeroSizedElimination(),
+			whileLoopInvariantCodeMotion(), tupleSimplifier(), whileLoopConstantSinking(),
+			whileLoopSimplifier(), dce(), reshapeMover(), constantFolding(), conditionalSimplifier()}
 	}
 	return []Stage{
 		{Name: "expand", Passes: []Pass{resultCaster(), dotDecomposer(), operandUpcaster(), zeroSizedElimination(),
-			mapInliner(), callInliner(), batchDotSimplification(), dotDecomposer(), batchNormExpander(), logisticExpander()}},
+			mapInliner(), comparisonExpander(), callInliner(), batchDotSimplification(), dotDecomposer(), batchNormExpander(), logisticExpander()}},
 		{Name: "simplification", Passes: group(), Fix: true},
+		{Name: "scatter_expansion", Passes: []Pass{scatterExpander()}},
 		{Name: "post_scatter_expansion_simplification", Passes: group(), Fix: true},
 		{Name: "finish", Passes: []Pass{transposeFolding(), cse(), optimizationBarrierExpander(), tupleSimplifier()}},
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
+	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/zoo"
 )
 
@@ -120,6 +121,13 @@ type Options struct {
 	// the manifest with its error (dataset.FailedUnit), produces no rows, and the run goes
 	// on; the Result counts the failures.
 	Strict bool
+	// Lengths, if set, lists batches of sequence lengths (each a sim --lengths form,
+	// ragged.ParseLengths): every model, a zoo model with a ragged form (bert_*, gpt2_*),
+	// is generated over each batch as its compiled ragged program (tpusim/ragged), named
+	// MODEL@lengths=SPEC, one row per distinct kernel timed by the compiled ragged timing
+	// and featurized with the ragged extent (features.RaggedSet; ragged.go). It takes the
+	// default compile only: Task fusion, Configs 1, no Shapes, Fusion or Staging.
+	Lengths []string
 
 	// inject, if set (by tests), is called before a unit compiles: an error fails the unit.
 	inject func(program string, variant int32) error
@@ -253,17 +261,20 @@ func (o *Options) Validate() error {
 	if err := o.Chip.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return o.validateLengths()
 }
 
 // sizedProgram is one program of a run: the source it is built from (Options.Models) and
 // the --shapes value it is built at ("" without Options.Shapes).
-type sizedProgram struct{ src, shape string }
+type sizedProgram struct{ src, shape, lengths string }
 
 // programs returns the programs of a valid o, in unit order (Options.Shapes): their names
 // and how each is built.
 func (o *Options) programs() ([]string, map[string]sizedProgram) {
 	by := map[string]sizedProgram{}
+	if len(o.Lengths) > 0 {
+		return o.raggedPrograms()
+	}
 	if o.Shapes == "" {
 		for _, m := range o.Models {
 			by[m] = sizedProgram{src: m}
@@ -349,14 +360,14 @@ func (o *Options) provenance() dataset.Provenance {
 			families[name] = m.Family
 		}
 	}
-	return dataset.Provenance{Families: families,
+	return withLengths(dataset.Provenance{Families: families,
 		SchemaVersion: dataset.SchemaVersion, FeatureSchema: features.CurrentSchema(), SimulatorVersion: tpusim.Version,
 		Chip: o.Chip.Name, VMEMBytes: o.Chip.VMEMBytes, NoiseSigma: o.Noise.NoiseSigma, NoiseRuns: o.Noise.Runs,
 		Seed: o.Seed, Task: o.Task, ConfigsPerKernel: o.Configs, Models: names, Shapes: shapes,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount, ToolVersion: o.ToolVersion, GeneratorVersion: Version,
 		Fusion:  provenanceFusion(o.Fusion),
 		Staging: stagingName(o.Staging),
-	}
+	}, o.Lengths)
 }
 
 // provenanceFusion is the Provenance.Fusion of rule r: empty for the XLA-like default.
@@ -397,6 +408,12 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	o.Models, o.sized = o.programs() // from here on, the units' programs
 	g := newGenerator(o)
 	for _, m := range o.Models {
+		if o.sized[m].lengths != "" {
+			if _, err := g.raggedParts(m); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if _, err := g.module(ctx, m); err != nil {
 			return nil, err
 		}
@@ -659,6 +676,10 @@ type spaceOnce struct {
 	compile  sync.Once
 	def      *compiler.Program
 	defErr   error
+	// ragged: a ragged program's parts (raggedParts), built once.
+	ragged   sync.Once
+	parts    *ragged.Parts
+	partsErr error
 }
 
 func (g *generator) entry(model string) *spaceOnce {
@@ -746,6 +767,9 @@ func (g *generator) unit(u int64, perModel int64) (res unitResult) {
 			res = unitResult{unit: u, err: fmt.Errorf("unit %d (%s variant %d): internal error: %v", u, model, variant, p)}
 		}
 	}()
+	if g.opts.sized[model].lengths != "" {
+		return g.raggedUnit(u, model)
+	}
 	t0 := time.Now()
 	m, err := g.module(context.Background(), model) // built by Generate, under its ctx, before any unit
 	if err != nil {

@@ -37,8 +37,9 @@ type Request struct {
 	PartRows   int // Options.MaxRowsPerPart
 	Fusion     compiler.FusionRule
 	Staging    compiler.StagingMode
-	Shapes     string // sizes of one dynamic dimension (Options.Shapes)
-	Strict     bool   // the first unit that fails ends the run (Options.Strict)
+	Shapes     string   // sizes of one dynamic dimension (Options.Shapes)
+	Strict     bool     // the first unit that fails ends the run (Options.Strict)
+	Lengths    []string // batches of sequence lengths: the compiled ragged programs (Options.Lengths)
 	// ToolVersion is recorded in the datasets' provenance.
 	ToolVersion string
 	// Progress receives progress lines (nil: none).
@@ -67,7 +68,7 @@ func (r Request) Options(chip tpusim.Chip) (Options, error) {
 		Variants: r.Variants, Workers: r.Workers, Seed: r.Seed, ShardIndex: si, ShardCount: sn, Chip: chip,
 		Noise:          tpusim.Options{NoiseSigma: r.NoiseSigma, Runs: r.NoiseRuns, Seed: r.Seed},
 		MaxRowsPerPart: r.PartRows, ToolVersion: r.ToolVersion, Fusion: r.Fusion, Staging: r.Staging, Shapes: r.Shapes,
-		Strict: r.Strict,
+		Strict: r.Strict, Lengths: r.Lengths,
 	}
 	return o, o.Validate()
 }

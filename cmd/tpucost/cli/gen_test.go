@@ -30,6 +30,10 @@ func TestGenRefusesBadFlags(t *testing.T) {
 		{[]string{"--shard", "1/2x"}, `--shard "1/2x"`},
 		{[]string{"--task", "speed"}, `--task "speed"`},
 		{[]string{"--all"}, "--all and --models"},
+		{[]string{"--task", "fusion", "--configs", "1", "--lengths", "0,64"}, "--lengths"},
+		{[]string{"--task", "fusion", "--configs", "1", "--lengths", "zipf:16-128"}, "--lengths"},
+		{[]string{"--task", "fusion", "--configs", "1", "--lengths", "64,32"}, "mlp_96x2_b1 has no ragged form"},
+		{[]string{"--lengths", "64,32"}, "want --task fusion --configs 1"},
 	} {
 		args := append([]string{"gen", "--models", "mlp_96x2_b1", "--out", out}, tc.args...)
 		stdout, errs, code := run(args...)

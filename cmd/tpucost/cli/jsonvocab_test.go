@@ -194,9 +194,26 @@ func TestJSONKeyVocabulary(t *testing.T) {
 		}
 	}
 	// Metric names are keys too (train's val.metrics, the checkpoint's metric).
-	for _, m := range []string{gnn.MetricSlowdown, gnn.MetricAPE, gnn.MetricMAPE} {
+	for _, m := range gnn.Metrics() {
 		if why := vocabularyError(m); why != "" {
 			t.Errorf("metric name %s: %s", m, why)
+		}
+	}
+	// So are the config kinds (a config's keys, tune --shapes' configs): every registered
+	// kind is a key of compiler.Config, named by the registry (compiler.Kinds), and keeps
+	// the rule.
+	configKeys := map[string]bool{}
+	walkKeys(reflect.TypeFor[compiler.Config](), "", map[reflect.Type]bool{}, func(path, key string, _ reflect.Type) {
+		if path == "" {
+			configKeys[key] = true
+		}
+	})
+	for _, k := range compiler.Kinds() {
+		if !configKeys[string(k)] {
+			t.Errorf("config kind %s is no key of a config (compiler.Config)", k)
+		}
+		if why := vocabularyError(string(k)); why != "" {
+			t.Errorf("config kind %s: %s", k, why)
 		}
 	}
 }

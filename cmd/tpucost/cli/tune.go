@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/gnn"
 	"github.com/tpucost/tpucost/internal/cliflag"
 	"github.com/tpucost/tpucost/tpusim"
@@ -29,8 +30,8 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 		Short: "Autotune a program's compiler configs on the simulator, optionally guided by a learned model",
 		Long: "Tune searches the per-pass configs of SRC (a zoo model or an HLO file) for the fastest program on the simulator, " +
 			"within a budget of measurements. The default xtat schedule tunes layout and fusion jointly by simulated annealing, " +
-			"then each kernel's tile and then its flags exhaustively; the other strategies (exhaustive, random, sa, evo, mbo) search " +
-			"the passes of --kinds (default all four) jointly; rl samples layout and fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
+			"then each kernel's tile and then its flags exhaustively; the other strategies (" + searchStrategies() + ") search " +
+			"the passes of --kinds (default all) jointly; rl samples layout and fusion configs from a trained policy (--policy, see `tune train-policy`). With --model, strategies search on the model's predictions and only its top-k candidates are measured. " +
 			"Before reporting, the search's best, the starting program and the default compile are re-measured with more runs, and the best is kept only if it is faster beyond the noise: the result is never slower than the default compile (nor the start). " +
 			"The report gives default_ns and tuned_ns (noiseless simulated times), the speedup, the measurements used, the modelled " +
 			"hardware time they cost and the wall time; --out writes the tuned config, which `tpucost sim SRC --config F` reproduces. " +
@@ -81,7 +82,7 @@ func NewCmdTune(ios IO, g *Globals) *cobra.Command {
 	f.BoolVar(&o.Force, "force", false, "let --out overwrite a file that is not a config, or write into a model, dataset, policy or agent directory")
 	f.StringVar(&o.Store, "store", "", "global config store (SQLite file): seeds candidate repair, records the results")
 	f.StringVar(&o.Policy, "policy", "", "with --strategy rl: the layout and fusion policy checkpoint `DIR` (as tpucost tune train-policy writes)")
-	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: layout, fusion, tile, flags, staging (default: all; layout,fusion for rl)")
+	f.StringVar(&o.Kinds, "kinds", "", "config kinds the non-xtat strategies search, comma-separated: "+tune.KindNames(compiler.Kinds())+" (default: all; "+tune.KindList(tune.RLKinds())+" for rl)")
 	bindBitserialTune(cmd, &o.Bitserial)
 	cmd.AddCommand(NewCmdTrainPolicy(ios, g))
 	return cmd

@@ -39,7 +39,7 @@ func NewCmdTrainPolicy(ios IO, g *Globals) *cobra.Command {
 	f.IntVar(&o.Samples, "samples", 8, "configs sampled per program per episode")
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.IntVar(&o.Workers, "workers", 0, "parallel compiles and simulations (default: all cores); results do not depend on it")
-	f.StringVar(&o.Kinds, "kinds", "layout,fusion", "decisions to train on, comma-separated: layout, fusion or both")
+	f.StringVar(&o.Kinds, "kinds", "layout,fusion", "decisions to train on, comma-separated: "+tune.RLKindChoices())
 	return cmd
 }
 
