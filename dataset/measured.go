@@ -73,9 +73,10 @@ const (
 // least OutlierFloor of the median), and up to Retries re-measurements of a sample
 // noisier than MaxNoise.
 type MeasureMethod struct {
-	Warmup       int     `json:"warmup"`
-	Repeats      int     `json:"repeats"`
-	OutlierK     float64 `json:"outlier_k"`
+	Warmup   int     `json:"warmup"`
+	Repeats  int     `json:"repeats"`
+	OutlierK float64 `json:"outlier_k"`
+	// OutlierFloor is the least robust deviation, as a fraction of the median.
 	OutlierFloor float64 `json:"outlier_floor"`
 	MaxNoise     float64 `json:"max_noise"`
 	Retries      int     `json:"retries"`

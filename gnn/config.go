@@ -161,6 +161,32 @@ func orList[T any](xs []T) string {
 	return list(xs[:len(xs)-1]) + " or " + fmt.Sprint(xs[len(xs)-1])
 }
 
+// DefaultLosses writes DefaultLoss for the --loss help: the default of each task (of
+// DefaultConfig; tasks sharing a default joined by "/", in dataset.Tasks order), then the
+// per-node configuration models' (the TpuGraphs layout data's) where it differs: "rank-hinge-gap for tile/flags, mse
+// for fusion/layout, listmle for per-node configuration models".
+func DefaultLosses() string {
+	var losses []Loss
+	tasks := map[Loss][]string{}
+	for _, t := range dataset.Tasks() {
+		l := DefaultLoss(t, DefaultConfig())
+		if tasks[l] == nil {
+			losses = append(losses, l)
+		}
+		tasks[l] = append(tasks[l], string(t))
+	}
+	var parts []string
+	for _, l := range losses {
+		parts = append(parts, fmt.Sprintf("%s for %s", l, strings.Join(tasks[l], "/")))
+	}
+	perNode := DefaultConfig()
+	perNode.NodeConfigWidth = 1
+	if l := DefaultLoss(dataset.TaskLayout, perNode); l != DefaultLoss(dataset.TaskLayout, DefaultConfig()) {
+		parts = append(parts, fmt.Sprintf("%s for per-node configuration models", l))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // lossNames are the names of Losses, in order.
 func lossNames() []string {
 	var names []string

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
@@ -172,4 +175,120 @@ func DispatchSource(ctx context.Context, compile compiler.CompileSource) compile
 		}
 		return compiler.Compile(m, cfg, opts)
 	}
+}
+
+// famShape is a family's structure at one shape, what tells two kernels of one computation
+// apart from two kernels that only share a name: the name without its instance number, the
+// kernel's kind, hero op and fused op count, and its tiled dimensions' names and sizes.
+type famShape struct {
+	stem  string
+	kind  string
+	names []string
+	sizes []int
+}
+
+// shapeOf is f's structure (from its default option's plan); ok is false without one.
+func shapeOf(f *microFam) (famShape, bool) {
+	p := f.opts[f.def].p
+	if p.Info == nil {
+		return famShape{}, false
+	}
+	stem := f.name
+	if i := strings.LastIndexByte(stem, '.'); i > 0 {
+		if _, err := strconv.Atoi(stem[i+1:]); err == nil {
+			stem = stem[:i]
+		}
+	}
+	s := famShape{stem: stem, kind: fmt.Sprintf("%v|%v|%d", p.Info.Kind, p.Info.Hero, p.Info.NumOps)}
+	for _, d := range p.Info.Dims {
+		s.names = append(s.names, d.Name)
+		s.sizes = append(s.sizes, d.Size)
+	}
+	return s, true
+}
+
+// sameComputation reports whether a and b are one computation at two values of the
+// dynamic dimension: the same stem, kind and dimensions, their sizes equal but along at
+// most one dimension (the dynamic one); dist is the log ratio of that dimension's sizes.
+func sameComputation(a, b famShape) (dist float64, ok bool) {
+	if a.stem != b.stem || a.kind != b.kind || !slices.Equal(a.names, b.names) {
+		return 0, false
+	}
+	differ := 0
+	for i := range a.sizes {
+		if a.sizes[i] != b.sizes[i] {
+			differ++
+			dist = math.Abs(math.Log(float64(a.sizes[i]) / float64(b.sizes[i])))
+		}
+	}
+	return dist, differ <= 1
+}
+
+// familyAliases maps, per family of the tuned shapes, the names it runs under to its
+// structure at each: the index a held-out value's family is matched against (aliasFam).
+type familyAliases struct {
+	names  []string
+	shapes []famShape
+}
+
+// newFamilyAliases indexes the families of the tuned shapes.
+func newFamilyAliases(shapes []*microShape) *familyAliases {
+	a := &familyAliases{}
+	for _, sh := range shapes {
+		for _, f := range sh.fams {
+			if s, ok := shapeOf(f); ok {
+				a.names = append(a.names, f.name)
+				a.shapes = append(a.shapes, s)
+			}
+		}
+	}
+	return a
+}
+
+// aliasFam is the family f dispatches under model m. A family is its kernel's name, but a
+// compiler numbers its fusions in order, so where the program's length follows the
+// dynamic value (an unrolled recurrence) one name is a different computation at
+// different values (the LSTM's output projection is fusion.add.2T+1 at seq=T, a recurrent
+// step at every larger T), and a value never tuned may hold a name whose measurements are
+// of another computation. When f's default micro-kernel was not measured near f's charge
+// under its own name, f is re-keyed under the name of the tuned family of the same
+// computation (sameComputation; the nearest in the dynamic dimension's size, then the
+// first name) under which it was: its options are the same micro-kernels (boxes and flags)
+// at f's own charge, so the model's observations of that family carry to it as they carry
+// between tuned values. f is returned as it is when it was measured under its own name or
+// no tuned family of its computation was measured near.
+func (a *familyAliases) aliasFam(m *MicroCostModel, f *microFam) *microFam {
+	if d := &f.opts[f.def]; m.MeasuredNear(d.mk, d.work, nearRatio) {
+		return f
+	}
+	s, ok := shapeOf(f)
+	if !ok {
+		return f
+	}
+	best, bestD := "", math.Inf(1)
+	for i, n := range a.names {
+		if n == f.name {
+			continue
+		}
+		dist, ok := sameComputation(s, a.shapes[i])
+		if !ok || dist > bestD || (dist == bestD && n >= best) {
+			continue
+		}
+		d := f.opts[f.def].mk
+		d.Family = n
+		if !m.MeasuredNear(d, f.opts[f.def].work, nearRatio) {
+			continue
+		}
+		best, bestD = n, dist
+	}
+	if best == "" {
+		return f
+	}
+	g := *f
+	g.name = best
+	g.opts = slices.Clone(f.opts)
+	for i := range g.opts {
+		g.opts[i].mk.Family = best
+	}
+	return &g
 }

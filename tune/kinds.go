@@ -33,7 +33,7 @@ func CheckRLKinds(kinds []compiler.Kind) error {
 	for _, k := range kinds {
 		if !slices.Contains(RLKinds(), k) {
 			rl := RLKinds()
-			return fmt.Errorf("--kinds %s: strategy rl decides %s (use --kinds %s, %s)", KindList(kinds), joinAnd(rl), KindList(rl), joinOr(rl))
+			return fmt.Errorf("--kinds %s: strategy %s decides %s (use --kinds %s, %s)", KindList(kinds), RL, joinAnd(rl), KindList(rl), joinOr(rl))
 		}
 	}
 	return nil

@@ -275,3 +275,81 @@ func TestRunMicroRefusals(t *testing.T) {
 		t.Errorf("a bad range: %v %v", ok, err)
 	}
 }
+
+// TestMicroDispatchFar: a family whose default micro-kernel was measured only farther than
+// nearRatio of this shape's charge changes to a micro-kernel measured here when that one is
+// predicted to win by more than farMargin, keeps the default when it wins by less, and
+// keeps it when the default was never measured.
+func TestMicroDispatchFar(t *testing.T) {
+	def := MicroKernel{Family: "fusion.exponential.0", Box: cost.Tile{256, 4096}, Whole: []bool{true, false}}
+	alt := MicroKernel{Family: "fusion.exponential.0", Box: cost.Tile{32, 2048}, Whole: []bool{false, false}}
+	const here = 8000.0 // this shape's charge: 8× the default's farthest observation
+	fam := &microFam{name: def.Family, def: 0, opts: []microOpt{{mk: def, work: here}, {mk: alt, work: here}}}
+	for _, c := range []struct {
+		name     string
+		defObs   bool    // the default measured at charges 500 and 1000 (1000 ns + 1 × charge)
+		altNs    float64 // alt measured at this charge
+		wantDflt bool
+	}{
+		{"wins by 33%", true, 6000, false}, // the default predicted at 9000 ns here
+		{"wins by 6%", true, 8500, true},   // under farMargin (10%)
+		{"default never measured", false, 6000, true},
+	} {
+		m := NewMicroCostModel(1000)
+		if c.defObs {
+			m.Observe(def, 500, 1500)
+			m.Observe(def, 1000, 2000)
+		}
+		m.Observe(alt, here, c.altNs)
+		if m.MeasuredNear(def, here, nearRatio) {
+			t.Fatalf("%s: the default counts as measured near charge %g", c.name, here)
+		}
+		if got := dispatchFam(m, fam) == fam.def; got != c.wantDflt {
+			t.Errorf("%s: dispatched the default %v, want %v (default predicted %g ns, alt %g ns)", c.name, got, c.wantDflt, predictAt(m, &fam.opts[0]), predictAt(m, &fam.opts[1]))
+		}
+	}
+}
+
+// TestMicroDispatchAlias: where a kernel's name is another computation at other values (the
+// LSTM's output projection is fusion.add.2T+1 at seq=T and a recurrent step at seq=T+1), a
+// value never tuned dispatches its kernels as the tuned kernels of the same computation
+// (familyAliases), not as whatever ran under their name: with families keyed by name
+// alone, the projection at seq=5 keeps the default (its name's measurements at seq=6 are
+// a step's), and the dispatch there is the default's speed.
+func TestMicroDispatchAlias(t *testing.T) {
+	const src = "lstm_lm_h256_t16_b32"
+	chip := testChip(t)
+	list := zoo.ShapeList{Name: "seq", Values: []int{4, 6}}
+	rep, err := RunMicro(context.Background(), src, list, Options{Chip: chip, Budget: 5000, Seed: 1, Noise: 0.02}, MicroSpec{Holdout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The output projection at seq=5: the matrix-multiply kernel with the vocabulary (10000) as a
+	// dimension.
+	m, err := zoo.ResolveShapesContext(context.Background(), src, list.At(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := compiler.Compile(m, nil, compiler.Options{Target: chip.Target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := ""
+	for _, k := range def.Kernels {
+		if k.Info.Kind == cost.KindGEMM && slices.ContainsFunc(k.Info.Dims, func(d cost.IterDim) bool { return d.Size == 10000 }) {
+			head = k.Name
+		}
+	}
+	if head == "" {
+		t.Fatal("no output projection at seq=5")
+	}
+	r, ok := rep.DispatchTable.Rule(head, 5)
+	if !ok || r.Default {
+		t.Fatalf("%s at seq=5 keeps the default (rule %+v, %v)", head, r, ok)
+	}
+	rc := rep.RangeCheck
+	if rc == nil || len(rc.Values) != 1 || rc.Values[0] != 5 || rc.MinSpeedup < 1-1e-9 {
+		t.Fatalf("range check %+v", rc)
+	}
+	t.Logf("%s at seq=5: %+v; range check %+v", head, r, rc)
+}

@@ -40,8 +40,10 @@ import (
 // baseline's final mean speedup − 1).
 //
 // The dispatch table (DispatchTable) is computed over every value of the range: per value,
-// per family, the micro-kernel of least predicted time among the measured ones valid there
-// and the default; runs of one choice form the table's intervals.
+// per family (re-keyed to the tuned family of the same computation when its name was
+// measured as another one: familyAliases), the micro-kernel of least predicted time among
+// the measured ones valid there and the default (dispatchFam); runs of one choice form the
+// table's intervals.
 
 // MicroSpec is what RunMicro takes beyond Options.
 type MicroSpec struct {
@@ -131,7 +133,7 @@ type MicroReport struct {
 }
 
 // microDispatchRule is MicroReport.Dispatch.
-const microDispatchRule = "per value of the range and kernel family, the measured micro-kernel (or the default) of least predicted time (dispatch_table)"
+const microDispatchRule = "per value of the range and kernel family (a kernel whose name was tuned as another computation: as the tuned family of its own), the measured micro-kernel (or the default) of least predicted time (dispatch_table)"
 
 // microOpt is one micro-kernel of a family at one shape: its planned choice there.
 type microOpt struct {
@@ -240,16 +242,27 @@ const nearRatio = 4
 // charge (its p90 relative error over the zoo's dynamic models is 1–2%).
 const extrapMargin = 0.01
 
+// farMargin is how much a micro-kernel measured near a shape must be predicted to beat the
+// default by when the default's own micro-kernel was measured only farther than a factor
+// nearRatio of charge: about three times the charge's p90 error carried within that
+// factor (3.1%, TestMicroCharge), the prediction of the default being carried further.
+const farMargin = 0.10
+
 // dispatchFam is the option a family runs under model m: the default when its own
-// micro-kernel was not measured near this shape's charge (nearRatio; then no prediction is
-// trusted against it), else of the default and the micro-kernels measured near this
-// shape's charge, the least predicted, a micro-kernel not measured at this very charge
-// taken extrapMargin slower.
+// micro-kernel was never measured (nothing to compare a change with), else of the default
+// and the micro-kernels measured near this shape's charge (nearRatio), the least
+// predicted, a micro-kernel not measured at this very charge taken extrapMargin slower,
+// and, when the default was measured only farther than nearRatio, a change taken only
+// when it is predicted to win by more than farMargin.
 func dispatchFam(m *MicroCostModel, f *microFam) int {
-	if d := &f.opts[f.def]; !m.MeasuredNear(d.mk, d.work, nearRatio) {
-		return f.def // nothing measured to compare a change with: keep the default
+	d := &f.opts[f.def]
+	best, bestNs := f.def, predictAt(m, d)
+	if !m.MeasuredNear(d.mk, d.work, nearRatio) {
+		if m.Measured(d.mk) == 0 {
+			return f.def // nothing measured to compare a change with: keep the default
+		}
+		bestNs /= 1 + farMargin
 	}
-	best, bestNs := f.def, predictAt(m, &f.opts[f.def])
 	for i := range f.opts {
 		if i == f.def || !m.MeasuredNear(f.opts[i].mk, f.opts[i].work, nearRatio) {
 			continue
@@ -611,9 +624,11 @@ func RunMicro(ctx context.Context, src string, list zoo.ShapeList, opts Options,
 	}
 	m := joint.models[0]
 	tb := &DispatchTable{Program: src, Dim: list.Name, Chip: o.Chip.Name, Lo: lo, Hi: hi}
+	aliases := newFamilyAliases(shapes)
 	for _, v := range rangeVals {
 		for _, f := range byValue[v].fams {
-			tb.add(f.name, v, f.opts[dispatchFam(m, f)], dispatchFam(m, f) == f.def)
+			k := dispatchFam(m, aliases.aliasFam(m, f))
+			tb.add(f.name, v, f.opts[k], k == f.def)
 		}
 	}
 	tb.finish()

@@ -228,13 +228,14 @@ func RunRagged(ctx context.Context, src string, lengths []int, opts Options) (*R
 	if len(lengths) == 0 {
 		return nil, errors.New("ragged tuning: no lengths")
 	}
+	errFusion, errPolicy := genericRefusal("ragged tuning", "the default compile", opts)
 	switch {
-	case opts.Fusion != "" && opts.Fusion != compiler.FusionXLA, opts.Strategy == Partition:
-		return nil, errors.New("ragged tuning starts from the default compile: partition fusion is not supported here (drop --fusion partition or --strategy partition)")
+	case errFusion != nil:
+		return nil, errFusion
 	case opts.Staging != compiler.StagingOff:
 		return nil, fmt.Errorf("ragged tuning starts from the default compile: --staging %s is not supported here (drop --staging)", opts.Staging)
-	case opts.Strategy == RL:
-		return nil, errors.New("ragged tuning: the rl strategy's policy is trained per program; use exhaustive, random, sa, evo or mbo")
+	case errPolicy != nil:
+		return nil, errPolicy
 	case opts.GraphModel != nil || opts.KernelModel != nil:
 		return nil, errors.New("tuning a ragged batch measures every candidate on the simulator: a learned model is not used (drop --model)")
 	case opts.Store != nil:
@@ -242,9 +243,7 @@ func RunRagged(ctx context.Context, src string, lengths []int, opts Options) (*R
 	case opts.Shapes != "":
 		return nil, errors.New("ragged tuning sizes every sequence itself: give the lengths, not Options.Shapes")
 	}
-	if opts.Strategy == "" || opts.Strategy == XTAT {
-		opts.Strategy = Annealing
-	}
+	opts.Strategy = genericStrategy(opts.Strategy)
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s over lengths %s: %w", src, ragged.FormatLengths(lengths), err)
@@ -388,16 +387,7 @@ func applyDiff(c, start *candidate, cc *compilerCtx) (*candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := func(prog *compiler.Program) map[string]cost.Planned {
-		out := map[string]cost.Planned{}
-		for _, k := range prog.Kernels {
-			if _, ok := out[k.Name]; !ok {
-				out[k.Name] = k.Choice
-			}
-		}
-		return out
-	}
-	mine, theirs := byName(c.prog), byName(start.prog)
+	mine, theirs := kernelChoices(c.prog), kernelChoices(start.prog)
 	// changed finds the candidate's kernel among names whose tile (or, with flags, its
 	// flags) differs from start's kernel of that name.
 	changed := func(names []string, flags bool) (cost.Planned, bool) {
@@ -413,29 +403,5 @@ func applyDiff(c, start *candidate, cc *compilerCtx) (*candidate, error) {
 		}
 		return cost.Planned{}, false
 	}
-	tiled := false
-	for _, tc := range p.prog.Space.Tile {
-		if kc, ok := changed(tc.Kernels, false); ok && len(tc.Planned()) > 0 {
-			if i := nearestTile(tc.Options, scaleTile(kc.Config.Tile, kc.Info, tc.Planned()[0].Info)); i >= 0 {
-				cfg.Set(compiler.KindTile, tc.Key, compiler.Entry{Tile: tc.Options[i]})
-				tiled = true
-			}
-		}
-	}
-	if tiled {
-		if p, err = cc.compile(cfg); err != nil {
-			return nil, err
-		}
-	}
-	flagged := false
-	for _, fc := range p.prog.Space.Flags {
-		if kc, ok := changed(fc.Kernels, true); ok && slices.Contains(fc.Options, kc.Config.Flags) {
-			cfg.Set(compiler.KindFlags, fc.Key, compiler.Entry{Flags: kc.Config.Flags})
-			flagged = true
-		}
-	}
-	if flagged {
-		return cc.compile(cfg)
-	}
-	return p, nil
+	return carryKernels(cc, cfg, p, changed)
 }

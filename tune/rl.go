@@ -130,11 +130,11 @@ func RLKinds() []compiler.Kind { return []compiler.Kind{compiler.KindLayout, com
 // checkRLKinds accepts a non-empty subset of RLKinds.
 func checkRLKinds(kinds []compiler.Kind) error {
 	if len(kinds) == 0 {
-		return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got none")
+		return fmt.Errorf("strategy %s decides %s; its kinds must be %s, got none", RL, joinAnd(RLKinds()), RLKindChoices())
 	}
 	for _, k := range kinds {
 		if !slices.Contains(RLKinds(), k) {
-			return fmt.Errorf("strategy rl decides layout and fusion; its kinds must be layout, fusion or both, got %s", KindList(kinds))
+			return fmt.Errorf("strategy %s decides %s; its kinds must be %s, got %s", RL, joinAnd(RLKinds()), RLKindChoices(), KindList(kinds))
 		}
 	}
 	return nil

@@ -163,15 +163,16 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	if counts != nil && len(counts) != len(list.Values) {
 		return nil, fmt.Errorf("shape-generic tuning: %d counts for %d sizes", len(counts), len(list.Values))
 	}
+	errFusion, errPolicy := genericRefusal("shape-generic tuning", "each size's default compile", opts)
 	switch {
 	case len(list.Values) == 0:
 		return nil, errors.New("shape-generic tuning: no sizes")
-	case opts.Fusion != "" && opts.Fusion != compiler.FusionXLA, opts.Strategy == Partition:
-		return nil, errors.New("shape-generic tuning starts from each size's default compile: partition fusion is not supported here (drop --fusion partition or --strategy partition)")
+	case errFusion != nil:
+		return nil, errFusion
 	case opts.Staging != compiler.StagingOff:
 		return nil, fmt.Errorf("shape-generic tuning starts from each size's default compile: --staging %s is not supported here (drop --staging)", opts.Staging)
-	case opts.Strategy == RL:
-		return nil, errors.New("shape-generic tuning: the rl strategy's policy is trained per program; use exhaustive, random, sa, evo or mbo")
+	case errPolicy != nil:
+		return nil, errPolicy
 	case opts.KernelModel != nil:
 		return nil, errors.New("shape-generic tuning ranks whole programs at every size: give --model an absolute (fusion/layout) model, not a relative (tile/flags) one")
 	case opts.GraphModel != nil && counts != nil:
@@ -181,9 +182,7 @@ func runShapes(ctx context.Context, src string, list zoo.ShapeList, opts Options
 	case opts.Shapes != "":
 		return nil, errors.New("shape-generic tuning: give the sizes as the list, not as Options.Shapes")
 	}
-	if opts.Strategy == "" || opts.Strategy == XTAT {
-		opts.Strategy = Annealing
-	}
+	opts.Strategy = genericStrategy(opts.Strategy)
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s at %s: %w", src, list, err)
@@ -402,23 +401,39 @@ func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]cost.Planned{}
-	for _, k := range ref.prog.Kernels {
-		if _, ok := byName[k.Name]; !ok {
-			byName[k.Name] = k.Choice
-		}
-	}
-	lookup := func(names []string) (cost.Planned, bool) {
+	byName := kernelChoices(ref.prog)
+	return carryKernels(cc, cfg, c, func(names []string, _ bool) (cost.Planned, bool) {
 		for _, n := range names {
 			if kc, ok := byName[n]; ok {
 				return kc, true
 			}
 		}
 		return cost.Planned{}, false
+	})
+}
+
+// kernelChoices maps the names of prog's kernels to their planned choices (the first
+// kernel of a name).
+func kernelChoices(prog *compiler.Program) map[string]cost.Planned {
+	out := map[string]cost.Planned{}
+	for _, k := range prog.Kernels {
+		if _, ok := out[k.Name]; !ok {
+			out[k.Name] = k.Choice
+		}
 	}
+	return out
+}
+
+// carryKernels sets, in cfg (whose compile is c), each tile kernel's tile as that of the
+// kernel lookup finds among its kernels' names (lookup(names, false)), scaled to its
+// padded extents (scaleTile) and rounded to a valid option (nearestTile), and compiles;
+// then each flags kernel's flags as lookup(names, true)'s where valid with that tile, and
+// compiles again. It returns the last compile (c when nothing was set).
+func carryKernels(cc *compilerCtx, cfg *compiler.Config, c *candidate, lookup func(names []string, flags bool) (cost.Planned, bool)) (*candidate, error) {
+	var err error
 	tiled := false
 	for _, tc := range c.prog.Space.Tile {
-		if kc, ok := lookup(tc.Kernels); ok && len(tc.Planned()) > 0 {
+		if kc, ok := lookup(tc.Kernels, false); ok && len(tc.Planned()) > 0 {
 			if i := nearestTile(tc.Options, scaleTile(kc.Config.Tile, kc.Info, tc.Planned()[0].Info)); i >= 0 {
 				cfg.Set(compiler.KindTile, tc.Key, compiler.Entry{Tile: tc.Options[i]})
 				tiled = true
@@ -432,7 +447,7 @@ func applyGeneric(ref *candidate, cc *compilerCtx) (*candidate, error) {
 	}
 	flagged := false
 	for _, fc := range c.prog.Space.Flags {
-		if kc, ok := lookup(fc.Kernels); ok && slices.Contains(fc.Options, kc.Config.Flags) {
+		if kc, ok := lookup(fc.Kernels, true); ok && slices.Contains(fc.Options, kc.Config.Flags) {
 			cfg.Set(compiler.KindFlags, fc.Key, compiler.Entry{Flags: kc.Config.Flags})
 			flagged = true
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
@@ -41,18 +42,29 @@ type Method interface {
 	Name() Strategy
 	// Schedule reports whether the strategy is the XTAT schedule (no program-level search).
 	Schedule() bool
+	// StartFusion is the fusion rule of the program the strategy starts from, or "" for
+	// Options.Fusion's (partition: compiler.FusionPartition).
+	StartFusion() compiler.FusionRule
+	// PerProgram reports whether the strategy follows a policy trained per program
+	// (Options.Policy; rl): it is not shape-generic.
+	PerProgram() bool
 	// search runs the strategy's program-level search (not called when Schedule).
 	search(ctx context.Context, s *search) error
 }
 
-// method is a Method from a name and a search (nil: the XTAT schedule).
+// method is a Method from a name and a search (nil: the XTAT schedule), the fusion rule
+// it starts from ("": Options.Fusion's) and whether it follows a per-program policy.
 type method struct {
-	name Strategy
-	run  func(s *search, ctx context.Context) error
+	name       Strategy
+	run        func(s *search, ctx context.Context) error
+	fusion     compiler.FusionRule
+	perProgram bool
 }
 
-func (m method) Name() Strategy { return m.name }
-func (m method) Schedule() bool { return m.run == nil }
+func (m method) Name() Strategy                   { return m.name }
+func (m method) Schedule() bool                   { return m.run == nil }
+func (m method) StartFusion() compiler.FusionRule { return m.fusion }
+func (m method) PerProgram() bool                 { return m.perProgram }
 func (m method) search(ctx context.Context, s *search) error {
 	if m.run == nil {
 		return fmt.Errorf("strategy %q has no program-level search", m.name)
@@ -64,14 +76,14 @@ func (m method) search(ctx context.Context, s *search) error {
 // adding it here.
 func Methods() []Method {
 	return []Method{
-		method{XTAT, nil},
-		method{Exhaustive, (*search).exhaustive},
-		method{Random, (*search).random},
-		method{Annealing, (*search).anneal},
-		method{Evolution, (*search).evolve},
-		method{MBO, (*search).mbo},
-		method{RL, (*search).rl},
-		method{Partition, nil},
+		method{name: XTAT},
+		method{name: Exhaustive, run: (*search).exhaustive},
+		method{name: Random, run: (*search).random},
+		method{name: Annealing, run: (*search).anneal},
+		method{name: Evolution, run: (*search).evolve},
+		method{name: MBO, run: (*search).mbo},
+		method{name: RL, run: (*search).rl, perProgram: true},
+		method{name: Partition, fusion: compiler.FusionPartition},
 	}
 }
 
@@ -92,6 +104,85 @@ func Strategies() []Strategy {
 		out = append(out, m.Name())
 	}
 	return out
+}
+
+// SearchStrategies lists the strategies that run a program-level search over the
+// configured kinds without a per-program policy (Methods that are neither the XTAT
+// schedule nor PerProgram): exhaustive, random, sa, evo, mbo.
+func SearchStrategies() []Strategy {
+	var out []Strategy
+	for _, m := range Methods() {
+		if !m.Schedule() && !m.PerProgram() {
+			out = append(out, m.Name())
+		}
+	}
+	return out
+}
+
+// methodOf returns the registered Method named st, the default (Methods()[0], XTAT)
+// for "", and whether there is one.
+func methodOf(st Strategy) (Method, bool) {
+	if st == "" {
+		return Methods()[0], true
+	}
+	return Lookup(st)
+}
+
+// startsFrom returns the name of the strategy that starts from fusion rule f
+// (Method.StartFusion; partition for compiler.FusionPartition), or "" if none does.
+func startsFrom(f compiler.FusionRule) Strategy {
+	for _, m := range Methods() {
+		if m.StartFusion() == f {
+			return m.Name()
+		}
+	}
+	return ""
+}
+
+// searchChoices writes SearchStrategies for messages: "exhaustive, random, sa, evo or mbo".
+func searchChoices() string {
+	ss := SearchStrategies()
+	if len(ss) < 2 {
+		return strategyList(ss)
+	}
+	return strategyList(ss[:len(ss)-1]) + " or " + string(ss[len(ss)-1])
+}
+
+func strategyList(ss []Strategy) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// genericRefusal checks opts.Strategy and opts.Fusion for the shape-generic searches
+// (RunShapes, RunRagged), which start from each size's default compile and run one
+// search for every size: what names the search ("ragged tuning"), start the compile it
+// starts from ("the default compile"). It refuses a fusion rule other than the default
+// (Options.Fusion, or a strategy's Method.StartFusion: partition) as partition fusion
+// first, then a strategy that follows a per-program policy (Method.PerProgram: rl); the
+// two errors are returned apart so that each caller keeps its order of checks.
+func genericRefusal(what, start string, opts Options) (fusion, perProgram error) {
+	m, ok := methodOf(opts.Strategy)
+	if opts.Fusion != "" && opts.Fusion != compiler.FusionXLA || ok && m.StartFusion() != "" && m.StartFusion() != compiler.FusionXLA {
+		f := compiler.FusionPartition
+		fusion = fmt.Errorf("%s starts from %s: %s fusion is not supported here (drop --fusion %s or --strategy %s)", what, start, f, f, startsFrom(f))
+	}
+	if ok && m.PerProgram() {
+		perProgram = fmt.Errorf("%s: the %s strategy's policy is trained per program; use %s", what, m.Name(), searchChoices())
+	}
+	return fusion, perProgram
+}
+
+// genericStrategy is the strategy a shape-generic search runs for st: simulated
+// annealing for the XTAT schedule (the default; its kernel phases time single kernels of
+// one shape), st itself otherwise (an unknown one for Options.resolve to refuse).
+func genericStrategy(st Strategy) Strategy {
+	if m, ok := methodOf(st); ok && m.Schedule() {
+		return Annealing
+	}
+	return st
 }
 
 // ParseStrategy returns the strategy named s (any case).

@@ -101,7 +101,7 @@ func (q TrainPolicyRequest) options(ctx context.Context) ([]*hlo.Module, TrainPo
 		return nil, none, err
 	}
 	if len(kinds) == 0 {
-		return nil, none, errors.New("--kinds: no kind named (layout, fusion or both)")
+		return nil, none, fmt.Errorf("--kinds: no kind named (%s)", RLKindChoices())
 	}
 	if err := CheckRLKinds(kinds); err != nil {
 		return nil, none, err

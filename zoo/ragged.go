@@ -23,6 +23,16 @@ func (v variant) withLayer(at func(batch, seq int) graphFn) variant {
 	return v
 }
 
+// withLayerSeq declares, for a layered sequence model (bert, gpt2) whose graph at is at
+// every size (at(batch, seq, false); one layer: at(batch, seq, true)), its sequence
+// length (def, up to max, at v's batch), its batch and sequence length, and its layer:
+// withSeq, withBatchSeq and withLayer from one function.
+func (v variant) withLayerSeq(batch, def, max int, at func(batch, seq int, layerOnly bool) graphFn) variant {
+	return v.withSeq(def, max, func(seq int) graphFn { return at(batch, seq, false) }).
+		withBatchSeq(func(batch, seq int) graphFn { return at(batch, seq, false) }).
+		withLayer(func(batch, seq int) graphFn { return at(batch, seq, true) })
+}
+
 // LayerSuffix ends the name of a model's one-layer program (Layer).
 const LayerSuffix = ".layer"
 

@@ -175,10 +175,12 @@ const maxUnrolled, maxSeq = 256, 8192
 
 func bertVariants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c bertConfig) variant {
-		return variant{name: name, family: "bert", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, bertMaxPos,
-			func(seq int) graphFn { c := c; c.seq = seq; return c.graph }).
-			withBatchSeq(func(batch, seq int) graphFn { c := c; c.batch, c.seq = batch, seq; return c.graph }).
-			withLayer(func(batch, seq int) graphFn { c := c; c.batch, c.seq, c.layerOnly = batch, seq, true; return c.graph })
+		return variant{name: name, family: "bert", act: act, train: train, opt: adam, graph: c.graph}.withLayerSeq(c.batch, c.seq, bertMaxPos,
+			func(batch, seq int, layerOnly bool) graphFn {
+				c := c
+				c.batch, c.seq, c.layerOnly = batch, seq, layerOnly
+				return c.graph
+			})
 	}
 	return []variant{
 		v("bert_tiny_s128_b32", hlo.F32, true, bertConfig{batch: 32, seq: 128, layers: 2, hidden: 128, heads: 2}),
@@ -226,10 +228,12 @@ func (c gpt2Config) graph(n *net) []*hlo.Instruction {
 
 func gpt2Variants() []variant {
 	v := func(name string, act hlo.ElemType, train bool, c gpt2Config) variant {
-		return variant{name: name, family: "gpt2", act: act, train: train, opt: adam, graph: c.graph}.withSeq(c.seq, gpt2MaxPos,
-			func(seq int) graphFn { c := c; c.seq = seq; return c.graph }).
-			withBatchSeq(func(batch, seq int) graphFn { c := c; c.batch, c.seq = batch, seq; return c.graph }).
-			withLayer(func(batch, seq int) graphFn { c := c; c.batch, c.seq, c.layerOnly = batch, seq, true; return c.graph })
+		return variant{name: name, family: "gpt2", act: act, train: train, opt: adam, graph: c.graph}.withLayerSeq(c.batch, c.seq, gpt2MaxPos,
+			func(batch, seq int, layerOnly bool) graphFn {
+				c := c
+				c.batch, c.seq, c.layerOnly = batch, seq, layerOnly
+				return c.graph
+			})
 	}
 	return []variant{
 		v("gpt2_tiny_s128_b8", hlo.F32, true, gpt2Config{batch: 8, seq: 128, layers: 4, hidden: 384, heads: 6}),

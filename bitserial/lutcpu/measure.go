@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/dataset"
 )
 
 // Timer times one call of run. WallTimer is the real one; tests inject scripted ones.
@@ -30,16 +31,9 @@ func (WallTimer) Time(run func()) time.Duration {
 // never outliers) from their median are rejected (and counted); the sample is the median of the rest, its spread (max −
 // min)/median of the rest, its noise the robust relative deviation 1.4826·MAD/median of
 // the rest. A sample noisier than MaxNoise is measured again (warm-up included), up to
-// Retries times, and the least noisy attempt kept.
-type Method struct {
-	Warmup   int     `json:"warmup"`
-	Repeats  int     `json:"repeats"`
-	OutlierK float64 `json:"outlier_k"`
-	// OutlierFloor is the least robust deviation, as a fraction of the median.
-	OutlierFloor float64 `json:"outlier_floor"`
-	MaxNoise     float64 `json:"max_noise"`
-	Retries      int     `json:"retries"`
-}
+// Retries times, and the least noisy attempt kept. Its fields are those a measured table
+// records (dataset.MeasureMethod), declared once there.
+type Method dataset.MeasureMethod
 
 // DefaultMethod: 2 warm-up calls, 9 repeats, outliers beyond 3 robust deviations (at
 // least 1% of the median each), a sample noisier than 5% re-measured up to 2 times.

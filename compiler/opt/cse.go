@@ -274,19 +274,43 @@ func callInliner() Pass {
 // instructions in the callee are copied once per call site, so each still runs exactly
 // once per execution of the call.
 func runCallInliner(m *hlo.Module) (bool, error) {
+	return inlineEach(m, false, func(e *editor, x *hlo.Instruction) *hlo.Instruction {
+		if x.Opcode != hlo.OpCall || x.Calls == nil || x.Calls.IsFusion {
+			return nil
+		}
+		return inlineDeep(e, x.Calls, x.Operands)
+	})
+}
+
+// inlineEach is the loop of the inlining passes (CallInliner, WhileLoopUnroller). With
+// literals, the constant payloads of m's flow computations are checked first (a
+// malformed one is an error before anything changes). Then in every flow computation, in
+// order, expand runs on each instruction that was there when the computation's edit
+// began and is not dead (an unused one too: a call or loop may have side effects), with
+// the anchor set to it; the instruction it returns (nil: leave x) replaces x, which is
+// killed. When anything changed, the computations nothing refers to any more are
+// deleted. It reports whether anything changed.
+func inlineEach(m *hlo.Module, literals bool, expand func(e *editor, x *hlo.Instruction) *hlo.Instruction) (bool, error) {
 	mc := newModCtx(m)
+	comps := flowComputations(m)
+	if literals {
+		if err := mc.checkLiterals(comps); err != nil {
+			return false, err
+		}
+	}
 	changed := false
-	for _, c := range flowComputations(m) {
+	for _, c := range comps {
 		e := mc.edit(c)
 		for i := 0; i < e.norig; i++ {
 			x := e.ins[i]
-			if e.dead[i] || x.Opcode != hlo.OpCall || x.Calls == nil || x.Calls.IsFusion {
+			if e.dead[i] {
 				continue
 			}
 			e.anchor = x
-			root := inlineDeep(e, x.Calls, x.Operands)
-			e.replace(x, root)
-			e.kill(x)
+			if r := expand(e, x); r != nil {
+				e.replace(x, r)
+				e.kill(x)
+			}
 		}
 		e.finish()
 		changed = changed || e.changed

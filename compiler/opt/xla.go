@@ -675,39 +675,22 @@ const (
 )
 
 func runWhileUnroller(m *hlo.Module) (bool, error) {
-	mc := newModCtx(m)
-	comps := flowComputations(m)
-	if err := mc.checkLiterals(comps); err != nil {
-		return false, err
-	}
-	changed := false
-	for _, c := range comps {
-		e := mc.edit(c)
-		for i := 0; i < e.norig; i++ {
-			w := e.ins[i]
-			if e.dead[i] || w.Opcode != hlo.OpWhile || w.Body == nil || w.Condition == nil || !w.Shape.IsTuple() || !mc.pureComp(w.Condition) {
-				continue
-			}
-			n, ok := tripCountUpTo(mc, w, WhileUnrollMaxTrips+1)
-			body := len(w.Body.Instructions)
-			if !ok || n > WhileUnrollMaxTrips || body > WhileUnrollMaxBodyOps || n*body > WhileUnrollMaxExpanded {
-				continue
-			}
-			e.anchor = w
-			r := w.Operands[0]
-			for k := 0; k < n; k++ {
-				r = inlineDeep(e, w.Body, []*hlo.Instruction{r})
-			}
-			e.replace(w, r)
-			e.kill(w)
+	return inlineEach(m, true, func(e *editor, w *hlo.Instruction) *hlo.Instruction {
+		mc := e.mc
+		if w.Opcode != hlo.OpWhile || w.Body == nil || w.Condition == nil || !w.Shape.IsTuple() || !mc.pureComp(w.Condition) {
+			return nil
 		}
-		e.finish()
-		changed = changed || e.changed
-	}
-	if changed {
-		removeUnreferenced(m)
-	}
-	return changed, nil
+		n, ok := tripCountUpTo(mc, w, WhileUnrollMaxTrips+1)
+		body := len(w.Body.Instructions)
+		if !ok || n > WhileUnrollMaxTrips || body > WhileUnrollMaxBodyOps || n*body > WhileUnrollMaxExpanded {
+			return nil
+		}
+		r := w.Operands[0]
+		for k := 0; k < n; k++ {
+			r = inlineDeep(e, w.Body, []*hlo.Instruction{r})
+		}
+		return r
+	})
 }
 
 // broadcastCanonicalizer is XLA's BroadcastCanonicalizer

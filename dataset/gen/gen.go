@@ -198,6 +198,20 @@ const (
 	DefaultNoiseRuns = 3
 )
 
+// taskChoices writes the dataset tasks (dataset.Tasks) for messages: "tile, flags,
+// fusion or layout".
+func taskChoices() string {
+	ts := dataset.Tasks()
+	ss := make([]string, len(ts))
+	for i, t := range ts {
+		ss[i] = string(t)
+	}
+	if len(ss) < 2 {
+		return strings.Join(ss, "")
+	}
+	return strings.Join(ss[:len(ss)-1], ", ") + " or " + ss[len(ss)-1]
+}
+
 // Validate checks every option as given, without applying defaults: each error names the
 // `tpucost gen` flag of the option and its valid range. Workers 0 (all cores) is valid;
 // zero Configs, Variants, MaxRowsPerPart, ShardCount and Noise.Runs are not (Generate
@@ -205,7 +219,7 @@ const (
 // flag's value, so `--configs 0` is an error, never a default).
 func (o *Options) Validate() error {
 	if !slices.Contains(dataset.Tasks(), o.Task) {
-		return fmt.Errorf("--task %q: want tile, flags, fusion or layout", o.Task)
+		return fmt.Errorf("--task %q: want %s", o.Task, taskChoices())
 	}
 	if len(o.Models) == 0 {
 		return errors.New("no models: give --models a,b or --all")

@@ -20,14 +20,12 @@ func taskNames() string {
 }
 
 // searchStrategies writes the strategies that run a program-level search over --kinds
-// (tune.Methods that are not the XTAT schedule), rl left out (the help says it on its
-// own): "exhaustive, random, sa, evo, mbo".
+// without a per-program policy (tune.SearchStrategies; rl left out, the help says it on
+// its own): "exhaustive, random, sa, evo, mbo".
 func searchStrategies() string {
 	var ss []string
-	for _, m := range tune.Methods() {
-		if !m.Schedule() && m.Name() != tune.RL {
-			ss = append(ss, string(m.Name()))
-		}
+	for _, st := range tune.SearchStrategies() {
+		ss = append(ss, string(st))
 	}
 	return strings.Join(ss, ", ")
 }

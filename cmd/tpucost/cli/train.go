@@ -43,7 +43,7 @@ func NewCmdTrain(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Task, "task", "", "task of the dataset: "+taskNames()+", or bitserial (a gen --task bitserial --backend cpu dataset: a ridge model of log time; takes only --data, --out, --seed, --test-fraction and --split random|problem)")
 	f.StringVar(&o.Data, "data", "", "dataset directory (from tpucost gen); several, comma-separated, of one task or all absolute (fusion,layout)")
 	f.StringVar(&o.Out, "out", "", "checkpoint directory")
-	f.StringVar(&o.Loss, "loss", "", gnn.LossNames()+" (default: rank-hinge-gap for tile/flags, mse for fusion/layout)")
+	f.StringVar(&o.Loss, "loss", "", gnn.LossNames()+" (default: "+gnn.DefaultLosses()+")")
 	f.IntVar(&o.Epochs, "epochs", 0, "passes over the training rows, an explicit budget (0: from --steps and the data size)")
 	f.IntVar(&o.Steps, "steps", 0, "budget in optimizer steps, turned into epochs by the data size (0: the task's default, tile/flags 4000, fusion/layout 6000)")
 	f.StringVar(&o.Schedule, "lr-schedule", string(gnn.ScheduleCosine), "learning-rate schedule over the budget: cosine (warm-up, then cosine decay) or constant")
