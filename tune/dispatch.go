@@ -130,7 +130,8 @@ func ParseDispatchTable(data []byte) (t *DispatchTable, ok bool, err error) {
 // dispatch table file (`tune --micro-kernels --out FILE`) applies the table: src is built
 // at shapes (which must size the table's dimension, NAME=V with V in its range), compiled
 // with the defaults, then compiled again with the table's config at V (DispatchTable.Config).
-// Any other config path goes to compile as it is.
+// Any other config file is compiled as compile would (the file is read once); an empty
+// path, or one that cannot be read, goes to compile as it is.
 func DispatchSource(ctx context.Context, compile compiler.CompileSource) compiler.CompileSource {
 	return func(src, shapes, cfgPath string, opts compiler.Options) (*compiler.Program, error) {
 		if cfgPath == "" {
@@ -142,7 +143,18 @@ func DispatchSource(ctx context.Context, compile compiler.CompileSource) compile
 		}
 		t, ok, err := ParseDispatchTable(data)
 		if !ok {
-			return compile(src, shapes, cfgPath, opts)
+			// A compiler config: compile with what was read (a second read would find a
+			// FIFO empty), as compiler.CompileFileContext does with a path.
+			m, err := zoo.ResolveShapesContext(ctx, src, shapes)
+			if err != nil {
+				return nil, err
+			}
+			cfg, err := compiler.ParseConfig(cfgPath, data)
+			if err != nil {
+				return nil, err
+			}
+			opts.Strict = true
+			return compiler.Compile(m, cfg, opts)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--config %s: %w", cfgPath, err)

@@ -3,6 +3,7 @@ package hlo
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Builder constructs a module one instruction at a time with shape inference. Errors are
@@ -320,8 +321,8 @@ func (b *Builder) Gather(table, indices *Instruction) *Instruction {
 	}
 	in := &Instruction{Opcode: OpGather, Operands: []*Instruction{table, indices}, Shape: Array(ts.Elem, out...),
 		Extra: []Attr{
-			{"offset_dims", intSet(offs)}, {"collapsed_slice_dims", "{0}"}, {"start_index_map", "{0}"},
-			{"index_vector_dim", "1"}, {"slice_sizes", intSet(sizes)},
+			{"offset_dims", IntSet(offs)}, {"collapsed_slice_dims", "{0}"}, {"start_index_map", "{0}"},
+			{"index_vector_dim", "1"}, {"slice_sizes", IntSet(sizes)},
 		}}
 	return b.Add(in)
 }
@@ -336,7 +337,7 @@ func (b *Builder) ScatterAdd(operand, indices, updates *Instruction) *Instructio
 	in := &Instruction{Opcode: OpScatter, Operands: []*Instruction{operand, indices, updates},
 		ToApply: b.Reducer(OpAdd, operand.Shape.Elem),
 		Extra: []Attr{
-			{"update_window_dims", intSet(win)}, {"inserted_window_dims", "{0}"},
+			{"update_window_dims", IntSet(win)}, {"inserted_window_dims", "{0}"},
 			{"scatter_dims_to_operand_dims", "{0}"}, {"index_vector_dim", "1"},
 		}}
 	return b.Add(in)
@@ -346,7 +347,7 @@ func (b *Builder) ScatterAdd(operand, indices, updates *Instruction) *Instructio
 func (b *Builder) DynamicSlice(x *Instruction, starts []*Instruction, sizes ...int) *Instruction {
 	ops := append([]*Instruction{x}, starts...)
 	return b.Add(&Instruction{Opcode: OpDynamicSlice, Operands: ops, Shape: Array(x.Shape.Elem, sizes...),
-		Extra: []Attr{{"dynamic_slice_sizes", intSet(sizes)}}})
+		Extra: []Attr{{"dynamic_slice_sizes", IntSet(sizes)}}})
 }
 
 // DynamicUpdateSlice writes update into x at scalar s32 start indices.
@@ -392,13 +393,9 @@ func (b *Builder) Build(roots ...*Instruction) (*Module, error) {
 	return m, nil
 }
 
-func intSet(xs []int) string {
-	s := "{"
-	for i, x := range xs {
-		if i > 0 {
-			s += ","
-		}
-		s += strconv.Itoa(x)
-	}
-	return s + "}"
+// IntSet writes xs as HLO writes an integer-set attribute: "{1,2,3}" ("{}" when empty).
+func IntSet(xs []int) string {
+	var b strings.Builder
+	writeIntSet(&b, xs)
+	return b.String()
 }

@@ -7,6 +7,8 @@ package hlo
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Module is a set of computations, one of which is the entry.
@@ -135,6 +137,31 @@ func (in *Instruction) ExtraAttr(key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// IntSetAttr returns the integer-set attribute key of in ("{1,2}", "{}": IntSet's form)
+// as integers; ok is false when in has no such attribute or it is not an integer set.
+func (in *Instruction) IntSetAttr(key string) (xs []int, ok bool) {
+	v, has := in.ExtraAttr(key)
+	if !has {
+		return nil, false
+	}
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "{") || !strings.HasSuffix(v, "}") {
+		return nil, false
+	}
+	xs = []int{}
+	if v = strings.TrimSpace(v[1 : len(v)-1]); v == "" {
+		return xs, true
+	}
+	for _, f := range strings.Split(v, ",") {
+		x, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, false
+		}
+		xs = append(xs, x)
+	}
+	return xs, true
 }
 
 // GroupCount returns the feature group count (1 when absent).

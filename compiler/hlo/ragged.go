@@ -744,12 +744,9 @@ func (ri *RaggedInfo) slice(in *Instruction, d RaggedDims) (RaggedDims, string) 
 // ragged as the indices are (an embedding lookup); offset dims are dense.
 func (ri *RaggedInfo) gather(in *Instruction, idx RaggedDims) (RaggedDims, string) {
 	offs := map[int]bool{}
-	if v, ok := in.ExtraAttr("offset_dims"); ok {
-		for _, f := range strings.Split(strings.Trim(v, "{} "), ",") {
-			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
-				offs[n] = true
-			}
-		}
+	od, _ := in.IntSetAttr("offset_dims")
+	for _, n := range od {
+		offs[n] = true
 	}
 	ivd := in.Operands[1].Shape.Rank()
 	if v, ok := in.ExtraAttr("index_vector_dim"); ok {

@@ -44,13 +44,7 @@ type scatterDims struct {
 }
 
 func scatterAttrs(x *hlo.Instruction) (s scatterDims, ok bool) {
-	get := func(k string) ([]int, bool) {
-		v, has := x.ExtraAttr(k)
-		if !has {
-			return nil, false
-		}
-		return parseIntSet(v)
-	}
+	get := x.IntSetAttr
 	var o1, o2, o3 bool
 	s.updateWindow, o1 = get("update_window_dims")
 	s.insertedWindow, o2 = get("inserted_window_dims")
@@ -155,7 +149,7 @@ func (b *loopComp) scalars(v *hlo.Instruction) []*hlo.Instruction {
 func (b *loopComp) dynSlice(x, start *hlo.Instruction, sizes []int) *hlo.Instruction {
 	return b.add(&hlo.Instruction{Opcode: hlo.OpDynamicSlice, Shape: hlo.Array(x.Shape.Elem, sizes...),
 		Operands: append([]*hlo.Instruction{x}, b.scalars(start)...),
-		Extra:    []hlo.Attr{{Key: "dynamic_slice_sizes", Value: formatIntSet(sizes)}}})
+		Extra:    []hlo.Attr{{Key: "dynamic_slice_sizes", Value: hlo.IntSet(sizes)}}})
 }
 
 // padZeros pads an s32[1] vector with hi zeros at the end (PadVectorWithZeros).
@@ -205,7 +199,7 @@ func expandScatter(e *editor, m *hlo.Module, names map[string]bool, x *hlo.Instr
 	ur := updates.Shape.Rank()
 	var perm []int
 	for i := 0; i < ur; i++ {
-		if !containsInt(sd.updateWindow, i) {
+		if !slices.Contains(sd.updateWindow, i) {
 			perm = append(perm, i)
 		}
 	}
@@ -283,7 +277,7 @@ func expandScatter(e *editor, m *hlo.Module, names map[string]bool, x *hlo.Instr
 	var win []int
 	rest := us.Shape.Dims
 	for i, j := 0, 0; i < len(rest)+len(sd.insertedWindow); i++ {
-		if containsInt(sd.insertedWindow, i) {
+		if slices.Contains(sd.insertedWindow, i) {
 			win = append(win, 1)
 		} else {
 			win = append(win, rest[j])

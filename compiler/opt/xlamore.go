@@ -72,38 +72,11 @@ type gatherDims struct {
 	indexVectorDim                               int
 }
 
-// parseIntSet parses "{1,2}" (or "{}").
-func parseIntSet(s string) ([]int, bool) {
-	s = strings.TrimSpace(s)
-	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
-		return nil, false
-	}
-	s = strings.TrimSpace(s[1 : len(s)-1])
-	if s == "" {
-		return []int{}, true
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, v)
-	}
-	return out, true
-}
-
 // gatherAttrs reads a gather's dimension numbers; ok is false when one is missing or
 // malformed, or when the gather has batching dimensions (which XLA's
 // BatchedGatherScatterNormalizer removes first).
 func gatherAttrs(x *hlo.Instruction) (g gatherDims, ok bool) {
-	get := func(k string) ([]int, bool) {
-		v, has := x.ExtraAttr(k)
-		if !has {
-			return nil, false
-		}
-		return parseIntSet(v)
-	}
+	get := x.IntSetAttr
 	var o1, o2, o3, o4 bool
 	g.offset, o1 = get("offset_dims")
 	g.collapsed, o2 = get("collapsed_slice_dims")
@@ -160,7 +133,7 @@ func gatherExpander() Pass {
 			if intsEq(g.sliceSizes, operand.Shape.Dims) {
 				var kept []int
 				for i, d := range operand.Shape.Dims {
-					if !containsInt(g.collapsed, i) {
+					if !slices.Contains(g.collapsed, i) {
 						kept = append(kept, d)
 					}
 				}
@@ -221,31 +194,9 @@ func gatherExpander() Pass {
 			}
 			ds := e.add(&hlo.Instruction{Opcode: hlo.OpDynamicSlice, Shape: hlo.Array(operand.Shape.Elem, g.sliceSizes...),
 				Operands: append([]*hlo.Instruction{operand}, starts...),
-				Extra:    []hlo.Attr{{Key: "dynamic_slice_sizes", Value: formatIntSet(g.sliceSizes)}}})
+				Extra:    []hlo.Attr{{Key: "dynamic_slice_sizes", Value: hlo.IntSet(g.sliceSizes)}}})
 			e.replace(x, e.reshape(ds, x.Shape.Dims))
 		})
-}
-
-func containsInt(xs []int, v int) bool {
-	for _, x := range xs {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func formatIntSet(xs []int) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(x))
-	}
-	b.WriteByte('}')
-	return b.String()
 }
 
 // conditionalSimplifier is the constant-selector part of XLA's ConditionalSimplifier

@@ -332,30 +332,12 @@ func reshapeTiles(from, to []int, ft []int) (tt []int, ok bool) {
 
 // intSetAttr parses an attribute "{1,2}" kept in Extra (nil when absent).
 func intSetAttr(in *hlo.Instruction, key string) []int {
-	v, ok := in.ExtraAttr(key)
-	if !ok {
-		return nil
-	}
-	v = strings.Trim(strings.TrimSpace(v), "{}")
-	out := []int{}
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			x, err := strconv.Atoi(f)
-			if err != nil {
-				return nil
-			}
-			out = append(out, x)
-		}
-	}
-	return out
+	xs, _ := in.IntSetAttr(key)
+	return xs
 }
 
 func setIntSetAttr(in *hlo.Instruction, key string, xs []int) {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	v := "{" + strings.Join(parts, ",") + "}"
+	v := hlo.IntSet(xs)
 	for i, a := range in.Extra {
 		if a.Key == key {
 			in.Extra[i].Value = v
