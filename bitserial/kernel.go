@@ -147,5 +147,5 @@ func BitPlanes(l Layer, in []uint8, z, b int, planes []uint8) {
 // expanded weights, bit for bit. scratch holds at least b·K·K·Cin/z bytes. It is
 // ConvLUTVariant's plain variant (PlainLUT: bit-group order, block 1, unroll 1).
 func ConvLUT(l Layer, planes []uint8, idx []uint8, t *LUT, b int, acc []int32, scratch []uint8) {
-	ConvLUTVariant(l, planes, idx, nil, t, b, PlainLUT(), acc, scratch)
+	ConvLUTVariant(l, planes, idx, nil, t, b, PlainLUT(), acc, &LUTScratch{win: scratch})
 }

@@ -48,11 +48,21 @@ func benchImage(seed uint64) []uint8 {
 }
 
 // BenchmarkPredict times one image through the whole network per kernel (and per b for
-// the LUT kernel).
+// the LUT kernel), with the plain kernels (block 1, unroll 1; the LUT in bit-group order).
+// BenchmarkPlannedPredict (plan_bench_test.go) times each kernel's fastest variants on
+// this CPU, as tpucost bitserial does; BenchmarkLayerVariants times one variant given.
 func BenchmarkPredict(b *testing.B) {
-	n := benchNet(1)
+	BenchPredict(b, benchNet(1), nil)
+}
+
+// BenchPredict times one image through n per kernel with plan's variants (nil: plain):
+// sub-benchmarks int8, pool8, lut/b=1..8.
+func BenchPredict(b *testing.B, n *Net, plan *Plan) {
 	img := benchImage(1)
-	r := NewRunner(n)
+	r, err := NewPlannedRunner(n, plan)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("int8", func(b *testing.B) {
 		for b.Loop() {
 			r.Predict(img, KernelInt8, 8)
@@ -69,6 +79,70 @@ func BenchmarkPredict(b *testing.B) {
 				r.Predict(img, KernelLUT, bits)
 			}
 		})
+	}
+}
+
+// BenchmarkLayerVariants times one layer call of every variant of every kernel, per layer
+// (1 is the first) and, for the LUT kernel, per b: names such as
+// layer=3/lut/b=4/order=pool-table;block=4;unroll=2, layer=3/int8/block=4;unroll=1 and
+// layer=3/pool8/block=2;unroll=2, so that -bench picks the variant given, e.g.
+// go test -run '^$' -bench 'LayerVariants/layer=3/lut/b=4/order=pool-table' ./bitserial.
+// A LUT call includes its table build and bit-planes, as in a Runner (the network
+// builds the table once per image for all pooled layers).
+func BenchmarkLayerVariants(b *testing.B) {
+	n := benchNet(1)
+	scratch := make([]uint8, 8*288)
+	for i, l := range n.Layers {
+		in := randomActs(l, 8, uint64(i))
+		acc := make([]int32, l.OH()*l.OW()*l.Cout)
+		b.Run(fmt.Sprintf("layer=%d/int8", i+1), func(b *testing.B) {
+			for _, v := range Int8Variants() {
+				if v.Check(l) != nil {
+					continue
+				}
+				b.Run(v.String(), func(b *testing.B) {
+					for b.Loop() {
+						ConvInt8Variant(l, in, n.W[i], acc, scratch, v)
+					}
+				})
+			}
+		})
+		if n.Idx[i] == nil {
+			continue
+		}
+		b.Run(fmt.Sprintf("layer=%d/pool8", i+1), func(b *testing.B) {
+			for _, v := range Pool8Variants() {
+				if v.Check(l) != nil {
+					continue
+				}
+				b.Run(v.String(), func(b *testing.B) {
+					for b.Loop() {
+						ConvPool8Variant(l, in, n.Idx[i], n.Pool, n.Z, acc, scratch, v)
+					}
+				})
+			}
+		})
+		idxT := GroupMajor(l, n.Idx[i], n.Z)
+		planes := make([]uint8, 8*l.H*l.W*l.Cin+8)
+		for bits := 1; bits <= 8; bits++ {
+			a := randomActs(l, bits, uint64(10*i+bits))
+			b.Run(fmt.Sprintf("layer=%d/lut/b=%d", i+1, bits), func(b *testing.B) {
+				for _, v := range LUTVariants() {
+					if v.Check(l) != nil {
+						continue
+					}
+					var lut LUT
+					var mem LUTScratch
+					b.Run(v.String(), func(b *testing.B) {
+						for b.Loop() {
+							BuildLUT(&lut, n.Pool, n.Z)
+							BitPlanes(l, a, n.Z, bits, planes)
+							ConvLUTVariant(l, planes, n.Idx[i], idxT, &lut, bits, v, acc, &mem)
+						}
+					})
+				}
+			})
+		}
 	}
 }
 

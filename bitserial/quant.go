@@ -21,7 +21,7 @@ type Kernel int
 // The kernels.
 const (
 	KernelInt8  Kernel = iota // ConvInt8Variant on the (expanded) 8-bit weights
-	KernelPool8               // ConvPool8: gather pool vectors and multiply
+	KernelPool8               // ConvPool8Variant: gather pool vectors and multiply
 	KernelLUT                 // ConvLUTVariant: bit-serial lookups, table built per image
 )
 
@@ -154,6 +154,7 @@ type Runner struct {
 	acts    [][]uint8
 	acc     []int32
 	scratch []uint8
+	lutMem  LUTScratch
 	planes  []uint8
 	lut     LUT
 	logits  []float32
@@ -221,10 +222,10 @@ func (r *Runner) Predict(img []uint8, k Kernel, b int) int {
 		case i == 0 || k == KernelInt8:
 			ConvInt8Variant(l, in, n.W[i], acc, r.scratch, r.plan.int8At(i))
 		case k == KernelPool8:
-			ConvPool8(l, in, n.Idx[i], n.Pool, n.Z, acc, r.scratch)
+			ConvPool8Variant(l, in, n.Idx[i], n.Pool, n.Z, acc, r.scratch, r.plan.pool8At(i))
 		default:
 			BitPlanes(l, in, n.Z, b, r.planes)
-			ConvLUTVariant(l, r.planes, n.Idx[i], r.idxT[i], &r.lut, b, r.plan.lutAt(b, i), acc, r.scratch)
+			ConvLUTVariant(l, r.planes, n.Idx[i], r.idxT[i], &r.lut, b, r.plan.lutAt(b, i), acc, &r.lutMem)
 		}
 		if i == last {
 			s := n.WScale[i] * inScale

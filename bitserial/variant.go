@@ -9,8 +9,8 @@ import (
 // and unrolling, shared by the network (Runner, through a Plan) and by the real-CPU
 // measurement of the kernel's configuration space (package lutcpu). Every variant's
 // accumulators equal ConvInt8's on the expanded pool weights bit for bit. The 8-bit
-// integer kernel has its own blocking and unrolling (Int8Variant), so that the two are
-// compared each at its best.
+// integer kernel and the 8-bit weight-pool kernel have their own blocking and unrolling
+// (Int8Variant, Pool8Variant in pool8.go), so that the three are compared each at its best.
 
 // LoopOrder is the LUT kernel's loop order inside one output position.
 type LoopOrder string
@@ -26,18 +26,28 @@ const (
 	// OrderChannel: output channels innermost: per bit and group one pattern is read and
 	// every output channel of the tile looks it up (indices stored group-major).
 	OrderChannel LoopOrder = "channel"
+	// OrderPoolTable: the shared pool's reuse. Per input activation vector (one pixel, one
+	// group of z channels) a vector table VT[vector][p] = Σ_bit 2^bit · T[p][pattern_bit]
+	// is built for every pool vector p, bit-serially (P·b lookups per vector,
+	// BuildVectorTable); then every output is Σ over its window's (tap, group) of
+	// VT[vector][idx]: one lookup and one add per weight index, whatever b
+	// (ConvVectorTable). It pays where a vector's uses (about Cout·K·K/stride²) exceed P.
+	OrderPoolTable LoopOrder = "pool-table"
 )
 
 // LoopOrders lists the loop orders.
-func LoopOrders() []LoopOrder { return []LoopOrder{OrderBitGroup, OrderGroupBit, OrderChannel} }
+func LoopOrders() []LoopOrder {
+	return []LoopOrder{OrderBitGroup, OrderGroupBit, OrderChannel, OrderPoolTable}
+}
 
 // Blocks lists the blocking factors: output channels computed per pass over the window
-// (bit-group, group-bit and the int8 kernel), or the number of output-channel tiles
-// (channel order: tile Cout/Block).
+// (bit-group, group-bit, pool-table and the int8 and pool8 kernels), or the number of
+// output-channel tiles (channel order: tile Cout/Block).
 func Blocks() []int { return []int{1, 2, 4} }
 
 // Unrolls lists the unrolling factors of the innermost loop (groups for bit-group, bits
-// for group-bit, output channels for channel, window elements for the int8 kernel).
+// for group-bit, output channels for channel, window indices for pool-table, window
+// elements for the int8 kernel, pool vectors for the pool8 kernel).
 func Unrolls() []int { return []int{1, 2, 4} }
 
 // LUTVariant is one implementation of the LUT kernel: loop order, blocking, unrolling.
@@ -73,7 +83,7 @@ func (v LUTVariant) String() string {
 // not dividing l's output channels.
 func (v LUTVariant) Check(l Layer) error {
 	if !slices.Contains(LoopOrders(), v.Order) {
-		return fmt.Errorf("loop order %q: want bit-group, group-bit or channel", v.Order)
+		return fmt.Errorf("loop order %q: want bit-group, group-bit, channel or pool-table", v.Order)
 	}
 	return checkBlockUnroll(l, v.Block, v.Unroll)
 }
@@ -101,14 +111,49 @@ func GroupMajor(l Layer, idx []uint8, z int) []uint8 {
 	return t
 }
 
+// LUTScratch is ConvLUTVariant's working memory: one window's patterns, and for the
+// pool-table order the vector table and one window's row offsets. The zero value is
+// ready; it grows as needed and is reused across calls (one per goroutine).
+type LUTScratch struct {
+	win []uint8
+	vt  []int32
+	off []int32
+}
+
+// VectorTable is the vector table the last pool-table call with s built
+// (BuildVectorTable's layout), nil if no pool-table call used s.
+func (s *LUTScratch) VectorTable() []int32 { return s.vt }
+
+func growU8(b []uint8, n int) []uint8 {
+	if cap(b) < n {
+		return make([]uint8, n)
+	}
+	return b[:n]
+}
+
+func growI32(b []int32, n int) []int32 {
+	if cap(b) < n {
+		return make([]int32, n)
+	}
+	return b[:n]
+}
+
 // ConvLUTVariant is the bit-serial LUT kernel (as ConvLUT) in variant v: planes are the
 // b bit-planes of the input (BitPlanes), idx the pool indices [Cout][K·K·Cin/t.Z], idxT
-// their GroupMajor form (read by the channel order only; nil otherwise), win scratch of
-// at least b·K·K·Cin/t.Z bytes. v must pass v.Check(l). The accumulators equal ConvInt8's
-// on the expanded pool weights bit for bit, for every variant.
-func ConvLUTVariant(l Layer, planes, idx, idxT []uint8, t *LUT, b int, v LUTVariant, acc []int32, win []uint8) {
+// their GroupMajor form (read by the channel order only; nil otherwise), s its working
+// memory. v must pass v.Check(l). The accumulators equal ConvInt8's on the expanded pool
+// weights bit for bit, for every variant.
+func ConvLUTVariant(l Layer, planes, idx, idxT []uint8, t *LUT, b int, v LUTVariant, acc []int32, s *LUTScratch) {
+	if v.Order == OrderPoolTable {
+		s.vt = growI32(s.vt, VectorTableLen(l, t))
+		BuildVectorTable(l, planes, t, b, s.vt)
+		s.off = growI32(s.off, l.K*l.K*l.Cin/t.Z)
+		ConvVectorTable(l, s.vt, t.P, t.Z, idx, v, acc, s.off)
+		return
+	}
 	k := lutConv{l: l, planes: planes, idx: idx, idxT: idxT, tab: t.T, z: t.Z, b: b, v: v, acc: acc}
-	k.win = win[:b*l.K*l.K*l.Cin/t.Z]
+	s.win = growU8(s.win, b*l.K*l.K*l.Cin/t.Z)
+	k.win = s.win
 	switch v.Order {
 	case OrderGroupBit:
 		k.groupBit()
@@ -401,34 +446,41 @@ func addCol(o []int32, col []uint8, tab []int16, pat int, z uint, bit, u int) {
 	}
 }
 
-// Int8Variant is one implementation of the 8-bit integer kernel: Block output channels
-// computed per pass over the window (sharing each activation load), the inner loop over
-// the window unrolled Unroll times with independent accumulators. PlainInt8 is ConvInt8's.
-type Int8Variant struct {
+// BlockUnroll is one implementation of a multiply-accumulate kernel (the 8-bit integer
+// kernel, the 8-bit weight-pool kernel): Block output channels computed per pass over the
+// window (sharing each activation load), the inner loop over the window unrolled Unroll
+// times with independent accumulators. {1, 1} is the plain kernel's.
+type BlockUnroll struct {
 	Block  int
 	Unroll int
 }
 
-// PlainInt8 is ConvInt8's variant (block 1, unroll 1).
-func PlainInt8() Int8Variant { return Int8Variant{Block: 1, Unroll: 1} }
+// Int8Variant is a variant of the 8-bit integer kernel (ConvInt8Variant).
+type Int8Variant = BlockUnroll
 
-// Int8Variants lists every variant: blocks × unrolls, the last varying fastest.
-func Int8Variants() []Int8Variant {
-	var out []Int8Variant
+// PlainInt8 is ConvInt8's variant (block 1, unroll 1).
+func PlainInt8() Int8Variant { return BlockUnroll{Block: 1, Unroll: 1} }
+
+// BlockUnrolls lists every variant: blocks × unrolls, the last varying fastest.
+func BlockUnrolls() []BlockUnroll {
+	var out []BlockUnroll
 	for _, bl := range Blocks() {
 		for _, u := range Unrolls() {
-			out = append(out, Int8Variant{Block: bl, Unroll: u})
+			out = append(out, BlockUnroll{Block: bl, Unroll: u})
 		}
 	}
 	return out
 }
 
+// Int8Variants lists the int8 kernel's variants (BlockUnrolls).
+func Int8Variants() []Int8Variant { return BlockUnrolls() }
+
 // String is "block=4;unroll=2".
-func (v Int8Variant) String() string { return fmt.Sprintf("block=%d;unroll=%d", v.Block, v.Unroll) }
+func (v BlockUnroll) String() string { return fmt.Sprintf("block=%d;unroll=%d", v.Block, v.Unroll) }
 
 // Check reports, in one line, an unknown blocking or unrolling factor, or a block not
 // dividing l's output channels.
-func (v Int8Variant) Check(l Layer) error { return checkBlockUnroll(l, v.Block, v.Unroll) }
+func (v BlockUnroll) Check(l Layer) error { return checkBlockUnroll(l, v.Block, v.Unroll) }
 
 // ConvInt8Variant is the 8-bit integer kernel (as ConvInt8, same arguments) in variant v,
 // which must pass v.Check(l). Its accumulators equal ConvInt8's.

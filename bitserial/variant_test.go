@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestEveryLUTVariantEqualsIntegerReference: every loop order × block × unroll of the LUT
+// TestEveryLUTVariantEqualsIntegerReference: every loop order (pool-table included) ×
+// block × unroll of the LUT
 // kernel, on every pooled layer of the network (the dense one included: K = 7, no
 // padding, 10 outputs), for every b in 1..8 and z in {1, 4, 8}, gives accumulators equal
 // bit for bit to ConvInt8 on the expanded pool weights.
@@ -26,12 +27,13 @@ func TestEveryLUTVariantEqualsIntegerReference(t *testing.T) {
 				ConvInt8(l, in, n.W[i], ref, scratch)
 				BitPlanes(l, in, z, b, planes)
 				idxT := GroupMajor(l, n.Idx[i], z)
+				var mem LUTScratch
 				for _, v := range LUTVariants() {
 					if v.Check(l) != nil {
 						continue
 					}
 					got := make([]int32, size)
-					ConvLUTVariant(l, planes, n.Idx[i], idxT, &lut, b, v, got, scratch)
+					ConvLUTVariant(l, planes, n.Idx[i], idxT, &lut, b, v, got, &mem)
 					if !slices.Equal(got, ref) {
 						t.Fatalf("z=%d b=%d layer %d %s: accumulators differ from the integer reference", z, b, i+1, v)
 					}
@@ -70,15 +72,49 @@ func TestEveryInt8VariantEqualsConvInt8(t *testing.T) {
 	}
 }
 
+// TestEveryPool8VariantEqualsConvPool8: every blocking × unrolling of the 8-bit
+// weight-pool kernel gives ConvPool8's accumulators on every pooled layer, for z in
+// {8, 4, 1} (the unrolled loops' remainders included: 18, 36 and 196 vectors at z = 8).
+func TestEveryPool8VariantEqualsConvPool8(t *testing.T) {
+	for _, z := range []int{8, 4, 1} {
+		n := poolNet(z, 4)
+		for i := 1; i < len(n.Layers); i++ {
+			l := n.Layers[i]
+			in := randomActs(l, 8, uint64(i+z))
+			size := l.OH() * l.OW() * l.Cout
+			ref := make([]int32, size)
+			scratch := make([]uint8, l.K*l.K*l.Cin)
+			ConvPool8(l, in, n.Idx[i], n.Pool, z, ref, scratch)
+			checked := 0
+			for _, v := range Pool8Variants() {
+				if v.Check(l) != nil {
+					continue
+				}
+				got := make([]int32, size)
+				ConvPool8Variant(l, in, n.Idx[i], n.Pool, z, got, scratch, v)
+				if !slices.Equal(got, ref) {
+					t.Fatalf("z=%d layer %d %s: accumulators differ from ConvPool8", z, i+1, v)
+				}
+				checked++
+			}
+			if checked < 6 {
+				t.Errorf("layer %d: %d pool8 variants fit, want at least 6 (blocks 1 and 2)", i+1, checked)
+			}
+		}
+	}
+}
+
 // TestPlannedRunnerClassifiesAsPlain: a Runner on non-plain variants (a different one per
-// layer and b) gives the plain Runner's logits exactly, for the int8 network and the LUT
-// kernel at every b.
+// layer and b, pool-table on the third layer) gives the plain Runner's logits exactly,
+// for the int8 network, the pool8 kernel and the LUT kernel at every b.
 func TestPlannedRunnerClassifiesAsPlain(t *testing.T) {
 	n := benchNet(9)
 	lv, iv := LUTVariants(), Int8Variants()
-	plan := &Plan{Int8: []Int8Variant{iv[8], iv[5], iv[7], iv[4]}}
+	pv := Pool8Variants()
+	plan := &Plan{Int8: []Int8Variant{iv[8], iv[5], iv[7], iv[4]}, Pool8: []Pool8Variant{{}, pv[8], pv[4], pv[5]}}
 	for b := 1; b <= 8; b++ {
-		plan.LUT[b] = []LUTVariant{{}, lv[(3*b)%27], lv[(5*b+1)%27], lv[(7*b+2)%27]}
+		plan.LUT[b] = []LUTVariant{{}, lv[(3*b)%len(lv)], lv[(5*b+1)%len(lv)], lv[(7*b+2)%len(lv)]}
+		plan.LUT[b][2] = LUTVariant{Order: OrderPoolTable, Block: 1 << (b % 3), Unroll: 1 << (b / 3 % 3)}
 		if plan.LUT[b][3].Block == 4 { // the dense layer has 10 outputs
 			plan.LUT[b][3].Block = 2
 		}
@@ -89,7 +125,7 @@ func TestPlannedRunnerClassifiesAsPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := randomActs(Layer{H: Side, W: Side, Cin: 1}, 8, 1)
-	for _, k := range []Kernel{KernelInt8, KernelLUT} {
+	for _, k := range []Kernel{KernelInt8, KernelPool8, KernelLUT} {
 		for b := 1; b <= 8; b++ {
 			plain.Predict(img, k, b)
 			want := slices.Clone(plain.logits)

@@ -280,7 +280,23 @@ ENTRY main {
 			t.Errorf("branch %d weight = %g, want 1/3 (unknown index)", i, w)
 		}
 	}
-	p, err = Compile(parseText(t, src("constant(1)")), nil, opts())
+	// The default simplification group (XLA's order) runs conditional-simplifier, which
+	// inlines the branch a constant index selects; the legacy group keeps the
+	// conditional, and the schedule weights the known branch.
+	inlined := func(name, src string) {
+		t.Helper()
+		p, err := Compile(parseText(t, src), nil, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Schedule.Steps) != 1 || p.Schedule.Steps[0].Cond != nil || len(p.Kernels) != 1 || p.Kernels[0].Info.Transcendentals != 0 {
+			t.Errorf("%s: %d steps, kernels %v: want the negate branch inlined, one kernel", name, len(p.Schedule.Steps), kernelNames(p))
+		}
+	}
+	inlined("constant index 1", src("constant(1)"))
+	legacy := opts()
+	legacy.Simplify = Simplify{Pipeline: "legacy"}
+	p, err = Compile(parseText(t, src("constant(1)")), nil, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +318,8 @@ ENTRY main {
   ROOT c = f32[64,128] conditional(i, x, x), true_computation=bt, false_computation=bf
 }
 `
-	p, err = Compile(parseText(t, pred), nil, opts())
+	inlined("predicate false", pred)
+	p, err = Compile(parseText(t, pred), nil, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@
 //	inline-calls            call instructions inlined (opt's call-inliner)
 //	unfuse                  the input's fusions inlined, so the fusion pass decides the kernels
 //	rewrite-custom-calls    library GEMM, convolution and copy custom-calls → dot, convolution, copy
-//	simplify                group: opt.DefaultPasses (call-inliner ... dce) to a fixed point
+//	simplify                group: opt.XLAOrderPasses (call-inliner, algsimp ... cse) to a fixed point
 //	layout-assignment       layout configs
 //	fusion                  fusion configs
 //	tiling                  tile configs

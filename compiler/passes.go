@@ -59,6 +59,9 @@ var programRequires = []Product{ProductFlow, ProductKernels, ProductTiles, Produ
 // fixed point, opt.FixedPoint: the group fails with an error wrapping
 // opt.ErrNoFixedPoint when iteration MaxIterations still changed the module). Its
 // members are passes with a Run that read no config; their products are the group's.
+// A group may list a member more than once per iteration only where Repeats names it
+// (XLA's simplification group runs dce twice, opt.SimplifyPipeline.Repeats):
+// CheckPasses refuses every other repeated name.
 //
 // The leading passes of a list that read no config and provide nothing but ProductFlow
 // are its config-independent prefix: Compile runs them once per module (memoized in
@@ -75,6 +78,9 @@ type Pass struct {
 
 	Group         []Pass
 	MaxIterations int
+	// Repeats names the members a group lists more than once on purpose; each must be
+	// listed at least twice in Group (a stale declaration is an error too).
+	Repeats []string
 }
 
 // SimplifyGroup names the group of simplification passes in Passes, the one
@@ -82,20 +88,17 @@ type Pass struct {
 const SimplifyGroup = "simplify"
 
 // Passes returns the pipeline, in order: the preparation passes (inline-calls, unfuse,
-// rewrite-custom-calls), the simplification group (opt.DefaultPasses iterated to a fixed
-// point), then the configurable passes, one per config kind: layout assignment, fusion,
-// tiling, flags and staging. The list is data; it is checked by CheckPasses when the package is
+// rewrite-custom-calls), the simplification group (the default of
+// opt.SimplifyPipelines, opt.XLAOrderPasses in XLA's order, iterated to a fixed point),
+// then the configurable passes, one per config kind: layout assignment, fusion, tiling,
+// flags and staging. The list is data; it is checked by CheckPasses when the package is
 // initialized.
 func Passes() []Pass {
-	var simplify []Pass
-	for _, p := range opt.DefaultPasses() {
-		simplify = append(simplify, OptPass(p))
-	}
 	return []Pass{
 		rewrite("inline-calls", nil, runInlineCalls),
 		rewrite("unfuse", []Product{ProductFlow}, runUnfuse),
 		rewrite("rewrite-custom-calls", []Product{ProductFlow}, runRewriteCustomCalls),
-		{Name: SimplifyGroup, Group: simplify, MaxIterations: opt.DefaultMaxIterations},
+		simplifyGroup(opt.SimplifyPipelines()[0]),
 		{Name: "layout-assignment", Kind: KindLayout, Run: runLayout,
 			Requires: []Product{ProductFlow}, Provides: []Product{ProductLayouts}},
 		{Name: "fusion", Kind: KindFusion, Run: runFusion,
@@ -115,9 +118,31 @@ func init() {
 	}
 }
 
-// PassNames lists the names of Passes in order, a group's members after the group.
-// Options.DumpAfter takes any of them.
-func PassNames() []string { return passNames(Passes()) }
+// PassNames lists the names of Passes in order, a group's members after the group, each
+// name once (a member a group repeats, at its first place). Options.DumpAfter takes any
+// of them.
+func PassNames() []string { return uniquePassNames(Passes()) }
+
+// uniquePassNames is passNames with each name once, at its first place.
+func uniquePassNames(ps []Pass) []string {
+	var n []string
+	for _, name := range passNames(ps) {
+		if !slices.Contains(n, name) {
+			n = append(n, name)
+		}
+	}
+	return n
+}
+
+// simplifyGroup is the simplification group that runs sp to a fixed point, with the
+// repeats sp declares.
+func simplifyGroup(sp opt.SimplifyPipeline) Pass {
+	g := Pass{Name: SimplifyGroup, Group: []Pass{}, MaxIterations: opt.DefaultMaxIterations, Repeats: slices.Clone(sp.Repeats)}
+	for _, p := range sp.Passes() {
+		g.Group = append(g.Group, OptPass(p))
+	}
+	return g
+}
 
 func passNames(ps []Pass) []string {
 	n := make([]string, 0, len(ps))
@@ -130,7 +155,9 @@ func passNames(ps []Pass) []string {
 
 // CheckPasses reports whether passes can run in this order on a fresh State and leave
 // what a Program is built from (ProductFlow, ProductKernels, ProductTiles, ProductFlags):
-// every name is set and unique (group members included), every pass has a Run or is a
+// every name is set and unique (group members included; a group may list a member again
+// only if its Repeats names it, and every name in Repeats must be listed more than once
+// in that group), every pass has a Run or is a
 // group of passes with a Run that read no config, each config kind is read by at most
 // one pass, and every product a pass requires is available when it runs — provided at
 // the start (ProductFlow) or by an earlier pass, and not invalidated since (a group that
@@ -169,19 +196,22 @@ func CheckPasses(passes []Pass) error {
 		}
 		return nil
 	}
-	// declared checks p's declaration; in names the group p belongs to ("" at the top).
-	var declared func(i int, p Pass, in string) error
-	declared = func(i int, p Pass, in string) error {
+	// declared checks p's declaration; in is the group p belongs to (nil at the top).
+	var declared func(i int, p Pass, in *Pass) error
+	declared = func(i int, p Pass, in *Pass) error {
+		repeat := in != nil && slices.Contains(in.Repeats, p.Name) && slices.ContainsFunc(in.Group[:i], func(q Pass) bool { return q.Name == p.Name })
 		switch {
 		case p.Name == "":
 			return fmt.Errorf("pass list: pass %d has no name", i)
-		case names[p.Name]:
+		case names[p.Name] && !repeat:
 			return fmt.Errorf("pass list: pass %s is listed twice", p.Name)
-		case p.Run == nil && (len(p.Group) == 0 || in != ""):
+		case len(p.Repeats) > 0 && len(p.Group) == 0:
+			return fmt.Errorf("pass list: pass %s declares repeated members but is not a group", p.Name)
+		case p.Run == nil && (len(p.Group) == 0 || in != nil):
 			return fmt.Errorf("pass list: pass %s has no Run", p.Name)
 		case p.Run != nil && len(p.Group) > 0:
 			return fmt.Errorf("pass list: pass %s has both a Run and a group", p.Name)
-		case p.Kind != "" && (in != "" || p.Run == nil):
+		case p.Kind != "" && (in != nil || p.Run == nil):
 			return fmt.Errorf("pass list: pass %s reads %s configs in a group; a group's passes read none", p.Name, p.Kind)
 		case p.Kind != "" && !slices.Contains(Kinds(), p.Kind):
 			return fmt.Errorf("pass list: pass %s reads config kind %q, which is not one of %v", p.Name, p.Kind, Kinds())
@@ -193,14 +223,19 @@ func CheckPasses(passes []Pass) error {
 			kinds[p.Kind] = p.Name
 		}
 		for j, q := range p.Group {
-			if err := declared(j, q, p.Name); err != nil {
+			if err := declared(j, q, &p); err != nil {
 				return err
+			}
+		}
+		for _, r := range p.Repeats {
+			if n := len(slices.DeleteFunc(slices.Clone(p.Group), func(q Pass) bool { return q.Name != r })); n < 2 {
+				return fmt.Errorf("pass list: group %s declares %s repeated, but lists it %d time(s)", p.Name, r, n)
 			}
 		}
 		return nil
 	}
 	for i, p := range passes {
-		if err := declared(i, p, ""); err != nil {
+		if err := declared(i, p, nil); err != nil {
 			return err
 		}
 		members := []Pass{p}
@@ -469,17 +504,21 @@ func MatchPasses(pattern string, names []string) ([]string, error) {
 
 // DumpHook returns the hook that writes the module's HLO text to w after the first run
 // of each pass of selected (a pass a group iterates: after its first iteration, the
-// module as it found it, rewritten by it once). With more than one pass selected, each
-// module is preceded by a line "// after pass NAME", an HLO comment, so that the whole
-// output still parses module by module.
+// module as it found it, rewritten by it once; a pass a group lists twice, as XLA's
+// order does dce: after its first place in the first iteration). With more than one
+// pass selected, each module is preceded by a line "// after pass NAME", an HLO
+// comment, so that the whole output still parses module by module. The hook is for one
+// compile: it remembers the passes it has dumped.
 func DumpHook(selected []string, w io.Writer) PassHook {
 	header := len(selected) > 1
+	dumped := map[string]bool{}
 	return PassHook{
 		Select: func(name string) bool { return slices.Contains(selected, name) },
 		After: func(m *hlo.Module, run PassStat) error {
-			if run.Iteration > 1 {
+			if run.Iteration > 1 || dumped[run.Name] {
 				return nil
 			}
+			dumped[run.Name] = true
 			var err error
 			if header {
 				_, err = fmt.Fprintf(w, "// after pass %s\n", run.Name)

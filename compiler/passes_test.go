@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/opt"
 )
 
 // byName returns the pass of ps named name.
@@ -30,13 +31,26 @@ func optPasses(t *testing.T, names ...string) []Pass {
 }
 
 // TestCheckPasses: a list in the wrong order, missing a producer, or with an opt pass
-// after layout assignment is an error naming the pass and the missing product.
+// after layout assignment is an error naming the pass and the missing product. A group
+// may list a member twice only where its Repeats declares it: the default group (XLA's
+// order, dce twice, declared) passes; the same group without the declaration, a member
+// repeated by accident, a declaration of a pass listed once, or a declared member also
+// listed outside the group is an error.
 func TestCheckPasses(t *testing.T) {
 	ps := Passes()
 	layout, fusion, tiling, flags := byName(ps, "layout-assignment"), byName(ps, "fusion"), byName(ps, "tiling"), byName(ps, "flags")
 	simplify := byName(ps, SimplifyGroup)
 	dupMember, kindMember, nested := simplify, simplify, simplify
 	dupMember.Group = append(slices.Clone(simplify.Group), simplify.Group[0])
+	undeclared, stale, legacyStale := simplify, simplify, simplify
+	undeclared.Repeats = nil
+	stale.Repeats = []string{"dce", "cse"}
+	legacyStale.Group = nil
+	for _, p := range opt.LegacyPasses() {
+		legacyStale.Group = append(legacyStale.Group, OptPass(p))
+	}
+	repeatsNoGroup := byName(ps, "fusion")
+	repeatsNoGroup.Repeats = []string{"fusion"}
 	kindMember.Group = []Pass{layout}
 	nested.Group = []Pass{{Name: "inner", Group: simplify.Group}}
 	algsimp := optPasses(t, "algsimp")[0]
@@ -71,6 +85,11 @@ func TestCheckPasses(t *testing.T) {
 		{"no run", []Pass{layout, noRun, tiling, flags}, "pass fusion has no Run"},
 		{"no name", []Pass{{Run: layout.Run}}, "pass 0 has no name"},
 		{"group member listed twice", []Pass{dupMember, layout, fusion, tiling, flags}, "pass call-inliner is listed twice"},
+		{"undeclared repeat", []Pass{undeclared, layout, fusion, tiling, flags}, "pass dce is listed twice"},
+		{"declared repeat listed once", []Pass{stale, layout, fusion, tiling, flags}, "group simplify declares cse repeated, but lists it 1 time(s)"},
+		{"declared repeat of a group without it", []Pass{legacyStale, layout, fusion, tiling, flags}, "group simplify declares dce repeated, but lists it 1 time(s)"},
+		{"declared repeat also outside the group", append(optPasses(t, "dce"), ps...), "pass dce is listed twice"},
+		{"repeats on a pass", []Pass{layout, repeatsNoGroup, tiling, flags}, "pass fusion declares repeated members but is not a group"},
 		{"group member named like a pass", append(optPasses(t, "algsimp"), ps...), "pass algsimp is listed twice"},
 		{"configurable group member", []Pass{kindMember, fusion, tiling, flags}, "pass layout-assignment reads layout configs in a group"},
 		{"nested group", []Pass{nested, layout, fusion, tiling, flags}, "pass inner has no Run"},

@@ -204,7 +204,7 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	}
 	hooks := opts.AfterPass
 	if opts.DumpAfter != "" {
-		selected, err := MatchPasses(opts.DumpAfter, passNames(passes))
+		selected, err := MatchPasses(opts.DumpAfter, uniquePassNames(passes))
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,7 @@ type CompileRequest struct {
 	Out       string // where the effective config is written (empty: nowhere)
 	Force     bool   // let Out overwrite a file that is not a config (outpath.CheckFile)
 	Passes    string // the simplification passes (ParseSimplify; empty: the default pipeline)
+	Pipeline  string // the simplification group (ParseSimplifyPipeline; empty: opt.DefaultSimplifyPipeline, "xla")
 	Check     bool
 	Fusion    FusionRule
 	Staging   StagingMode
@@ -49,9 +50,9 @@ type CompileRequest struct {
 // config file read under ctx (CompileFileContext) and writes Out; the result is the
 // program's summary on chip (its name), with the HLO text after DumpAfter.
 func (r CompileRequest) Compile(ctx context.Context, target cost.Target, chip string) (*CompileResult, error) {
-	simp, err := ParseSimplify(r.Passes)
+	simp, err := ParseSimplifyPipeline(r.Pipeline, r.Passes)
 	if err != nil {
-		return nil, fmt.Errorf("--passes %q: %w", r.Passes, err)
+		return nil, err
 	}
 	if r.Out != "" {
 		if err := outpath.CheckFile("--out", r.Out, ConfigFileKind(), r.Force); err != nil {

@@ -98,8 +98,8 @@ func TestSimplifyZooDefault(t *testing.T) {
 				t.Errorf("%s: pass %s changed the module in the last iteration (%d): no fixed point", zm.Name, r.Name, last)
 			}
 		}
-		if got := len(p.log); got != last*len(opt.DefaultPasses()) {
-			t.Errorf("%s: %d pass runs for %d iterations of %d passes", zm.Name, got, last, len(opt.DefaultPasses()))
+		if got := len(p.log); got != last*len(opt.DefaultNames()) {
+			t.Errorf("%s: %d pass runs for %d iterations of %d passes", zm.Name, got, last, len(opt.DefaultNames()))
 		}
 		if prev != p.after || p.after > p.before {
 			t.Errorf("%s: op count %d -> %d, log ends at %d", zm.Name, p.before, p.after, prev)
@@ -167,7 +167,7 @@ func TestCompileDefaultSimplifies(t *testing.T) {
 	if p.OpCountBefore != 5 || p.OpCountAfter != 1 {
 		t.Errorf("op count %d -> %d, want 5 -> 1", p.OpCountBefore, p.OpCountAfter)
 	}
-	if n := len(p.Passes); n != 2*len(opt.DefaultPasses())+len(listLog()) {
+	if n := len(p.Passes); n != 2*len(opt.DefaultNames())+len(listLog()) {
 		t.Errorf("%d pass runs, want two iterations of the default passes, the preparation and the configurable passes", n)
 	}
 	if len(p.Kernels) != 1 || p.Kernels[0].Info.NumOps != 1 {

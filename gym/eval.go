@@ -30,6 +30,10 @@ type EvalOptions struct {
 	Chip string
 	// Verify runs hlo.Verify after every pass of the agent's episodes.
 	Verify bool
+	// Judge is what random search, greedy search and the agent's best prefix minimise:
+	// RewardOps (the op count) or RewardTime (the simulated time on Chip); "" is the
+	// measure the agent trained for (AgentMeta.Reward; ops for agents that record none).
+	Judge string
 	// Progress, if set, is called after each program.
 	Progress func(ProgramEval)
 }
@@ -75,9 +79,11 @@ type EvalReport struct {
 	MeanRandomReduction  float64 `json:"mean_random_reduction"`
 	MeanGreedyReduction  float64 `json:"mean_greedy_reduction"`
 	MeanAgentReduction   float64 `json:"mean_agent_reduction"`
-	Budget               int     `json:"budget"`
-	MaxSteps             int     `json:"max_steps"`
-	Chip                 string  `json:"chip"`
+	// JudgedBy is what the searches and the agent's best prefix minimised: "ops" or "time".
+	JudgedBy string `json:"judged_by"`
+	Budget   int    `json:"budget"`
+	MaxSteps int    `json:"max_steps"`
+	Chip     string `json:"chip"`
 	// DefaultPipeline names the default order: XLA's CPU pipeline at XLACommit.
 	DefaultPipeline string `json:"default_pipeline"`
 }
@@ -87,8 +93,11 @@ type EvalReport struct {
 // whatever it costs), random search (random sequences of MaxSteps passes, the best
 // prefix found), greedy search (at each step every pass is tried and the one removing
 // the most ops kept, until none removes any) and the agent (its most likely sequence,
-// then sequences sampled from its policy, the best prefix found). A program of a model
-// variant the agent trained on is an error: evaluation is on programs never trained on.
+// then sequences sampled from its policy, the best prefix found). The best is the fewest
+// ops, or, judged by time (EvalOptions.Judge, by default what the agent trained for), the
+// lowest simulated time: greedy then keeps the pass that lowers the simulated time most.
+// A program of a model variant the agent trained on is an error: evaluation is on
+// programs never trained on.
 func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error) {
 	if len(o.Programs) == 0 {
 		return nil, fmt.Errorf("evaluating a gym agent: no programs")
@@ -123,11 +132,23 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating a gym agent: %w", err)
 	}
-	env, err := New(Options{MaxSteps: o.MaxSteps, Verify: o.Verify})
+	switch o.Judge {
+	case "":
+		o.Judge = a.Meta.Reward
+		if o.Judge == "" {
+			o.Judge = RewardOps
+		}
+	case RewardOps, RewardTime:
+	default:
+		return nil, fmt.Errorf("evaluating a gym agent: judge %q: want %s or %s", o.Judge, RewardOps, RewardTime)
+	}
+	// Judged by time, the agent's episodes run under the time reward: its observations
+	// then carry the simulated time of every module it reaches.
+	env, err := New(Options{MaxSteps: o.MaxSteps, Verify: o.Verify, Reward: o.Judge, Chip: o.Chip})
 	if err != nil {
 		return nil, err
 	}
-	rep := &EvalReport{Budget: o.Budget, MaxSteps: o.MaxSteps, Chip: o.Chip,
+	rep := &EvalReport{Budget: o.Budget, MaxSteps: o.MaxSteps, Chip: o.Chip, JudgedBy: o.Judge,
 		DefaultPipeline: "XLA CPU pipeline (xla/service/cpu/cpu_compiler.cc @ " + opt.XLACommit[:12] + ")"}
 	for _, prog := range o.Programs {
 		if err := ctx.Err(); err != nil {
@@ -210,15 +231,19 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chi
 	rng := func(what string) *rand.Rand {
 		return rand.New(rand.NewPCG(stablehash.Seeded(o.Seed).Str("gym-eval").Str(what).Str(prog).Sum64(), 1))
 	}
-	r, err := RandomSearch(base, passes, o.Budget, o.MaxSteps, rng("random"))
+	measure := OpsMeasure()
+	if o.Judge == RewardTime {
+		measure = TimeMeasure(chip)
+	}
+	r, err := RandomSearchBy(base, passes, o.Budget, o.MaxSteps, rng("random"), measure)
 	if err != nil {
 		return pe, fmt.Errorf("random search: %w", err)
 	}
-	g, err := GreedySearch(base, passes, o.Budget, o.MaxSteps)
+	g, err := GreedySearchBy(base, passes, o.Budget, o.MaxSteps, measure)
 	if err != nil {
 		return pe, fmt.Errorf("greedy search: %w", err)
 	}
-	ag, err := agentSearch(env, a, prog, o.Budget, rng("agent"))
+	ag, err := agentSearch(env, a, prog, o.Budget, rng("agent"), o.Judge == RewardTime)
 	if err != nil {
 		return pe, fmt.Errorf("agent: %w", err)
 	}

@@ -123,6 +123,8 @@ type EvalRequest struct {
 	Chip     string // tpusim chip preset of sim_ns ("": tpusim.DefaultChip)
 	MaxSteps int    // the episode limit, >= 0 (0: the one the agent trained with)
 	Verify   bool   // run the HLO verifier after every pass of the agent's episodes
+	// Judge is "", "ops" or "time" (EvalOptions.Judge; "": what the agent trained for).
+	Judge string
 	// Log receives a line per program evaluated; nil: discarded.
 	Log io.Writer
 }
@@ -141,6 +143,9 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	if q.MaxSteps < 0 {
 		return nil, fmt.Errorf("--max-steps \"%d\": want at least 1 (or 0: the agent's)", q.MaxSteps)
 	}
+	if q.Judge != "" && q.Judge != RewardOps && q.Judge != RewardTime {
+		return nil, fmt.Errorf("--judge %q: want %s or %s (or none: what the agent trained for)", q.Judge, RewardOps, RewardTime)
+	}
 	programs, err := ParseProgramList(q.Programs, true)
 	if err != nil {
 		return nil, err
@@ -150,7 +155,7 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 		return nil, fmt.Errorf("--agent: %w", err)
 	}
 	return Evaluate(ctx, a, EvalOptions{
-		Programs: programs, Seed: q.Seed, Budget: q.Budget, Chip: q.Chip, MaxSteps: q.MaxSteps, Verify: q.Verify,
+		Programs: programs, Seed: q.Seed, Budget: q.Budget, Chip: q.Chip, MaxSteps: q.MaxSteps, Verify: q.Verify, Judge: q.Judge,
 		Progress: func(p ProgramEval) {
 			fmt.Fprintf(q.Log, "%s: %d ops; default %d, random %d, greedy %d, agent %d\n", p.Program, p.InitialOpCount,
 				p.Default.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Agent.OpCount)

@@ -115,6 +115,7 @@ func TestTrainEvalRequests(t *testing.T) {
 		{func(q *EvalRequest) { q.Budget = -1 }, "--budget \"-1\": want at least 1"},
 		{func(q *EvalRequest) { q.MaxSteps = -1 }, "--max-steps \"-1\": want at least 1 (or 0: the agent's)"},
 		{func(q *EvalRequest) { q.Programs = "" }, "--programs: no program named"},
+		{func(q *EvalRequest) { q.Judge = "flops" }, "--judge \"flops\": want ops or time"},
 		{func(q *EvalRequest) { q.Agent = filepath.Join(dir, "missing") }, "--agent: "},
 	} {
 		q := e

@@ -41,8 +41,17 @@ func (rep *EvalReport) WriteText(out io.Writer) error {
 		return err
 	}
 	_, err := fmt.Fprintf(out, "ops removed (mean fraction): default %.1f%%, random %.1f%%, greedy %.1f%%, agent %.1f%%; agent vs default: mean gain %+.1f%%, pooled %+.1f%%, time %+.1f%% "+
-		"(%d programs, budget %d compiler calls, %d steps; default = %s)\n",
+		"(%d programs, budget %d compiler calls, %d steps, best prefixes by %s; default = %s)\n",
 		100*rep.MeanDefaultReduction, 100*rep.MeanRandomReduction, 100*rep.MeanGreedyReduction, 100*rep.MeanAgentReduction,
-		100*rep.MeanGainVsDefault, 100*rep.PooledGainVsDefault, 100*rep.MeanSimGainVsDefault, len(rep.Programs), rep.Budget, rep.MaxSteps, rep.DefaultPipeline)
+		100*rep.MeanGainVsDefault, 100*rep.PooledGainVsDefault, 100*rep.MeanSimGainVsDefault, len(rep.Programs), rep.Budget, rep.MaxSteps, judgedBy(rep.JudgedBy), rep.DefaultPipeline)
 	return err
+}
+
+// judgedBy names what an evaluation's best prefixes minimised ("" in reports of earlier
+// builds: the op count).
+func judgedBy(j string) string {
+	if j == RewardTime {
+		return "simulated time"
+	}
+	return "op count"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/internal/stablehash"
 )
 
@@ -35,17 +36,33 @@ type Measurement struct {
 func identity(p cost.Planned) uint64 { return p.Hash(stablehash.New()).Sum64() }
 
 // noisy returns min over runs of trueNs * (1 + |N(0, sigma)|), seeded by the simulator
-// seed, the candidate identity and the salt.
+// seed, the candidate identity and the salt: the minimum of copies.
 func (s *Simulator) noisy(trueNs float64, id, salt uint64) float64 {
 	if s.opts.NoiseSigma == 0 {
 		return trueNs
 	}
-	r := rand.New(rand.NewPCG(uint64(s.opts.Seed)^id, stablehash.Weyl(salt)))
 	best := math.Inf(1)
-	for i := 0; i < s.opts.Runs; i++ {
-		best = math.Min(best, trueNs*(1+math.Abs(r.NormFloat64()*s.opts.NoiseSigma)))
+	for _, c := range s.copies(trueNs, id, salt) {
+		best = math.Min(best, c)
 	}
 	return best
+}
+
+// copies returns the runs' noisy times trueNs * (1 + |N(0, sigma)|), seeded by the
+// simulator seed, the candidate identity and the salt (every run trueNs without noise).
+func (s *Simulator) copies(trueNs float64, id, salt uint64) []float64 {
+	out := make([]float64, s.opts.Runs)
+	if s.opts.NoiseSigma == 0 {
+		for i := range out {
+			out[i] = trueNs
+		}
+		return out
+	}
+	r := rand.New(rand.NewPCG(uint64(s.opts.Seed)^id, stablehash.Weyl(salt)))
+	for i := range out {
+		out[i] = trueNs * (1 + math.Abs(r.NormFloat64()*s.opts.NoiseSigma))
+	}
+	return out
 }
 
 // programIdentity names a compiled program by its kernels and their configs.
@@ -96,6 +113,50 @@ func (s *Simulator) MeasureChoice(p cost.Planned, salt uint64) (Measurement, err
 	runs := s.opts.Runs
 	c := KernelCompileS + float64(runs)*(kt.Ns*1e-9+KernelRunOverS)
 	return Measurement{Ns: ns, TrueNs: kt.Ns, CostS: c, Runs: runs}, nil
+}
+
+// ChoiceBackend is the simulator as a measure.Backend[cost.Planned]: the backend `gen`
+// measures the compiler tasks' kernel configurations on and tune counts kernel
+// measurements of, through the machinery every backend shares (measure.Run,
+// measure.Counted; the real processor's is lutcpu.CPU). It is an adapter over
+// MeasureChoice: a sample's time is MeasureChoice's Ns, the same number, the minimum of
+// the Runs seeded noisy copies (the noiseless time without noise); its spread and noise
+// are those copies' (measure.Stats: deterministic for a seed, 0 without noise), Kept and
+// Calls the runs, Rejected and Remeasured 0 (the simulator rejects and repeats nothing).
+// It is safe for concurrent use.
+type ChoiceBackend struct {
+	Sim *Simulator
+	// Salt, if set, is a choice's measurement salt (MeasureChoice's salt: it tells repeated
+	// measurements of a candidate apart); nil: 0.
+	Salt func(cost.Planned) uint64
+	// Measured, if set, is called with each choice and the Measurement MeasureChoice
+	// returned for it (its noiseless time, its modelled hardware cost, which a Sample does
+	// not carry), from the goroutine that measured it.
+	Measured func(cost.Planned, Measurement)
+}
+
+// Name is "sim", as --backend names the simulator.
+func (ChoiceBackend) Name() string { return "sim" }
+
+// Measure times choice p on the simulator (see ChoiceBackend).
+func (b ChoiceBackend) Measure(p cost.Planned) (measure.Sample, error) {
+	var salt uint64
+	if b.Salt != nil {
+		salt = b.Salt(p)
+	}
+	m, err := b.Sim.MeasureChoice(p, salt)
+	if err != nil {
+		return measure.Sample{}, err
+	}
+	if b.Measured != nil {
+		b.Measured(p, m)
+	}
+	cs := []float64{m.TrueNs}
+	if b.Sim.opts.NoiseSigma != 0 {
+		cs = b.Sim.copies(m.TrueNs, identity(p), salt)
+	}
+	_, spread, noise := measure.Stats(cs)
+	return measure.Sample{MedianNs: m.Ns, SpreadPct: spread, Noise: noise, Kept: m.Runs, Calls: m.Runs}, nil
 }
 
 // String summarizes a measurement.

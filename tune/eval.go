@@ -2,12 +2,14 @@ package tune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 )
@@ -300,19 +302,29 @@ func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, choices []
 		pending[id] = true
 		todo = append(todo, i)
 	}
-	ms := make([]tpusim.Measurement, len(todo))
-	err := parallel(ctx, r.workers, len(todo), func(j int) error {
-		i := todo[j]
-		c := choices[i]
-		m, err := r.sim.MeasureChoice(c, r.salt("kernel|"+ids[i]))
-		if err != nil {
-			return fmt.Errorf("measuring kernel %s with tile %s, flags %s: kernel %s: %w", k.Name, c.Config.Tile, c.Config.Flags, k.Name, err)
-		}
-		ms[j] = m
-		return nil
-	})
-	if err != nil {
+	// The choices are measured through the shared machinery: measure.Run (the workers
+	// in parallel) over the simulator's backend, counted by measure.Counted against what
+	// the run and this phase have left.
+	sel := make([]cost.Planned, len(todo))
+	for j, i := range todo {
+		sel[j] = choices[i]
+	}
+	var mu sync.Mutex
+	meas := make(map[string]tpusim.Measurement, len(todo)) // by choice ID: each measurement's cost
+	sim := tpusim.ChoiceBackend{Sim: r.sim, Salt: func(c cost.Planned) uint64 { return r.salt("kernel|" + c.ID()) },
+		Measured: func(c cost.Planned, m tpusim.Measurement) { mu.Lock(); meas[c.ID()] = m; mu.Unlock() }}
+	budget := measure.NewBudget(min(*capLeft, r.left()))
+	res, err := measure.Run(ctx, measure.Backend[cost.Planned](measure.Count[cost.Planned](sim, budget)), sel, measure.Options{Seed: uint64(r.opts.Seed), Workers: r.workers})
+	if ce := (*measure.ConfigError)(nil); errors.As(err, &ce) {
+		c := sel[ce.Index]
+		return nil, fmt.Errorf("measuring kernel %s with tile %s, flags %s: kernel %s: %w", k.Name, c.Config.Tile, c.Config.Flags, k.Name, ce.Err)
+	} else if err != nil {
 		return nil, err
+	}
+	ms := make([]tpusim.Measurement, len(todo))
+	for j := range todo {
+		ms[j] = meas[sel[j].ID()]
+		ms[j].Ns = res[j].MedianNs
 	}
 	for j, i := range todo {
 		id := ids[i]
@@ -321,12 +333,13 @@ func (r *run) measureKernels(ctx context.Context, k *compiler.Kernel, choices []
 			r.opts.measured("kernel|" + id)
 		}
 		r.noteKernelTime(id, ms[j].Ns)
-		r.measurements++
-		r.kernMeas++
-		r.phaseMeas++
-		*capLeft--
 		r.hardwareS += ms[j].CostS
 	}
+	n := budget.Used() // the wrapper's count: every choice of todo, measured once
+	r.measurements += n
+	r.kernMeas += n
+	r.phaseMeas += n
+	*capLeft -= n
 	for i := range choices {
 		if math.IsNaN(out[i]) {
 			if v, ok := r.kernCache[ids[i]]; ok {

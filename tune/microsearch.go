@@ -11,6 +11,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/zoo"
@@ -289,10 +290,12 @@ type microArm struct {
 	chip   tpusim.Chip
 	seed   int64
 	topK   int
-	budget int  // 0: until it stops
 	shared bool // one model for every shape (the joint search)
 
-	meas     int
+	// count counts the arm's kernel measurements (measure.Counted over the simulator's
+	// backend) against its budget: unlimited for a budget of 0 (until it stops).
+	count    *measure.Budget
+	meas     int // count's measurements, read after the search
 	perShape []int
 	disp     [][]int   // per shape, per family: the dispatched option
 	deltaNs  []float64 // per shape: dispatched − default, from noiseless kernel times
@@ -300,7 +303,11 @@ type microArm struct {
 }
 
 func newMicroArm(shapes []*microShape, shared bool, sim *tpusim.Simulator, chip tpusim.Chip, seed int64, topK, budget int) (*microArm, error) {
-	a := &microArm{shapes: shapes, shared: shared, sim: sim, chip: chip, seed: seed, topK: topK, budget: budget,
+	limit := budget
+	if budget <= 0 {
+		limit = -1
+	}
+	a := &microArm{shapes: shapes, shared: shared, sim: sim, chip: chip, seed: seed, topK: topK, count: measure.NewBudget(limit),
 		perShape: make([]int, len(shapes)), disp: make([][]int, len(shapes)), deltaNs: make([]float64, len(shapes))}
 	var joint *MicroCostModel
 	for range shapes {
@@ -378,7 +385,7 @@ func (a *microArm) run(ctx context.Context) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if a.budget > 0 && a.meas >= a.budget {
+				if a.count.Left() == 0 {
 					return nil
 				}
 				order := make([]int, len(f.opts))
@@ -407,7 +414,7 @@ func (a *microArm) run(ctx context.Context) error {
 					if first && a.shared {
 						// The family's first micro-kernel is also measured at the shape
 						// where its invocations differ most: the fixed cost needs two.
-						if j, oj := a.partner(i, f.name, o); oj != nil && (a.budget <= 0 || a.meas < a.budget) {
+						if j, oj := a.partner(i, f.name, o); oj != nil && a.count.Left() != 0 {
 							if err := a.measure(j, oj); err != nil {
 								return err
 							}
@@ -428,12 +435,13 @@ func (a *microArm) run(ctx context.Context) error {
 func (a *microArm) measure(i int, o *microOpt) error {
 	sh, m := a.shapes[i], a.models[i]
 	salt := stablehash.Seeded(a.seed).Str("micro|" + strconv.Itoa(sh.value) + "|" + o.mk.ID()).Sum64()
-	res, err := a.sim.MeasureChoice(o.p, salt)
+	be := measure.Count[cost.Planned](tpusim.ChoiceBackend{Sim: a.sim, Salt: func(cost.Planned) uint64 { return salt }}, a.count)
+	res, err := be.Measure(o.p)
 	if err != nil {
 		return fmt.Errorf("measuring %s at %d: %w", o.mk.ID(), sh.value, err)
 	}
-	m.Observe(o.mk, o.work, res.Ns)
-	a.meas++
+	m.Observe(o.mk, o.work, res.MedianNs)
+	a.meas = a.count.Used()
 	a.perShape[i]++
 	return a.refresh(m, o.mk.Family)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/measure"
 )
 
 // Record is one measured configuration of a dataset.
@@ -64,8 +64,9 @@ type GenOptions struct {
 	Progress func(done, total int)
 }
 
-// Generate measures configs of the space with the backend, in a seeded random order (so
-// that bursts of other load fall on all parts of the space alike), and writes them to
+// Generate measures configs of the space with the backend through measure.Run, the loop
+// every backend shares (one at a time, in the seeded order measure.Order: bursts of other
+// load fall on all parts of the space alike), and writes them, in that order, to
 // o.Out as a measured-config table (dataset.CreateMeasured: the directory is locked and
 // checked before the first measurement; one row per config, its sample and the
 // analytical estimate; the provenance names the backend, the machine and its load).
@@ -97,28 +98,29 @@ func Generate(ctx context.Context, o GenOptions) (*Meta, []Record, error) {
 			w.Discard()
 		}
 	}()
-	order := rand.New(rand.NewPCG(uint64(o.Seed), 37)).Perm(len(all))
+	// The configs: all of the space, or o.Configs of them drawn by the seeded order.
+	cs := all
 	if o.Configs > 0 {
-		order = order[:o.Configs]
+		pick := measure.Order(uint64(o.Seed), len(all))[:o.Configs]
+		slices.Sort(pick)
+		cs = make([]Config, len(pick))
+		for k, i := range pick {
+			cs[k] = all[i]
+		}
 	}
-	m := &Meta{Task: TaskName, Backend: o.Backend.Name(), Format: o.Format, Layer: ShapeOf(o.Space.Layer), Space: len(all), Configs: len(order),
+	m := &Meta{Task: TaskName, Backend: o.Backend.Name(), Format: o.Format, Layer: ShapeOf(o.Space.Layer), Space: len(all), Configs: len(cs),
 		Seed: o.Seed, Method: o.Method, CPUModel: CPUModel(), GoVersion: runtime.Version(), GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(),
 		LoadStart: LoadAverage(), ToolVersion: o.ToolVersion}
 	start := time.Now()
-	recs := make([]Record, 0, len(order))
-	for seq, i := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("measurement interrupted after %d of %d configs: %w", seq, len(order), err)
-		}
-		c := all[i]
-		s, err := o.Backend.Measure(c)
-		if err != nil {
-			return nil, nil, fmt.Errorf("config %s: %w", c, err)
-		}
-		recs = append(recs, Record{Seq: seq, Config: c, Sample: s, AnalyticalNs: Analytical(o.Space.Layer, c)})
-		if o.Progress != nil {
-			o.Progress(seq+1, len(order))
-		}
+	res, err := measure.Run(ctx, o.Backend, cs, measure.Options{Seed: uint64(o.Seed), Progress: o.Progress})
+	if ce := (*measure.ConfigError)(nil); errors.As(err, &ce) {
+		return nil, nil, fmt.Errorf("config %s: %w", cs[ce.Index], ce.Err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	recs := make([]Record, len(cs))
+	for i, r := range res {
+		recs[r.Seq] = Record{Seq: r.Seq, Config: cs[i], Sample: r.Sample, AnalyticalNs: Analytical(o.Space.Layer, cs[i])}
 	}
 	m.WallSeconds = time.Since(start).Seconds()
 	m.LoadEnd = LoadAverage()

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tpucost/tpucost/bitserial"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/metric"
 )
 
@@ -144,6 +145,11 @@ type TuneOptions struct {
 	Top    int
 	Lambda float64
 	Seed   int64
+	// Budget, if set, is the measurement budget the search is counted against (it may be
+	// shared with other measurements; past it Tune stops with an error wrapping
+	// measure.ErrBudgetSpent); nil: a budget of Sample + Top per problem, the most the
+	// search takes.
+	Budget *measure.Budget
 }
 
 // TunedProblem is one problem's tuning: its best measured variant.
@@ -170,7 +176,8 @@ type TuneResult struct {
 // the backend, guided by the learned model, counting every measurement: Sample random
 // configs of the space (to fit a model, unless one is given), then, per problem, the
 // Top variants the model predicts fastest among those not yet measured; each problem's
-// best measured median wins.
+// best measured median wins. Measurements are counted by measure.Counted (the wrapper
+// tune counts with on every backend) against a budget of Sample + Top per problem.
 func Tune(o TuneOptions) (*TuneResult, error) {
 	all, err := o.Space.Configs()
 	if err != nil {
@@ -188,22 +195,29 @@ func Tune(o TuneOptions) (*TuneResult, error) {
 		return nil, errors.New("--sample: without a trained model (--model) the tuner needs at least 2 random configs to fit one")
 	}
 	res := &TuneResult{ExhaustiveConfigs: variants * len(probs)}
+	// Every measurement goes through the counting wrapper: its count is the result's
+	// Measurements.
+	budget := o.Budget
+	if budget == nil {
+		budget = measure.NewBudget(o.Sample + o.Top*len(probs))
+	}
+	used0 := budget.Used()
+	be := measure.Count(o.Backend, budget)
 	measured := map[Config]float64{}
 	var cs []Config
 	var ns []float64
-	measure := func(c Config) error {
-		s, err := o.Backend.Measure(c)
+	measureOne := func(c Config) error {
+		s, err := be.Measure(c)
 		if err != nil {
 			return err
 		}
 		measured[c] = s.MedianNs
-		res.Measurements++
 		cs, ns = append(cs, c), append(ns, s.MedianNs)
 		return nil
 	}
 	r := rand.New(rand.NewPCG(uint64(o.Seed), 43))
 	for _, i := range r.Perm(len(all))[:o.Sample] {
-		if err := measure(all[i]); err != nil {
+		if err := measureOne(all[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -239,7 +253,7 @@ func Tune(o TuneOptions) (*TuneResult, error) {
 			return 0
 		})
 		for _, c := range rest[:min(o.Top, len(rest))] {
-			if err := measure(c); err != nil {
+			if err := measureOne(c); err != nil {
 				return nil, err
 			}
 			res.Predicted++
@@ -256,6 +270,7 @@ func Tune(o TuneOptions) (*TuneResult, error) {
 		tp.BestConfig = tp.best.String()
 		res.Problems = append(res.Problems, tp)
 	}
+	res.Measurements = budget.Used() - used0
 	return res, nil
 }
 

@@ -23,8 +23,8 @@ type Kernel struct {
 	idxT  []uint8 // [K·K·Cin/z][Cout] (channel order)
 	in    []uint8 // H·W·Cin activations, each < 2^b
 	lut   bitserial.LUT
-	plane []uint8 // b bit-planes of the input
-	win   []uint8 // one window's patterns
+	plane []uint8              // b bit-planes of the input
+	mem   bitserial.LUTScratch // one window's patterns; the pool-table order's vector table
 	acc   []int32
 }
 
@@ -54,7 +54,6 @@ func NewKernel(l bitserial.Layer, c Config, seed uint64) (*Kernel, error) {
 	}
 	// BitPlanes with z = 8 reads 8 bytes at a time; pad the planes to 8 planes.
 	k.plane = make([]uint8, 8*l.H*l.W*l.Cin/c.Z+8)
-	k.win = make([]uint8, c.B*n)
 	k.acc = make([]int32, l.OH()*l.OW()*l.Cout)
 	return k, nil
 }
@@ -63,12 +62,12 @@ func NewKernel(l bitserial.Layer, c Config, seed uint64) (*Kernel, error) {
 func (k *Kernel) Config() Config { return k.cfg }
 
 // Run builds the table, splits the activations into bit-planes and computes the layer's
-// accumulators (returned; owned by k, overwritten by the next Run).
+// accumulators (the pool-table order builds its vector table from them, in the run) (returned; owned by k, overwritten by the next Run).
 func (k *Kernel) Run() []int32 {
 	c := k.cfg
 	bitserial.BuildLUT(&k.lut, k.pool, c.Z)
 	bitserial.BitPlanes(k.l, k.in, c.Z, c.B, k.plane)
-	bitserial.ConvLUTVariant(k.l, k.plane, k.idx, k.idxT, &k.lut, c.B, c.Variant(), k.acc, k.win)
+	bitserial.ConvLUTVariant(k.l, k.plane, k.idx, k.idxT, &k.lut, c.B, c.Variant(), k.acc, &k.mem)
 	return k.acc
 }
 

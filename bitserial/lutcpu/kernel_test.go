@@ -7,7 +7,8 @@ import (
 	"github.com/tpucost/tpucost/bitserial"
 )
 
-// TestEveryVariantEqualsIntegerReference: every loop order × block × unroll, for every b
+// TestEveryVariantEqualsIntegerReference: every loop order (pool-table included) × block ×
+// unroll, for every b
 // in 1..8 and z in {1, 2, 4, 8}, on a padded stride-1 layer and a stride-2 one, gives
 // accumulators equal bit for bit to the 8-bit integer kernel on the expanded pool weights.
 func TestEveryVariantEqualsIntegerReference(t *testing.T) {
@@ -59,22 +60,22 @@ func TestVariantsReadTheTable(t *testing.T) {
 		for i := range k.lut.T {
 			k.lut.T[i]++
 		}
-		bitserial.ConvLUTVariant(k.l, k.plane, k.idx, k.idxT, &k.lut, c.B, c.Variant(), k.acc, k.win)
+		bitserial.ConvLUTVariant(k.l, k.plane, k.idx, k.idxT, &k.lut, c.B, c.Variant(), k.acc, &k.mem)
 		if slices.Equal(k.acc, ref) {
 			t.Errorf("%s: changing the table left the output unchanged", c)
 		}
 	}
 }
 
-// TestSpaceAndBadConfigs: the default space has 3,240 configs, each round-tripping its
+// TestSpaceAndBadConfigs: the default space has 4,320 configs, each round-tripping its
 // string; bad values are refused in one line.
 func TestSpaceAndBadConfigs(t *testing.T) {
 	cs, err := DefaultSpace().Configs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 3240 {
-		t.Fatalf("%d configs, want 5·3·8·27 = 3240", len(cs))
+	if len(cs) != 4320 {
+		t.Fatalf("%d configs, want 5·3·8·36 = 4320", len(cs))
 	}
 	for _, c := range cs[:50] {
 		back, err := ParseConfig(c.String(), DefaultLayer())

@@ -3,11 +3,11 @@ package lutcpu
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/dataset"
+	"github.com/tpucost/tpucost/internal/measure"
 )
 
 // Timer times one call of run. WallTimer is the real one; tests inject scripted ones.
@@ -60,19 +60,9 @@ func (m Method) Check() error {
 	return nil
 }
 
-// Sample is one measured configuration.
-type Sample struct {
-	MedianNs   float64 `json:"median_ns"`  // median of the kept repeats
-	SpreadPct  float64 `json:"spread_pct"` // 100·(max − min)/median of the kept repeats
-	Noise      float64 `json:"noise"`      // 1.4826·MAD/median of the kept repeats
-	Kept       int     `json:"kept"`       // repeats kept
-	Rejected   int     `json:"rejected"`   // repeats rejected as outliers (kept attempt)
-	Remeasured int     `json:"remeasured"` // re-measurements because an attempt was noisier than MaxNoise
-	Calls      int     `json:"calls"`      // every call made, warm-ups and all attempts
-}
-
-// madScale turns a median absolute deviation into a standard deviation of normal data.
-const madScale = 1.4826
+// Sample is one measured configuration: the sample every measurement backend returns
+// (measure.Sample; MedianNs is the median of the kept repeats, Kept the repeats kept).
+type Sample = measure.Sample
 
 // Measure measures run by m with timer t.
 func (m Method) Measure(t Timer, run func()) Sample {
@@ -101,14 +91,15 @@ func (m Method) Measure(t Timer, run func()) Sample {
 }
 
 // summarize is one attempt's statistics: outliers beyond k robust deviations (at least
-// floor·median) from the median rejected, then the median, spread and noise of the rest.
+// floor·median) from the median rejected, then the median, spread and noise of the rest
+// (measure.Stats).
 func summarize(ns []float64, k, floor float64) Sample {
-	med := median(ns)
+	med := measure.Median(ns)
 	dev := make([]float64, len(ns))
 	for i, v := range ns {
 		dev[i] = math.Abs(v - med)
 	}
-	sd := max(median(dev)*madScale, floor*med)
+	sd := max(measure.Median(dev)*measure.MADScale, floor*med)
 	var kept []float64
 	for _, v := range ns {
 		// A deviation of 0 (over half the repeats equal, no floor) keeps only the
@@ -118,42 +109,24 @@ func summarize(ns []float64, k, floor float64) Sample {
 		}
 	}
 	s := Sample{Kept: len(kept), Rejected: len(ns) - len(kept)}
-	s.MedianNs = median(kept)
-	lo, hi := slices.Min(kept), slices.Max(kept)
-	if s.MedianNs > 0 {
-		s.SpreadPct = 100 * (hi - lo) / s.MedianNs
-		for i, v := range kept {
-			dev[i] = math.Abs(v - s.MedianNs)
-		}
-		s.Noise = median(dev[:len(kept)]) * madScale / s.MedianNs
-	}
+	s.MedianNs, s.SpreadPct, s.Noise = measure.Stats(kept)
 	return s
 }
 
 // median of xs (not modified); 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+func median(xs []float64) float64 { return measure.Median(xs) }
 
-// Backend measures configurations of the LUT kernel. CPU is the real one.
-type Backend interface {
-	// Name is the backend as --backend names it.
-	Name() string
-	// Measure measures config c, or returns c's Check error.
-	Measure(c Config) (Sample, error)
-}
+// Backend measures configurations of the LUT kernel: the interface every measurement
+// backend implements (measure.Backend), on lutcpu's configurations. CPU is the real one;
+// Measure returns a config's Check error for an invalid one.
+type Backend = measure.Backend[Config]
 
 // CPU measures configs on this machine, single-threaded: each config's kernel
-// (NewKernel with Seed) is run by Method with Timer (WallTimer when nil).
+// (NewKernel with Seed) is run by Method with Timer (WallTimer when nil). It is the
+// processor as a measure.Backend[Config], the simulator's counterpart
+// (tpusim.ChoiceBackend): gen measures through measure.Run over it, tune counts through
+// measure.Counted. It is not safe for concurrent use (its timings would disturb each
+// other): measure.Run with one worker.
 type CPU struct {
 	Layer  bitserial.Layer
 	Seed   uint64

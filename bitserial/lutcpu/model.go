@@ -12,13 +12,27 @@ import (
 )
 
 // Work counts the LUT kernel's operations for config c on layer l: what the analytical
-// model charges for.
+// model charges for. The pool-table order's counts differ from the others': it reads
+// the LUT P·b times per input vector to build its vector table, then the vector table
+// once per weight index, whatever b.
 type Work struct {
 	TableEntries float64 // P·2^z entries built, one addition each
 	Patterns     float64 // bit-plane patterns made: H·W·Cin/z·b (z ops each unless z = 8)
-	Gathered     float64 // patterns copied into windows: OH·OW·K·K·Cin/z·b
-	Lookups      float64 // table reads: OH·OW·Cout·K·K·Cin/z·b, one addition each
-	Shifts       float64 // per output and bit, the shift-add of a bit's sum: OH·OW·Cout·b
+	// Gathered: patterns copied into windows, OH·OW·K·K·Cin/z·b; for pool-table, window
+	// offsets computed, OH·OW·K·K·Cin/z.
+	Gathered float64
+	// Lookups: table reads of the convolution, one addition each: OH·OW·Cout·K·K·Cin/z·b
+	// (LUT reads); for pool-table OH·OW·Cout·K·K·Cin/z (vector-table reads, no b).
+	Lookups float64
+	// Shifts: per output and bit, the shift-add of a bit's sum, OH·OW·Cout·b (none for
+	// pool-table, whose shifts are in the vector-table build).
+	Shifts float64
+	// VectorLookups: pool-table only, the LUT reads (each with a shift-add) that build the
+	// vector table: H·W·Cin/z vectors × P pool vectors × b.
+	VectorLookups float64
+	// VectorEntries: pool-table only, the vector table's entries (int32 each):
+	// (H·W·Cin/z + 1)·P, its footprint in cache.
+	VectorEntries float64
 }
 
 // WorkOf is the operation count of c on l.
@@ -33,6 +47,13 @@ func WorkOf(l bitserial.Layer, c Config) Work {
 		Gathered:     pos * kk * groups * b,
 		Lookups:      pos * float64(l.Cout) * kk * groups * b,
 		Shifts:       pos * float64(l.Cout) * b,
+	}
+	if c.Order == OrderPoolTable {
+		w.Gathered = pos * kk * groups
+		w.Lookups = pos * float64(l.Cout) * kk * groups
+		w.Shifts = 0
+		w.VectorLookups = float64(l.H*l.W) * groups * float64(c.P) * b
+		w.VectorEntries = (float64(l.H*l.W)*groups + 1) * float64(c.P)
 	}
 	return w
 }
@@ -49,26 +70,35 @@ const (
 )
 
 // Analytical is the analytical model of the LUT kernel: table build + bit-planes +
-// window gathers + lookups + additions, at the nominal costs. It does not see the loop
-// order, blocking, unrolling or the table's cache footprint.
+// window gathers + lookups + additions (+ for the pool-table order, the vector-table
+// build: a LUT read and a shift-add per entry and bit), at the nominal costs. It sees the
+// loop order only through these counts: not the blocking, unrolling or the tables' cache
+// footprint.
 func Analytical(l bitserial.Layer, c Config) float64 {
 	w := WorkOf(l, c)
 	pat := nsPattern
 	if c.Z != 8 {
 		pat *= float64(c.Z)
 	}
-	return w.TableEntries*nsAdd + w.Patterns*pat + w.Gathered*nsGather + w.Lookups*(nsLookup+nsAdd) + w.Shifts*nsAdd
+	return w.TableEntries*nsAdd + w.Patterns*pat + w.Gathered*nsGather + w.Lookups*(nsLookup+nsAdd) + w.Shifts*nsAdd +
+		w.VectorLookups*(nsLookup+nsAdd)
 }
 
 // l1Bytes is a typical L1 data cache (32 KiB): tables beyond it miss more.
 const l1Bytes = 32 << 10
 
 // Features is the learned model's input for c on l: logs of the operation counts, the
-// analytical estimate, the table's footprint, and the loop order (one-hot) crossed with
-// everything, blocking and unrolling.
+// analytical estimate, the tables' footprints (the LUT's; the pool-table order's vector
+// table's, 0 for the other orders), and the loop order (one-hot) crossed with everything,
+// blocking and unrolling.
 func Features(l bitserial.Layer, c Config) []float64 {
 	w := WorkOf(l, c)
 	tabBytes := 2 * w.TableEntries
+	vtBytes := 4 * w.VectorEntries
+	vtExcess := 0.0
+	if vtBytes > l1Bytes {
+		vtExcess = math.Log2(vtBytes / l1Bytes)
+	}
 	base := []float64{
 		1,
 		math.Log(w.Lookups),
@@ -85,8 +115,16 @@ func Features(l bitserial.Layer, c Config) []float64 {
 		math.Max(0, math.Log2(tabBytes/l1Bytes)),
 		float64(c.B) * math.Log2(float64(c.Unroll)),
 		float64(c.Z) * math.Log2(float64(c.Block)),
+		math.Log1p(w.VectorLookups),
+		math.Log1p(vtBytes),
+		vtExcess,
+		vtExcess * float64(c.B),
 	}
-	out := make([]float64, 0, len(base)*len(Orders()))
+	// shared: the blocking and unrolling effects, and the operation counts, also uncrossed,
+	// so that what the orders have in common is learned from every sample.
+	shared := []float64{base[1], base[4], base[8], base[9], base[10], base[13], base[14]}
+	out := make([]float64, 0, len(base)*len(Orders())+len(shared))
+	out = append(out, shared...)
 	for _, o := range Orders() {
 		on := 0.0
 		if c.Order == o {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/dataset"
 )
 
@@ -28,14 +29,14 @@ func (s *synthetic) Measure(c Config) (Sample, error) {
 		return Sample{}, err
 	}
 	s.calls++
-	f := map[Order]float64{OrderBitGroup: 1, OrderGroupBit: 1.6, OrderChannel: 0.7}[c.Order]
+	f := map[Order]float64{OrderBitGroup: 1, OrderGroupBit: 1.6, OrderChannel: 0.7, OrderPoolTable: 0.8}[c.Order]
 	f *= 1 + 0.15*math.Log2(float64(c.Unroll)) - 0.1*math.Log2(float64(c.Block))
 	return Sample{MedianNs: Analytical(s.space.Layer, c) * f, Kept: 1, Calls: 1}, nil
 }
 
 // TestLearnedBeatsAnalyticalOnWhatItCannotSee: on times that depend on the loop order,
 // blocking and unrolling, the learned model ranks held-out configs better than the
-// analytical one (which ties every variant of the same P, z, b).
+// analytical one (which ties every variant of the same P, z, b and order).
 func TestLearnedBeatsAnalyticalOnWhatItCannotSee(t *testing.T) {
 	sp := DefaultSpace()
 	be := &synthetic{space: sp}
@@ -129,7 +130,7 @@ func TestProblemSplitHoldsOutWholeProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(held) != 24 || len(test) != 24*27 || len(train)+len(test) != len(recs) {
+	if nv := len(Problem{}.Variants()); len(held) != 24 || len(test) != 24*nv || len(train)+len(test) != len(recs) {
 		t.Fatalf("held %d problems, %d test and %d train configs", len(held), len(test), len(train))
 	}
 	in := map[Problem]bool{}
@@ -160,8 +161,8 @@ func TestDatasetRoundTripAndRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if meta.Configs != 4*27 || len(recs) != meta.Configs || be.calls != meta.Configs {
-			t.Fatalf("measured %d configs (%d records, %d calls), want %d", meta.Configs, len(recs), be.calls, 4*27)
+		if nv := len(Problem{}.Variants()); meta.Configs != 4*nv || len(recs) != meta.Configs || be.calls != meta.Configs {
+			t.Fatalf("measured %d configs (%d records, %d calls), want %d", meta.Configs, len(recs), be.calls, 4*nv)
 		}
 		m2, back, err := Read(dir)
 		if err != nil {
@@ -200,6 +201,40 @@ func TestDatasetRoundTripAndRefusals(t *testing.T) {
 			if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Errorf("%s %s file: err = %v, want one line naming the file", name, format, err)
 			}
+		}
+	}
+}
+
+// TestAnalyticalSeesThePoolTableReuse: the analytical model counts the pool-table order's
+// reuse of the shared pool: its convolution's table reads per output are K·K·Cin/z at
+// every b (the other orders' are b times that), its vector-table build P·b reads per
+// input vector, so it predicts pool-table faster than bit-group where a vector's uses
+// (Cout·K·K = 288 on the third convolution) exceed P = 64, at every b ≥ 2, and slower on
+// the dense layer (10 outputs, one tap per vector: 10 uses).
+func TestAnalyticalSeesThePoolTableReuse(t *testing.T) {
+	conv, dense := DefaultLayer(), bitserial.DefaultArch.Layers()[3]
+	perOutput := func(l bitserial.Layer, c Config) float64 {
+		return WorkOf(l, c).Lookups / float64(l.OH()*l.OW()*l.Cout)
+	}
+	for b := 1; b <= 8; b++ {
+		pt := Config{P: 64, Z: 8, B: b, Order: OrderPoolTable, Block: 4, Unroll: 2}
+		bg := pt
+		bg.Order = OrderBitGroup
+		if got, want := perOutput(conv, pt), float64(conv.K*conv.K*conv.Cin/8); got != want {
+			t.Errorf("b=%d: pool-table reads %.0f table entries per output, want %.0f whatever b", b, got, want)
+		}
+		if got, want := perOutput(conv, bg), float64(b*conv.K*conv.K*conv.Cin/8); got != want {
+			t.Errorf("b=%d: bit-group reads %.0f per output, want %.0f", b, got, want)
+		}
+		if got, want := WorkOf(conv, pt).VectorLookups, float64(conv.H*conv.W*conv.Cin/8*64*b); got != want {
+			t.Errorf("b=%d: vector-table build %.0f reads, want %.0f (P·b per vector)", b, got, want)
+		}
+		if b >= 2 && Analytical(conv, pt) >= Analytical(conv, bg) {
+			t.Errorf("b=%d third conv: pool-table %.0f ns, bit-group %.0f ns: want pool-table faster", b, Analytical(conv, pt), Analytical(conv, bg))
+		}
+		pt.Block, bg.Block = 2, 2
+		if Analytical(dense, pt) <= Analytical(dense, bg) {
+			t.Errorf("b=%d dense: pool-table %.0f ns, bit-group %.0f ns: want pool-table slower", b, Analytical(dense, pt), Analytical(dense, bg))
 		}
 	}
 }

@@ -13,8 +13,10 @@ import (
 // b) is measured on that layer (CPU.Measure: table build, bit-planes and convolution, by
 // Method) and the fastest median kept; for every layer, every 8-bit integer variant
 // (bitserial.Int8Variants) is measured the same way on the layer with random int8 weights
-// and activations, so that the baseline runs at its best too. The space per problem is
-// small (27 LUT variants, 9 int8 ones), so the search is exhaustive: this is the space's
+// and activations, and for every pooled layer every 8-bit weight-pool variant
+// (bitserial.Pool8Variants) with a random pool and indices, so that both baselines run at
+// their best too. The space per problem is small (36 LUT variants, 9 int8 and 9 pool8
+// ones), so the search is exhaustive: this is the space's
 // best for each layer's problem, which model-guided Tune approaches with fewer
 // measurements. Variants whose block does not divide a layer's output channels are
 // skipped.
@@ -44,6 +46,22 @@ func (p Planner) Plan(ctx context.Context, n *bitserial.Net, bits []int) (*bitse
 		}
 		ch.Layer = i + 1
 		plan.Int8[i] = best
+		plan.Choices = append(plan.Choices, ch)
+	}
+	plan.Pool8 = make([]bitserial.Pool8Variant, len(n.Layers))
+	for i, l := range n.Layers {
+		if i >= len(n.Idx) || n.Idx[i] == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		best, ch, err := p.fastestPool8(l, n.P, n.Z, timer)
+		if err != nil {
+			return nil, err
+		}
+		ch.Layer = i + 1
+		plan.Pool8[i] = best
 		plan.Choices = append(plan.Choices, ch)
 	}
 	for _, b := range bits {
@@ -130,6 +148,47 @@ func (p Planner) fastestInt8(l bitserial.Layer, timer Timer) (bitserial.Int8Vari
 	}
 	if ch.Candidates == 0 {
 		return best, ch, fmt.Errorf("layer of %d output channels: no int8 variant fits", l.Cout)
+	}
+	ch.Variant = best.String()
+	return best, ch, nil
+}
+
+// fastestPool8 measures every 8-bit weight-pool variant that fits l (a random pool of np
+// vectors of z int8 weights, random indices and activations drawn from p.Seed) and
+// returns the one with the least median.
+func (p Planner) fastestPool8(l bitserial.Layer, np, z int, timer Timer) (bitserial.Pool8Variant, bitserial.VariantChoice, error) {
+	r := rand.New(rand.NewPCG(p.Seed, uint64(l.Cin)<<16|uint64(l.Cout)<<8|uint64(z)))
+	pool := make([]int8, np*z)
+	for i := range pool {
+		pool[i] = int8(r.IntN(255) - 127)
+	}
+	idx := make([]uint8, l.Weights()/z)
+	for i := range idx {
+		idx[i] = uint8(r.IntN(np))
+	}
+	in := make([]uint8, l.H*l.W*l.Cin)
+	for i := range in {
+		in[i] = uint8(r.IntN(256))
+	}
+	acc := make([]int32, l.OH()*l.OW()*l.Cout)
+	scratch := make([]uint8, l.K*l.K*l.Cin)
+	ch := bitserial.VariantChoice{Kernel: "pool8", B: 8}
+	var best bitserial.Pool8Variant
+	for _, v := range bitserial.Pool8Variants() {
+		if v.Check(l) != nil {
+			continue
+		}
+		s := p.Method.Measure(timer, func() { bitserial.ConvPool8Variant(l, in, idx, pool, z, acc, scratch, v) })
+		ch.Candidates++
+		if v == bitserial.PlainPool8() {
+			ch.PlainNs = s.MedianNs
+		}
+		if ch.Candidates == 1 || s.MedianNs < ch.MedianNs {
+			best, ch.MedianNs = v, s.MedianNs
+		}
+	}
+	if ch.Candidates == 0 {
+		return best, ch, fmt.Errorf("layer of %d output channels: no pool8 variant fits", l.Cout)
 	}
 	ch.Variant = best.String()
 	return best, ch, nil

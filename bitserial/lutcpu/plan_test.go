@@ -35,13 +35,15 @@ func TestPlannerPicksTheFastestVariant(t *testing.T) {
 	m := Method{Warmup: 0, Repeats: 3, OutlierK: 3, OutlierFloor: 0.01, MaxNoise: 0.05, Retries: 0}
 	n := planNet()
 	for _, c := range []struct {
-		step                int64
-		int8Conv, int8Dense bitserial.Int8Variant
-		lutConv, lutDense   bitserial.LUTVariant
+		step                  int64
+		int8Conv, int8Dense   bitserial.Int8Variant
+		pool8Conv, pool8Dense bitserial.Pool8Variant
+		lutConv, lutDense     bitserial.LUTVariant
 	}{
 		{-1, bitserial.Int8Variant{Block: 4, Unroll: 4}, bitserial.Int8Variant{Block: 2, Unroll: 4},
-			bitserial.LUTVariant{Order: OrderChannel, Block: 4, Unroll: 4}, bitserial.LUTVariant{Order: OrderChannel, Block: 2, Unroll: 4}},
-		{+1, bitserial.PlainInt8(), bitserial.PlainInt8(), bitserial.PlainLUT(), bitserial.PlainLUT()},
+			bitserial.Pool8Variant{Block: 4, Unroll: 4}, bitserial.Pool8Variant{Block: 2, Unroll: 4},
+			bitserial.LUTVariant{Order: bitserial.OrderPoolTable, Block: 4, Unroll: 4}, bitserial.LUTVariant{Order: bitserial.OrderPoolTable, Block: 2, Unroll: 4}},
+		{+1, bitserial.PlainInt8(), bitserial.PlainInt8(), bitserial.PlainPool8(), bitserial.PlainPool8(), bitserial.PlainLUT(), bitserial.PlainLUT()},
 	} {
 		p := Planner{Method: m, Seed: 1, Timer: &ramp{ns: 1_000_000, step: c.step}}
 		plan, err := p.Plan(context.Background(), n, []int{3})
@@ -58,6 +60,15 @@ func TestPlannerPicksTheFastestVariant(t *testing.T) {
 			}
 		}
 		for i := 1; i < 4; i++ {
+			want := c.pool8Conv
+			if i == 3 {
+				want = c.pool8Dense
+			}
+			if plan.Pool8[i] != want {
+				t.Errorf("step %d: layer %d pool8 %s, want %s", c.step, i+1, plan.Pool8[i], want)
+			}
+		}
+		for i := 1; i < 4; i++ {
 			want := c.lutConv
 			if i == 3 {
 				want = c.lutDense
@@ -66,8 +77,9 @@ func TestPlannerPicksTheFastestVariant(t *testing.T) {
 				t.Errorf("step %d: layer %d LUT %s, want %s", c.step, i+1, plan.LUT[3][i], want)
 			}
 		}
-		// 4 int8 choices (9, 9, 9 and 6 variants), 3 LUT ones (27, 27, 18).
-		wantCand := []int{9, 9, 9, 6, 27, 27, 18}
+		// 4 int8 choices (9, 9, 9 and 6 variants), 3 pool8 ones (9, 9, 6), 3 LUT ones
+		// (36, 36, 24).
+		wantCand := []int{9, 9, 9, 6, 9, 9, 6, 36, 36, 24}
 		if len(plan.Choices) != len(wantCand) {
 			t.Fatalf("%d choices, want %d", len(plan.Choices), len(wantCand))
 		}

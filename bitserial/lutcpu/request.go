@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/tpucost/tpucost/bitserial"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/internal/atomicfile"
 	"github.com/tpucost/tpucost/internal/dirlock"
@@ -41,6 +42,18 @@ type GenRequest struct {
 	// ToolVersion is recorded in the metadata.
 	ToolVersion string
 	Progress    io.Writer // progress lines (nil: none)
+
+	backend Backend // set by tests: measures instead of NewBackend's
+}
+
+// NewBackend is the backend --backend names, measuring configs of layer l with method m
+// (the kernel's data drawn from seed): "cpu", this processor (CPU). It is the one
+// constructor gen and tune take their backend from.
+func NewBackend(name string, l bitserial.Layer, seed uint64, m Method) (Backend, error) {
+	if err := CheckBackend(name); err != nil {
+		return nil, fmt.Errorf("--backend %q: %w", name, err)
+	}
+	return &CPU{Layer: l, Seed: seed, Method: m}, nil
 }
 
 // GenReport is a generation: the dataset's metadata (the JSON) and where it is.
@@ -51,11 +64,14 @@ type GenReport struct {
 
 // Run measures the default space on the backend into r.Out.
 func (r GenRequest) Run(ctx context.Context) (*GenReport, error) {
-	if err := CheckBackend(r.Backend); err != nil {
-		return nil, fmt.Errorf("--backend %q: %w", r.Backend, err)
-	}
 	sp := DefaultSpace()
-	be := &CPU{Layer: sp.Layer, Seed: uint64(r.Seed), Method: r.Method}
+	be, err := NewBackend(r.Backend, sp.Layer, uint64(r.Seed), r.Method)
+	if err != nil {
+		return nil, err
+	}
+	if r.backend != nil {
+		be = r.backend
+	}
 	o := GenOptions{Space: sp, Backend: be, Method: r.Method, Out: r.Out, Format: r.Format, Configs: r.Configs, Seed: r.Seed, ToolVersion: r.ToolVersion}
 	if r.Progress != nil {
 		o.Progress = func(done, total int) {
@@ -262,6 +278,8 @@ type TuneRequest struct {
 	Lambda float64
 	Method Method
 	Rounds int // alternating re-measurements of a tuned and an exhaustive best that differ
+
+	backend Backend // set by tests: measures instead of NewBackend's
 }
 
 // TuneReport is a tuning run, and its comparison with an exhaustive search.
@@ -309,7 +327,13 @@ func (r TuneRequest) Run() (*TuneReport, error) {
 		return nil, err
 	}
 	sp := DefaultSpace()
-	be := &CPU{Layer: sp.Layer, Seed: uint64(r.Seed), Method: r.Method}
+	be, err := NewBackend(r.Backend, sp.Layer, uint64(r.Seed), r.Method)
+	if err != nil {
+		return nil, err
+	}
+	if r.backend != nil {
+		be = r.backend
+	}
 	o := TuneOptions{Space: sp, Backend: be, Sample: r.Sample, Top: r.Top, Lambda: r.Lambda, Seed: r.Seed}
 	if r.Model != "" {
 		ck, err := ReadCheckpoint(r.Model)

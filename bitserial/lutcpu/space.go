@@ -9,8 +9,8 @@
 // features and a learned model (ridge regression on log time); generation of a measured
 // dataset (a measured-config table of package dataset); evaluation by Kendall τ;
 // model-guided tuning that counts its measurements; and the Planner that picks, by
-// measurement on this CPU, the LUT and 8-bit integer variants the network
-// (`tpucost bitserial`) runs.
+// measurement on this CPU, the LUT, 8-bit integer and 8-bit weight-pool variants the
+// network (`tpucost bitserial`) runs.
 package lutcpu
 
 import (
@@ -27,9 +27,10 @@ type Order = bitserial.LoopOrder
 
 // The loop orders.
 const (
-	OrderBitGroup = bitserial.OrderBitGroup
-	OrderGroupBit = bitserial.OrderGroupBit
-	OrderChannel  = bitserial.OrderChannel
+	OrderBitGroup  = bitserial.OrderBitGroup
+	OrderGroupBit  = bitserial.OrderGroupBit
+	OrderChannel   = bitserial.OrderChannel
+	OrderPoolTable = bitserial.OrderPoolTable
 )
 
 // Orders lists the loop orders.
@@ -131,7 +132,7 @@ type Space struct {
 func DefaultLayer() bitserial.Layer { return bitserial.DefaultArch.Layers()[2] }
 
 // DefaultSpace is P in {16..256}, z in {2, 4, 8}, b in 1..8 on DefaultLayer, with every
-// order, block and unroll: 5·3·8·3·3·3 = 3,240 configs.
+// order, block and unroll: 5·3·8·4·3·3 = 4,320 configs.
 func DefaultSpace() Space {
 	return Space{Layer: DefaultLayer(), Ps: []int{16, 32, 64, 128, 256}, Zs: []int{2, 4, 8}, Bs: []int{1, 2, 3, 4, 5, 6, 7, 8}}
 }

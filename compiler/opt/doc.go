@@ -43,8 +43,13 @@
 //	while-loop-invariant-code-motion *  loop-invariant body work → before the loop (licm.go)
 //
 // All returns them in that order (actions of the pass-ordering gym keep their index),
-// Lookup finds one by name, and Default is the compile pipeline's default: the first 14
-// (DefaultPasses) iterated to a fixed point (at most DefaultMaxIterations times).
+// Lookup finds one by name. SimplifyPipelines lists the compile pipeline's
+// simplification groups: the default, "xla" (XLAOrderPasses: call-inliner, XLA's CPU
+// simplification group without the passes that may grow a TPU program, then
+// broadcast-sinking, transpose-folding, slice-sinker, pad-add-to-concat and cse), and
+// "legacy" (LegacyPasses, the first 14, the default before issue 36). Default is the
+// default group as one pass, iterated to a fixed point (at most DefaultMaxIterations
+// times).
 // XLAPipeline is XLA's own order over these passes (its CPU pipeline up to layout
 // assignment, with its two fixed-point simplification groups; XLACommit), which
 // RunStages runs.

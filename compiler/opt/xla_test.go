@@ -360,7 +360,7 @@ func TestXLAPassCases(t *testing.T) {
 	}
 }
 
-// TestXLAPassesCovered: every pass of All() beyond the 14 of DefaultPasses has a case
+// TestXLAPassesCovered: every pass of All() beyond the 14 of LegacyPasses has a case
 // above, and All() has at least 30 passes.
 func TestXLAPassesCovered(t *testing.T) {
 	if n := len(All()); n < 30 {
@@ -373,7 +373,7 @@ func TestXLAPassesCovered(t *testing.T) {
 	has["while-loop-unroller"] = true // TestWhileLoopUnroller
 	has["flatten-call-graph"] = true  // TestFlattenCallGraph
 	has["scatter-expander"] = true    // TestScatterExpander
-	for _, p := range All()[len(DefaultPasses()):] {
+	for _, p := range All()[len(LegacyPasses()):] {
 		if !has[p.Name] {
 			t.Errorf("pass %s has no case from XLA's tests", p.Name)
 		}

@@ -28,7 +28,7 @@ func TestZooDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := OpCount(m)
-		n, err := RunToFixedPoint(m, DefaultPasses(), DefaultMaxIterations)
+		n, err := RunToFixedPoint(m, XLAOrderPasses(), DefaultMaxIterations)
 		if err != nil {
 			t.Fatalf("%s: %v", zm.Name, err)
 		}
@@ -234,7 +234,7 @@ func TestRealHLO(t *testing.T) {
 			}
 		}
 		out := m.Clone()
-		n, err := RunToFixedPoint(out, DefaultPasses(), DefaultMaxIterations)
+		n, err := RunToFixedPoint(out, XLAOrderPasses(), DefaultMaxIterations)
 		if err != nil {
 			t.Fatal(err)
 		}

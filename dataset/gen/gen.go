@@ -24,6 +24,7 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/internal/stablehash"
 	"github.com/tpucost/tpucost/internal/workers"
 	"github.com/tpucost/tpucost/tpusim"
@@ -131,6 +132,9 @@ type Options struct {
 
 	// inject, if set (by tests), is called before a unit compiles: an error fails the unit.
 	inject func(program string, variant int32) error
+	// backend, if set (by tests), measures kernel choices instead of the simulator's
+	// backend (generator.backend: the one constructor both measuring loops take it from).
+	backend func(salt uint64) measure.Backend[cost.Planned]
 
 	sized map[string]sizedProgram // set by Generate: how each program of Models is built
 }
@@ -931,40 +935,58 @@ func sampleIndices(r *rand.Rand, n, k, must int) []int {
 	return append([]int{must}, chosen...)
 }
 
+// backend is what measures kernel choices, salted by salt: the simulator as a
+// measure.Backend (tpusim.ChoiceBackend, the numbers of its MeasureChoice), unless a test
+// injected one. Both measuring loops (row, raggedUnit) take it from here.
+func (g *generator) backend(salt uint64) measure.Backend[cost.Planned] {
+	if g.opts.backend != nil {
+		return g.opts.backend(salt)
+	}
+	return tpusim.ChoiceBackend{Sim: g.sim, Salt: func(cost.Planned) uint64 { return salt }}
+}
+
+// measureSeed seeds the order a kernel's configurations are measured in (measure.Run):
+// the run's seed and the kernel's key. The simulator's times do not depend on the order
+// (a choice's noise is seeded by its identity and salt), so neither does the data.
+func measureSeed(seed int64, key string) uint64 {
+	return stablehash.Seeded(seed).Label("measure").Str(key).Sum64()
+}
+
 // row measures and featurizes one kernel: each configuration is the kernel's planned
 // choice or one of its tile options (planned once, by the compiler) with other flags, and
-// is timed, estimated, named and featurized from that one value.
+// is timed (through measure.Run, the loop every backend shares, on g.backend), estimated,
+// named and featurized from that one value.
 func (g *generator) row(p *compiler.Program, k *compiler.Kernel, model string, u int64) (dataset.Row, float64, float64, error) {
 	t := g.opts.Chip.Target
 	opts, picks := g.configsFor(p, k)
-	choice := func(pk pick) (cost.Planned, error) {
-		if pk.opt < 0 {
-			return k.Choice, nil
-		}
-		return opts[pk.opt].WithFlags(pk.flags)
-	}
 	row := dataset.Row{Program: model, Unit: u, Task: g.opts.Task, KernelKey: k.Key, KernelName: k.Name, Kind: k.Kind,
 		Configs: make([]string, len(picks)), ConfigFeats: make([][]float32, len(picks)),
 		RuntimesNs: make([]float64, len(picks)), AnalyticalNs: make([]float64, len(picks))}
 	t0 := time.Now()
+	choices := make([]cost.Planned, len(picks))
 	for i, pk := range picks {
-		c, err := choice(pk)
-		if err != nil {
-			return dataset.Row{}, 0, 0, err
+		c := k.Choice
+		if pk.opt >= 0 {
+			var err error
+			if c, err = opts[pk.opt].WithFlags(pk.flags); err != nil {
+				return dataset.Row{}, 0, 0, err
+			}
 		}
-		m, err := g.sim.MeasureChoice(c, 0)
-		if err != nil {
-			return dataset.Row{}, 0, 0, err
-		}
-		row.RuntimesNs[i] = m.Ns
+		choices[i] = c
+	}
+	ms, err := measure.Run(context.Background(), g.backend(0), choices, measure.Options{Seed: measureSeed(g.opts.Seed, k.Key)})
+	if err != nil {
+		return dataset.Row{}, 0, 0, err
+	}
+	for i, c := range choices {
+		row.RuntimesNs[i] = ms[i].MedianNs
 		row.AnalyticalNs[i] = c.Analytical()
 		row.Configs[i] = c.Config.String()
 	}
 	simS := time.Since(t0).Seconds()
 	t1 := time.Now()
 	row.Graph = features.OfKernel(k, t)
-	for i, pk := range picks {
-		c, _ := choice(pk) // valid: checked above
+	for i, c := range choices {
 		row.ConfigFeats[i] = features.Config(c)
 	}
 	return row, simS, time.Since(t1).Seconds(), nil

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,9 +9,12 @@ import (
 	"time"
 
 	"github.com/tpucost/tpucost/compiler"
+	"github.com/tpucost/tpucost/compiler/cost"
 	"github.com/tpucost/tpucost/dataset"
 	"github.com/tpucost/tpucost/features"
+	"github.com/tpucost/tpucost/internal/measure"
 	"github.com/tpucost/tpucost/internal/stablehash"
+	"github.com/tpucost/tpucost/tpusim"
 	"github.com/tpucost/tpucost/tpusim/ragged"
 	"github.com/tpucost/tpucost/zoo"
 )
@@ -185,11 +189,17 @@ func (g *generator) raggedUnit(u int64, name string) (res unitResult) {
 		}
 		ns := kr.Ns
 		if g.opts.Noise.NoiseSigma != 0 {
-			m, err := g.sim.MeasureChoice(k.Choice, salt)
+			// The kernel's measurement noise: its choice measured through measure.Run on
+			// g.backend (the simulator: MeasureChoice's noisy time), over its noiseless time.
+			ms, err := measure.Run(context.Background(), g.backend(salt), []cost.Planned{k.Choice}, measure.Options{Seed: measureSeed(g.opts.Seed, key)})
 			if err != nil {
 				return fail(fmt.Errorf("kernel %s: %w", k.Name, err))
 			}
-			ns *= m.Ns / m.TrueNs
+			kt, err := tpusim.SimulateChoice(k.Choice, g.sim.Chip())
+			if err != nil {
+				return fail(fmt.Errorf("kernel %s: %w", k.Name, err))
+			}
+			ns *= ms[0].MedianNs / kt.Ns
 		}
 		t2 := time.Now()
 		row := dataset.Row{Program: name, Unit: u, Task: g.opts.Task, KernelKey: key, KernelName: k.Name, Kind: k.Kind,

@@ -57,7 +57,7 @@ func NewCmdBitserial(ios IO, g *Globals) *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", def.Train.Seed, "seed of training, k-means and fine-tuning")
 	f.IntVar(&o.TimeImages, "time-images", def.TimeImages, "test images per timed pass of each kernel")
 	f.IntVar(&o.Repeats, "repeats", def.Repeats, "timed passes per kernel (after one warm-up pass), interleaved across kernels; the median is reported")
-	f.StringVar(&o.Kernels, "kernels", "fastest", "kernel variants timed: fastest (each layer's fastest int8 and LUT variant, measured on this CPU first) or plain (block 1, unroll 1)")
+	f.StringVar(&o.Kernels, "kernels", "fastest", "kernel variants timed: fastest (each layer's fastest int8, pool8 and LUT variant, measured on this CPU first) or plain (block 1, unroll 1)")
 	return cmd
 }
 

@@ -51,7 +51,7 @@ func NewCmdGen(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Models, "models", "", "comma-separated zoo models or HLO files")
 	f.BoolVar(&o.All, "all", false, "every zoo model")
 	f.StringVar(&o.Out, "out", "", "output directory")
-	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout); bitserial: configs of the space measured (unset: all 3,240)")
+	f.IntVar(&o.Configs, "configs", 32, "configs per kernel (tile, flags) or random program configs per model (fusion, layout); bitserial: configs of the space measured (unset: all 4,320)")
 	f.IntVar(&o.Variants, "variants", 1, "program variants per model for tile/flags (variant 0 = default compile, others perturb layout and fusion)")
 	f.IntVar(&o.Workers, "workers", 0, fmt.Sprintf("parallel workers, 0-%d (0: all cores, the default); the data does not depend on it", gen.MaxWorkers))
 	f.Int64Var(&o.Seed, "seed", 1, "seed for config sampling, variants and noise")

@@ -109,6 +109,7 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Chip, "chip", "", "tpusim chip preset of sim_ns (default: the simulator's default chip)")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "the episode limit (0: the one the agent trained with)")
 	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's episodes")
+	f.StringVar(&o.Judge, "judge", "", "what random search, greedy search and the agent's best prefix minimise: ops or time (default: what the agent trained for, its checkpoint's reward)")
 	return cmd
 }
 
