@@ -99,7 +99,7 @@ func TestGenMeasuresThroughTheSharedLoop(t *testing.T) {
 // counting wrapper enforces (Sample + Top per problem).
 func TestTuneCountsThroughTheWrapper(t *testing.T) {
 	rec := &recorder{}
-	r := TuneRequest{Backend: "cpu", Sample: 30, Top: 2, Seed: 1, Lambda: DefaultLambda, Method: DefaultMethod(), Rounds: 1, backend: rec}
+	r := TuneRequest{Backend: "cpu", Sample: 30, Top: 2, Seed: 1, Lambda: DefaultLambda, Method: DefaultMethod(), Rounds: 1, FitRounds: 1, backend: rec}
 	rep, err := r.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestTuneStopsAtItsBudget(t *testing.T) {
 	const limit = 10
 	rec := &recorder{}
 	b := measure.NewBudget(limit)
-	_, err := Tune(TuneOptions{Space: DefaultSpace(), Backend: rec, Sample: 30, Top: 2, Lambda: DefaultLambda, Seed: 1, Budget: b})
+	_, err := Tune(TuneOptions{Space: DefaultSpace(), Backend: rec, Sample: 30, Top: 2, Lambda: DefaultLambda, Seed: 1, Rounds: 1, Budget: b})
 	if !errors.Is(err, measure.ErrBudgetSpent) || len(rec.calls) != limit || b.Used() != limit {
 		t.Errorf("budget %d: error %v, %d measured, %d counted; want ErrBudgetSpent and %d each", limit, err, len(rec.calls), b.Used(), limit)
 	}

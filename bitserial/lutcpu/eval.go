@@ -137,12 +137,19 @@ type TuneOptions struct {
 	// is tuned; nil: every problem of the space.
 	Problems []Problem
 	// Model, if set, ranks the configs from the start (trained earlier); otherwise the
-	// tuner first measures Sample random configs of the space and fits a model to them.
+	// tuner first measures Sample configs of the space (StratifiedSample) and fits a
+	// model to them.
 	Model  *Model
 	Sample int
 	// Top is how many of each problem's best-predicted variants not yet measured are
-	// then measured.
-	Top    int
+	// then measured, in all rounds.
+	Top int
+	// Rounds divides the Top variants per problem into rounds (the first rounds take one
+	// more where Top does not divide evenly); before each round the model is fitted
+	// again to every measurement so far, so that the later rounds are ranked by a model
+	// that has seen measurements near each problem's best. 1 with a given Model (it is
+	// not refitted); 1..Top without.
+	Rounds int
 	Lambda float64
 	Seed   int64
 	// Budget, if set, is the measurement budget the search is counted against (it may be
@@ -168,16 +175,48 @@ type TuneResult struct {
 	Measurements int            `json:"measurements"`
 	// ExhaustiveConfigs is what an exhaustive search of the same problems measures.
 	ExhaustiveConfigs int `json:"exhaustive_configs"`
-	Sampled           int `json:"sampled"`   // random configs measured to fit the model
-	Predicted         int `json:"predicted"` // best-predicted configs measured
+	Sampled           int `json:"sampled"`    // configs measured to fit the model
+	Predicted         int `json:"predicted"`  // best-predicted configs measured
+	FitRounds         int `json:"fit_rounds"` // rounds of best-predicted measurements
+}
+
+// StratifiedSample is n configs of probs' variants spread evenly over the problems and
+// the implementation variants: the i-th goes to the i-th problem of a seeded order of
+// probs (cycled) and the i-th variant of a seeded order of the variants (cycled; the
+// next unused one where that config is taken), so that every problem gets ⌊n/|probs|⌋
+// or one more and every (order, block, unroll) about n/36, where a uniform draw of 200
+// of the 4,320 configs leaves about 22 of the 120 problems unmeasured. n is at most the
+// number of configs.
+func StratifiedSample(probs []Problem, n int, seed int64) []Config {
+	r := rand.New(rand.NewPCG(uint64(seed), 43))
+	pp := r.Perm(len(probs))
+	nv := len(Problem{}.Variants())
+	vp := r.Perm(nv)
+	n = min(n, len(probs)*nv)
+	taken := map[Config]bool{}
+	out := make([]Config, 0, n)
+	for i := 0; len(out) < n; i++ {
+		vs := probs[pp[i%len(probs)]].Variants()
+		for k := 0; k < nv; k++ {
+			if c := vs[vp[(i+k)%nv]]; !taken[c] {
+				taken[c] = true
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Tune searches the implementation (loop order, blocking, unrolling) of each problem on
-// the backend, guided by the learned model, counting every measurement: Sample random
-// configs of the space (to fit a model, unless one is given), then, per problem, the
-// Top variants the model predicts fastest among those not yet measured; each problem's
-// best measured median wins. Measurements are counted by measure.Counted (the wrapper
-// tune counts with on every backend) against a budget of Sample + Top per problem.
+// the backend, guided by the learned model, counting every measurement: Sample configs
+// of the space spread over its problems and variants (StratifiedSample; to fit a model,
+// unless one is given), then, per problem, the Top variants the model predicts fastest
+// among those not yet measured, in Rounds rounds with the model fitted again to every
+// measurement before each (a round's candidates measured in a seeded random order across
+// the problems); each problem's best measured median wins. Measurements are
+// counted by measure.Counted (the wrapper tune counts with on every backend) against a
+// budget of Sample + Top per problem.
 func Tune(o TuneOptions) (*TuneResult, error) {
 	all, err := o.Space.Configs()
 	if err != nil {
@@ -192,9 +231,15 @@ func Tune(o TuneOptions) (*TuneResult, error) {
 		return nil, fmt.Errorf("--sample %d, --top %d: want --top 1..%d (variants per problem) and --sample 0..%d", o.Sample, o.Top, variants, len(all))
 	}
 	if o.Model == nil && o.Sample < 2 {
-		return nil, errors.New("--sample: without a trained model (--model) the tuner needs at least 2 random configs to fit one")
+		return nil, errors.New("--sample: without a trained model (--model) the tuner needs at least 2 sampled configs to fit one")
 	}
-	res := &TuneResult{ExhaustiveConfigs: variants * len(probs)}
+	switch {
+	case o.Model != nil && o.Rounds != 1:
+		return nil, fmt.Errorf("--fit-rounds %d: a trained model (--model) is not refitted: want 1", o.Rounds)
+	case o.Rounds < 1 || o.Rounds > o.Top:
+		return nil, fmt.Errorf("--fit-rounds %d: want 1..%d (--top: at least one variant per problem and round)", o.Rounds, o.Top)
+	}
+	res := &TuneResult{ExhaustiveConfigs: variants * len(probs), FitRounds: o.Rounds}
 	// Every measurement goes through the counting wrapper: its count is the result's
 	// Measurements.
 	budget := o.Budget
@@ -215,51 +260,66 @@ func Tune(o TuneOptions) (*TuneResult, error) {
 		cs, ns = append(cs, c), append(ns, s.MedianNs)
 		return nil
 	}
-	r := rand.New(rand.NewPCG(uint64(o.Seed), 43))
-	for _, i := range r.Perm(len(all))[:o.Sample] {
-		if err := measureOne(all[i]); err != nil {
+	for _, c := range StratifiedSample(o.Space.Problems(), o.Sample, o.Seed) {
+		if err := measureOne(c); err != nil {
 			return nil, err
 		}
 	}
 	res.Sampled = o.Sample
-	m := o.Model
-	if m == nil {
-		if m, err = Fit(o.Space.Layer, cs, ns, o.Lambda); err != nil {
-			return nil, err
-		}
-	}
 	for _, p := range probs {
-		vs := p.Variants()
-		pred := make(map[Config]float64, len(vs))
-		for _, c := range vs {
+		for _, c := range p.Variants() {
 			if err := c.Check(o.Space.Layer); err != nil {
 				return nil, err
 			}
-			pred[c] = m.Predict(c)
 		}
-		var rest []Config
-		for _, c := range vs {
-			if _, ok := measured[c]; !ok {
-				rest = append(rest, c)
+	}
+	// Each round's candidates are measured in a seeded random order across the problems
+	// (as gen measures in measure.Order), so that a burst of other load on the machine
+	// falls on a few candidates of many problems rather than on every candidate of a run
+	// of consecutive problems.
+	shuffle := rand.New(rand.NewPCG(uint64(o.Seed), 53))
+	for round := 0; round < o.Rounds; round++ {
+		m := o.Model
+		if m == nil {
+			if m, err = Fit(o.Space.Layer, cs, ns, o.Lambda); err != nil {
+				return nil, err
 			}
 		}
-		slices.SortStableFunc(rest, func(a, b Config) int {
-			switch {
-			case pred[a] < pred[b]:
-				return -1
-			case pred[a] > pred[b]:
-				return 1
+		top := o.Top / o.Rounds
+		if round < o.Top%o.Rounds {
+			top++
+		}
+		var cands []Config
+		for _, p := range probs {
+			var rest []Config
+			pred := map[Config]float64{}
+			for _, c := range p.Variants() {
+				if _, ok := measured[c]; !ok {
+					rest = append(rest, c)
+					pred[c] = m.Predict(c)
+				}
 			}
-			return 0
-		})
-		for _, c := range rest[:min(o.Top, len(rest))] {
-			if err := measureOne(c); err != nil {
+			slices.SortStableFunc(rest, func(a, b Config) int {
+				switch {
+				case pred[a] < pred[b]:
+					return -1
+				case pred[a] > pred[b]:
+					return 1
+				}
+				return 0
+			})
+			cands = append(cands, rest[:min(top, len(rest))]...)
+		}
+		for _, i := range shuffle.Perm(len(cands)) {
+			if err := measureOne(cands[i]); err != nil {
 				return nil, err
 			}
 			res.Predicted++
 		}
+	}
+	for _, p := range probs {
 		tp := TunedProblem{Problem: p.String(), BestNs: math.Inf(1)}
-		for _, c := range vs {
+		for _, c := range p.Variants() {
 			if t, ok := measured[c]; ok {
 				tp.Measurements++
 				if t < tp.BestNs {

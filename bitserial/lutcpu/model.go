@@ -137,10 +137,18 @@ func Features(l bitserial.Layer, c Config) []float64 {
 	return out
 }
 
-// Model is the learned model: ridge regression of the log median time on Features.
+// TargetLogRatio is the learned model's target: the log of the measured median time over
+// the analytical estimate. The analytical model is the prior and the regression learns
+// its correction, so that with few samples (the ridge penalty pulling the weights to 0)
+// the model falls back on the analytical model's ranking rather than on a constant.
+const TargetLogRatio = "log_time_over_analytical"
+
+// Model is the learned model: ridge regression on Features of the log of the median time
+// over the analytical estimate (TargetLogRatio).
 type Model struct {
 	Layer   bitserial.Layer `json:"-"`
-	Shape   LayerShape      `json:"layer"` // Layer, in the JSON
+	Shape   LayerShape      `json:"layer"`             // Layer, in the JSON
+	Target  string          `json:"regression_target"` // TargetLogRatio
 	Weights []float64       `json:"weights"`
 	Mean    []float64       `json:"mean"` // feature means (standardization)
 	Scale   []float64       `json:"scale"`
@@ -151,7 +159,8 @@ type Model struct {
 // DefaultLambda is the ridge penalty on standardized features.
 const DefaultLambda = 1e-3
 
-// Fit fits a Model to configs cs with measured median times ns (> 0) on layer l.
+// Fit fits a Model to configs cs with measured median times ns (> 0) on layer l: ridge
+// regression of log(ns / Analytical) on the standardized Features.
 func Fit(l bitserial.Layer, cs []Config, ns []float64, lambda float64) (*Model, error) {
 	if len(cs) != len(ns) {
 		return nil, fmt.Errorf("%d configs and %d times", len(cs), len(ns))
@@ -167,7 +176,7 @@ func Fit(l bitserial.Layer, cs []Config, ns []float64, lambda float64) (*Model, 
 		x[i] = Features(l, c)
 	}
 	d := len(x[0])
-	m := &Model{Layer: l, Shape: ShapeOf(l), Mean: make([]float64, d), Scale: make([]float64, d), Lambda: lambda, Trained: len(cs)}
+	m := &Model{Layer: l, Shape: ShapeOf(l), Target: TargetLogRatio, Mean: make([]float64, d), Scale: make([]float64, d), Lambda: lambda, Trained: len(cs)}
 	for j := 0; j < d; j++ {
 		var s, s2 float64
 		for i := range x {
@@ -190,7 +199,7 @@ func Fit(l bitserial.Layer, cs []Config, ns []float64, lambda float64) (*Model, 
 		for j, v := range x[i] {
 			X.Set(i, j+1, m.std(j, v))
 		}
-		y.SetVec(i, math.Log(ns[i]))
+		y.SetVec(i, math.Log(ns[i]/Analytical(l, cs[i])))
 	}
 	var a mat.Dense
 	a.Mul(X.T(), X)
@@ -238,22 +247,27 @@ func (m *Model) std(j int, v float64) float64 {
 	return (v - m.Mean[j]) / m.Scale[j]
 }
 
-// Predict is the model's estimate of c's time in ns.
+// Predict is the model's estimate of c's time in ns: the analytical estimate times the
+// learned correction.
 func (m *Model) Predict(c Config) float64 {
 	f := Features(m.Layer, c)
 	s := m.Weights[0]
 	for j, v := range f {
 		s += m.Weights[j+1] * m.std(j, v)
 	}
-	return math.Exp(s)
+	return Analytical(m.Layer, c) * math.Exp(s)
 }
 
-// Check reports whether m is usable: its weights match the features' width.
+// Check reports whether m is usable: its target is TargetLogRatio and its weights match
+// the features' width.
 // A model read from JSON gets its Layer from its shape.
 func (m *Model) Check() error {
 	m.Layer = m.Shape.Layer()
 	if m.Layer.Cin < 1 || m.Layer.Cout < 1 || m.Layer.K < 1 || m.Layer.Stride < 1 {
 		return fmt.Errorf("model layer %+v: want positive channels, kernel and stride", m.Shape)
+	}
+	if m.Target != TargetLogRatio {
+		return fmt.Errorf("model target %q: want %q (a model of another version: train it again)", m.Target, TargetLogRatio)
 	}
 	d := len(Features(m.Layer, Config{P: 16, Z: 1, B: 1, Order: OrderBitGroup, Block: 1, Unroll: 1}))
 	if len(m.Weights) != d+1 || len(m.Mean) != d || len(m.Scale) != d || slices.ContainsFunc(m.Weights, math.IsNaN) {

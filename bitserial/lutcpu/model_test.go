@@ -90,11 +90,11 @@ func TestTuneCountsMeasurementsAndFindsBest(t *testing.T) {
 		truth[r.Config] = r.MedianNs
 	}
 	be := &synthetic{space: sp}
-	res, err := Tune(TuneOptions{Space: sp, Backend: be, Sample: 200, Top: 3, Lambda: DefaultLambda, Seed: 3})
+	res, err := Tune(TuneOptions{Space: sp, Backend: be, Sample: 200, Top: 4, Rounds: 2, Lambda: DefaultLambda, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Measurements != be.calls || res.Measurements != res.Sampled+res.Predicted || res.Sampled != 200 || res.Predicted > 3*120 {
+	if res.Measurements != be.calls || res.Measurements != res.Sampled+res.Predicted || res.Sampled != 200 || res.Predicted > 4*120 || res.FitRounds != 2 {
 		t.Fatalf("measurements %d (backend saw %d): %d sampled + %d predicted", res.Measurements, be.calls, res.Sampled, res.Predicted)
 	}
 	// maxShare, minRatio: the targets, 20% of the exhaustive measurements and 95%

@@ -274,10 +274,13 @@ type TuneRequest struct {
 	Data   string // exhaustive dataset to compare with ("": none)
 	Sample int
 	Top    int // variants measured per problem
-	Seed   int64
-	Lambda float64
-	Method Method
-	Rounds int // alternating re-measurements of a tuned and an exhaustive best that differ
+	// FitRounds divides Top into rounds, the model fitted again before each (1 with
+	// Model); see TuneOptions.Rounds.
+	FitRounds int
+	Seed      int64
+	Lambda    float64
+	Method    Method
+	Rounds    int // alternating re-measurements of a tuned and an exhaustive best that differ
 
 	backend Backend // set by tests: measures instead of NewBackend's
 }
@@ -334,7 +337,7 @@ func (r TuneRequest) Run() (*TuneReport, error) {
 	if r.backend != nil {
 		be = r.backend
 	}
-	o := TuneOptions{Space: sp, Backend: be, Sample: r.Sample, Top: r.Top, Lambda: r.Lambda, Seed: r.Seed}
+	o := TuneOptions{Space: sp, Backend: be, Sample: r.Sample, Top: r.Top, Rounds: r.FitRounds, Lambda: r.Lambda, Seed: r.Seed}
 	if r.Model != "" {
 		ck, err := ReadCheckpoint(r.Model)
 		if err != nil {
@@ -430,8 +433,8 @@ func ParseProblem(s string) (Problem, error) {
 
 // WriteText is the summary of a tuning.
 func (t *TuneReport) WriteText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "tuned %d problems in %d measurements (%d random + %d best-predicted; exhaustive: %d)\n",
-		len(t.Problems), t.Measurements, t.Sampled, t.Predicted, t.ExhaustiveConfigs); err != nil {
+	if _, err := fmt.Fprintf(w, "tuned %d problems in %d measurements (%d sampled + %d best-predicted in %d rounds; exhaustive: %d)\n",
+		len(t.Problems), t.Measurements, t.Sampled, t.Predicted, t.FitRounds, t.ExhaustiveConfigs); err != nil {
 		return err
 	}
 	if e := t.Exhaustive; e != nil {

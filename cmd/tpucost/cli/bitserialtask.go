@@ -56,7 +56,7 @@ func refuseFlagsWhy(cmd *cobra.Command, why string, names ...string) error {
 }
 
 // bitserialTuneFlags are the flags only `tune --task bitserial` takes.
-func bitserialTuneFlags() []string { return []string{"sample", "top", "data", "rounds"} }
+func bitserialTuneFlags() []string { return []string{"sample", "top", "fit-rounds", "data", "rounds"} }
 
 // runGenBitserial is `gen --task bitserial --backend cpu`: --configs (default: the whole
 // space), --runs (timed repeats per attempt, default 9), --seed, --format, --out (a
@@ -113,7 +113,10 @@ type BitserialTuneOptions struct {
 	Data    string
 	Sample  int
 	Top     int
-	Rounds  int
+	// FitRounds: rounds of best-predicted measurements, the model refitted before each
+	// (without --model; 1 with it).
+	FitRounds int
+	Rounds    int
 }
 
 // bindBitserialTune adds tune's bitserial flags.
@@ -121,8 +124,9 @@ func bindBitserialTune(cmd *cobra.Command, b *BitserialTuneOptions) {
 	f := cmd.Flags()
 	f.StringVar(&b.Task, "task", "", "bitserial: tune the bit-serial LUT kernel's config on this machine's CPU (with --backend cpu) instead of a program")
 	bindBackend(cmd, &b.Backend)
-	f.IntVar(&b.Sample, "sample", 200, "with --task bitserial: random configs measured to fit the learned model (0 with --model: none)")
-	f.IntVar(&b.Top, "top", 3, "with --task bitserial: best-predicted variants measured per (P, z, b) problem, 1-27")
+	f.IntVar(&b.Sample, "sample", 200, "with --task bitserial: configs measured, spread over the problems and variants, to fit the learned model (0 with --model: none)")
+	f.IntVar(&b.Top, "top", 4, "with --task bitserial: best-predicted variants measured per (P, z, b) problem, 1-36, in all rounds")
+	f.IntVar(&b.FitRounds, "fit-rounds", 2, "with --task bitserial and no --model: rounds the --top variants are measured in, the model refitted to every measurement before each (with --model: 1)")
 	f.StringVar(&b.Data, "data", "", "with --task bitserial: an exhaustive dataset of the space (gen --task bitserial --backend cpu) to compare the tuned config with")
 	f.IntVar(&b.Rounds, "rounds", 9, "with --task bitserial and --data: alternating re-measurements of the tuned and exhaustive bests")
 }
@@ -142,7 +146,7 @@ func runTuneBitserial(cmd *cobra.Command, o *TuneOptions, b *BitserialTuneOption
 	}
 	var other []string
 	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-		if !slices.Contains([]string{"task", "backend", "data", "sample", "top", "rounds", "seed", "model", "runs"}, f.Name) {
+		if !slices.Contains([]string{"task", "backend", "data", "sample", "top", "fit-rounds", "rounds", "seed", "model", "runs"}, f.Name) {
 			other = append(other, f.Name)
 		}
 	})
@@ -159,7 +163,11 @@ func runTuneBitserial(cmd *cobra.Command, o *TuneOptions, b *BitserialTuneOption
 			return cliflag.Invalid("runs", cmd.Flags().Lookup("runs").Value.String(), err.Error())
 		}
 	}
-	r := lutcpu.TuneRequest{Backend: b.Backend, Model: o.ModelDir, Data: b.Data, Sample: b.Sample, Top: b.Top, Seed: o.Seed,
+	fitRounds := b.FitRounds
+	if o.ModelDir != "" && !cmd.Flags().Changed("fit-rounds") {
+		fitRounds = 1 // a trained model is not refitted
+	}
+	r := lutcpu.TuneRequest{Backend: b.Backend, Model: o.ModelDir, Data: b.Data, Sample: b.Sample, Top: b.Top, FitRounds: fitRounds, Seed: o.Seed,
 		Lambda: lutcpu.DefaultLambda, Method: m, Rounds: b.Rounds}
 	return o.printResult(r.Run())
 }
