@@ -82,7 +82,13 @@ func newCollective(in *hlo.Instruction, kind string) (*Collective, error) {
 		}
 	}
 	if v, ok := in.ExtraAttr("replica_groups"); ok {
-		k, n, err := ReplicaGroups(v)
+		groups := ReplicaGroups
+		if kind == CollAllReduce {
+			// XLA allows all-reduce groups of different sizes (its verifier's
+			// uniform_replica_group_size is false for all-reduce only).
+			groups = replicaGroupsLargest
+		}
+		k, n, err := groups(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", in.Name, err)
 		}
@@ -103,9 +109,21 @@ func ReplicaGroupSize(v string) (int, error) {
 
 // ReplicaGroups returns the group size of a replica_groups attribute (as
 // ReplicaGroupSize) and the number of devices its groups span: the largest id + 1 of
-// explicit groups, the product of the iota form's device dimensions ("[2,4]<=[8]": 8).
+// explicit groups, the product of the iota form's device dimensions ("[2,4]<=[8]": 8),
+// the mesh's devices of the mesh form ("mesh['x'=4,'y'=2] {'x'}": groups of 4 over 8).
 // Both are 0 for "{}".
 func ReplicaGroups(v string) (size, devices int, err error) {
+	return replicaGroups(v, true)
+}
+
+// replicaGroupsLargest is ReplicaGroups for an all-reduce, whose explicit groups may
+// differ in size: the size is the largest group's. The groups run at once on disjoint
+// chips, so the collective ends when the largest one (the longest ring) does.
+func replicaGroupsLargest(v string) (size, devices int, err error) {
+	return replicaGroups(v, false)
+}
+
+func replicaGroups(v string, uniform bool) (size, devices int, err error) {
 	v = strings.TrimSpace(v)
 	if m := iotaGroups.FindStringSubmatch(v); m != nil {
 		dims := strings.Split(m[1], ",")
@@ -126,8 +144,11 @@ func ReplicaGroups(v string) (size, devices int, err error) {
 		}
 		return k, n, nil
 	}
+	if strings.HasPrefix(v, "mesh[") {
+		return meshGroups(v)
+	}
 	if !strings.HasPrefix(v, "{") || !strings.HasSuffix(v, "}") {
-		return 0, 0, fmt.Errorf("replica_groups %q: expected {{...},...} or [groups,size]<=[n]", v)
+		return 0, 0, fmt.Errorf("replica_groups %q: expected {{...},...}, [groups,size]<=[n] or mesh[...] {...}", v)
 	}
 	inner := strings.TrimSpace(v[1 : len(v)-1])
 	if inner == "" {
@@ -153,12 +174,68 @@ func ReplicaGroups(v string) (size, devices int, err error) {
 				n++
 			}
 		}
-		if size >= 0 && n != size {
+		if uniform && size >= 0 && n != size {
 			return 0, 0, fmt.Errorf("replica_groups %q: groups of different sizes (%d and %d)", v, size, n)
 		}
-		size = n
+		size = max(size, n)
 	}
 	return max(size, 0), devices, nil
+}
+
+var (
+	meshForm    = regexp.MustCompile(`^mesh\[([^\]]*)\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{([^}]*)\}$`)
+	meshAxis    = regexp.MustCompile(`^'([^']+)'\s*=\s*([0-9]+)$`)
+	meshAxisRef = regexp.MustCompile(`^'([^']+)'(?:\s*:\s*\(\s*[0-9]+\s*\)\s*([0-9]+))?$`)
+)
+
+// meshGroups reads XLA's mesh form of replica_groups, "mesh['x'=4,'y'=2] {'x'}" (with
+// an optional ", device_ids=(...)" after the mesh, which orders the devices but does not
+// change the counts): the devices are the mesh's (the product of its axis sizes) and a
+// group spans the axes listed, each whole or a sub-axis 'x':(pre)size, so its size is
+// the product of their sizes.
+func meshGroups(v string) (size, devices int, err error) {
+	m := meshForm.FindStringSubmatch(v)
+	if m == nil {
+		return 0, 0, fmt.Errorf("replica_groups %q: expected mesh['axis'=size,...] {'axis',...}", v)
+	}
+	axes := map[string]int{}
+	devices = 1
+	for _, a := range strings.Split(m[1], ",") {
+		am := meshAxis.FindStringSubmatch(strings.TrimSpace(a))
+		if am == nil {
+			return 0, 0, fmt.Errorf("replica_groups %q: mesh axis %q: expected 'name'=size", v, strings.TrimSpace(a))
+		}
+		n, err := strconv.Atoi(am[2])
+		if err != nil || n <= 0 || n > 1<<20 {
+			return 0, 0, fmt.Errorf("replica_groups %q: mesh axis %q: bad size", v, am[1])
+		}
+		if devices *= n; devices > 1<<20 {
+			return 0, 0, fmt.Errorf("replica_groups %q: more than 2^20 devices", v)
+		}
+		axes[am[1]] = n
+	}
+	size = 1
+	if refs := strings.TrimSpace(m[2]); refs != "" {
+		for _, r := range strings.Split(refs, ",") {
+			rm := meshAxisRef.FindStringSubmatch(strings.TrimSpace(r))
+			if rm == nil {
+				return 0, 0, fmt.Errorf("replica_groups %q: axis %q: expected 'name' or 'name':(pre)size", v, strings.TrimSpace(r))
+			}
+			n, ok := axes[rm[1]]
+			if !ok {
+				return 0, 0, fmt.Errorf("replica_groups %q: axis %q is not one of the mesh's", v, rm[1])
+			}
+			if rm[2] != "" {
+				sub, err := strconv.Atoi(rm[2])
+				if err != nil || sub <= 0 || n%sub != 0 {
+					return 0, 0, fmt.Errorf("replica_groups %q: sub-axis %q of size %s does not divide %d", v, rm[1], rm[2], n)
+				}
+				n = sub
+			}
+			size *= n
+		}
+	}
+	return size, devices, nil
 }
 
 // ModuleChips is the number of chips a module runs on from its header:

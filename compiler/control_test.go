@@ -406,6 +406,14 @@ func TestReplicaGroupSize(t *testing.T) {
 		{"{{0,1},{2}}", 0, true},
 		{"{{0,x}}", 0, true},
 		{"banana", 0, true},
+		// XLA's mesh form (its hlo_to_mhlo import tests): groups along the listed axes.
+		{"mesh['axis_0'=4,'axis_1'=2] {'axis_0'}", 4, false},
+		{"mesh['axis_0'=2,'axis_1'=2] {'axis_1'}", 2, false},
+		{"mesh['a'=4,'b'=2] {'a','b'}", 8, false},
+		{"mesh['a'=4,'b'=2] {}", 1, false},
+		{"mesh['a'=8], device_ids=([2,4]T(1,0)) {'a':(2)4}", 4, false},
+		{"mesh['a'=4] {'c'}", 0, true},
+		{"mesh['a'=6] {'a':(1)4}", 0, true},
 	} {
 		got, err := ReplicaGroupSize(c.in)
 		if (err != nil) != c.err || got != c.want {

@@ -164,6 +164,7 @@ func runFusion(m *hlo.Module, s *State) (bool, error) {
 	changed := false
 	flow := map[*hlo.Computation]bool{}
 	s.Kernels = nil
+	copied := copyAliasedOutputs(m)
 	for _, c := range s.Flow {
 		fc, ch := fuseComputation(c, s)
 		fused = append(fused, fc...)
@@ -186,7 +187,124 @@ func runFusion(m *hlo.Module, s *State) (bool, error) {
 	comps = append(comps, fused...)
 	comps = append(comps, flows...)
 	m.Computations = append(comps, m.Entry)
-	return changed, nil
+	return changed || copied, nil
+}
+
+// copyAliasedOutputs gives every result of the entry that is an entry parameter or a
+// constant (itself or through bitcasts, add-dependency, domain, custom-calls that move
+// no data such as Sharding, and get-tuple-elements of tuples and opt-barriers: the same
+// buffer) a copy
+// into a buffer of its own, as XLA's copy insertion does (AddSpecialCaseCopies: a
+// program's output buffers are its own, never its inputs' or a read-only constant's).
+// Parameters the module declares aliased to outputs (input_output_alias) are left to
+// that aliasing. The copy becomes a kernel: an entry that only bitcasts its input (or
+// whose result folds to a constant) still writes its output, as on the hardware. It
+// reports whether it added a copy.
+func copyAliasedOutputs(m *hlo.Module) bool {
+	e := m.Entry
+	if e == nil || e.Root == nil {
+		return false
+	}
+	declared := false
+	for _, a := range m.Attrs {
+		declared = declared || a.Key == "input_output_alias"
+	}
+	aliased := func(x *hlo.Instruction) bool {
+		for len(x.Operands) >= 1 {
+			switch {
+			case x.Opcode == hlo.OpBitcast || x.Opcode == hlo.OpAddDependency || x.Opcode == hlo.OpDomain || isFreeCustomCall(x):
+				x = x.Operands[0]
+				continue
+			case x.Opcode == hlo.OpGetTupleElement:
+				// The element of a tuple, through identities (an opt-barrier): the
+				// tuple's operand; of a tuple-shaped parameter: the parameter.
+				t := x.Operands[0]
+				for t.Opcode == hlo.OpOptimizationBarrier && len(t.Operands) == 1 {
+					t = t.Operands[0]
+				}
+				if t.Opcode == hlo.OpTuple && x.Index < len(t.Operands) {
+					x = t.Operands[x.Index]
+				} else {
+					x = t
+				}
+				continue
+			}
+			break
+		}
+		return x.Opcode == hlo.OpConstant || x.Opcode == hlo.OpParameter && !declared
+	}
+	// before[u] are the copies that u (a tuple, or nil for a new root) reads, which go
+	// just before it.
+	before := map[*hlo.Instruction][]*hlo.Instruction{}
+	added := 0
+	taken := map[string]bool{}
+	add := func(in *hlo.Instruction, user *hlo.Instruction) *hlo.Instruction {
+		base := in.Name
+		for i := 1; e.Lookup(in.Name) != nil || taken[in.Name]; i++ {
+			in.Name = base + "." + strconv.Itoa(i)
+		}
+		taken[in.Name] = true
+		before[user] = append(before[user], in)
+		added++
+		return in
+	}
+	copyOf := func(x, user *hlo.Instruction) *hlo.Instruction {
+		return add(&hlo.Instruction{Name: x.Name + ".output_copy", Opcode: hlo.OpCopy, Shape: x.Shape, Operands: []*hlo.Instruction{x}}, user)
+	}
+	element := func(x *hlo.Instruction, i int) *hlo.Instruction {
+		return &hlo.Instruction{Name: x.Name + ".output_element", Opcode: hlo.OpGetTupleElement, Index: i,
+			Shape: x.Shape.Tuple[i].Clone(), Operands: []*hlo.Instruction{x}}
+	}
+	// needsCopy reports whether an output value (an array, or a tuple-shaped value that
+	// is not a tuple instruction: a tuple parameter, an opt-barrier) has a leaf to copy.
+	var needsCopy func(x *hlo.Instruction) bool
+	needsCopy = func(x *hlo.Instruction) bool {
+		if x.Shape.IsArray() {
+			return aliased(x)
+		}
+		for i := range x.Shape.Tuple {
+			if needsCopy(element(x, i)) {
+				return true
+			}
+		}
+		return false
+	}
+	// output returns what user (nil: the new root) reads in place of the output value x:
+	// x with the leaves that alias an input or a constant copied. A tuple instruction is
+	// rewritten in place; another tuple-shaped value is taken apart (get-tuple-element)
+	// and put back together around the copies.
+	var output func(x, user *hlo.Instruction) *hlo.Instruction
+	output = func(x, user *hlo.Instruction) *hlo.Instruction {
+		switch {
+		case x.Opcode == hlo.OpTuple:
+			for j, op := range x.Operands {
+				x.Operands[j] = output(op, x)
+			}
+			return x
+		case !needsCopy(x):
+			return x
+		case x.Shape.IsArray():
+			return copyOf(x, user)
+		}
+		elems := make([]*hlo.Instruction, len(x.Shape.Tuple))
+		for i := range elems {
+			elems[i] = output(add(element(x, i), user), user)
+		}
+		return add(&hlo.Instruction{Name: x.Name + ".output_tuple", Opcode: hlo.OpTuple, Shape: x.Shape.Clone(), Operands: elems}, user)
+	}
+	e.Root = output(e.Root, nil)
+	if added == 0 {
+		return false
+	}
+	out := make([]*hlo.Instruction, 0, len(e.Instructions)+added)
+	for _, in := range e.Instructions {
+		out = append(out, before[in]...)
+		out = append(out, in)
+	}
+	out = append(out, before[nil]...)
+	e.Instructions = out
+	e.Renumber()
+	return true
 }
 
 // fuseComputation fuses one flow computation (see runFusion), adds its kernels to the
@@ -235,7 +353,13 @@ func fuseComputation(e *hlo.Computation, s *State) ([]*hlo.Computation, bool) {
 		}
 		for _, g := range contexts {
 			for j, p := range x.Operands {
-				if !inEntry(p) || !p.Shape.IsArray() || g.members[p] {
+				if !inEntry(p) || g.members[p] {
+					continue
+				}
+				if !p.Shape.IsArray() {
+					// A tuple-shaped producer (copy-start, recv, a variadic reduce) is
+					// never fused into its consumer: it is a kernel or free of its own.
+					material[p.ID] = true
 					continue
 				}
 				switch {

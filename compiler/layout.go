@@ -266,6 +266,10 @@ func isRowMajorIgnoringUnit(s hlo.Shape) bool {
 
 func setLayout(s *hlo.Shape, mtm []int) {
 	if s.IsTuple() {
+		// A tuple result (a variadic sort, reduce-window, ...): its elements keep the
+		// layouts they have and the others take the default, so that no array a
+		// get-tuple-element reads from it is left without one.
+		setDefaultLayouts(s)
 		return
 	}
 	if s.IsArray() {

@@ -72,6 +72,8 @@ func Summarize(p *Program, chip, dumpAfter, hlo string) *CompileResult {
 	res := &CompileResult{Program: p.Name, Chip: chip, DumpAfter: dumpAfter, HLO: hlo, Space: map[string]int{
 		"layout": len(p.Space.Layout), "fusion": len(p.Space.Fusion), "tile": len(p.Space.Tile), "flags": len(p.Space.Flags), "staging": len(p.Space.Staging)}}
 	res.OpCountBefore, res.OpCountAfter = p.OpCountBefore, p.OpCountAfter
+	// [] in JSON when there are none (--passes none, a program of no kernels), never null.
+	res.Passes, res.Kernels = []CompiledPass{}, []CompiledKernel{}
 	for _, r := range p.Passes {
 		res.Passes = append(res.Passes, CompiledPass{Name: r.Name, Changed: r.Changed, OpCountAfter: r.OpCount, Iteration: r.Iteration})
 	}

@@ -188,6 +188,7 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 		r.ApproximateShare = r.ApproximateNs / r.TotalNs
 	}
 	if p.Schedule == nil {
+		r.Kernels = make([]Entry, 0, len(p.Kernels)) // [] in JSON for a program of no kernels, never null
 		for _, k := range p.Kernels {
 			r.Kernels = append(r.Kernels, Entry{KernelReport: kr[k]})
 		}
@@ -204,6 +205,9 @@ func SimulateWith(p *compiler.Program, c Chip, opts Options) (*Report, error) {
 	r.Kernels, err = w.entries(p.Schedule, kr)
 	if err != nil {
 		return nil, err
+	}
+	if r.Kernels == nil {
+		r.Kernels = []Entry{} // a program of no kernels (its entry only bitcasts): [] in JSON, never null
 	}
 	return r, nil
 }

@@ -238,6 +238,13 @@ func inferShape(in *Instruction) (Shape, error) {
 		if n := len(c.Parameters()); n != len(ops) {
 			return Shape{}, fmt.Errorf("%s passes %d operands to %s, which takes %d", in.Opcode, len(ops), c.Name, n)
 		}
+		// As XLA's verifier: each operand has its parameter's shape (layouts aside).
+		for i, p := range c.Parameters() {
+			if !ops[i].Shape.Compatible(p.Shape) {
+				return Shape{}, fmt.Errorf("%s operand %d is %s, but parameter %d of %s is %s", in.Opcode, i,
+					ops[i].Shape.StringNoLayout(), i, c.Name, p.Shape.StringNoLayout())
+			}
+		}
 		s := c.Root.Shape.Clone()
 		stripLayouts(&s)
 		return s, nil
@@ -559,11 +566,15 @@ func inferScatter(in *Instruction) (Shape, error) {
 	return TupleOf(outs...), nil
 }
 
+// inferReduceWindow: XLA's reduce-window of N inputs of one shape and N scalar init
+// values (2N operands, N >= 1, the variadic form as reduce's); each result is its input
+// windowed, of its init value's type, and the result is the tuple of them for N > 1.
 func inferReduceWindow(in *Instruction) (Shape, error) {
 	ops := in.Operands
-	if len(ops) != 2 {
-		return Shape{}, fmt.Errorf("reduce-window takes an input and an init value, got %d operands", len(ops))
+	if len(ops) < 2 || len(ops)%2 != 0 {
+		return Shape{}, fmt.Errorf("reduce-window needs inputs and as many init values, got %d operands", len(ops))
 	}
+	n := len(ops) / 2
 	s := ops[0].Shape
 	if in.Window == nil || len(in.Window.Dims) != s.Rank() {
 		return Shape{}, fmt.Errorf("reduce-window needs a window of rank %d", s.Rank())
@@ -576,11 +587,22 @@ func inferReduceWindow(in *Instruction) (Shape, error) {
 		}
 		dims[i] = d
 	}
-	if init := ops[1].Shape; init.Rank() != 0 {
-		return Shape{}, fmt.Errorf("reduce-window init value must be a scalar, got %s", init.StringNoLayout())
+	outs := make([]Shape, n)
+	for i := range n {
+		if x := ops[i].Shape; !x.SameDims(s) {
+			return Shape{}, fmt.Errorf("reduce-window input %d has shape %s, want dimensions of %s", i, x.StringNoLayout(), s.StringNoLayout())
+		}
+		init := ops[n+i].Shape
+		if init.Rank() != 0 {
+			return Shape{}, fmt.Errorf("reduce-window init value must be a scalar, got %s", init.StringNoLayout())
+		}
+		// As reduce: the accumulator's (init value's) type.
+		outs[i] = Array(init.Elem, dims...)
 	}
-	// As reduce: the accumulator's (init value's) type.
-	return Array(ops[1].Shape.Elem, dims...), nil
+	if n == 1 {
+		return outs[0], nil
+	}
+	return TupleOf(outs...), nil
 }
 
 // windowOut is the output size of one windowed dimension.

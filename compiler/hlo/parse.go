@@ -54,8 +54,9 @@ var (
 	}()
 )
 
-// maxNesting bounds the nesting depth of tuple shapes and constant literals, so that
-// hostile input cannot exhaust the stack.
+// maxNesting bounds the nesting depth of tuple shapes, constant literals, nested
+// instructions and inline computations, so that hostile input cannot exhaust the stack
+// (XLA's parser bounds its recursion too, at 8192; real dumps nest a few levels).
 const maxNesting = 100
 
 // ParseError is a syntax or semantic error in HLO text, with the 1-based line and
@@ -132,6 +133,8 @@ type parser struct {
 	instrDefs  map[string]int // instruction name -> offset of its first definition in any computation
 	refs       []compRef      // called-computation references, in text order
 	entry      *compState
+	cur        int // index in comps of the computation being read
+	nest       int // nested instructions and inline computations open around p.off
 }
 
 // opRef is an operand reference awaiting resolution.
@@ -175,6 +178,7 @@ type sigParam struct {
 type compState struct {
 	comp     *Computation
 	pos      int
+	inline   bool           // written inline as an attribute's value ("to_apply={...}"), not top level
 	defs     map[string]int // instruction name -> offset of its definition
 	instrs   []pendingInstr
 	root     int   // index in instrs, -1 if none
@@ -667,6 +671,11 @@ func (p *parser) shape(depth int, sigResult bool) (Shape, error) {
 		if len(word) > 0 && p.off < len(p.src) && p.src[p.off] == '[' {
 			return Shape{}, p.errAt(start, "unknown element type %q", word)
 		}
+		if string(word) == "b" && p.off < len(p.src) && p.src[p.off] == '(' {
+			// XLA's buffer shape (a mutable buffer, of custom-calls such as Pin, Unpin and
+			// CreateBuffer): out of this importer's scope (docs/compiler.md: Real inputs).
+			return Shape{}, p.errAt(start, "buffer shape b(...) is not supported (XLA's mutable buffers of Pin/Unpin/CreateBuffer custom-calls), expected an array or tuple shape")
+		}
 		p.off = start
 		return Shape{}, p.errAt(start, "expected shape, found %s", p.found())
 	}
@@ -923,10 +932,14 @@ func (p *parser) computations(m *Module) error {
 	}
 	if p.entry == nil {
 		// As in XLA, without an ENTRY mark the last computation is the entry.
-		if len(p.comps) == 0 {
+		for _, cs := range p.comps {
+			if !cs.inline {
+				p.entry = cs
+			}
+		}
+		if p.entry == nil {
 			return p.errAt(p.off, "expected a computation, found end of input")
 		}
-		p.entry = p.comps[len(p.comps)-1]
 	}
 	return p.finish(m)
 }
@@ -1085,12 +1098,46 @@ func (p *parser) computation() error {
 	}
 	p.compByName[name] = len(p.comps)
 	p.comps = append(p.comps, cs)
+	p.cur = len(p.comps) - 1
 
 	if p.peek() == '(' {
 		if err := p.signature(cs); err != nil {
 			return err
 		}
 	}
+	return p.computationBody(cs)
+}
+
+// inlineComputation reads a computation written as an attribute's value ("to_apply={
+// ... }", as XLA's parser reads one: ParseHloComputation) and returns the name it gets,
+// "INSTR.KEY" (made unique with a ".N" suffix), under which the printer writes it as a
+// computation of its own.
+func (p *parser) inlineComputation(instr, key string) (string, error) {
+	name := instr + "." + key
+	for i := 1; ; i++ {
+		if _, taken := p.compByName[name]; !taken {
+			break
+		}
+		name = fmt.Sprintf("%s.%s.%d", instr, key, i)
+	}
+	if p.nest >= maxNesting {
+		return "", p.errAt(p.off, "computations nested more than %d deep", maxNesting)
+	}
+	cs := &compState{comp: &Computation{Name: name}, pos: p.off, root: -1, defs: map[string]int{}, inline: true}
+	caller := p.cur
+	p.compByName[name] = len(p.comps)
+	p.comps = append(p.comps, cs)
+	p.cur = len(p.comps) - 1
+	p.nest++
+	err := p.computationBody(cs)
+	p.nest--
+	p.cur = caller
+	return name, err
+}
+
+// computationBody reads "{ instructions } [, attributes]" and finishes cs.
+func (p *parser) computationBody(cs *compState) error {
+	name := cs.comp.Name
 	if err := p.expect('{', fmt.Sprintf("to start the body of computation %q", name)); err != nil {
 		return err
 	}
@@ -1102,8 +1149,9 @@ func (p *parser) computation() error {
 		if c == '}' {
 			cs.closePos = p.off
 			p.off++
-			// Computation attributes: "}, execution_thread="t"".
-			for p.accept(',') {
+			// Computation attributes: "}, execution_thread="t"" (an inline computation's
+			// '}' is followed by its instruction's next attribute instead).
+			for !cs.inline && p.accept(',') {
 				key, err := p.attrKey()
 				if err != nil {
 					return err
@@ -1192,6 +1240,26 @@ func (p *parser) instruction(cs *compState) error {
 	if err := p.expect('=', "after instruction name"); err != nil {
 		return err
 	}
+	pi, err := p.instructionRhs(cs, name, pos, true)
+	if err != nil {
+		return err
+	}
+	if isRoot {
+		if cs.root >= 0 {
+			return p.errAt(rootPos, "expected one ROOT in computation %q, found a second (%q after %q)",
+				cs.comp.Name, name, cs.instrs[cs.root].in.Name)
+		}
+		cs.root = len(cs.instrs)
+	}
+	cs.instrs = append(cs.instrs, pi)
+	return nil
+}
+
+// instructionRhs reads what follows "name =": the result shape (omitted where XLA infers
+// it), the opcode, the operands and, if allowAttrs, the attributes. Nested instructions
+// among the operands (XLA's "add(f32[] parameter(0), c)") are added to cs before it.
+func (p *parser) instructionRhs(cs *compState, name string, pos int, allowAttrs bool) (pendingInstr, error) {
+	var err error
 	// The result shape may be omitted where XLA infers it ("ROOT out = add(a, b)").
 	p.skipSpace()
 	shapePos := p.off
@@ -1203,7 +1271,7 @@ func (p *parser) instruction(cs *compState) error {
 	} else {
 		s, err = p.shape(0, false)
 		if err != nil {
-			return err
+			return pendingInstr{}, err
 		}
 	}
 	p.skipSpace()
@@ -1213,62 +1281,64 @@ func (p *parser) instruction(cs *compState) error {
 	}
 	opName := p.src[opPos:p.off]
 	if len(opName) == 0 {
-		return p.errAt(opPos, "expected opcode, found %s", p.found())
+		return pendingInstr{}, p.errAt(opPos, "expected opcode, found %s", p.found())
 	}
 	op, ok := opcodeByName[string(opName)]
 	if !ok {
-		return p.errAt(opPos, "unknown opcode %q", opName)
+		return pendingInstr{}, p.errAt(opPos, "unknown opcode %q", opName)
 	}
 	in := &Instruction{Name: name, Opcode: op, Shape: s}
 	pi := pendingInstr{in: in, pos: pos, noShape: noShape, shapePos: shapePos}
 	if !p.accept('(') {
-		return p.errAt(p.off, "expected '(' after opcode %s, found %s", op, p.found())
+		return pendingInstr{}, p.errAt(p.off, "expected '(' after opcode %s, found %s", op, p.found())
 	}
 	switch op {
 	case OpParameter:
 		n, _, err := p.integer("parameter number", false)
 		if err != nil {
-			return err
+			return pendingInstr{}, err
 		}
 		in.ParamNum = n
 		if err := p.expect(')', "after parameter number"); err != nil {
-			return err
+			return pendingInstr{}, err
 		}
 	case OpConstant:
 		litPos := p.off
 		lit, err := p.literal(0)
 		if err != nil {
-			return err
+			return pendingInstr{}, err
 		}
 		if err := literalCount(in.Shape, lit); err != nil {
-			return p.errAt(litPos, "constant literal: %v", err)
+			return pendingInstr{}, p.errAt(litPos, "constant literal: %v", err)
 		}
 		in.Literal = lit
 		if err := p.expect(')', "after constant literal"); err != nil {
-			return err
+			return pendingInstr{}, err
 		}
 	default:
 		if !p.accept(')') {
 			for {
-				r, err := p.operand()
+				r, err := p.operand(cs)
 				if err != nil {
-					return err
+					return pendingInstr{}, err
 				}
 				pi.ops = append(pi.ops, r)
 				if p.accept(',') {
 					continue
 				}
 				if err := p.expect(')', "after operands"); err != nil {
-					return err
+					return pendingInstr{}, err
 				}
 				break
 			}
 		}
 	}
-	var seen []string
-	for p.accept(',') {
-		if err := p.attribute(&pi, &seen); err != nil {
-			return err
+	if allowAttrs {
+		var seen []string
+		for p.accept(',') {
+			if err := p.attribute(&pi, &seen); err != nil {
+				return pi, err
+			}
 		}
 	}
 	if pi.in.Opcode == OpDot && pi.in.Dot == nil {
@@ -1276,15 +1346,7 @@ func (p *parser) instruction(cs *compState) error {
 		// XLA prints only the non-empty lists, so that is how its dumps write one.
 		pi.in.Dot = &DotDims{}
 	}
-	if isRoot {
-		if cs.root >= 0 {
-			return p.errAt(rootPos, "expected one ROOT in computation %q, found a second (%q after %q)",
-				cs.comp.Name, name, cs.instrs[cs.root].in.Name)
-		}
-		cs.root = len(cs.instrs)
-	}
-	cs.instrs = append(cs.instrs, pi)
-	return nil
+	return pi, nil
 }
 
 // literalCount checks that an array constant's literal has one value per element of its
@@ -1324,10 +1386,13 @@ func (p *parser) peekWord() string {
 	return string(p.src[p.off:end])
 }
 
-// operand reads "[shape] name".
-func (p *parser) operand() (opRef, error) {
+// operand reads "[shape] name", or a nested instruction ("[shape] opcode(operands)",
+// without attributes, as XLA's parser reads "add(f32[] parameter(0), c)"): that one is
+// added to cs under a generated name (anonName) and the reference is to it.
+func (p *parser) operand(cs *compState) (opRef, error) {
 	var r opRef
 	c := p.peek()
+	start := p.off
 	if c == '(' || p.atShape() {
 		r.typePos = p.off
 		s, err := p.shape(0, false)
@@ -1336,12 +1401,42 @@ func (p *parser) operand() (opRef, error) {
 		}
 		r.typed = &s
 	}
+	p.skipSpace()
+	if word := p.peekWord(); word != "" && opcodeByName[word] != OpInvalid &&
+		p.off+len(word) < len(p.src) && p.src[p.off+len(word)] == '(' {
+		p.off = start
+		if p.nest >= maxNesting {
+			return r, p.errAt(start, "instructions nested more than %d deep", maxNesting)
+		}
+		name := anonName(cs, word)
+		cs.defs[name] = start // taken before the operands, which may nest the same opcode
+		p.nest++
+		pi, err := p.instructionRhs(cs, name, start, false)
+		p.nest--
+		if err != nil {
+			return r, err
+		}
+		cs.instrs = append(cs.instrs, pi)
+		return opRef{name: name, pos: start}, nil
+	}
 	name, pos, err := p.name("operand name")
 	if err != nil {
 		return r, err
 	}
 	r.name, r.pos = name, pos
 	return r, nil
+}
+
+// anonName names a nested instruction of opcode op as XLA does ("add.anon"), made unique
+// in cs with a ".N" suffix.
+func anonName(cs *compState, op string) string {
+	name := op + ".anon"
+	for i := 1; ; i++ {
+		if _, taken := cs.defs[name]; !taken {
+			return name
+		}
+		name = fmt.Sprintf("%s.anon.%d", op, i)
+	}
 }
 
 // atShape reports whether an array shape ("f32[") starts at p.off.
@@ -1514,9 +1609,15 @@ func (p *parser) attribute(pi *pendingInstr, seen *[]string) error {
 		}
 		var name string
 		var pos int
-		name, pos, err = p.name("computation name")
+		caller := p.cur
+		if p.peek() == '{' {
+			pos = p.off
+			name, err = p.inlineComputation(in.Name, key)
+		} else {
+			name, pos, err = p.name("computation name")
+		}
 		if err == nil {
-			p.refs = append(p.refs, compRef{in: in, comp: len(p.comps) - 1, slot: slot, name: name, pos: pos})
+			p.refs = append(p.refs, compRef{in: in, comp: caller, slot: slot, name: name, pos: pos})
 		}
 	case "metadata":
 		if p.peek() != '{' {

@@ -210,6 +210,14 @@ func (pt *partitioner) lowerInstr(c *hlo.Computation, in *hlo.Instruction) error
 		in.Operands[0] = pt.reshard(in.Operands[0], S)
 		pt.keep(in, S)
 		return nil
+	case hlo.OpOptimizationBarrier:
+		// An identity on its operand (a tuple, in JAX's rematerialization): its result
+		// is the operand's pieces as they are, so no data moves.
+		if len(in.Operands) == 1 {
+			pt.keep(in, pt.cur[in.Operands[0]])
+			in.Shape = in.Operands[0].Shape.Clone()
+			return nil
+		}
 	}
 	if pass, ok := passthrough(in, func(x *hlo.Instruction) hlo.Shape { return pt.global[x] }); ok {
 		return pt.lowerPassthrough(in, pass, S)

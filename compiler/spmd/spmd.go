@@ -36,7 +36,10 @@ func Annotated(m *hlo.Module) bool {
 	return false
 }
 
-// NumPartitions is the module header's num_partitions (1 when absent).
+// NumPartitions is the module header's num_partitions. A header without one (XLA's
+// benchmark dumps: their runner is told the count, --num_partitions) takes the number
+// of devices the first tiled sharding annotation names, as XLA would be told to run it
+// on (the others must agree: Partition checks each against it); 1 when there is none.
 func NumPartitions(m *hlo.Module) int {
 	for _, a := range m.Attrs {
 		if a.Key == "num_partitions" {
@@ -45,7 +48,31 @@ func NumPartitions(m *hlo.Module) int {
 			}
 		}
 	}
+	for _, c := range m.Computations {
+		for _, in := range c.Instructions {
+			if n := tiledDevices(in.Sharding); n > 0 {
+				return n
+			}
+		}
+	}
 	return 1
+}
+
+// tiledDevices is the number of devices the first tiled sharding in s names (s itself
+// or a tuple sharding's leaf), 0 when it has none.
+func tiledDevices(s *hlo.Sharding) int {
+	if s == nil {
+		return 0
+	}
+	if s.Kind == hlo.ShardTiled {
+		return s.NumDevices()
+	}
+	for _, e := range s.Tuple {
+		if n := tiledDevices(e); n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // Partition returns the per-device program of m on n devices (n = 0: the header's

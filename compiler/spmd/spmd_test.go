@@ -209,3 +209,67 @@ func simulate(t *testing.T, m *hlo.Module, n int) *tpusim.Report {
 	}
 	return rep
 }
+
+// TestHeaderWithoutNumPartitions: XLA's benchmark dumps carry tiled shardings but no
+// num_partitions in their header (their runner is told it): the count is the devices
+// the shardings name, and a sharding naming another count is still an error.
+func TestHeaderWithoutNumPartitions(t *testing.T) {
+	m, err := hlo.ParseFile("../hlo/testdata/real_more/sharded_no_num_partitions.hlo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := spmd.NumPartitions(m); n != 2 {
+		t.Errorf("NumPartitions = %d, want 2 (its sharding={devices=[2,1,1,1,1]<=[2]})", n)
+	}
+	pm, res, err := spmd.Partition(m, 0)
+	if err != nil || pm == nil || res.Partitions != 2 {
+		t.Fatalf("Partition(m, 0) = %v, %v; want 2 partitions", res, err)
+	}
+	if n := spmd.NumPartitions(pm); n != 2 {
+		t.Errorf("partitioned module: num_partitions %d, want 2", n)
+	}
+	src := "HloModule x\n\nENTRY e {\n  a = f32[64,64] parameter(0), sharding={devices=[1,2]<=[2]}\n  ROOT b = f32[64,64] negate(a), sharding={devices=[4,1]<=[4]}\n}\n"
+	m2, err := hlo.Parse("x.hlo", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := spmd.Partition(m2, 0); err == nil || !strings.Contains(err.Error(), "5:") || !strings.Contains(err.Error(), "num_partitions=2") {
+		t.Errorf("disagreeing shardings: error %v, want one naming line 5 and num_partitions=2", err)
+	}
+	if n := spmd.NumPartitions(matmul(t, "", "", "")); n != 8 {
+		t.Errorf("header num_partitions=8: NumPartitions = %d", n)
+	}
+}
+
+// TestOptimizationBarrierKeepsPieces: an opt-barrier (JAX's rematerialization wraps a
+// tuple of sharded values in one, as in XLA's llama and mixtral benchmark dumps) is an
+// identity: its per-device result is its operand's pieces, and the partitioned module
+// verifies (it once kept the global tuple shape over per-device operands).
+func TestOptimizationBarrierKeepsPieces(t *testing.T) {
+	src := `HloModule ob, num_partitions=4
+
+ENTRY e {
+  a = f32[64,32] parameter(0), sharding={devices=[4,1]<=[4]}
+  b = f32[32] parameter(1), sharding={replicated}
+  t = (f32[64,32], f32[32]) tuple(a, b)
+  o = (f32[64,32], f32[32]) opt-barrier(t)
+  x = f32[64,32] get-tuple-element(o), index=0
+  ROOT n = f32[64,32] negate(x), sharding={devices=[4,1]<=[4]}
+}
+`
+	m, err := hlo.Parse("ob.hlo", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := partition(t, m, 4)
+	if err := hlo.Verify(pm); err != nil {
+		t.Fatalf("partitioned module does not verify: %v", err)
+	}
+	ob := findOp(pm, hlo.OpOptimizationBarrier)
+	if ob == nil || ob.Shape.StringNoLayout() != "(f32[16,32], f32[32])" {
+		t.Fatalf("opt-barrier = %v, want the pieces (f32[16,32], f32[32])", ob)
+	}
+	if n := len(collectives(pm)); n != 0 {
+		t.Errorf("%d kinds of collectives, want none (the barrier moves no data)", n)
+	}
+}

@@ -331,12 +331,14 @@ func TestTuneModelTargetMismatch(t *testing.T) {
 	}
 }
 
-// TestTuneNothingToTune: a program with no kernels (only a parameter) exited 0 with
-// "speedup NaNx", and --json failed on the NaN. It is reported as nothing to tune: the
-// default compile, speedup 1, in the text and in --json.
+// TestTuneNothingToTune: a program with no kernels exited 0 with "speedup NaNx", and
+// --json failed on the NaN. It is reported as nothing to tune: the default compile,
+// speedup 1, in the text and in --json. The program returns its parameter, aliased to the
+// output (input_output_alias), so it needs no output copy and compiles to no kernel
+// (without the alias the compiler adds the copy XLA's copy insertion adds, a kernel).
 func TestTuneNothingToTune(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "t.hlo")
-	if err := os.WriteFile(src, []byte("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte("HloModule m, input_output_alias={ {}: (0, {}, may-alias) }\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := runTuneCmd(src, "--budget", "3")
