@@ -23,13 +23,17 @@ const (
 // (gathered) result of all-gather. GroupSize is the number of chips in each replica
 // group; 0 means all chips of the program (replica_groups={} or none, as PyTorch/XLA
 // writes them). Devices is how many devices its groups name together (ids 0..Devices-1):
-// 16 for {{0,...,7},{8,...,15}}; 0 when no group is named.
+// 16 for {{0,...,7},{8,...,15}}, 4 for a collective-permute's source_target_pairs
+// {{0,1},{1,2},{2,3}} (which leave GroupSize 0); 0 when no group or pair is named.
 type Collective struct {
 	Name      string
 	Kind      string
 	Bytes     float64
 	GroupSize int
 	Devices   int
+	// Line, Col are the instruction's position in its module's file (hlo.Instruction), for
+	// errors found when it is timed (hlo.AtPos; 0 when not parsed).
+	Line, Col int `json:"-"`
 	// Async marks a -start: the transfer overlaps the steps up to its Done step.
 	Async bool
 }
@@ -71,7 +75,7 @@ func arrayBytes(s hlo.Shape) float64 {
 }
 
 func newCollective(in *hlo.Instruction, kind string) (*Collective, error) {
-	c := &Collective{Name: in.Name, Kind: kind}
+	c := &Collective{Name: in.Name, Kind: kind, Line: in.Line, Col: in.Col}
 	for _, op := range in.Operands {
 		c.Bytes += arrayBytes(op.Shape)
 	}
@@ -90,9 +94,19 @@ func newCollective(in *hlo.Instruction, kind string) (*Collective, error) {
 		}
 		k, n, err := groups(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", in.Name, err)
+			return nil, hlo.At(in, fmt.Errorf("%s: %w", in.Name, err))
 		}
 		c.GroupSize, c.Devices = k, n
+	}
+	if v, ok := in.ExtraAttr("source_target_pairs"); ok && kind == CollCollectivePermute {
+		// The pairs name the devices the permute runs over (largest id + 1); it has no
+		// group size, so GroupSize stays 0 and a size given by the header or --chips
+		// wins (tpusim.CollectiveGroup).
+		_, n, err := replicaGroupsLargest(v)
+		if err != nil {
+			return nil, hlo.At(in, fmt.Errorf("%s: source_target_pairs: %w", in.Name, err))
+		}
+		c.Devices = max(c.Devices, n)
 	}
 	return c, nil
 }
@@ -183,16 +197,19 @@ func replicaGroups(v string, uniform bool) (size, devices int, err error) {
 }
 
 var (
-	meshForm    = regexp.MustCompile(`^mesh\[([^\]]*)\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{([^}]*)\}$`)
+	meshForm    = regexp.MustCompile(`^mesh\[([^\]]*)\](?:\s*,\s*device_ids=\(((?:[^()]|\([^()]*\))*)\))?\s*\{([^}]*)\}$`)
+	meshIota    = regexp.MustCompile(`^\[([0-9,\s]+)\]\s*(?:T\(([0-9,\s]*)\))?$`)
 	meshAxis    = regexp.MustCompile(`^'([^']+)'\s*=\s*([0-9]+)$`)
 	meshAxisRef = regexp.MustCompile(`^'([^']+)'(?:\s*:\s*\(\s*[0-9]+\s*\)\s*([0-9]+))?$`)
 )
 
-// meshGroups reads XLA's mesh form of replica_groups, "mesh['x'=4,'y'=2] {'x'}" (with
-// an optional ", device_ids=(...)" after the mesh, which orders the devices but does not
-// change the counts): the devices are the mesh's (the product of its axis sizes) and a
-// group spans the axes listed, each whole or a sub-axis 'x':(pre)size, so its size is
-// the product of their sizes.
+// meshGroups reads XLA's mesh form of replica_groups, "mesh['x'=4,'y'=2] {'x'}": the
+// devices are the mesh's (the product of its axis sizes) and a group spans the axes
+// listed, each whole or a sub-axis 'x':(pre)size, so its size is the product of their
+// sizes. An optional ", device_ids=(...)" after the mesh orders its devices, as XLA's
+// parser reads it: a list of exactly the mesh's size of distinct ids, or an iota
+// "[d1,d2,...]T(perm)" (T after two or more dimensions, none after one) whose dimensions multiply to the
+// mesh's size and whose perm permutes them. The order does not change the counts.
 func meshGroups(v string) (size, devices int, err error) {
 	m := meshForm.FindStringSubmatch(v)
 	if m == nil {
@@ -214,8 +231,13 @@ func meshGroups(v string) (size, devices int, err error) {
 		}
 		axes[am[1]] = n
 	}
+	if ids := strings.TrimSpace(m[2]); m[2] != "" || strings.Contains(v, "device_ids=(") {
+		if devices, err = meshDeviceIDs(v, ids, devices); err != nil {
+			return 0, 0, err
+		}
+	}
 	size = 1
-	if refs := strings.TrimSpace(m[2]); refs != "" {
+	if refs := strings.TrimSpace(m[3]); refs != "" {
 		for _, r := range strings.Split(refs, ",") {
 			rm := meshAxisRef.FindStringSubmatch(strings.TrimSpace(r))
 			if rm == nil {
@@ -236,6 +258,64 @@ func meshGroups(v string) (size, devices int, err error) {
 		}
 	}
 	return size, devices, nil
+}
+
+// meshDeviceIDs checks a mesh's device_ids=(ids) against its n devices as XLA's parser
+// does (ParseMesh) and returns the devices the mesh spans.
+func meshDeviceIDs(v, ids string, n int) (int, error) {
+	if im := meshIota.FindStringSubmatch(ids); im != nil {
+		var dims []int
+		prod := 1
+		for _, d := range strings.Split(im[1], ",") {
+			x, err := strconv.Atoi(strings.TrimSpace(d))
+			if err != nil || x <= 0 || x > 1<<20 {
+				return 0, fmt.Errorf("replica_groups %q: device_ids dimension %q: expected a positive size", v, strings.TrimSpace(d))
+			}
+			dims = append(dims, x)
+			if prod *= x; prod > 1<<20 {
+				return 0, fmt.Errorf("replica_groups %q: more than 2^20 devices", v)
+			}
+		}
+		if prod != n {
+			return 0, fmt.Errorf("replica_groups %q: device_ids iota of %d devices for a mesh of %d", v, prod, n)
+		}
+		if (len(dims) > 1) != strings.Contains(ids, "T(") {
+			return 0, fmt.Errorf("replica_groups %q: device_ids iota %s: expected T(perm) after two or more dimensions, none after one", v, ids)
+		}
+		if im[2] != "" || strings.Contains(ids, "T(") {
+			seen := make([]bool, len(dims))
+			perm := strings.Split(im[2], ",")
+			for _, q := range perm {
+				k, err := strconv.Atoi(strings.TrimSpace(q))
+				if err != nil || k < 0 || k >= len(dims) || seen[k] {
+					return 0, fmt.Errorf("replica_groups %q: device_ids transpose T(%s): expected a permutation of 0..%d", v, im[2], len(dims)-1)
+				}
+				seen[k] = true
+			}
+			if len(perm) != len(dims) {
+				return 0, fmt.Errorf("replica_groups %q: device_ids transpose T(%s): expected a permutation of 0..%d", v, im[2], len(dims)-1)
+			}
+		}
+		return n, nil
+	}
+	count := 0
+	seen := map[int]bool{}
+	for _, x := range strings.Split(ids, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || id < 0 || id >= 1<<20 {
+			return 0, fmt.Errorf("replica_groups %q: device id %q: expected 0..2^20-1", v, strings.TrimSpace(x))
+		}
+		if seen[id] {
+			return 0, fmt.Errorf("replica_groups %q: device id %d listed twice", v, id)
+		}
+		seen[id] = true
+		count++
+	}
+	if count != n {
+		// XLA: "Expected %d device_ids based on mesh axes, but got %d".
+		return 0, fmt.Errorf("replica_groups %q: expected %d device_ids (the mesh's size), found %d", v, n, count)
+	}
+	return n, nil
 }
 
 // ModuleChips is the number of chips a module runs on from its header:

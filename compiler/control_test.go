@@ -414,6 +414,15 @@ func TestReplicaGroupSize(t *testing.T) {
 		{"mesh['a'=8], device_ids=([2,4]T(1,0)) {'a':(2)4}", 4, false},
 		{"mesh['a'=4] {'c'}", 0, true},
 		{"mesh['a'=6] {'a':(1)4}", 0, true},
+		// device_ids=(...) as XLA's ParseMesh reads it: exactly the mesh's size of ids, or
+		// an iota [dims]T(perm) of the mesh's size (T after two or more dimensions).
+		{"mesh['a'=2,'b'=2], device_ids=(3,2,1,0) {'b'}", 2, false},
+		{"mesh['a'=2,'b'=2], device_ids=([4]) {'a','b'}", 4, false},
+		{"mesh['a'=2,'b'=2], device_ids=(3,2,1) {'b'}", 0, true},       // 3 ids for 4 devices
+		{"mesh['a'=2,'b'=2], device_ids=(0,1,1,2) {'b'}", 0, true},     // a device twice
+		{"mesh['a'=2,'b'=2], device_ids=([2,3]T(1,0)) {'b'}", 0, true}, // 6 for 4
+		{"mesh['a'=2,'b'=2], device_ids=([2,2]) {'b'}", 0, true},       // no T(perm)
+		{"mesh['a'=2,'b'=2], device_ids=([2,2]T(0,0)) {'b'}", 0, true}, // not a permutation
 	} {
 		got, err := ReplicaGroupSize(c.in)
 		if (err != nil) != c.err || got != c.want {

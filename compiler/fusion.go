@@ -523,7 +523,8 @@ func (s *State) buildFusion(g *group, e *hlo.Computation, remap map[*hlo.Instruc
 		}
 	}
 	fi := &hlo.Instruction{Name: s.uniqueName("fusion." + g.root.Name), Opcode: hlo.OpFusion,
-		Operands: operands, Calls: fc, FusionKind: kind, Shape: g.root.Shape.Clone()}
+		Operands: operands, Calls: fc, FusionKind: kind, Shape: g.root.Shape.Clone(),
+		Line: g.root.Line, Col: g.root.Col} // errors about the kernel name its root's place
 	return fi, fc
 }
 

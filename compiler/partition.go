@@ -264,15 +264,15 @@ func PartitionConfig(m *hlo.Module, cfg *Config, opts Options) (*Config, Partiti
 	}
 	prep := prepare(m, base, passes[:prefixLen(passes)], nil)
 	if prep.err != nil {
-		return nil, st, fmt.Errorf("%s: %w", m.Name, prep.err)
+		return nil, st, m.Wrap(prep.err)
 	}
 	mod := prep.mod.Clone()
 	s, err := newState(mod, trial, base)
 	if err != nil {
-		return nil, st, fmt.Errorf("%s: %w", m.Name, err)
+		return nil, st, m.Wrap(err)
 	}
 	if _, err := runLayout(mod, s); err != nil {
-		return nil, st, fmt.Errorf("%s: pass layout-assignment: %w", m.Name, err)
+		return nil, st, m.Wrap(fmt.Errorf("pass layout-assignment: %w", err))
 	}
 	xla, err := Compile(m, trial, base)
 	if err != nil {

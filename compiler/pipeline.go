@@ -215,26 +215,26 @@ func compile(m *hlo.Module, cfg *Config, opts Options, passes []Pass) (*Program,
 	n := prefixLen(passes)
 	prep := prepare(m, opts, passes[:n], hooks)
 	if prep.err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Name, prep.err)
+		return nil, m.Wrap(prep.err)
 	}
 	mod := prep.mod.Clone()
 	s, err := newState(mod, cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Name, err)
+		return nil, m.Wrap(err)
 	}
 	r := newRunner(mod, s, opts, hooks)
 	r.log = append([]PassRun(nil), prep.log...)
 	if _, err := r.run(passes[n:], 0); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Name, err)
+		return nil, m.Wrap(err)
 	}
 	if s.stale {
 		if err := s.sync(mod); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name, err)
+			return nil, m.Wrap(err)
 		}
 	}
 	if opts.Strict {
 		if err := s.checkUnused(); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name, err)
+			return nil, m.Wrap(err)
 		}
 	}
 	prog, err := s.program(m.Name, mod)
@@ -275,7 +275,7 @@ func (s *State) program(name string, mod *hlo.Module) (*Program, error) {
 	for _, site := range s.Kernels {
 		in := site.Fusion
 		if site.Info == nil {
-			return nil, fmt.Errorf("%s: kernel %s was not analyzed", name, in.Name)
+			return nil, mod.Wrap(hlo.At(in, fmt.Errorf("kernel %s was not analyzed", in.Name)))
 		}
 		k := &Kernel{Name: in.Name, Key: site.Key, Kind: in.FusionKind, Root: site.Root, Comp: in.Calls, Info: site.Info,
 			Choice: site.Choice, Computation: site.Computation.Name, Approximate: approximate(in.Calls, site.Info)}
@@ -288,7 +288,7 @@ func (s *State) program(name string, mod *hlo.Module) (*Program, error) {
 	var err error
 	p.Schedule, err = s.block(mod, mod.Entry, 1, kernels)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, mod.Wrap(err)
 	}
 	return p, nil
 }

@@ -143,7 +143,7 @@ func (rp *RaggedPlan) Count(k RaggedKind) int {
 func InsertRaggedPads(m *hlo.Module) ([]hlo.RaggedPad, error) {
 	pads, err := hlo.InsertRaggedPads(m)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Name, err)
+		return nil, m.Wrap(err)
 	}
 	return pads, nil
 }

@@ -158,7 +158,7 @@ func runTiling(m *hlo.Module, s *State) (bool, error) {
 			analyses[key] = kc
 		}
 		if kc.err != nil {
-			return false, fmt.Errorf("kernel %s: %w", in.Name, kc.err)
+			return false, hlo.At(in, fmt.Errorf("kernel %s: %w", in.Name, kc.err))
 		}
 		site.Key, site.Info = key, kc.info
 		if idx, ok := tileIdx[key]; ok {
@@ -225,7 +225,7 @@ func runFlags(m *hlo.Module, s *State) (bool, error) {
 			tile := site.Choice.Config.Tile
 			opts := site.Choice.FlagOptions()
 			if len(opts) == 0 {
-				return false, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, tile)
+				return false, hlo.At(in, fmt.Errorf("kernel %s: no flags fit tile %s in VMEM", in.Name, tile))
 			}
 			def := max(slices.Index(opts, DefaultFlagsFor(site.Choice)), 0)
 			choice := def
@@ -248,7 +248,7 @@ func runFlags(m *hlo.Module, s *State) (bool, error) {
 		f := s.Effective.Flags[key]
 		var err error
 		if site.Choice, err = site.Choice.WithFlags(f); err != nil {
-			return false, fmt.Errorf("kernel %s: %w", in.Name, err)
+			return false, hlo.At(in, fmt.Errorf("kernel %s: %w", in.Name, err))
 		}
 		setExtra(in, "codegen_flags", fmt.Sprintf("\"double_buffer=%t,unroll=%d,pipeline_depth=%d\"", f.DoubleBuffer, f.Unroll, f.PipelineDepth))
 	}

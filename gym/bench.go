@@ -33,7 +33,7 @@ func Load(program string) (*hlo.Module, error) {
 			return nil, err
 		}
 		if err := hlo.CheckBounded(m); err != nil {
-			return nil, fmt.Errorf("%s: %w", program, err)
+			return nil, m.Wrap(err) // program:line:col of the instruction
 		}
 		return m, nil
 	}

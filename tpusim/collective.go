@@ -18,7 +18,8 @@ type CollectiveCost struct {
 // the instruction define it; chips (Options.Chips, `--chips`), else programChips (the
 // module header's replica_count × num_partitions), sizes only a collective that names no
 // group (replica_groups={}, as PyTorch/XLA writes them), and groups naming more devices
-// than chips asks for are an error, never a silently different ring. unsized reports a
+// than chips asks for are an error, never a silently different ring. Failing both, a
+// collective-permute runs over the devices its source_target_pairs name. unsized reports a
 // collective whose group size nothing gives (no group, no chips, a header of one chip):
 // it is timed as a one-chip no-op, and callers count and report it.
 func CollectiveGroup(c *compiler.Collective, chips, programChips int) (k int, unsized bool, err error) {
@@ -35,6 +36,10 @@ func CollectiveGroup(c *compiler.Collective, chips, programChips int) (k int, un
 	}
 	if programChips > 1 {
 		return programChips, false, nil
+	}
+	if c.Devices > 1 {
+		// A collective-permute's source_target_pairs name its devices.
+		return c.Devices, false, nil
 	}
 	return 1, true, nil
 }

@@ -24,6 +24,8 @@ import (
 //     is a collective of groups of 2 on 4 chips.
 //   - all_reduce_uneven_groups.hlo: an all-reduce whose groups differ in size (XLA
 //     allows it for all-reduce) is timed by its largest group.
+//   - collective_permute_pairs.hlo: a collective-permute whose source_target_pairs name
+//     4 devices, in a header of one chip, runs over the 4 (not a 1-chip no-op).
 //   - sharded_no_num_partitions.hlo: shardings without num_partitions in the header
 //     (compiled per device over the 2 the shardings name; compiler/spmd's test).
 func TestRealMoreFilesSimulate(t *testing.T) {
@@ -67,7 +69,7 @@ func TestRealMoreFilesSimulate(t *testing.T) {
 		})
 	}
 
-	for _, f := range []string{"bitcast_only.hlo", "mesh_all_reduce.hlo", "all_reduce_uneven_groups.hlo"} {
+	for _, f := range []string{"bitcast_only.hlo", "mesh_all_reduce.hlo", "all_reduce_uneven_groups.hlo", "collective_permute_pairs.hlo"} {
 		if reports[f] == nil {
 			t.Fatalf("%s did not compile and simulate", f)
 		}
@@ -88,6 +90,9 @@ func TestRealMoreFilesSimulate(t *testing.T) {
 		{"mesh_all_reduce.hlo", 2, 4},
 		// replica_groups={{0,2,4},{1,3,5,6}}: the largest group, on chips 0..6.
 		{"all_reduce_uneven_groups.hlo", 4, 7},
+		// source_target_pairs={{0,1},{1,2},{2,3}} in a header of one chip: the pairs
+		// name 4 devices, so the permute is one hop among 4, not a 1-chip no-op.
+		{"collective_permute_pairs.hlo", 4, 4},
 	} {
 		r := reports[c.file]
 		found := false
@@ -99,8 +104,8 @@ func TestRealMoreFilesSimulate(t *testing.T) {
 				}
 			}
 		}
-		if !found || r.Chips != c.chips {
-			t.Errorf("%s: collective found %v, %d chips, want one and %d", c.file, found, r.Chips, c.chips)
+		if !found || r.Chips != c.chips || r.UnsizedCollectives != 0 {
+			t.Errorf("%s: collective found %v, %d chips, %d unsized, want one, %d and 0", c.file, found, r.Chips, r.UnsizedCollectives, c.chips)
 		}
 	}
 }
@@ -132,5 +137,26 @@ func TestNoKernelsIsEmptyList(t *testing.T) {
 	res := compiler.Summarize(p, DefaultChip, "", "")
 	if out, _ := json.Marshal(res); !strings.Contains(string(out), `"kernels":[]`) {
 		t.Errorf("compile summary JSON %s, want \"kernels\":[]", out)
+	}
+}
+
+// TestSimErrorNamesFile: an error found when a collective is timed (its replica groups
+// span more chips than --chips) names the file and the collective's line:col, on one
+// line, as import errors do.
+func TestSimErrorNamesFile(t *testing.T) {
+	const f = "../compiler/hlo/testdata/real_more/mesh_all_reduce.hlo"
+	m, err := hlo.ParseFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := preset(t, "v4")
+	p, err := compiler.Compile(m, nil, compiler.Options{Target: c.Target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = SimulateWith(p, c, Options{Chips: 2})
+	const want = f + ":26:8: all-reduce.mesh: replica groups span 4 chips, more than the 2 chips asked for"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line starting %q", err, want)
 	}
 }

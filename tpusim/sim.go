@@ -6,6 +6,7 @@ import (
 
 	"github.com/tpucost/tpucost/compiler"
 	"github.com/tpucost/tpucost/compiler/cost"
+	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
 // Bound names the resource that limits a kernel.
@@ -315,6 +316,9 @@ func (s *Simulator) Program(p *compiler.Program) (ProgramTime, error) {
 	w := &walker{s: s, p: p, pt: &pt, idx: idx, mult: 1}
 	total, err := w.block(p.Schedule)
 	if err != nil {
+		if p.Module != nil { // file:line:col of the step's instruction, else the header
+			return ProgramTime{}, p.Module.Wrap(err)
+		}
 		return ProgramTime{}, fmt.Errorf("%s: %w", p.Name, err)
 	}
 	pt.TotalNs = total
@@ -440,7 +444,7 @@ func (w *walker) step(st compiler.Step) (float64, error) {
 	case st.Collective != nil:
 		cc, err := w.collective(st.Collective)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", st.Collective.Name, err)
+			return 0, hlo.AtPos(st.Collective.Line, st.Collective.Col, fmt.Errorf("%s: %w", st.Collective.Name, err))
 		}
 		w.pt.CollectiveNs += cc.Ns * w.mult
 		return cc.Ns, nil

@@ -48,6 +48,9 @@ func resolveFile(ctx context.Context, src string) (m *hlo.Module, isFile bool, e
 			return nil, true, err
 		}
 		if err := hlo.CheckBounded(m); err != nil {
+			if m.File != "" { // text: file:line:col of the instruction
+				return nil, true, m.Wrap(err)
+			}
 			return nil, true, fmt.Errorf("%s: %w", src, err)
 		}
 		return m, true, nil

@@ -131,15 +131,23 @@ func (p Planner) fastestInt8(l bitserial.Layer, timer Timer) (bitserial.Int8Vari
 	}
 	acc := make([]int32, l.OH()*l.OW()*l.Cout)
 	scratch := make([]uint8, l.K*l.K*l.Cin)
-	ch := bitserial.VariantChoice{Kernel: "int8", B: 8}
-	var best bitserial.Int8Variant
-	for _, v := range bitserial.Int8Variants() {
+	return p.fastestBlockUnroll(l, "int8", timer, func(v bitserial.BlockUnroll) { bitserial.ConvInt8Variant(l, in, w, acc, scratch, v) })
+}
+
+// fastestBlockUnroll measures run in every blocking × unrolling variant that fits l (the
+// int8 and pool8 kernels' variants, bitserial.BlockUnrolls) and returns the one with the
+// least median, with the kernel's choice record (kernel named kernel, its plain variant's
+// time).
+func (p Planner) fastestBlockUnroll(l bitserial.Layer, kernel string, timer Timer, run func(bitserial.BlockUnroll)) (bitserial.BlockUnroll, bitserial.VariantChoice, error) {
+	ch := bitserial.VariantChoice{Kernel: kernel, B: 8}
+	var best bitserial.BlockUnroll
+	for _, v := range bitserial.BlockUnrolls() {
 		if v.Check(l) != nil {
 			continue
 		}
-		s := p.Method.Measure(timer, func() { bitserial.ConvInt8Variant(l, in, w, acc, scratch, v) })
+		s := p.Method.Measure(timer, func() { run(v) })
 		ch.Candidates++
-		if v == bitserial.PlainInt8() {
+		if v == (bitserial.BlockUnroll{Block: 1, Unroll: 1}) {
 			ch.PlainNs = s.MedianNs
 		}
 		if ch.Candidates == 1 || s.MedianNs < ch.MedianNs {
@@ -147,7 +155,7 @@ func (p Planner) fastestInt8(l bitserial.Layer, timer Timer) (bitserial.Int8Vari
 		}
 	}
 	if ch.Candidates == 0 {
-		return best, ch, fmt.Errorf("layer of %d output channels: no int8 variant fits", l.Cout)
+		return best, ch, fmt.Errorf("layer of %d output channels: no %s variant fits", l.Cout, kernel)
 	}
 	ch.Variant = best.String()
 	return best, ch, nil
@@ -172,24 +180,5 @@ func (p Planner) fastestPool8(l bitserial.Layer, np, z int, timer Timer) (bitser
 	}
 	acc := make([]int32, l.OH()*l.OW()*l.Cout)
 	scratch := make([]uint8, l.K*l.K*l.Cin)
-	ch := bitserial.VariantChoice{Kernel: "pool8", B: 8}
-	var best bitserial.Pool8Variant
-	for _, v := range bitserial.Pool8Variants() {
-		if v.Check(l) != nil {
-			continue
-		}
-		s := p.Method.Measure(timer, func() { bitserial.ConvPool8Variant(l, in, idx, pool, z, acc, scratch, v) })
-		ch.Candidates++
-		if v == bitserial.PlainPool8() {
-			ch.PlainNs = s.MedianNs
-		}
-		if ch.Candidates == 1 || s.MedianNs < ch.MedianNs {
-			best, ch.MedianNs = v, s.MedianNs
-		}
-	}
-	if ch.Candidates == 0 {
-		return best, ch, fmt.Errorf("layer of %d output channels: no pool8 variant fits", l.Cout)
-	}
-	ch.Variant = best.String()
-	return best, ch, nil
+	return p.fastestBlockUnroll(l, "pool8", timer, func(v bitserial.BlockUnroll) { bitserial.ConvPool8Variant(l, in, idx, pool, z, acc, scratch, v) })
 }

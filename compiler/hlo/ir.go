@@ -14,6 +14,11 @@ import (
 // Module is a set of computations, one of which is the entry.
 type Module struct {
 	Name string
+	// File is the path the module was parsed from, and Line, Col the position of its
+	// header (1-based; "" and 0 for a module built in memory). Errors found after import
+	// name it (Module.Wrap). They are not part of the module's text or of ModulesEqual.
+	File      string
+	Line, Col int
 	// Attrs are the header attributes after the name ("is_scheduled=true", ...), kept
 	// verbatim in order for printing.
 	Attrs        []Attr
@@ -94,6 +99,9 @@ type Instruction struct {
 	Opcode   Opcode
 	Shape    Shape
 	Operands []*Instruction
+	// Line, Col are the 1-based position of the instruction's definition in Module.File
+	// (0 when built in memory or made by a pass); clones keep them. See At.
+	Line, Col int
 
 	// Attributes (zero when absent).
 	ParamNum          int    // parameter(N)
@@ -261,7 +269,7 @@ func (m *Module) InstructionCount() int {
 // Clone returns a deep copy of m: new computations and instructions with the same names,
 // shapes and attributes, wired to each other.
 func (m *Module) Clone() *Module {
-	nm := &Module{Name: m.Name, Attrs: append([]Attr(nil), m.Attrs...)}
+	nm := &Module{Name: m.Name, File: m.File, Line: m.Line, Col: m.Col, Attrs: append([]Attr(nil), m.Attrs...)}
 	if sf := m.StackFrames; sf != nil {
 		nm.StackFrames = &StackFrameIndex{
 			FileNames:     append([]string(nil), sf.FileNames...),

@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -131,6 +132,7 @@ type parser struct {
 	comps      []*compState
 	compByName map[string]int // computation name -> index in comps
 	instrDefs  map[string]int // instruction name -> offset of its first definition in any computation
+	lineStarts []int          // offsets of the lines' starts (fastLineCol), built on first use
 	refs       []compRef      // called-computation references, in text order
 	entry      *compState
 	cur        int // index in comps of the computation being read
@@ -178,8 +180,9 @@ type sigParam struct {
 type compState struct {
 	comp     *Computation
 	pos      int
-	inline   bool           // written inline as an attribute's value ("to_apply={...}"), not top level
-	defs     map[string]int // instruction name -> offset of its definition
+	inline   bool            // written inline as an attribute's value ("to_apply={...}"), not top level
+	defs     map[string]int  // instruction name -> offset of its definition
+	anon     map[string]bool // the names in defs generated for nested instructions (anonName)
 	instrs   []pendingInstr
 	root     int   // index in instrs, -1 if none
 	order    []int // instrs indices in topological order
@@ -200,6 +203,25 @@ func (p *parser) lineCol(off int) (line, col int) {
 	line = 1 + bytes.Count(p.src[:off], []byte{'\n'})
 	start := bytes.LastIndexByte(p.src[:off], '\n') + 1
 	return line, off - start + 1
+}
+
+// fastLineCol is lineCol through an index of line starts built on first use, for the
+// position of every instruction (lineCol counts from the start, fine for one error).
+func (p *parser) fastLineCol(off int) (line, col int) {
+	if p.lineStarts == nil {
+		p.lineStarts = []int{0}
+		for i, c := range p.src {
+			if c == '\n' {
+				p.lineStarts = append(p.lineStarts, i+1)
+			}
+		}
+	}
+	off = min(max(off, 0), len(p.src))
+	i, found := slices.BinarySearch(p.lineStarts, off)
+	if !found {
+		i--
+	}
+	return i + 1, off - p.lineStarts[i] + 1
 }
 
 func (p *parser) posString(off int) string {
@@ -600,6 +622,15 @@ func (p *parser) rawValue(key string) (string, error) {
 				continue
 			}
 		}
+		if c == ',' && p.meshDeviceIDs(start) {
+			// XLA's mesh carries its device order after a comma, inside the same value:
+			// replica_groups=mesh['a'=2,'b'=2], device_ids=(3,2,1,0) {'b'} (and in
+			// shardings); its parser looks ahead for "device_ids" the same way.
+			for p.off++; isSpace(p.src[p.off]); p.off++ {
+			}
+			dirty = true
+			continue
+		}
 		if isSpace(c) || c == ',' || c == ')' || c == ']' || c == '}' {
 			break
 		}
@@ -628,6 +659,21 @@ func (p *parser) rawValue(key string) (string, error) {
 		return normalize(p.src[start:p.off]), nil
 	}
 	return string(p.src[start:p.off]), nil
+}
+
+// meshDeviceIDs reports whether the ',' at p.off ends a mesh, "mesh[...]", that started
+// at start and is followed by XLA's "device_ids=" (spaces allowed after the comma), so
+// the comma belongs to the value.
+func (p *parser) meshDeviceIDs(start int) bool {
+	v := p.src[start:p.off]
+	if !bytes.HasPrefix(v, []byte("mesh[")) || !bytes.HasSuffix(v, []byte("]")) || bytes.Contains(v, []byte("device_ids")) {
+		return false
+	}
+	j := p.off + 1
+	for j < len(p.src) && isSpace(p.src[j]) {
+		j++
+	}
+	return bytes.HasPrefix(p.src[j:], []byte("device_ids="))
 }
 
 // ---------------------------------------------------------------------------------
@@ -858,12 +904,14 @@ func (p *parser) parseModule() (*Module, error) {
 		}
 		return nil, p.errAt(p.off, "expected \"HloModule\" (or, as XLA reads a module without its header, ENTRY or a computation's name and '{'), found %s", p.found())
 	}
+	hdr := p.off
 	p.off += len("HloModule")
 	name, err := p.moduleName()
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{Name: name}
+	m := &Module{Name: name, File: p.file}
+	m.Line, m.Col = p.lineCol(hdr)
 	p.accept(':') // the older "HloModule name:" header form
 	for p.accept(',') {
 		key, err := p.attrKey()
@@ -909,7 +957,8 @@ func (p *parser) atHeaderless() bool {
 // the entry the ENTRY one or else the last, and, as XLA names it, the module named
 // "module_" and the entry computation's name.
 func (p *parser) parseHeaderless() (*Module, error) {
-	m := &Module{}
+	m := &Module{File: p.file}
+	m.Line, m.Col = p.lineCol(p.off)
 	if err := p.computations(m); err != nil {
 		return nil, err
 	}
@@ -1231,6 +1280,9 @@ func (p *parser) instruction(cs *compState) error {
 		return err
 	}
 	if prev, dup := cs.defs[name]; dup {
+		if cs.anon[name] {
+			return p.errAt(pos, "duplicate instruction name %q in computation %q: the name of the nested instruction at %s (XLA rejects this too: name it otherwise)", name, cs.comp.Name, p.posString(prev))
+		}
 		return p.errAt(pos, "duplicate instruction name %q in computation %q (first defined at %s)", name, cs.comp.Name, p.posString(prev))
 	}
 	cs.defs[name] = pos
@@ -1288,6 +1340,7 @@ func (p *parser) instructionRhs(cs *compState, name string, pos int, allowAttrs 
 		return pendingInstr{}, p.errAt(opPos, "unknown opcode %q", opName)
 	}
 	in := &Instruction{Name: name, Opcode: op, Shape: s}
+	in.Line, in.Col = p.fastLineCol(pos)
 	pi := pendingInstr{in: in, pos: pos, noShape: noShape, shapePos: shapePos}
 	if !p.accept('(') {
 		return pendingInstr{}, p.errAt(p.off, "expected '(' after opcode %s, found %s", op, p.found())
@@ -1408,8 +1461,13 @@ func (p *parser) operand(cs *compState) (opRef, error) {
 		if p.nest >= maxNesting {
 			return r, p.errAt(start, "instructions nested more than %d deep", maxNesting)
 		}
-		name := anonName(cs, word)
+		name := p.anonName(cs, word)
 		cs.defs[name] = start // taken before the operands, which may nest the same opcode
+		p.instrDefs[name] = start
+		if cs.anon == nil {
+			cs.anon = map[string]bool{}
+		}
+		cs.anon[name] = true
 		p.nest++
 		pi, err := p.instructionRhs(cs, name, start, false)
 		p.nest--
@@ -1428,11 +1486,16 @@ func (p *parser) operand(cs *compState) (opRef, error) {
 }
 
 // anonName names a nested instruction of opcode op as XLA does ("add.anon"), made unique
-// in cs with a ".N" suffix.
-func anonName(cs *compState, op string) string {
+// with a ".N" suffix among the names read so far in the whole module, as XLA's parser's
+// module-wide name uniquer does (a name written in an earlier computation is avoided
+// too). A later instruction written with a generated name in the same computation is a
+// duplicate, as in XLA ("instruction already exists"); in another computation it is legal.
+func (p *parser) anonName(cs *compState, op string) string {
 	name := op + ".anon"
 	for i := 1; ; i++ {
-		if _, taken := cs.defs[name]; !taken {
+		_, here := cs.defs[name]
+		_, elsewhere := p.instrDefs[name]
+		if !here && !elsewhere {
 			return name
 		}
 		name = fmt.Sprintf("%s.anon.%d", op, i)

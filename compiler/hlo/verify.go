@@ -41,7 +41,7 @@ func verifyComputation(c *Computation, comps map[*Computation]bool) []error {
 	names := make(map[string]bool, len(c.Instructions))
 	var errs []error
 	fail := func(in *Instruction, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %%%s: %s", c.Name, in.Name, fmt.Sprintf(format, args...)))
+		errs = append(errs, At(in, fmt.Errorf("%s: %%%s: %s", c.Name, in.Name, fmt.Sprintf(format, args...))))
 	}
 	defined := make(map[*Instruction]bool, len(c.Instructions))
 	rootSeen := false
@@ -138,8 +138,8 @@ func CheckBounded(m *Module) error {
 		seen[c] = true
 		for _, in := range c.Instructions {
 			if hasUnbounded(in.Shape) {
-				return fmt.Errorf("computation %s: %%%s has an unbounded dynamic dimension (%s): give it a bound (<=N) to compile or simulate it",
-					c.Name, in.Name, in.Shape.StringNoLayout())
+				return At(in, fmt.Errorf("computation %s: %%%s has an unbounded dynamic dimension (%s): give it a bound (<=N) to compile or simulate it",
+					c.Name, in.Name, in.Shape.StringNoLayout()))
 			}
 			for _, cc := range in.CalledComputations() {
 				if err := walk(cc); err != nil {

@@ -52,7 +52,7 @@ func (pt *partitioner) lowerComp(c *hlo.Computation) error {
 	pt.out = make([]*hlo.Instruction, 0, len(c.Instructions))
 	for _, in := range c.Instructions {
 		if err := pt.lowerInstr(c, in); err != nil {
-			return fmt.Errorf("spmd: %s: %w", in.Name, err)
+			return hlo.At(in, fmt.Errorf("spmd: %s: %w", in.Name, err))
 		}
 	}
 	if a, ok := pt.aliases[c.Root]; ok {

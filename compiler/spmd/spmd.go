@@ -101,8 +101,18 @@ func tiledDevices(s *hlo.Sharding) int {
 // compiled as written); another n is an error. Errors name the annotation's line:col:
 // a sharding naming another number of devices than num_partitions, a tile assignment
 // that cannot be spread over n devices, an n that does not divide num_partitions,
-// manual (shard_map) regions re-tiled.
+// manual (shard_map) regions re-tiled. Every error is one line, as hlo.Module.Wrap
+// makes it: file:line:col of the sharding or instruction it is about, else of the
+// module's header.
 func Partition(m *hlo.Module, n int) (*hlo.Module, *Result, error) {
+	pm, res, err := partition(m, n)
+	if err != nil {
+		return nil, nil, m.Wrap(err)
+	}
+	return pm, res, nil
+}
+
+func partition(m *hlo.Module, n int) (*hlo.Module, *Result, error) {
 	if n < 0 {
 		return nil, nil, fmt.Errorf("--partitions %d: want a positive number of devices", n)
 	}
@@ -236,17 +246,17 @@ func (pt *partitioner) annotations() error {
 			if sh == nil {
 				continue
 			}
-			pos := fmt.Sprintf("%s: line %d:%d", in.Name, sh.Line, sh.Col)
-			if sh.Line > 0 {
-				pos = fmt.Sprintf("%d:%d: %s", sh.Line, sh.Col, in.Name)
-			}
+			pos := in.Name
 			shape := in.Shape
 			if in.Opcode == hlo.OpCustomCall && target(in) == "SPMDFullToShardShape" {
 				hasManual = true
 			}
 			s, err := fromSharding(sh, shape, pt.p, pt.n, pos)
 			if err != nil {
-				return err
+				if sh.Line > 0 { // the sharding's own position (Module.Wrap names the file)
+					return hlo.AtPos(sh.Line, sh.Col, err)
+				}
+				return hlo.At(in, err)
 			}
 			if s != nil && s.manual {
 				hasManual = true
