@@ -350,5 +350,5 @@ func Compare(be Backend, a, b Config, rounds int) (aNs, bNs float64, err error) 
 		}
 		as, bs = append(as, sa.MedianNs), append(bs, sb.MedianNs)
 	}
-	return median(as), median(bs), nil
+	return measure.Median(as), measure.Median(bs), nil
 }

@@ -114,7 +114,6 @@ func summarize(ns []float64, k, floor float64) Sample {
 }
 
 // median of xs (not modified); 0 for none.
-func median(xs []float64) float64 { return measure.Median(xs) }
 
 // Backend measures configurations of the LUT kernel: the interface every measurement
 // backend implements (measure.Backend), on lutcpu's configurations. CPU is the real one;

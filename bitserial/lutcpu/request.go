@@ -65,12 +65,9 @@ type GenReport struct {
 // Run measures the default space on the backend into r.Out.
 func (r GenRequest) Run(ctx context.Context) (*GenReport, error) {
 	sp := DefaultSpace()
-	be, err := NewBackend(r.Backend, sp.Layer, uint64(r.Seed), r.Method)
+	be, err := requestBackend(r.Backend, r.backend, sp, r.Seed, r.Method)
 	if err != nil {
 		return nil, err
-	}
-	if r.backend != nil {
-		be = r.backend
 	}
 	o := GenOptions{Space: sp, Backend: be, Method: r.Method, Out: r.Out, Format: r.Format, Configs: r.Configs, Seed: r.Seed, ToolVersion: r.ToolVersion}
 	if r.Progress != nil {
@@ -330,12 +327,9 @@ func (r TuneRequest) Run() (*TuneReport, error) {
 		return nil, err
 	}
 	sp := DefaultSpace()
-	be, err := NewBackend(r.Backend, sp.Layer, uint64(r.Seed), r.Method)
+	be, err := requestBackend(r.Backend, r.backend, sp, r.Seed, r.Method)
 	if err != nil {
 		return nil, err
-	}
-	if r.backend != nil {
-		be = r.backend
 	}
 	o := TuneOptions{Space: sp, Backend: be, Sample: r.Sample, Top: r.Top, Rounds: r.FitRounds, Lambda: r.Lambda, Seed: r.Seed}
 	if r.Model != "" {
@@ -444,4 +438,14 @@ func (t *TuneReport) WriteText(w io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// requestBackend is the backend a gen or tune request measures on: the one named (checked
+// by NewBackend even when a test injected another), or the injected one.
+func requestBackend(name string, injected Backend, sp Space, seed int64, m Method) (Backend, error) {
+	be, err := NewBackend(name, sp.Layer, uint64(seed), m)
+	if err != nil || injected == nil {
+		return be, err
+	}
+	return injected, nil
 }

@@ -162,13 +162,13 @@ func LegacyPasses() []Pass {
 // None of these passes grows the op count. dce is listed twice, as in XLA's group (the
 // pipeline entry declares it in Repeats).
 func XLAOrderPasses() []Pass {
-	return []Pass{
-		callInliner(),
-		algsimp(), sortSimplifier(), dce(), zeroSizedElimination(), tupleSimplifier(),
-		whileLoopConstantSinking(), whileLoopSimplifier(), dce(), reshapeMover(), constantFolding(),
-		conditionalSimplifier(),
-		broadcastSinking(), transposeFolding(), sliceSinker(), padAddToConcat(), cse(),
+	ps := []Pass{callInliner()}
+	for _, p := range xlaSimplificationGroup() {
+		if p.Name != "gather-expander" && p.Name != "while-loop-invariant-code-motion" { // may grow a TPU program
+			ps = append(ps, p)
+		}
 	}
+	return append(ps, broadcastSinking(), transposeFolding(), sliceSinker(), padAddToConcat(), cse())
 }
 
 // SimplifyPipeline is a named simplification group of the compile pipeline: Passes

@@ -50,11 +50,7 @@ type Stage struct {
 // comparison-expander follows map-inliner and precedes call-inliner in
 // RunHloPassesThroughLayoutAssn.)
 func XLAPipeline() []Stage {
-	group := func() []Pass {
-		return []Pass{algsimp(), sortSimplifier(), dce(), gatherExpander(), zeroSizedElimination(),
-			whileLoopInvariantCodeMotion(), tupleSimplifier(), whileLoopConstantSinking(),
-			whileLoopSimplifier(), dce(), reshapeMover(), constantFolding(), conditionalSimplifier()}
-	}
+	group := xlaSimplificationGroup
 	return []Stage{
 		{Name: "expand", Passes: []Pass{resultCaster(), dotDecomposer(), operandUpcaster(), zeroSizedElimination(),
 			mapInliner(), comparisonExpander(), callInliner(), batchDotSimplification(), dotDecomposer(), batchNormExpander(), logisticExpander()}},
@@ -63,6 +59,16 @@ func XLAPipeline() []Stage {
 		{Name: "post_scatter_expansion_simplification", Passes: group(), Fix: true},
 		{Name: "finish", Passes: []Pass{transposeFolding(), cse(), optimizationBarrierExpander(), tupleSimplifier()}},
 	}
+}
+
+// xlaSimplificationGroup is one iteration of XLA's CPU simplification group
+// (cpu_compiler.cc's CreateSimplificationPipeline at XLACommit), restricted to the passes
+// this package has, in XLA's order: XLAPipeline runs it twice to a fixed point, and the
+// compile pipeline's default group (XLAOrderPasses) is built from it.
+func xlaSimplificationGroup() []Pass {
+	return []Pass{algsimp(), sortSimplifier(), dce(), gatherExpander(), zeroSizedElimination(),
+		whileLoopInvariantCodeMotion(), tupleSimplifier(), whileLoopConstantSinking(),
+		whileLoopSimplifier(), dce(), reshapeMover(), constantFolding(), conditionalSimplifier()}
 }
 
 // RunStages runs a pipeline on m and returns the number of pass runs it took (a

@@ -7,9 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/tpucost/tpucost/internal/measure"
 )
 
 // oldCommit is the commit the old-vs-new rows build the OLD binary from: the last commit
@@ -86,16 +87,6 @@ func runTimed(bin string, args []string, samples bool) (procTime, error) {
 		}
 	}
 	return pt, nil
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // buildOldNew builds the NEW binary from the working tree and the OLD one from commit
@@ -185,11 +176,11 @@ func oldNew(runs int) (rows, raw string, err error) {
 		cmd = strings.ReplaceAll(cmd, benchModels, "MODELS")
 		if c.samples {
 			fmt.Fprintf(&r, "| %s, old → new (samples/s, whole process) | %.0f → %.0f (**%.2f×**; CPU per sample %.2f×) | `%s` |\n",
-				c.what, median(oldRate), median(newRate), median(rateR), median(cpuR), cmd)
+				c.what, measure.Median(oldRate), measure.Median(newRate), measure.Median(rateR), measure.Median(cpuR), cmd)
 			fmt.Fprintf(&r, "|   samples written, old / new | %d / %d | |\n", oldS, newS)
 		} else {
 			fmt.Fprintf(&r, "| %s, old → new (wall time) | %.2f s → %.2f s (**%.2f×**; CPU %.2f×) | `%s` |\n",
-				c.what, median(oldWall), median(newWall), median(wallR), median(cpuR), cmd)
+				c.what, measure.Median(oldWall), measure.Median(newWall), measure.Median(wallR), measure.Median(cpuR), cmd)
 		}
 	}
 	fmt.Fprintf(&r, "|   old = %s (before issue 11), new = this tree; MODELS = the 24 models of `gen.BenchmarkGenerate` (dataset/gen); medians of %d alternated runs | | |\n", commit, runs)
