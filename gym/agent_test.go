@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -302,6 +303,17 @@ func TestEvaluate(t *testing.T) {
 		g, ok := GainVsDefault(p.InitialOpCount, p.Default.OpCount, p.Agent.OpCount)
 		if ok != (p.GainVsDefault != nil) || ok && *p.GainVsDefault != g {
 			t.Errorf("%s: gain %v, want %g (defined %v)", p.Program, p.GainVsDefault, g, ok)
+		}
+		nc := m.Clone()
+		if _, err := opt.RunStages(nc, opt.XLAPipelineWithoutCanonicalization(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if p.DefaultWithoutCanonicalization.OpCount != opt.OpCount(nc) || slices.ContainsFunc(p.DefaultWithoutCanonicalization.Sequence, func(n string) bool { return slices.Contains(opt.Canonicalizers(), n) }) {
+			t.Errorf("%s: default without canonicalization %+v, the pipeline leaves %d ops", p.Program, p.DefaultWithoutCanonicalization, opt.OpCount(nc))
+		}
+		g, ok = GainVsDefault(p.InitialOpCount, p.DefaultWithoutCanonicalization.OpCount, p.Agent.OpCount)
+		if ok != (p.GainVsDefaultWithoutCanonicalization != nil) || ok && *p.GainVsDefaultWithoutCanonicalization != g {
+			t.Errorf("%s: gain without canonicalization %v, want %g (defined %v)", p.Program, p.GainVsDefaultWithoutCanonicalization, g, ok)
 		}
 		mean += reduction(p.InitialOpCount, p.Agent.OpCount) / 2
 	}

@@ -83,13 +83,16 @@ var trainSet = []string{
 	"unet_d3_c32_r128_b8_train",
 	"convdraw_s8_c32_r32_b16_train",
 	"rnn_char_h96_t24_b1_train",
+	"flax_gpt2_tiny_s128_b8_train",
+	"flax_bert_mini_s128_b16_train",
 	"bench:bench_scan_N2000_M3",
 	"bench:host_offload",
 }
 
 // heldOutSet is the held-out benchmark set: other size variants of the training
 // families, ViT (a family not trained on), and real dumps (resnet50_keras_jax_f32 with
-// the zoo's held-out ResNet-50).
+// the zoo's held-out ResNet-50; two real JAX training steps exported before optimization:
+// MaxText's decoder language model and Keras-on-JAX DLRM).
 var heldOutSet = []string{
 	"gpt2_small_s128_b8_train",
 	"distilgpt2_s256_b4_train",
@@ -105,9 +108,15 @@ var heldOutSet = []string{
 	"wavernn_h896_t32_b8_train",
 	"dlrm_criteo_b64_train",
 	"vit_ti16_224_b32_train",
+	"flax_gpt2_small_s128_b8_train",
+	"flax_distilgpt2_s256_b4_train",
+	"flax_bert_tiny_s128_b32_train",
+	"flax_bert_base_s128_b8_train",
 	"bench:graphsage_tf",
 	"bench:llama3_8b_bf16_activation_offloading_1x8",
 	"bench:resnet50_keras_jax_f32",
+	"bench:maxtext_1n1g_train_step",
+	"bench:dlrm_keras_jax_f32_train_step",
 }
 
 // Programs returns a benchmark set by name: "train", "heldout" or "all" (both, training

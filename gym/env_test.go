@@ -298,7 +298,7 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
-	if len(BundledHLO()) != 5 {
+	if len(BundledHLO()) != 7 { // testdata/README.md lists the seven files
 		t.Fatalf("bundled: %v", BundledHLO())
 	}
 	if _, err := Load("bench:nope"); err == nil {

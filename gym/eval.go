@@ -64,6 +64,13 @@ type ProgramEval struct {
 	Agent            Outcome  `json:"agent"`
 	GainVsDefault    *float64 `json:"gain_vs_default"`
 	SimGainVsDefault float64  `json:"sim_gain_vs_default"`
+	// DefaultWithoutCanonicalization is XLA's order without its canonicalizers
+	// (opt.XLAPipelineWithoutCanonicalization: no dot-decomposer, no scatter-simplifier),
+	// and GainVsDefaultWithoutCanonicalization the agent's gain over it (null when it
+	// removed none): the part of the agent's gain that is not leaving dots and scatters
+	// in their general forms.
+	DefaultWithoutCanonicalization       Outcome  `json:"default_without_canonicalization"`
+	GainVsDefaultWithoutCanonicalization *float64 `json:"gain_vs_default_without_canonicalization"`
 }
 
 // EvalReport is Evaluate's result: per program, and the means over programs.
@@ -74,6 +81,9 @@ type EvalReport struct {
 	MeanGainVsDefault    float64 `json:"mean_gain_vs_default"`
 	PooledGainVsDefault  float64 `json:"pooled_gain_vs_default"`
 	MeanSimGainVsDefault float64 `json:"mean_sim_gain_vs_default"`
+	// The same two over DefaultWithoutCanonicalization.
+	MeanGainVsDefaultWithoutCanonicalization   float64 `json:"mean_gain_vs_default_without_canonicalization"`
+	PooledGainVsDefaultWithoutCanonicalization float64 `json:"pooled_gain_vs_default_without_canonicalization"`
 	// The mean fraction of the initial ops each order removed.
 	MeanDefaultReduction float64 `json:"mean_default_reduction"`
 	MeanRandomReduction  float64 `json:"mean_random_reduction"`
@@ -164,15 +174,20 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		}
 	}
 	n := float64(len(rep.Programs))
-	defined := 0
-	var agentRemoved, defaultRemoved float64
+	defined, definedNC := 0, 0
+	var agentRemoved, defaultRemoved, noCanonRemoved float64
 	for _, p := range rep.Programs {
 		if p.GainVsDefault != nil {
 			rep.MeanGainVsDefault += *p.GainVsDefault
 			defined++
 		}
+		if p.GainVsDefaultWithoutCanonicalization != nil {
+			rep.MeanGainVsDefaultWithoutCanonicalization += *p.GainVsDefaultWithoutCanonicalization
+			definedNC++
+		}
 		agentRemoved += float64(p.InitialOpCount - p.Agent.OpCount)
 		defaultRemoved += float64(p.InitialOpCount - p.Default.OpCount)
+		noCanonRemoved += float64(p.InitialOpCount - p.DefaultWithoutCanonicalization.OpCount)
 		rep.MeanSimGainVsDefault += p.SimGainVsDefault / n
 		rep.MeanDefaultReduction += reduction(p.InitialOpCount, p.Default.OpCount) / n
 		rep.MeanRandomReduction += reduction(p.InitialOpCount, p.Random.OpCount) / n
@@ -184,6 +199,12 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	}
 	if defaultRemoved != 0 {
 		rep.PooledGainVsDefault = (agentRemoved - defaultRemoved) / math.Abs(defaultRemoved)
+	}
+	if definedNC > 0 {
+		rep.MeanGainVsDefaultWithoutCanonicalization /= float64(definedNC)
+	}
+	if noCanonRemoved != 0 {
+		rep.PooledGainVsDefaultWithoutCanonicalization = (agentRemoved - noCanonRemoved) / math.Abs(noCanonRemoved)
 	}
 	return rep, nil
 }
@@ -216,16 +237,21 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chi
 	if pe.InitialSimNs, err = SimNs(base, chip); err != nil {
 		return pe, err
 	}
-	// the default: XLA's pipeline
-	m := base.Clone()
-	var seq []string
-	runs, err := opt.RunStages(m, opt.XLAPipeline(), func(p opt.Pass) error { seq = append(seq, p.Name); return nil })
-	if err != nil {
-		return pe, fmt.Errorf("default pipeline: %w", err)
-	}
-	pe.Default = Outcome{OpCount: opt.OpCount(m), CompilerCalls: runs, Sequence: seq}
-	if pe.Default.SimNs, err = SimNs(m, chip); err != nil {
-		return pe, err
+	// the default: XLA's pipeline, and the same without its canonicalizers
+	for _, d := range []struct {
+		stages []opt.Stage
+		out    *Outcome
+	}{{opt.XLAPipeline(), &pe.Default}, {opt.XLAPipelineWithoutCanonicalization(), &pe.DefaultWithoutCanonicalization}} {
+		m := base.Clone()
+		var seq []string
+		runs, err := opt.RunStages(m, d.stages, func(p opt.Pass) error { seq = append(seq, p.Name); return nil })
+		if err != nil {
+			return pe, fmt.Errorf("default pipeline: %w", err)
+		}
+		*d.out = Outcome{OpCount: opt.OpCount(m), CompilerCalls: runs, Sequence: seq}
+		if d.out.SimNs, err = SimNs(m, chip); err != nil {
+			return pe, err
+		}
 	}
 	passes := opt.All()
 	rng := func(what string) *rand.Rand {
@@ -262,6 +288,9 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chi
 	}
 	if g, ok := GainVsDefault(pe.InitialOpCount, pe.Default.OpCount, pe.Agent.OpCount); ok {
 		pe.GainVsDefault = &g
+	}
+	if g, ok := GainVsDefault(pe.InitialOpCount, pe.DefaultWithoutCanonicalization.OpCount, pe.Agent.OpCount); ok {
+		pe.GainVsDefaultWithoutCanonicalization = &g
 	}
 	if pe.Default.SimNs > 0 {
 		pe.SimGainVsDefault = (pe.Default.SimNs - pe.Agent.SimNs) / pe.Default.SimNs

@@ -342,6 +342,8 @@ func evalElementwise(in *hlo.Instruction, op func(int) tensor) (value, error) {
 		f = func(i int) float64 { return math.Log(get(0, i)) }
 	case hlo.OpTanh:
 		f = func(i int) float64 { return math.Tanh(get(0, i)) }
+	case hlo.OpErf:
+		f = func(i int) float64 { return math.Erf(get(0, i)) }
 	case hlo.OpLogistic:
 		f = func(i int) float64 { return 1 / (1 + math.Exp(-get(0, i))) }
 	case hlo.OpSqrt:

@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,10 +21,11 @@ import (
 // parameter that does not influence loss gets a zero gradient.
 //
 // Supported ops: add, subtract, multiply, divide, maximum, minimum, negate, abs, exp, log,
-// tanh, logistic, sqrt, rsqrt, convert, copy, select, broadcast, reshape, bitcast,
+// tanh, erf, logistic, sqrt, rsqrt, convert, copy, select, broadcast, reshape, bitcast,
 // transpose, reverse, dot (general dimension numbers), convolution (strides, padding, lhs
 // and rhs dilation, feature groups), reduce with an add or max reducer, reduce-window
-// with an add or max reducer, slice, concatenate, pad, gather (the Builder.Gather form),
+// with an add or max reducer, slice, concatenate, pad, gather (the Builder.Gather form,
+// and jnp.take's with [N..., 1] indices, gatherRowsND),
 // dynamic-slice and dynamic-update-slice. Other ops on a differentiated path are an
 // error. Gradient contributions are summed in reverse instruction order, so the emitted
 // graph is deterministic.
@@ -32,6 +34,24 @@ import (
 // reduce-window to the first maximal element of each window (as select-and-scatter with
 // a GE select does), and maximum(x, y) sends it to x where x >= y.
 func Grad(b *hlo.Builder, loss *hlo.Instruction, params []*hlo.Instruction, stop ...*hlo.Instruction) ([]*hlo.Instruction, error) {
+	return grad(b, loss, params, stop, false)
+}
+
+// GradJAX is Grad with the transpose rules of JAX's dot_general
+// (jax/_src/lax/lax.py, _dot_general_transpose_lhs and _dot_general_transpose_rhs): the
+// gradient of a dot's lhs is dot_general(cotangent, rhs) then a transpose into the lhs's
+// dimension order (as Grad emits), and the gradient of its rhs is
+// dot_general(cotangent, lhs), the cotangent first, then a transpose into the rhs's
+// order. For a dense layer x[B,S,D]·W[D,O] the weight gradient is thus the dot
+// f[O,D] = g[B,S,O]·x[B,S,D] contracting {0,1} with {0,1}, transposed to [D,O], as in a
+// JAX training step. Grad instead emits dot(lhs, cotangent) for the rhs, which is what
+// the zoo's existing models are built with; every other rule is Grad's. An identity
+// transpose is omitted, as lax.transpose omits it.
+func GradJAX(b *hlo.Builder, loss *hlo.Instruction, params []*hlo.Instruction, stop ...*hlo.Instruction) ([]*hlo.Instruction, error) {
+	return grad(b, loss, params, stop, true)
+}
+
+func grad(b *hlo.Builder, loss *hlo.Instruction, params, stop []*hlo.Instruction, jaxDot bool) ([]*hlo.Instruction, error) {
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
@@ -85,7 +105,7 @@ func Grad(b *hlo.Builder, loss *hlo.Instruction, params []*hlo.Instruction, stop
 			}
 		}
 	}
-	g := &gradder{b: b, consts: map[string]*hlo.Instruction{}}
+	g := &gradder{b: b, consts: map[string]*hlo.Instruction{}, jaxDot: jaxDot}
 	adj := make([]*hlo.Instruction, len(fwd))
 	// Adjoints flow backwards from the loss along active values only; an instruction
 	// whose adjoint stays nil is not on a path from a parameter to the loss.
@@ -131,6 +151,9 @@ func Grad(b *hlo.Builder, loss *hlo.Instruction, params []*hlo.Instruction, stop
 type gradder struct {
 	b      *hlo.Builder
 	consts map[string]*hlo.Instruction
+	// jaxDot emits a dot's rhs gradient as JAX's _dot_general_transpose_rhs does
+	// (GradJAX).
+	jaxDot bool
 }
 
 func (g *gradder) scalar(t hlo.ElemType, v float64) *hlo.Instruction {
@@ -229,6 +252,9 @@ func (g *gradder) vjp(in, gy *hlo.Instruction, act func(int) bool, acc func(int,
 	case hlo.OpTanh: // 1 - tanh²
 		one := g.full(t, 1, in.Shape.Dims)
 		acc(0, b.Mul(gy, b.Sub(one, b.Mul(in, in))))
+	case hlo.OpErf: // JAX's rule: (2/√π)·(g·exp(-(x·x)))
+		x := ops[0]
+		acc(0, b.Mul(g.full(t, 2/math.Sqrt(math.Pi), in.Shape.Dims), b.Mul(gy, b.Exp(b.Neg(b.Mul(x, x))))))
 	case hlo.OpLogistic: // σ(1-σ)
 		one := g.full(t, 1, in.Shape.Dims)
 		acc(0, b.Mul(gy, b.Mul(in, b.Sub(one, in))))
@@ -313,8 +339,12 @@ func (g *gradder) vjp(in, gy *hlo.Instruction, act func(int) bool, acc func(int,
 		}
 		acc(0, g.slice(gy, sd))
 	case hlo.OpGather:
+		if rowLookupND(in) {
+			acc(0, scatterAddND(b, g.zerosLike(ops[0]), ops[1], gy))
+			break
+		}
 		if v, _ := in.ExtraAttr("collapsed_slice_dims"); v != "{0}" || ops[1].Shape.Rank() != 1 {
-			return fmt.Errorf("only the Builder.Gather row-lookup form is supported")
+			return fmt.Errorf("only the Builder.Gather row-lookup form and jnp.take's (rowLookupND) are supported")
 		}
 		acc(0, b.ScatterAdd(g.zerosLike(ops[0]), ops[1], gy))
 	case hlo.OpDynamicSlice:
@@ -470,7 +500,18 @@ func (g *gradder) dot(in, gy *hlo.Instruction, act func(int) bool, acc func(int,
 		}
 		acc(0, g.permuteTo(r, src))
 	}
-	if act(1) {
+	if act(1) && g.jaxDot {
+		// JAX: dot_general(g, x) contracting g's lhs-free dimensions with x's, batch
+		// with batch; the result is batch, g's rhs-free dimensions, then x's remaining
+		// (contracting) dimensions in x's order, transposed by argsort(rhs batch + rhs
+		// free + rhs contracting sorted by the lhs contracting dimensions).
+		r := g.b.Dot(gy, x, hlo.DotDims{LhsBatch: gB, RhsBatch: slices.Clone(dd.LhsBatch), LhsContracting: gLF, RhsContracting: lf})
+		src := append(slices.Clone(dd.RhsBatch), rf...)
+		for _, d := range sortedCopy(dd.LhsContracting) {
+			src = append(src, dd.RhsContracting[slices.Index(dd.LhsContracting, d)])
+		}
+		acc(1, g.permuteTo(r, src))
+	} else if act(1) {
 		r := g.b.Dot(x, gy, hlo.DotDims{LhsBatch: slices.Clone(dd.LhsBatch), RhsBatch: gB, LhsContracting: lf, RhsContracting: gLF})
 		src := slices.Clone(dd.RhsBatch)
 		for _, d := range sortedCopy(dd.LhsContracting) {
@@ -732,4 +773,55 @@ func (g *gradder) maxPoolGrad(in, gy *hlo.Instruction) *hlo.Instruction {
 		crop[i] = hlo.SliceDim{Start: w.PadLo, Limit: w.PadLo + x.Shape.Dims[i], Stride: 1}
 	}
 	return g.slice(total, crop)
+}
+
+// gatherRowsND is the gather jnp.take(table, ids, axis=0) lowers to: table [V, D...]
+// rows at s32 indices [N..., 1] (index_vector_dim the last), the result [N..., D...]
+// (offset_dims the trailing dimensions).
+func gatherRowsND(b *hlo.Builder, table, indices *hlo.Instruction) *hlo.Instruction {
+	ts, is := table.Shape, indices.Shape
+	lead := is.Dims[:is.Rank()-1]
+	out := append(slices.Clone(lead), ts.Dims[1:]...)
+	sizes := append([]int{1}, ts.Dims[1:]...)
+	offs := seq(len(lead), len(out))
+	return b.Add(&hlo.Instruction{Opcode: hlo.OpGather, Operands: []*hlo.Instruction{table, indices}, Shape: hlo.Array(ts.Elem, out...),
+		Extra: []hlo.Attr{
+			{Key: "offset_dims", Value: hlo.IntSet(offs)}, {Key: "collapsed_slice_dims", Value: "{0}"}, {Key: "start_index_map", Value: "{0}"},
+			{Key: "index_vector_dim", Value: strconv.Itoa(len(lead))}, {Key: "slice_sizes", Value: hlo.IntSet(sizes)},
+		}})
+}
+
+// rowLookupND reports whether in is gatherRowsND's form with indices of rank 2 or more.
+func rowLookupND(in *hlo.Instruction) bool {
+	if len(in.Operands) != 2 {
+		return false
+	}
+	table, is := in.Operands[0].Shape, in.Operands[1].Shape
+	r := is.Rank()
+	if r < 2 || is.Dims[r-1] != 1 {
+		return false
+	}
+	want := map[string]string{
+		"offset_dims": hlo.IntSet(seq(r-1, r-1+table.Rank()-1)), "collapsed_slice_dims": "{0}", "start_index_map": "{0}",
+		"index_vector_dim": strconv.Itoa(r - 1), "slice_sizes": hlo.IntSet(append([]int{1}, table.Dims[1:]...)),
+	}
+	for k, v := range want {
+		if got, _ := in.ExtraAttr(k); got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// scatterAddND is the gradient of gatherRowsND, as JAX emits it: updates [N..., D...]
+// added into operand [V, D...] at indices [N..., 1] (update_window_dims the trailing
+// dimensions, index_vector_dim the last).
+func scatterAddND(b *hlo.Builder, operand, indices, updates *hlo.Instruction) *hlo.Instruction {
+	lead := indices.Shape.Rank() - 1
+	return b.Add(&hlo.Instruction{Opcode: hlo.OpScatter, Operands: []*hlo.Instruction{operand, indices, updates},
+		ToApply: b.Reducer(hlo.OpAdd, operand.Shape.Elem),
+		Extra: []hlo.Attr{
+			{Key: "update_window_dims", Value: hlo.IntSet(seq(lead, lead+operand.Shape.Rank()-1))}, {Key: "inserted_window_dims", Value: "{0}"},
+			{Key: "scatter_dims_to_operand_dims", Value: "{0}"}, {Key: "index_vector_dim", Value: strconv.Itoa(lead)},
+		}})
 }

@@ -112,6 +112,19 @@ func gradCases() []gradCase {
 			g := b.Gather(table, ids)
 			return b.Tanh(b.Mul(g, g)), []*hlo.Instruction{table}
 		}, ints: map[int][]float64{1: {4, 0, 4, 2, 5}}, want: []hlo.Opcode{hlo.OpScatter}},
+		// jnp.take(table, ids[2,3], axis=0): indices [2,3,1], result [2,3,D] (flax.go).
+		{name: "gather_nd", build: func(b *hlo.Builder) (*hlo.Instruction, []*hlo.Instruction) {
+			table := b.Param(f32, 6, 3)
+			ids := b.Param(hlo.S32, 2, 3, 1)
+			g := gatherRowsND(b, table, ids)
+			return b.Tanh(b.Mul(g, g)), []*hlo.Instruction{table}
+		}, ints: map[int][]float64{1: {4, 0, 4, 2, 5, 0}}, want: []hlo.Opcode{hlo.OpScatter}},
+		// jax.nn.gelu(approximate=False): 0.5·x·(erf(x·√½) + 1).
+		{name: "erf", build: func(b *hlo.Builder) (*hlo.Instruction, []*hlo.Instruction) {
+			x := b.Param(f32, 3, 4)
+			e := b.Unary(hlo.OpErf, b.Mul(x, b.Full(f32, math.Sqrt(0.5), 3, 4)))
+			return b.Mul(b.Mul(x, b.Full(f32, 0.5, 3, 4)), b.AddOp(e, b.Full(f32, 1, 3, 4))), []*hlo.Instruction{x}
+		}, want: []hlo.Opcode{hlo.OpExp}},
 		{name: "dynamic_slice", build: func(b *hlo.Builder) (*hlo.Instruction, []*hlo.Instruction) {
 			x, u := b.Param(f32, 5, 4), b.Param(f32, 2, 2)
 			i, j := b.Param(hlo.S32), b.Param(hlo.S32)
@@ -172,6 +185,15 @@ func gradCases() []gradCase {
 // its gradients, with ROOT tuple(loss, grads...).
 func buildGradCase(t *testing.T, c gradCase) (*hlo.Module, int, []*hlo.Instruction) {
 	t.Helper()
+	return buildGradCaseWith(t, c, Grad)
+}
+
+// gradFunc is Grad or GradJAX.
+type gradFunc func(b *hlo.Builder, loss *hlo.Instruction, params []*hlo.Instruction, stop ...*hlo.Instruction) ([]*hlo.Instruction, error)
+
+// buildGradCaseWith builds c with its loss and the gradient grad emits.
+func buildGradCaseWith(t *testing.T, c gradCase, grad gradFunc) (*hlo.Module, int, []*hlo.Instruction) {
+	t.Helper()
 	b := hlo.NewBuilder("grad_" + c.name)
 	out, params := c.build(b)
 	probe := b.Param(out.Shape.Elem, out.Shape.Dims...)
@@ -181,7 +203,7 @@ func buildGradCase(t *testing.T, c gradCase) (*hlo.Module, int, []*hlo.Instructi
 	}
 	loss := b.Convert(b.ReduceSum(b.Mul(out, probe), all...), hlo.F32)
 	nfwd := len(b.Instructions())
-	grads, err := Grad(b, loss, params)
+	grads, err := grad(b, loss, params)
 	if err != nil {
 		t.Fatalf("Grad: %v", err)
 	}
@@ -214,11 +236,18 @@ func TestGradShapesAndOps(t *testing.T) {
 	}
 }
 
-func TestGradFiniteDifferences(t *testing.T) {
+func TestGradFiniteDifferences(t *testing.T) { checkGradCases(t, Grad) }
+
+// TestGradJAXFiniteDifferences checks GradJAX (JAX's dot_general transpose rules) on the
+// same cases, the dot cases among them with batch, several contracting and unsorted
+// contracting dimensions.
+func TestGradJAXFiniteDifferences(t *testing.T) { checkGradCases(t, GradJAX) }
+
+func checkGradCases(t *testing.T, grad gradFunc) {
 	for ci, c := range gradCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			m, _, params := buildGradCase(t, c)
+			m, _, params := buildGradCaseWith(t, c, grad)
 			rng := rand.New(rand.NewPCG(uint64(ci), 42))
 			ps := m.Entry.Parameters()
 			vals := make([]tensor, len(ps))

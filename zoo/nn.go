@@ -248,6 +248,9 @@ type optimizer int
 const (
 	adam optimizer = iota
 	sgdMomentum
+	// optaxAdam is optax.adam as a JAX training step applies it (flax.go's models); it
+	// also marks the step as JAX's: buildGraph differentiates it with GradJAX.
+	optaxAdam
 )
 
 // update emits the optimizer step for every parameter given its gradient and returns the
@@ -295,6 +298,8 @@ func (n *net) update(opt optimizer, grads []*hlo.Instruction) []*hlo.Instruction
 			state = append(state, m2, v2)
 		}
 		state = append(state, t)
+	case optaxAdam:
+		newParams, state = n.optaxAdam(grads)
 	}
 	return append(newParams, state...)
 }
@@ -305,8 +310,9 @@ type graphFn func(n *net) []*hlo.Instruction
 
 // buildGraph builds the module name from f: the forward graph for inference; for
 // training the forward graph and loss, the gradient of the loss with respect to every
-// trainable parameter (Grad) and the optimizer update, with ROOT tuple(loss, updated
-// parameters..., updated optimizer state...).
+// trainable parameter (Grad; GradJAX for optaxAdam, a JAX training step) and the
+// optimizer update, with ROOT tuple(loss, updated parameters..., updated optimizer
+// state...).
 func buildGraph(name string, kind Kind, act hlo.ElemType, opt optimizer, f graphFn) (*hlo.Module, error) {
 	b := hlo.NewBuilder(name)
 	n := newNet(b, kind == Training, act)
@@ -325,9 +331,47 @@ func buildGraph(name string, kind Kind, act hlo.ElemType, opt optimizer, f graph
 		return nil, fmt.Errorf("a training graph needs one loss, got %d outputs", len(outs))
 	}
 	loss := outs[0]
-	grads, err := Grad(b, loss, n.params, n.stops...)
+	grad := Grad
+	if opt == optaxAdam {
+		grad = GradJAX
+	}
+	grads, err := grad(b, loss, n.params, n.stops...)
 	if err != nil {
 		return nil, err
 	}
 	return b.Build(append([]*hlo.Instruction{loss}, n.update(opt, grads)...)...)
+}
+
+// optaxAdam is optax.adam(1e-4) (scale_by_adam then scale_by_learning_rate) applied by
+// optax.apply_updates, for every parameter p with gradient g: mu = b1·mu + (1-b1)·g,
+// nu = b2·nu + (1-b2)·g², the s32 count incremented (numerics.safe_increment: +1 below
+// the int32 maximum), mu_hat = mu/(1 - b1^count), nu_hat = nu/(1 - b2^count),
+// u = -lr·mu_hat/(√(nu_hat + eps_root) + eps), p + u. It returns the new parameters and
+// the new state: every mu, every nu, then the count.
+func (n *net) optaxAdam(grads []*hlo.Instruction) (newParams, state []*hlo.Instruction) {
+	b := n.b
+	const b1, b2, eps, epsRoot, lr = 0.9, 0.999, 1e-8, 0, 1e-4
+	count := b.Param(hlo.S32)
+	maxInt := b.ScalarConst(hlo.S32, math.MaxInt32)
+	inc := b.Select(b.Compare("LT", count, maxInt), b.AddOp(count, b.ScalarConst(hlo.S32, 1)), maxInt)
+	countF := b.Convert(inc, hlo.F32)
+	one := b.ScalarConst(hlo.F32, 1)
+	corr1 := b.Sub(one, b.Binary(hlo.OpPower, b.ScalarConst(hlo.F32, b1), countF))
+	corr2 := b.Sub(one, b.Binary(hlo.OpPower, b.ScalarConst(hlo.F32, b2), countF))
+	var mus, nus []*hlo.Instruction
+	for i, p := range n.params {
+		g := b.Convert(grads[i], hlo.F32)
+		dims := p.Shape.Dims
+		bc := func(v float64) *hlo.Instruction { return b.Full(hlo.F32, v, dims...) }
+		mu := b.AddOp(b.Mul(bc(1-b1), g), b.Mul(bc(b1), b.Param(hlo.F32, dims...)))
+		nu := b.AddOp(b.Mul(bc(1-b2), b.Mul(g, g)), b.Mul(bc(b2), b.Param(hlo.F32, dims...)))
+		muHat := b.Div(mu, b.Broadcast(corr1, nil, dims...))
+		nuHat := b.Div(nu, b.Broadcast(corr2, nil, dims...))
+		u := b.Div(muHat, b.AddOp(b.Sqrt(b.AddOp(nuHat, bc(epsRoot))), bc(eps)))
+		u = b.Mul(u, bc(-lr))
+		pf := b.Convert(p, hlo.F32)
+		newParams = append(newParams, b.Convert(b.AddOp(pf, u), p.Shape.Elem))
+		mus, nus = append(mus, mu), append(nus, nu)
+	}
+	return newParams, append(append(mus, nus...), inc)
 }

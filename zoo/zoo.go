@@ -91,6 +91,7 @@ func variants() []variant {
 		mlpVariants, resnetV1Variants, resnetV2Variants, mobilenetVariants, ssdVariants,
 		unetVariants, bertVariants, gpt2Variants, translationVariants, lstmVariants,
 		wavernnVariants, convdrawVariants, dlrmVariants, vitVariants,
+		flaxGPT2Variants, flaxBERTVariants,
 	} {
 		vs = append(vs, f()...)
 	}

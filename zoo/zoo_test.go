@@ -236,7 +236,7 @@ func TestTrainingGraphs(t *testing.T) {
 				t.Errorf("first root element is %s, want the f32[] loss", s.StringNoLayout())
 			}
 			// The root holds, after the loss, one updated value per trainable parameter
-			// (p - step, or convert(convert(p) - step) for Adam) with its shape, then the
+			// (p - step, or convert(convert(p) ± step) for Adam) with its shape, then the
 			// optimizer state.
 			updated := map[*hlo.Instruction]bool{}
 			for _, r := range root.Operands[1:] {
@@ -254,13 +254,16 @@ func TestTrainingGraphs(t *testing.T) {
 	}
 }
 
-// updatedParam returns the parameter p when r is p - step (SGD momentum) or
-// convert(convert(p) - step) (Adam), else nil.
+// updatedParam returns the parameter p when r is p - step (SGD momentum),
+// convert(convert(p) - step) (Adam) or convert(convert(p) + update) (optax's
+// apply_updates), else nil.
 func updatedParam(r *hlo.Instruction) *hlo.Instruction {
 	if r.Opcode == hlo.OpConvert {
 		r = r.Operands[0]
 	}
-	if r.Opcode != hlo.OpSubtract {
+	// Adam's step count t + 1 is an add of a constant, not an update.
+	isUpdate := r.Opcode == hlo.OpAdd && r.Operands[1].Opcode != hlo.OpConstant
+	if r.Opcode != hlo.OpSubtract && !isUpdate {
 		return nil
 	}
 	p := r.Operands[0]

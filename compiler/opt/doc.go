@@ -38,9 +38,12 @@
 //	comparison-expander *          float compare(type=TOTALORDER) → signed compare of bit patterns (xlamore.go)
 //	gather-expander *              one-index gathers → dynamic-slice; whole-operand gathers → broadcast
 //	conditional-simplifier         conditionals with a constant selector → the branch, inlined
-//	scatter-expander *             every scatter → a counted while loop (scatter.go)
+//	scatter-expander *             every scatter → a counted while loop (scatter.go; XLA's CPU order without fusion emitters)
 //	sort-simplifier                variadic sorts lose unread operands
 //	while-loop-invariant-code-motion *  loop-invariant body work → before the loop (licm.go)
+//	reduce-decomposer *            reduces whose result layout is not their natural one → reduce + copy (reduce_decomposer.go)
+//	scatter-expander-simple *      a scatter of one index vector → scatter-expander's one-trip loop (kEliminateSimpleScatters)
+//	scatter-simplifier *           scatters → XLA's canonical form: transposes/reshapes around a simplified scatter (scatter_simplifier.go)
 //
 // All returns them in that order (actions of the pass-ordering gym keep their index),
 // Lookup finds one by name. SimplifyPipelines lists the compile pipeline's

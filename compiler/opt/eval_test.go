@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -178,6 +180,8 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 		return ops[0].elems[in.Index], nil
 	case hlo.OpCall, hlo.OpFusion:
 		return evalComp(in.Calls, ops)
+	case hlo.OpScatter:
+		return refScatter(in, ops)
 	case hlo.OpWhile:
 		state := ops[0]
 		for trip := 0; ; trip++ {
@@ -376,23 +380,6 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 	case hlo.OpRng: // deterministic stand-in: the middle of the range
 		for i := range out.data {
 			out.data[i] = (ops[0].data[0] + ops[1].data[0]) / 2
-		}
-	case hlo.OpScatter: // the Builder.ScatterAdd row form: rows of updates combined into operand rows
-		copy(out.data, ops[0].data)
-		v := ops[0].shape.Dims[0]
-		row := int(ops[0].shape.Elements()) / max(v, 1)
-		for n, id := range ops[1].data {
-			if id < 0 || int(id) >= v {
-				continue // XLA skips out-of-bounds updates
-			}
-			k := int(id)
-			for j := 0; j < row; j++ {
-				r, err := scalarCall(in.ToApply, out.data[k*row+j], ops[2].data[n*row+j], t)
-				if err != nil {
-					return nil, err
-				}
-				out.data[k*row+j] = r
-			}
 		}
 	case hlo.OpGather: // the Builder.Gather row lookup: table[V, D...] at s32[N]
 		row := int(ops[0].shape.Elements()) / max(ops[0].shape.Dims[0], 1)
@@ -759,4 +746,114 @@ func randomTensor(s hlo.Shape, r *rand.Rand) *tensor {
 		}
 	}
 	return t
+}
+
+// refScatter is XLA's scatter (HloEvaluator::HandleScatter) for N inputs of one shape,
+// the indices and N updates, without batching dimensions: for every update element, its
+// scatter dimensions pick an index vector (index_vector_dim of the indices, implicit when
+// it equals their rank), scatter_dims_to_operand_dims places it in operand space, the
+// update_window_dims give the offset within the window (inserted_window_dims are
+// windows of size 1), and to_apply combines the inputs' current elements there with the
+// updates' elements. A window any part of which is out of bounds is skipped whole.
+func refScatter(in *hlo.Instruction, ops []*tensor) (*tensor, error) {
+	n := (len(ops) - 1) / 2
+	uwd, ok1 := in.IntSetAttr("update_window_dims")
+	iwd, ok2 := in.IntSetAttr("inserted_window_dims")
+	sdod, ok3 := in.IntSetAttr("scatter_dims_to_operand_dims")
+	ivs, ok4 := in.ExtraAttr("index_vector_dim")
+	ivd, err := strconv.Atoi(ivs)
+	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || len(ops) != 2*n+1 {
+		return nil, fmt.Errorf("the reference evaluator needs a scatter's dimension numbers")
+	}
+	for _, k := range []string{"input_batching_dims", "scatter_indices_batching_dims"} {
+		if b, has := in.IntSetAttr(k); has && len(b) > 0 {
+			return nil, fmt.Errorf("the reference evaluator does not support scatter batching dimensions")
+		}
+	}
+	res := make([]*tensor, n)
+	for i := range res {
+		res[i] = &tensor{shape: ops[i].shape, data: slices.Clone(ops[i].data)}
+	}
+	od := ops[0].shape.Dims
+	idx := ops[n]
+	ud := ops[n+1].shape.Dims
+	var scatterDims []int // update dimensions that pick an index vector
+	for d := range ud {
+		if !slices.Contains(uwd, d) {
+			scatterDims = append(scatterDims, d)
+		}
+	}
+	winOf := make([]int, len(od)) // operand dim -> its update window dim (-1: inserted)
+	for d, k := 0, 0; d < len(od); d++ {
+		if slices.Contains(iwd, d) {
+			winOf[d] = -1
+			continue
+		}
+		if k >= len(uwd) {
+			return nil, fmt.Errorf("scatter window dimensions do not match the operand's rank")
+		}
+		winOf[d] = uwd[k]
+		k++
+	}
+	is := rowMajorStrides(idx.shape.Dims)
+	var evalErr error
+	each(ud, func(pos int, u []int) {
+		if evalErr != nil {
+			return
+		}
+		// the index vector of this update element's scatter position
+		at := make([]int, idx.shape.Rank())
+		for i, j := 0, 0; i < len(at); i++ {
+			if i == ivd {
+				continue
+			}
+			at[i] = u[scatterDims[j]]
+			j++
+		}
+		start := make([]int, len(od))
+		for k, d := range sdod {
+			if ivd < len(at) {
+				at[ivd] = k
+			}
+			start[d] = int(idx.data[offset(at, is)])
+		}
+		full := make([]int, len(od))
+		for d := range od {
+			size := 1
+			if winOf[d] >= 0 {
+				size = ud[winOf[d]]
+				full[d] = start[d] + u[winOf[d]]
+			} else {
+				full[d] = start[d]
+			}
+			if start[d] < 0 || start[d] > od[d]-size {
+				return // the window is out of bounds: skipped
+			}
+		}
+		o := offset(full, rowMajorStrides(od))
+		args := make([]*tensor, 2*n)
+		for i := 0; i < n; i++ {
+			args[i] = &tensor{shape: hlo.Scalar(res[i].shape.Elem), data: []float64{res[i].data[o]}}
+			args[n+i] = &tensor{shape: hlo.Scalar(ops[n+1+i].shape.Elem), data: []float64{ops[n+1+i].data[pos]}}
+		}
+		r, err := evalComp(in.ToApply, args)
+		if err != nil {
+			evalErr = err
+			return
+		}
+		for i := 0; i < n; i++ {
+			v := r
+			if n > 1 {
+				v = r.elems[i]
+			}
+			res[i].data[o] = refRound(v.data[0], res[i].shape.Elem)
+		}
+	})
+	if evalErr != nil {
+		return nil, evalErr
+	}
+	if n == 1 {
+		return res[0], nil
+	}
+	return &tensor{shape: in.Shape, elems: res}, nil
 }

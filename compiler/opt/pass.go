@@ -65,6 +65,8 @@ func All() []Pass {
 		sortSimplifier(),
 		whileLoopInvariantCodeMotion(),
 		reduceDecomposer(),
+		scatterExpanderSimple(),
+		scatterSimplifier(),
 	)
 }
 

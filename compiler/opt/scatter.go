@@ -7,10 +7,13 @@ import (
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
 
-// scatterExpander is XLA's ScatterExpander in the kEliminateAllScatters mode XLA's CPU
-// pipeline runs between its two simplification groups (xla/service/scatter_expander.cc;
-// the second group, post_scatter_expansion_simplification, exists to clean up after
-// it). Every scatter of one operand whose updates are not empty becomes a counted while
+// scatterExpander is XLA's ScatterExpander in its kEliminateAllScatters mode
+// (xla/service/scatter_expander.cc): XLA's CPU pipeline runs it between its two
+// simplification groups when fusion emitters are off (xla_cpu_use_fusion_emitters=false;
+// the second group, post_scatter_expansion_simplification, cleans up after it). With
+// fusion emitters on, XLA's default at XLACommit, the pipeline runs
+// scatterExpanderSimple and scatterSimplifier there instead (XLAPipeline). Every
+// scatter of one operand whose updates are not empty becomes a counted while
 // loop over its index vectors (WhileUtil::MakeCountedLoop: state (i, operand, indices,
 // updates), condition i < trip count, body ending in i + 1), as ExpandInstruction
 // builds it:
@@ -27,14 +30,47 @@ import (
 //     with and), and writes the window back with a dynamic-update-slice. Vector start
 //     indices become one slice+reshape per dimension (MakeDynamicSliceHlo).
 //
-// Empty updates forward the operand. Scatters of several operands (a tuple result) are
-// left. It grows the op count by about 45 ops per scatter (counted once, not per
-// iteration, by OpCount) and turns a scatter into a loop of trip count many small ops.
+// Empty updates forward the operand. Scatters of several operands (a tuple result), of
+// batching dimensions or of other than s32 indices are left. It grows the op count by
+// about 45 ops per scatter (counted once, not per iteration, by OpCount) and turns a
+// scatter into a loop of trip count many small ops.
 func scatterExpander() Pass {
-	p := newPass("scatter-expander", "every scatter → a counted while loop of dynamic-slice, map and dynamic-update-slice (kEliminateAllScatters)",
-		runScatterExpander)
+	p := newPass("scatter-expander", "every scatter → a counted while loop of dynamic-slice, map and dynamic-update-slice (kEliminateAllScatters; XLA's CPU order without fusion emitters)",
+		func(m *hlo.Module) (bool, error) { return runScatterExpander(m, false) })
 	p.Expands = true
 	return p
+}
+
+// scatterExpanderSimple is XLA's ScatterExpander in its kEliminateSimpleScatters mode,
+// which XLA's CPU pipeline at XLACommit runs between its simplification groups with
+// fusion emitters on (the default): only a scatter whose loop would run once
+// (ScatterIndicesCount, the product of the indices' dimensions other than
+// index_vector_dim, is 1: InstructionMatchesPattern) is expanded, into the same loop
+// scatterExpander builds; every other scatter stays a scatter. The simplification group
+// after it removes the one-trip loop (while-loop-simplifier inlines its body; algsimp,
+// tuple-simplifier and constant-folding fold the rest): what is left is a
+// dynamic-update-slice of the operand at the index, writing a select, by the bounds
+// check, between the combiner's map over the operand window and the update, and the old
+// window (16 ops on scatter_expander_test.cc's trivial scatter; TestScatterExpanderSimple).
+// It has scatterExpander's limits: a scatter of several operands, which XLA's simple mode
+// expands too, is left.
+func scatterExpanderSimple() Pass {
+	p := newPass("scatter-expander-simple", "a scatter of one index vector (trip count 1) → the one-trip loop of scatter-expander (kEliminateSimpleScatters, XLA's CPU default)",
+		func(m *hlo.Module) (bool, error) { return runScatterExpander(m, true) })
+	p.Expands = true
+	return p
+}
+
+// scatterTripCount is XLA's ScatterIndicesCount: the number of index vectors of a
+// scatter, the product of its indices' dimensions other than index_vector_dim.
+func scatterTripCount(indices hlo.Shape, indexVectorDim int) int {
+	trips := 1
+	for i, d := range indices.Dims {
+		if i != indexVectorDim {
+			trips *= d
+		}
+	}
+	return trips
 }
 
 // scatterDims is a scatter's dimension numbers.
@@ -69,7 +105,9 @@ func scatterAttrs(x *hlo.Instruction) (s scatterDims, ok bool) {
 	return s, true
 }
 
-func runScatterExpander(m *hlo.Module) (bool, error) {
+// runScatterExpander expands every scatter it can (scatterExpander), or with simple
+// only those of trip count 1 (scatterExpanderSimple).
+func runScatterExpander(m *hlo.Module, simple bool) (bool, error) {
 	compNames := map[string]bool{}
 	for _, c := range m.Computations {
 		compNames[c.Name] = true
@@ -81,6 +119,9 @@ func runScatterExpander(m *hlo.Module) (bool, error) {
 		sd, ok := scatterAttrs(x)
 		operand, indices, updates := x.Operands[0], x.Operands[1], x.Operands[2]
 		if !ok || !isInt(indices.Shape.Elem) || indices.Shape.Elem != hlo.S32 {
+			return nil
+		}
+		if simple && scatterTripCount(indices.Shape, sd.indexVectorDim) != 1 {
 			return nil
 		}
 		if updates.Shape.Elements() == 0 {
@@ -167,12 +208,7 @@ func expandScatter(e *editor, m *hlo.Module, names map[string]bool, x *hlo.Instr
 	operand, indices, updates := x.Operands[0], x.Operands[1], x.Operands[2]
 	ir := indices.Shape.Rank()
 	ivd := sd.indexVectorDim
-	trips := 1
-	for i, d := range indices.Shape.Dims {
-		if i != ivd {
-			trips *= d
-		}
-	}
+	trips := scatterTripCount(indices.Shape, ivd)
 	// CanonicalizeScatterIndices.
 	ti := indices
 	if ivd < ir && ivd != ir-1 {

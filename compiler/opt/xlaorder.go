@@ -2,6 +2,7 @@ package opt
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tpucost/tpucost/compiler/hlo"
 )
@@ -21,8 +22,10 @@ type Stage struct {
 }
 
 // XLAPipeline is the target-independent part of XLA's CPU pipeline up to layout
-// assignment, in XLA's order, restricted to the passes this package has (the ones it
-// lacks are listed below and in docs/gym.md):
+// assignment, in XLA's order, with XLA's defaults at XLACommit (fusion emitters on:
+// xla_cpu_use_fusion_emitters defaults to true, xla/debug_options_flags.cc, and
+// kFusionEmitterScatterEnabled is true), restricted to the passes this package has (the
+// ones it lacks are listed below and in docs/gym.md):
 //
 //	expand:          result-caster, dot-decomposer, operand-upcaster,
 //	                 zero-sized-hlo-elimination, map-inliner, comparison-expander,
@@ -33,32 +36,62 @@ type Stage struct {
 //	                 tuple-simplifier, while-loop-constant-sinking,
 //	                 while-loop-simplifier, dce, reshape-mover, constant-folding,
 //	                 conditional-simplifier
-//	scatter_expansion: scatter-expander (kEliminateAllScatters)
+//	scatter:         scatter-expander-simple (kEliminateSimpleScatters: only scatters
+//	                 of one index vector become a loop), scatter-simplifier
 //	post_scatter_expansion_simplification: the same group again (fixed point)
 //	finish:          transpose-folding, cse, optimization-barrier-expander,
 //	                 tuple-simplifier
+//
+// The scatter stage is cpu_compiler.cc's with is_fusion_emitters true: multi-index
+// scatters (a training step's embedding gradients) stay scatters, in XLA's simplified
+// form. With fusion emitters off XLA runs scatter-expander (kEliminateAllScatters,
+// every scatter a loop) there instead; that pass stays a gym action.
 //
 // XLA's passes not here: before the group, batched-gather-scatter-normalizer,
 // rng-expander, dynamic-index-splitter, conditional-to-select, topk-decomposer, the
 // linear-algebra expanders, all-to-all and stochastic-convert decomposers,
 // float-normalization, convolution-group-converter, conditional-canonicalizer,
 // dynamic-padder, conv-canonicalization and change-op-data-type; in the group,
-// tree-reduction-rewriter (CPU specific); beside scatter-expander,
-// select-and-scatter-expander; after the groups, bitcast-dtypes-expander and
-// topk-rewriter. XLA's CSE runs once, after transpose-folding, not in the fixed-point
-// group. (The group's order is cpu_compiler.cc's CreateSimplificationPipeline;
-// comparison-expander follows map-inliner and precedes call-inliner in
-// RunHloPassesThroughLayoutAssn.)
+// gather-simplifier (run with fusion emitters on) and tree-reduction-rewriter (CPU
+// specific); before scatter-expander-simple, select-and-scatter-expander; after the
+// groups, bitcast-dtypes-expander and topk-rewriter. XLA's CSE runs once, after
+// transpose-folding, not in the fixed-point group. (The group's order is
+// cpu_compiler.cc's CreateSimplificationPipeline; comparison-expander follows
+// map-inliner and precedes call-inliner in RunHloPassesThroughLayoutAssn.)
 func XLAPipeline() []Stage {
 	group := xlaSimplificationGroup
 	return []Stage{
 		{Name: "expand", Passes: []Pass{resultCaster(), dotDecomposer(), operandUpcaster(), zeroSizedElimination(),
 			mapInliner(), comparisonExpander(), callInliner(), batchDotSimplification(), dotDecomposer(), batchNormExpander(), logisticExpander()}},
 		{Name: "simplification", Passes: group(), Fix: true},
-		{Name: "scatter_expansion", Passes: []Pass{scatterExpander()}},
+		{Name: "scatter", Passes: []Pass{scatterExpanderSimple(), scatterSimplifier()}},
 		{Name: "post_scatter_expansion_simplification", Passes: group(), Fix: true},
 		{Name: "finish", Passes: []Pass{transposeFolding(), cse(), optimizationBarrierExpander(), tupleSimplifier()}},
 	}
+}
+
+// Canonicalizers are the passes of XLAPipeline that bring dots and scatters into the
+// canonical forms XLA's CPU and GPU emitters require, not into fewer or cheaper ops:
+// dot-decomposer (dots as [batch, M, K]·[batch, K, N]: cpu_compiler.cc runs it because
+// its dot implementation strategy "relies on the canonical form of dots", and
+// gpu_compiler.cc runs it too) and scatter-simplifier (scatters in XLA's simplified
+// form). A TPU compiler emits dot_general and scatter in their general forms.
+var canonicalizers = []string{"dot-decomposer", "scatter-simplifier"}
+
+// Canonicalizers returns the names of the passes XLAPipelineWithoutCanonicalization
+// leaves out (a copy).
+func Canonicalizers() []string { return slices.Clone(canonicalizers) }
+
+// XLAPipelineWithoutCanonicalization is XLAPipeline without its Canonicalizers, every
+// other pass in place: the yardstick that separates what an order gains by simplifying
+// from what it gains by leaving dots and scatters in their general forms.
+func XLAPipelineWithoutCanonicalization() []Stage {
+	var out []Stage
+	for _, s := range XLAPipeline() {
+		s.Passes = slices.DeleteFunc(s.Passes, func(p Pass) bool { return slices.Contains(canonicalizers, p.Name) })
+		out = append(out, s)
+	}
+	return out
 }
 
 // xlaSimplificationGroup is one iteration of XLA's CPU simplification group
