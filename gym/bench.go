@@ -84,7 +84,9 @@ var trainSet = []string{
 	"convdraw_s8_c32_r32_b16_train",
 	"rnn_char_h96_t24_b1_train",
 	"flax_gpt2_tiny_s128_b8_train",
+	"flax_gpt2_mini_s128_b8_train",
 	"flax_bert_mini_s128_b16_train",
+	"flax_bert_small_s128_b8_train",
 	"bench:bench_scan_N2000_M3",
 	"bench:host_offload",
 }

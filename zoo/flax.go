@@ -217,6 +217,9 @@ func flaxGPT2Variants() []variant {
 	}
 	return []variant{
 		v("flax_gpt2_tiny_s128_b8", hlo.F32, flaxGPT2Config{batch: 8, seq: 128, layers: 4, hidden: 384, heads: 6}),
+		// a small mixed-precision step (bf16 activations, f32 master weights), as the
+		// held-out distilgpt2 and gpt2_small are: the gym trains on it
+		v("flax_gpt2_mini_s128_b8", hlo.BF16, flaxGPT2Config{batch: 8, seq: 128, layers: 4, hidden: 256, heads: 4}),
 		v("flax_distilgpt2_s256_b4", hlo.BF16, flaxGPT2Config{batch: 4, seq: 256, layers: 6, hidden: 768, heads: 12}),
 		v("flax_gpt2_small_s128_b8", hlo.BF16, flaxGPT2Config{batch: 8, seq: 128, layers: 12, hidden: 768, heads: 12}),
 	}
@@ -294,6 +297,8 @@ func flaxBERTVariants() []variant {
 	return []variant{
 		v("flax_bert_tiny_s128_b32", hlo.F32, flaxBERTConfig{batch: 32, seq: 128, layers: 2, hidden: 128, heads: 2}),
 		v("flax_bert_mini_s128_b16", hlo.F32, flaxBERTConfig{batch: 16, seq: 128, layers: 4, hidden: 256, heads: 4}),
+		// mixed precision, as the held-out flax_bert_base (the gym trains on it)
+		v("flax_bert_small_s128_b8", hlo.BF16, flaxBERTConfig{batch: 8, seq: 128, layers: 4, hidden: 512, heads: 8}),
 		v("flax_bert_base_s128_b8", hlo.BF16, flaxBERTConfig{batch: 8, seq: 128, layers: 12, hidden: 768, heads: 12}),
 	}
 }
