@@ -19,7 +19,7 @@ import (
 // JAX (Flax) training step from a Keras-style one.
 type dotForms struct {
 	dots int
-	// nonCanonical: dots XLA's DotDecomposer rewrites (compiler/opt's dotCanonical: batch
+	// nonCanonical: dots XLA's DotDecomposer rewrites (opt.DotCanonical false: batch
 	// dimensions 0..b-1 on both sides, one contracting dimension and at most one
 	// non-contracting dimension per side).
 	nonCanonical int
@@ -35,23 +35,6 @@ type dotForms struct {
 	contract01 int
 }
 
-func canonicalDot(x *hlo.Instruction) bool {
-	d := x.Dot
-	if d == nil {
-		d = &hlo.DotDims{LhsContracting: []int{x.Operands[0].Shape.Rank() - 1}, RhsContracting: []int{0}}
-	}
-	for i := range d.LhsBatch {
-		if d.LhsBatch[i] != i || d.RhsBatch[i] != i {
-			return false
-		}
-	}
-	if len(d.LhsContracting) != 1 || len(d.RhsContracting) != 1 {
-		return false
-	}
-	nb := len(d.LhsBatch)
-	return x.Operands[0].Shape.Rank()-nb-1 <= 1 && x.Operands[1].Shape.Rank()-nb-1 <= 1
-}
-
 func countDotForms(m *hlo.Module) dotForms {
 	var f dotForms
 	for _, c := range m.Computations {
@@ -60,7 +43,7 @@ func countDotForms(m *hlo.Module) dotForms {
 				continue
 			}
 			f.dots++
-			if !canonicalDot(x) {
+			if !opt.DotCanonical(x) {
 				f.nonCanonical++
 			}
 			d := x.Dot

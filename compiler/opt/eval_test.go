@@ -182,6 +182,12 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 		return evalComp(in.Calls, ops)
 	case hlo.OpScatter:
 		return refScatter(in, ops)
+	case hlo.OpOptimizationBarrier: // the identity
+		return ops[0], nil
+	case hlo.OpAfterAll: // a token carries no value
+		return &tensor{shape: s}, nil
+	case hlo.OpSort:
+		return refSort(in, ops)
 	case hlo.OpWhile:
 		state := ops[0]
 		for trip := 0; ; trip++ {
@@ -381,11 +387,13 @@ func evalInstr(in *hlo.Instruction, vals map[*hlo.Instruction]*tensor, args []*t
 		for i := range out.data {
 			out.data[i] = (ops[0].data[0] + ops[1].data[0]) / 2
 		}
-	case hlo.OpGather: // the Builder.Gather row lookup: table[V, D...] at s32[N]
-		row := int(ops[0].shape.Elements()) / max(ops[0].shape.Dims[0], 1)
-		for n, id := range ops[1].data {
-			k := int(math.Max(0, math.Min(id, float64(ops[0].shape.Dims[0]-1))))
-			copy(out.data[n*row:(n+1)*row], ops[0].data[k*row:(k+1)*row])
+	case hlo.OpGather:
+		if err := refGather(in, ops, out); err != nil {
+			return nil, err
+		}
+	case hlo.OpBitcastConvert:
+		if err := refBitcastConvert(ops[0], out); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("the reference evaluator does not support %s", in.Opcode)
@@ -575,6 +583,8 @@ func refElem(in *hlo.Instruction, a []float64) (float64, error) {
 			return b2(a[0] == 0), nil
 		}
 		return float64(^int64(a[0])), nil
+	case hlo.OpShiftLeft, hlo.OpShiftRightLogical, hlo.OpShiftRightArithmetic:
+		return refShift(in.Opcode, a[0], a[1], t)
 	case hlo.OpNegate:
 		return -a[0], nil
 	case hlo.OpAbs:
@@ -856,4 +866,233 @@ func refScatter(in *hlo.Instruction, ops []*tensor) (*tensor, error) {
 		return res[0], nil
 	}
 	return &tensor{shape: in.Shape, elems: res}, nil
+}
+
+// refGather is XLA's gather (HloEvaluator::HandleGather) without batching dimensions: the
+// result's dimensions not in offset_dims are the batch dimensions, which index the start
+// indices' dimensions other than index_vector_dim (an index_vector_dim equal to their rank
+// is an implicit trailing 1); component k of the index vector found there is the start
+// of operand dimension start_index_map[k], clamped so that the slice_sizes window fits;
+// the offset dimensions walk the operand's dimensions not in collapsed_slice_dims, in
+// order.
+func refGather(in *hlo.Instruction, ops []*tensor, out *tensor) error {
+	get := func(k string) []int {
+		v, _ := in.IntSetAttr(k)
+		return v
+	}
+	offsetDims, collapsed, startMap, sizes := get("offset_dims"), get("collapsed_slice_dims"), get("start_index_map"), get("slice_sizes")
+	if len(get("operand_batching_dims")) > 0 || len(get("start_indices_batching_dims")) > 0 {
+		return fmt.Errorf("the reference evaluator does not support gathers with batching dimensions")
+	}
+	ivs, _ := in.ExtraAttr("index_vector_dim")
+	ivd, err := strconv.Atoi(ivs)
+	if err != nil {
+		return fmt.Errorf("gather: index_vector_dim %q: %w", ivs, err)
+	}
+	operand, indices := ops[0], ops[1]
+	od, id := operand.shape.Dims, indices.shape.Dims
+	if len(sizes) != len(od) {
+		return fmt.Errorf("gather: %d slice_sizes for an operand of rank %d", len(sizes), len(od))
+	}
+	var windowDims []int // operand dimensions the offset dimensions walk
+	for d := range od {
+		if !slices.Contains(collapsed, d) {
+			windowDims = append(windowDims, d)
+		}
+	}
+	if len(windowDims) != len(offsetDims) {
+		return fmt.Errorf("gather: %d offset_dims for %d window dimensions", len(offsetDims), len(windowDims))
+	}
+	var batchIdx []int // index dimensions other than index_vector_dim
+	for d := range id {
+		if d != ivd {
+			batchIdx = append(batchIdx, d)
+		}
+	}
+	ost, ist := rowMajorStrides(od), rowMajorStrides(id)
+	var ferr error
+	each(out.shape.Dims, func(pos int, idx []int) {
+		start := make([]int, len(od))
+		var b int
+		iidx := make([]int, len(id))
+		for d, x := range idx {
+			if !slices.Contains(offsetDims, d) {
+				if b < len(batchIdx) {
+					iidx[batchIdx[b]] = x
+				}
+				b++
+			}
+		}
+		for k, opd := range startMap {
+			if ivd < len(id) {
+				iidx[ivd] = k
+			}
+			v := int(indices.data[offset(iidx, ist)])
+			start[opd] = min(max(v, 0), od[opd]-sizes[opd])
+		}
+		oidx := slices.Clone(start)
+		for k, d := range offsetDims {
+			oidx[windowDims[k]] += idx[d]
+		}
+		o := offset(oidx, ost)
+		if o < 0 || o >= len(operand.data) {
+			ferr = fmt.Errorf("gather: operand index %v out of range", oidx)
+			return
+		}
+		out.data[pos] = operand.data[o]
+	})
+	return ferr
+}
+
+// refBitcastConvert reinterprets the bits of each element as the result's element type,
+// for types of one width (the result has the operand's dimensions).
+func refBitcastConvert(a, out *tensor) error {
+	from, to := a.shape.Elem, out.shape.Elem
+	if from.Bits() != to.Bits() || len(a.data) != len(out.data) {
+		return fmt.Errorf("the reference evaluator does not support bitcast-convert from %v to %v", from, to)
+	}
+	for i, v := range a.data {
+		bits, ok := refBits(v, from)
+		if !ok {
+			return fmt.Errorf("the reference evaluator does not support bitcast-convert from %v", from)
+		}
+		x, ok := refFromBits(bits, to)
+		if !ok {
+			return fmt.Errorf("the reference evaluator does not support bitcast-convert to %v", to)
+		}
+		out.data[i] = x
+	}
+	return nil
+}
+
+// refBits is the bit pattern of v as element type t (integers two's complement).
+func refBits(v float64, t hlo.ElemType) (uint64, bool) {
+	switch t {
+	case hlo.F64:
+		return math.Float64bits(v), true
+	case hlo.F32:
+		return uint64(math.Float32bits(float32(v))), true
+	case hlo.BF16:
+		return uint64(math.Float32bits(float32(v)) >> 16), true
+	case hlo.S8, hlo.S16, hlo.S32, hlo.S64, hlo.U8, hlo.U16, hlo.U32:
+		return uint64(int64(v)) & (1<<t.Bits() - 1), true
+	case hlo.U64:
+		return uint64(v), true
+	}
+	return 0, false
+}
+
+// refFromBits is the value whose bit pattern as element type t is b.
+func refFromBits(b uint64, t hlo.ElemType) (float64, bool) {
+	switch t {
+	case hlo.F64:
+		return math.Float64frombits(b), true
+	case hlo.F32:
+		return float64(math.Float32frombits(uint32(b))), true
+	case hlo.BF16:
+		return float64(math.Float32frombits(uint32(b) << 16)), true
+	case hlo.U8, hlo.U16, hlo.U32, hlo.U64:
+		return float64(b), true
+	case hlo.S8, hlo.S16, hlo.S32, hlo.S64:
+		n := uint(t.Bits())
+		return float64(int64(b<<(64-n)) >> (64 - n)), true
+	}
+	return 0, false
+}
+
+// refShift is XLA's shift on element type t: the shift amount is read as unsigned, and
+// one of at least the bit width gives 0 (shift-left, shift-right-logical) or the sign
+// fill (shift-right-arithmetic).
+func refShift(op hlo.Opcode, x, n float64, t hlo.ElemType) (float64, error) {
+	bits, ok1 := refBits(x, t)
+	amount, ok2 := refBits(n, t)
+	if !ok1 || !ok2 || !isInt(t) {
+		return 0, fmt.Errorf("the reference evaluator does not support %s on %v", op, t)
+	}
+	w := uint64(t.Bits())
+	mask := uint64(1)<<w - 1 // all ones for w = 64
+	var r uint64
+	switch op {
+	case hlo.OpShiftLeft:
+		if amount < w {
+			r = bits << amount & mask
+		}
+	case hlo.OpShiftRightLogical:
+		if amount < w {
+			r = bits >> amount
+		}
+	default:
+		signed := int64(bits<<(64-w)) >> (64 - w)
+		r = uint64(signed>>min(amount, 63)) & mask
+	}
+	v, _ := refFromBits(r, t)
+	return v, nil
+}
+
+// refSort is XLA's sort: the operands (of one shape) are permuted alike along
+// dimensions[0], each row ordered by the comparator (called on the 2N scalars of two
+// positions, operand i's at parameters 2i and 2i+1), stably; one operand gives an array,
+// several a tuple.
+func refSort(in *hlo.Instruction, ops []*tensor) (*tensor, error) {
+	if len(in.Dimensions) != 1 || in.ToApply == nil || len(ops) == 0 {
+		return nil, fmt.Errorf("the reference evaluator does not support this sort")
+	}
+	dims := ops[0].shape.Dims
+	d := in.Dimensions[0]
+	outs := make([]*tensor, len(ops))
+	for i, o := range ops {
+		outs[i] = &tensor{shape: o.shape, data: slices.Clone(o.data)}
+	}
+	st := rowMajorStrides(dims)
+	outer := slices.Clone(dims)
+	outer[d] = 1
+	var ferr error
+	each(outer, func(_ int, idx []int) {
+		base := offset(idx, st)
+		perm := make([]int, dims[d])
+		for k := range perm {
+			perm[k] = k
+		}
+		slices.SortStableFunc(perm, func(a, b int) int {
+			var args []*tensor
+			for _, o := range ops {
+				e := hlo.Scalar(o.shape.Elem)
+				args = append(args, &tensor{shape: e, data: []float64{o.data[base+a*st[d]]}},
+					&tensor{shape: e, data: []float64{o.data[base+b*st[d]]}})
+			}
+			less, err := evalComp(in.ToApply, args)
+			if err != nil {
+				ferr = err
+				return 0
+			}
+			if less.data[0] != 0 {
+				return -1
+			}
+			rev := slices.Clone(args)
+			for i := 0; i < len(rev); i += 2 {
+				rev[i], rev[i+1] = rev[i+1], rev[i]
+			}
+			greater, err := evalComp(in.ToApply, rev)
+			if err != nil {
+				ferr = err
+				return 0
+			}
+			if greater.data[0] != 0 {
+				return 1
+			}
+			return 0
+		})
+		for i, o := range ops {
+			for k, p := range perm {
+				outs[i].data[base+k*st[d]] = o.data[base+p*st[d]]
+			}
+		}
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	if len(ops) == 1 && !in.Shape.IsTuple() {
+		return outs[0], nil
+	}
+	return &tensor{shape: in.Shape, elems: outs}, nil
 }

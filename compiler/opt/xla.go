@@ -111,6 +111,13 @@ func prodDims(dims, which []int) int {
 	return p
 }
 
+// DotCanonical reports whether dot instruction x is in the form XLA's DotDecomposer
+// leaves alone (dotCanonical); false for anything but a two-operand dot with dimension
+// numbers. The zoo's dot-form tables count with it.
+func DotCanonical(x *hlo.Instruction) bool {
+	return x != nil && x.Opcode == hlo.OpDot && x.Dot != nil && len(x.Operands) == 2 && dotCanonical(x)
+}
+
 // dotCanonical is DotDecomposer's test: batch dimensions are 0..b-1 on both sides, one
 // contracting dimension and at most one non-contracting dimension on each side, and
 // the lhs has a non-contracting dimension or the rhs has (a dot with neither is left

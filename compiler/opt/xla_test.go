@@ -181,7 +181,7 @@ ENTRY %main {
   %p = f32[4] parameter(0)
   %b = f32[4] opt-barrier(%p)
   ROOT %n = f32[4] negate(%b)`,
-		"negate(p)", 1, false},
+		"negate(p)", 1, true},
 	{"real-imag-expander", "real_imag_expander_test.cc RealWithNonComplexInput and the imag counterpart", `
   %p = f32[4] parameter(0)
   %r = f32[4] real(%p)

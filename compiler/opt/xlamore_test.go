@@ -58,7 +58,8 @@ ENTRY %main {
   ROOT %r = s32[] get-tuple-element(%while), index=0
 }
 `, "", 8, false},
-		// sort_simplifier_test.cc (64,8732 → 4,6; 64,87 → 4,5)
+		// sort_simplifier_test.cc (64,8732 → 4,6; 64,87 → 4,5), with the value checked
+		// (refSort)
 		xlaCase{"sort-simplifier", "sort_simplifier_test.cc RemoveUnusedSortOperandArrayResult", `HloModule permutation_sort
 
 %compare {
@@ -75,7 +76,7 @@ ENTRY %sort_computation {
   %sort = (f32[4,6], s32[4,6]) sort(%keys, %values), dimensions={1}, to_apply=%compare
   ROOT %gte = f32[4,6] get-tuple-element(%sort), index=0
 }
-`, "sort(keys)", 1, false},
+`, "sort(keys)", 1, true},
 		xlaCase{"sort-simplifier", "sort_simplifier_test.cc RemoveUnusedSortOperandTuple", `HloModule permutation_sort
 
 %compare {
@@ -97,7 +98,7 @@ ENTRY %sort_computation {
   %gte.1 = u32[4,5] get-tuple-element(%sort), index=2
   ROOT %tuple = (f32[4,5], u32[4,5]) tuple(%gte.0, %gte.1)
 }
-`, "tuple(get-tuple-element0(sort(keys, values.1)), get-tuple-element1(sort(keys, values.1)))", 4, false},
+`, "tuple(get-tuple-element0(sort(keys, values.1)), get-tuple-element1(sort(keys, values.1)))", 4, true},
 		xlaCase{"sort-simplifier", "sort_simplifier_test.cc DontRemoveUnusedSortKey", `HloModule permutation_sort
 
 %compare {
@@ -114,31 +115,33 @@ ENTRY %sort_computation {
   %sort = (f32[4,6], s32[4,6]) sort(%keys, %values), dimensions={1}, to_apply=%compare
   ROOT %gte = s32[4,6] get-tuple-element(%sort), index=1
 }
-`, "", 2, false},
-		// gather_expander_test.cc (xla/service): gathers are checked structurally, the
-		// reference evaluator knows only the embedding-lookup form.
+`, "", 2, true},
+		// gather_expander_test.cc (xla/service), with the value checked (the reference
+		// evaluator's general gather, refGather). GatherIsBroadcast is also XLA's
+		// tools/hlo_opt/tests/run_pass_with_input.hlo: batch dimensions on both sides of
+		// the offset dimension, index_vector_dim equal to the indices' rank.
 		xlaCase{"gather-expander", "gather_expander_test.cc EliminateSimpleGathersSkipsNontrivialGather", `
   %operand = s32[3,3] parameter(0)
   %indices = s32[2] parameter(1)
   ROOT %gather = s32[2,3] gather(%operand, %indices), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}`,
-			"", 1, false},
+			"", 1, true},
 		xlaCase{"gather-expander", "gather_expander_test.cc EliminateSimpleGathersRewritesTrivialGather", `
   %operand = s32[100] parameter(0)
   %indices = s32[1] parameter(1)
   ROOT %gather = s32[10] gather(%operand, %indices), offset_dims={0}, collapsed_slice_dims={}, start_index_map={0}, index_vector_dim=0, slice_sizes={10}`,
-			"dynamic-slice(operand, reshape[](indices))", 2, false},
+			"dynamic-slice(operand, reshape[](indices))", 2, true},
 		xlaCase{"gather-expander", "gather_expander_test.cc GatherIsBroadcast", `
   %operand = s32[1,3] parameter(0)
   %indices = s32[7,5] parameter(1)
   ROOT %gather = s32[7,3,5] gather(%operand, %indices), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,3}`,
-			"broadcast[1](reshape[3](operand))", 2, false},
-		// comparison_expander.cc ExpandInstruction (f32: the xor path); bitcast-convert is
-		// outside the reference evaluator, so structural.
+			"broadcast[1](reshape[3](operand))", 2, true},
+		// comparison_expander.cc ExpandInstruction (f32: the xor path), with the value
+		// checked (refBitcastConvert) on random inputs of both signs.
 		xlaCase{"comparison-expander", "comparison_expander.cc ExpandInstruction", `
   %a = f32[4] parameter(0)
   %b = f32[4] parameter(1)
   ROOT %lt = pred[4] compare(%a, %b), direction=LT, type=TOTALORDER`,
-			"compareLT(select(compareLT(bitcast-convert(a), broadcast[](0)), xor(broadcast[](2147483647), bitcast-convert(a)), bitcast-convert(a)), select(compareLT(bitcast-convert(b), broadcast[](0)), xor(broadcast[](2147483647), bitcast-convert(b)), bitcast-convert(b)))", 13, false},
+			"compareLT(select(compareLT(bitcast-convert(a), broadcast[](0)), xor(broadcast[](2147483647), bitcast-convert(a)), bitcast-convert(a)), select(compareLT(bitcast-convert(b), broadcast[](0)), xor(broadcast[](2147483647), bitcast-convert(b)), bitcast-convert(b)))", 13, true},
 		xlaCase{"comparison-expander", "comparison_expander.cc InstructionMatchesPattern (partial order left)", `
   %a = f32[4] parameter(0)
   %b = f32[4] parameter(1)
