@@ -3,7 +3,6 @@ package zoo
 import (
 	"crypto/sha256"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -207,38 +206,8 @@ func checkFlaxGrad(t *testing.T, graph graphFn, intIn func(p *hlo.Instruction, r
 			}
 		}
 	}
-	lossOf := func() float64 {
-		res, err := evaluate(m, vals)
-		if err != nil {
-			t.Fatalf("evaluate: %v", err)
-		}
-		return res[m.Entry.Root].elems[0].t.data[0]
-	}
-	res, err := evaluate(m, vals)
-	if err != nil {
-		t.Fatalf("evaluate: %v", err)
-	}
-	root := res[m.Entry.Root]
-	for k, p := range n.params {
-		grad := root.elems[1+k].t
-		data := vals[p.ParamNum].data
-		step := max(1, len(data)/fdMaxChecks)
-		nonzero := false
-		for j := 0; j < len(data); j += step {
-			orig := data[j]
-			data[j] = orig + fdStep
-			up := lossOf()
-			data[j] = orig - fdStep
-			down := lossOf()
-			data[j] = orig
-			fd := (up - down) / (2 * fdStep)
-			ad := grad.data[j]
-			nonzero = nonzero || ad != 0
-			if math.Abs(fd-ad) > fdTol*max(1, math.Abs(fd), math.Abs(ad)) {
-				t.Errorf("param %d (%s) element %d: autodiff %.9g, finite difference %.9g", k, p.Shape.StringNoLayout(), j, ad, fd)
-			}
-		}
-		if !nonzero && !slices.Contains(tables, p.Shape.Dims[0]) {
+	for k, nz := range checkFiniteDifferences(t, m, vals, n.params) {
+		if p := n.params[k]; !nz && !slices.Contains(tables, p.Shape.Dims[0]) {
 			t.Errorf("param %d (%s): every checked gradient element is 0", k, p.Shape.StringNoLayout())
 		}
 	}
@@ -264,15 +233,6 @@ func TestExistingModelsUnchanged(t *testing.T) {
 }
 
 // withoutPass is stages with every pass named name removed.
-func withoutPass(stages []opt.Stage, name string) []opt.Stage {
-	out := make([]opt.Stage, len(stages))
-	for i, s := range stages {
-		s.Passes = slices.DeleteFunc(slices.Clone(s.Passes), func(p opt.Pass) bool { return p.Name == name })
-		out[i] = s
-	}
-	return out
-}
-
 // realTrainEnv names the environment variable that gives the path of a real JAX training
 // step's HLO (XLA's nv_maxtext_1n1g_jit_train_step_before_optimization.hlo) for
 // TestDotDecomposerTable's first row.
@@ -282,7 +242,7 @@ const realTrainEnv = "TPUCOST_REAL_TRAIN_HLO"
 
 // TestDotDecomposerTable measures, per program, the dots, the non-canonical ones, and the
 // op count after XLA's CPU order (opt.XLAPipeline) and after the same order without its
-// two dot-decomposer runs; with -v it logs the table of docs/zoo.md. It checks the claim
+// two dot-decomposer runs; with -v it logs the table of docs/compiler.md. It checks the claim
 // the table supports: in the Flax-style steps most dots are non-canonical and XLA's order
 // ends with more ops than the order without dot-decomposer; the Keras-style steps have
 // fewer non-canonical dots.
@@ -312,7 +272,7 @@ func TestDotDecomposerTable(t *testing.T) {
 		forms[r.name] = f
 		before := opt.OpCount(r.m)
 		counts := [2]int{}
-		for i, stages := range [][]opt.Stage{opt.XLAPipeline(), withoutPass(opt.XLAPipeline(), "dot-decomposer")} {
+		for i, stages := range [][]opt.Stage{opt.XLAPipeline(), opt.WithoutPasses(opt.XLAPipeline(), "dot-decomposer")} {
 			m := r.m.Clone()
 			if _, err := opt.RunStages(m, stages, nil); err != nil {
 				t.Fatalf("%s: %v", r.name, err)

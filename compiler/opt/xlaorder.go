@@ -86,10 +86,16 @@ func Canonicalizers() []string { return slices.Clone(canonicalizers) }
 // other pass in place: the yardstick that separates what an order gains by simplifying
 // from what it gains by leaving dots and scatters in their general forms.
 func XLAPipelineWithoutCanonicalization() []Stage {
-	var out []Stage
-	for _, s := range XLAPipeline() {
-		s.Passes = slices.DeleteFunc(s.Passes, func(p Pass) bool { return slices.Contains(canonicalizers, p.Name) })
-		out = append(out, s)
+	return WithoutPasses(XLAPipeline(), canonicalizers...)
+}
+
+// WithoutPasses returns a copy of stages with every run of the passes named removed,
+// the other passes in their places.
+func WithoutPasses(stages []Stage, names ...string) []Stage {
+	out := make([]Stage, len(stages))
+	for i, s := range stages {
+		s.Passes = slices.DeleteFunc(slices.Clone(s.Passes), func(p Pass) bool { return slices.Contains(names, p.Name) })
+		out[i] = s
 	}
 	return out
 }
