@@ -34,9 +34,10 @@ import (
 // the policy never wastes a step rerunning one, and once every pass is idle (a fixed
 // point) only stop is left.
 //
-// Trained by REINFORCE with a per-(program, step) moving-average baseline of the return
-// to go and an entropy bonus (Train), through the shared loop of nn/rl (Adam, the
-// gradient norm clipped at reinforce.GradClip): Agent is an rl.Policy.
+// Trained by REINFORCE or PPO with a per-(program, step) moving-average baseline of the
+// return to go and an entropy bonus (Train), through the shared loop of nn/rl (Adam, the
+// gradient norm clipped at reinforce.GradClip): Agent is an rl.Policy and, for PPO, an
+// rl.LogProber.
 
 // Agent dimensions: part of the checkpoint format (a checkpoint with others is refused).
 const (
@@ -100,6 +101,14 @@ type AgentMeta struct {
 	MaxSteps   int          `json:"max_steps"`
 	Reward     string       `json:"reward_measure"` // RewardOps or RewardTime ("" in agents of earlier builds: ops)
 	History    []IterReport `json:"history,omitempty"`
+
+	// Algorithm is AlgoREINFORCE or AlgoPPO ("" in agents of earlier builds: REINFORCE);
+	// Epochs and Clip are PPO's (absent under REINFORCE); NormalizedAdvantages whether
+	// the advantages were divided by their standard deviation per iteration.
+	Algorithm            string  `json:"algorithm,omitempty"`
+	Epochs               int     `json:"ppo_epochs,omitempty"`
+	Clip                 float64 `json:"ppo_clip,omitempty"`
+	NormalizedAdvantages bool    `json:"normalized_advantages,omitempty"`
 }
 
 // NewAgent returns an agent with Glorot-uniform weights drawn from seed and zero biases.
@@ -405,7 +414,8 @@ func (a *Agent) Actions() []string { return Actions() }
 
 // Grads returns, per episode of eps (one program's batch), the REINFORCE loss with the
 // entropy bonus (see grads) and its gradient, step t of episode k weighted by adv[k][t]
-// divided by the number of episodes in the update (rl.Policy). One part per episode: the
+// divided by the number of episodes in the update (rl.Policy; under PPO adv holds
+// rl.PPOWeights, and the gradient is the clipped surrogate's). One part per episode: the
 // training loop sums them in order.
 func (a *Agent) Grads(eps []*episodeBatch, adv [][]float64) ([]rl.Part, error) {
 	var out []rl.Part
@@ -419,6 +429,42 @@ func (a *Agent) Grads(eps []*episodeBatch, adv [][]float64) ([]rl.Part, error) {
 			return nil, err
 		}
 		out = append(out, rl.Part{Loss: loss, Grads: gs})
+	}
+	return out, nil
+}
+
+// LogProbs returns, per episode of eps (one program's batch), per step, the natural log
+// of the probability the agent's current parameters give the action the episode took
+// (rl.LogProber: PPO's ratios), computed as acting computes it (the logits of the
+// training graph, a softmax over the actions the step's mask leaves in). It refreshes
+// each step's shift to the current largest unmasked logit, which keeps grads' exp in
+// range once the parameters have moved (the shift cancels in log π).
+func (a *Agent) LogProbs(eps []*episodeBatch) ([][]float64, error) {
+	out := make([][]float64, len(eps))
+	A := NumActions()
+	for k, e := range eps {
+		if len(e.xs) == 0 {
+			continue
+		}
+		g := G.NewGraph()
+		z, _, err := a.graphLogits(g, e.xs)
+		if err != nil {
+			return nil, err
+		}
+		vm := G.NewTapeMachine(g)
+		err = vm.RunAll()
+		vm.Close()
+		if err != nil {
+			return nil, fmt.Errorf("agent forward: %w", err)
+		}
+		zs := nn.Values(z.Value())
+		out[k] = make([]float64, len(e.xs))
+		for t, x := range e.xs {
+			zt := zs[t*A : (t+1)*A]
+			p := softmax(zt, x.mask)
+			out[k][t] = math.Log(p[e.actions[t]])
+			e.shift[t] = float32(maxLogit(zt, x.mask))
+		}
 	}
 	return out, nil
 }

@@ -393,7 +393,7 @@ func TestSmallAgentBeatsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"lstm2_lm_h650_t20_b32_train"}, Budget: steps, Verify: true})
+	rep, err := Evaluate(context.Background(), a, EvalOptions{Programs: []string{"lstm2_lm_h650_t20_b32_train"}, Budget: steps, Verify: true, AgentSearch: AgentSearchSample})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,22 @@ type EvalOptions struct {
 	// RewardOps (the op count) or RewardTime (the simulated time on Chip); "" is the
 	// measure the agent trained for (AgentMeta.Reward; ops for agents that record none).
 	Judge string
+	// AgentSearch is how the agent spends its budget: AgentSearchBeam (the default: a
+	// beam search whose pass order is its policy's) or AgentSearchSample (its most
+	// likely sequence, then sequences sampled from its policy).
+	AgentSearch string
+	// BeamWidth and BeamChildren configure the beam searches, the `beam` baseline's and
+	// the agent's (0: DefaultBeamWidth, DefaultBeamChildren).
+	BeamWidth, BeamChildren int
 	// Progress, if set, is called after each program.
 	Progress func(ProgramEval)
 }
+
+// The agent's searches (EvalOptions.AgentSearch).
+const (
+	AgentSearchBeam   = "beam"
+	AgentSearchSample = "sample"
+)
 
 // Outcome is the result of one way of ordering the passes on a program: the op count
 // (opt.OpCount) of the module it reaches, the module's simulated step time (compiled
@@ -55,12 +68,15 @@ type Outcome struct {
 // gives a positive gain to an agent that shrinks it); null when the default removed
 // none. SimGainVsDefault is (default sim_ns − agent sim_ns) ÷ default sim_ns.
 type ProgramEval struct {
-	Program          string   `json:"program"`
-	InitialOpCount   int      `json:"initial_op_count"`
-	InitialSimNs     float64  `json:"initial_sim_ns"`
-	Default          Outcome  `json:"default"`
-	Random           Outcome  `json:"random"`
-	Greedy           Outcome  `json:"greedy"`
+	Program        string  `json:"program"`
+	InitialOpCount int     `json:"initial_op_count"`
+	InitialSimNs   float64 `json:"initial_sim_ns"`
+	Default        Outcome `json:"default"`
+	Random         Outcome `json:"random"`
+	Greedy         Outcome `json:"greedy"`
+	// Beam is beam search with a random pass order (BeamSearch, RandomOrder): the
+	// agent's beam search without its policy.
+	Beam             Outcome  `json:"beam"`
 	Agent            Outcome  `json:"agent"`
 	GainVsDefault    *float64 `json:"gain_vs_default"`
 	SimGainVsDefault float64  `json:"sim_gain_vs_default"`
@@ -88,22 +104,32 @@ type EvalReport struct {
 	MeanDefaultReduction float64 `json:"mean_default_reduction"`
 	MeanRandomReduction  float64 `json:"mean_random_reduction"`
 	MeanGreedyReduction  float64 `json:"mean_greedy_reduction"`
+	MeanBeamReduction    float64 `json:"mean_beam_reduction"`
 	MeanAgentReduction   float64 `json:"mean_agent_reduction"`
+	// MeanBeamGainVsDefault is mean_gain_vs_default of the `beam` baseline.
+	MeanBeamGainVsDefault float64 `json:"mean_beam_gain_vs_default"`
 	// JudgedBy is what the searches and the agent's best prefix minimised: "ops" or "time".
 	JudgedBy string `json:"judged_by"`
 	Budget   int    `json:"budget"`
 	MaxSteps int    `json:"max_steps"`
-	Chip     string `json:"chip"`
+	// AgentSearch is how the agent searched (EvalOptions.AgentSearch), BeamWidth and
+	// BeamChildren the beam searches' settings.
+	AgentSearch  string `json:"agent_search"`
+	BeamWidth    int    `json:"beam_width"`
+	BeamChildren int    `json:"beam_children"`
+	Chip         string `json:"chip"`
 	// DefaultPipeline names the default order: XLA's CPU pipeline at XLACommit.
 	DefaultPipeline string `json:"default_pipeline"`
 }
 
-// Evaluate compares, on every program, four pass orders at an equal budget of compiler
+// Evaluate compares, on every program, five pass orders at an equal budget of compiler
 // calls (CompilerGym's leaderboard measure): XLA's own default order (opt.XLAPipeline,
 // whatever it costs), random search (random sequences of MaxSteps passes, the best
 // prefix found), greedy search (at each step every pass is tried and the one removing
-// the most ops kept, until none removes any) and the agent (its most likely sequence,
-// then sequences sampled from its policy, the best prefix found). The best is the fewest
+// the most ops kept, until none removes any), beam search in a random pass order
+// (BeamSearch with RandomOrder) and the agent (by default the same beam search with its
+// policy's pass order; with AgentSearchSample its most likely sequence, then sequences
+// sampled from its policy, the best prefix found). The best is the fewest
 // ops, or, judged by time (EvalOptions.Judge, by default what the agent trained for), the
 // lowest simulated time: greedy then keeps the pass that lowers the simulated time most.
 // A program of a model variant the agent trained on is an error: evaluation is on
@@ -142,6 +168,22 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating a gym agent: %w", err)
 	}
+	switch o.AgentSearch {
+	case "":
+		o.AgentSearch = AgentSearchBeam
+	case AgentSearchBeam, AgentSearchSample:
+	default:
+		return nil, fmt.Errorf("evaluating a gym agent: agent search %q: want %s or %s", o.AgentSearch, AgentSearchBeam, AgentSearchSample)
+	}
+	if o.BeamWidth == 0 {
+		o.BeamWidth = DefaultBeamWidth
+	}
+	if o.BeamChildren == 0 {
+		o.BeamChildren = DefaultBeamChildren
+	}
+	if o.BeamWidth < 1 || o.BeamChildren < 1 {
+		return nil, fmt.Errorf("evaluating a gym agent: beam width %d and children %d must be positive", o.BeamWidth, o.BeamChildren)
+	}
 	switch o.Judge {
 	case "":
 		o.Judge = a.Meta.Reward
@@ -159,6 +201,7 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		return nil, err
 	}
 	rep := &EvalReport{Budget: o.Budget, MaxSteps: o.MaxSteps, Chip: o.Chip, JudgedBy: o.Judge,
+		AgentSearch: o.AgentSearch, BeamWidth: o.BeamWidth, BeamChildren: o.BeamChildren,
 		DefaultPipeline: "XLA CPU pipeline (xla/service/cpu/cpu_compiler.cc @ " + opt.XLACommit[:12] + ")"}
 	for _, prog := range o.Programs {
 		if err := ctx.Err(); err != nil {
@@ -174,12 +217,16 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		}
 	}
 	n := float64(len(rep.Programs))
-	defined, definedNC := 0, 0
+	defined, definedNC, definedBeam := 0, 0, 0
 	var agentRemoved, defaultRemoved, noCanonRemoved float64
 	for _, p := range rep.Programs {
 		if p.GainVsDefault != nil {
 			rep.MeanGainVsDefault += *p.GainVsDefault
 			defined++
+		}
+		if g, ok := GainVsDefault(p.InitialOpCount, p.Default.OpCount, p.Beam.OpCount); ok {
+			rep.MeanBeamGainVsDefault += g
+			definedBeam++
 		}
 		if p.GainVsDefaultWithoutCanonicalization != nil {
 			rep.MeanGainVsDefaultWithoutCanonicalization += *p.GainVsDefaultWithoutCanonicalization
@@ -192,6 +239,7 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		rep.MeanDefaultReduction += reduction(p.InitialOpCount, p.Default.OpCount) / n
 		rep.MeanRandomReduction += reduction(p.InitialOpCount, p.Random.OpCount) / n
 		rep.MeanGreedyReduction += reduction(p.InitialOpCount, p.Greedy.OpCount) / n
+		rep.MeanBeamReduction += reduction(p.InitialOpCount, p.Beam.OpCount) / n
 		rep.MeanAgentReduction += reduction(p.InitialOpCount, p.Agent.OpCount) / n
 	}
 	if defined > 0 {
@@ -199,6 +247,9 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	}
 	if defaultRemoved != 0 {
 		rep.PooledGainVsDefault = (agentRemoved - defaultRemoved) / math.Abs(defaultRemoved)
+	}
+	if definedBeam > 0 {
+		rep.MeanBeamGainVsDefault /= float64(definedBeam)
 	}
 	if definedNC > 0 {
 		rep.MeanGainVsDefaultWithoutCanonicalization /= float64(definedNC)
@@ -269,14 +320,26 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chi
 	if err != nil {
 		return pe, fmt.Errorf("greedy search: %w", err)
 	}
-	ag, err := agentSearch(env, a, prog, o.Budget, rng("agent"), o.Judge == RewardTime)
+	beamOpts := func(order PassOrder) BeamOptions {
+		return BeamOptions{Width: o.BeamWidth, Children: o.BeamChildren, Budget: o.Budget, MaxSteps: o.MaxSteps, Order: order, Measure: measure}
+	}
+	b, err := BeamSearch(base, passes, beamOpts(RandomOrder(len(passes), rng("beam"))))
+	if err != nil {
+		return pe, fmt.Errorf("beam search: %w", err)
+	}
+	var ag SearchResult
+	if o.AgentSearch == AgentSearchSample {
+		ag, err = agentSearch(env, a, prog, o.Budget, rng("agent"), o.Judge == RewardTime)
+	} else {
+		ag, err = BeamSearch(base, passes, beamOpts(a.beamOrder(prog, pe.InitialOpCount, o.MaxSteps)))
+	}
 	if err != nil {
 		return pe, fmt.Errorf("agent: %w", err)
 	}
 	for _, x := range []struct {
 		s   SearchResult
 		out *Outcome
-	}{{r, &pe.Random}, {g, &pe.Greedy}, {ag, &pe.Agent}} {
+	}{{r, &pe.Random}, {g, &pe.Greedy}, {b, &pe.Beam}, {ag, &pe.Agent}} {
 		m, err := replay(base, passes, x.s.Sequence)
 		if err != nil {
 			return pe, err

@@ -13,7 +13,8 @@ import (
 // judged by it unless EvalOptions.Judge says otherwise: random search, greedy search and
 // the agent keep the prefix of the lowest simulated time. Random search and the agent
 // explore the same sequences under either judge (the seeds are the same and the agent
-// does not read sim_ns), so judged by time each ends no slower, and judged by ops with
+// does not read sim_ns; the agent's sampled episodes, AgentSearchSample: its beam search
+// keeps other modules under another measure), so judged by time each ends no slower, and judged by ops with
 // no more ops, than under the other judge; on these programs the fastest prefix random
 // search finds is not the one of the fewest ops (mlp_96x2: 98 ops, 89.5 µs against 89
 // ops, 95.8 µs), so judging by time is strictly faster there (the test fails when the
@@ -25,12 +26,12 @@ func TestEvaluateJudgedByTime(t *testing.T) {
 	}
 	progs := []string{"mlp_96x2_b1_train", "lstm_lm_h256_t16_b32_train"}
 	const budget = 40
-	byOps, err := Evaluate(context.Background(), a, EvalOptions{Programs: progs, Budget: budget, Judge: RewardOps})
+	byOps, err := Evaluate(context.Background(), a, EvalOptions{Programs: progs, Budget: budget, Judge: RewardOps, AgentSearch: AgentSearchSample})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Meta.Reward = RewardTime // as `gym train --reward time` records it
-	byTime, err := Evaluate(context.Background(), a, EvalOptions{Programs: progs, Budget: budget})
+	byTime, err := Evaluate(context.Background(), a, EvalOptions{Programs: progs, Budget: budget, AgentSearch: AgentSearchSample})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestEvaluateJudgedByTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, o := range map[string]Outcome{"random": p.Random, "greedy": p.Greedy, "agent": p.Agent} {
+		for name, o := range map[string]Outcome{"random": p.Random, "greedy": p.Greedy, "beam": p.Beam, "agent": p.Agent} {
 			r := m.Clone()
 			ps, err := opt.LookupAll(o.Sequence)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpucost/tpucost/internal/dirlock"
 	"github.com/tpucost/tpucost/internal/saved"
+	"github.com/tpucost/tpucost/nn/rl"
 )
 
 // ParseProgramList parses a --programs value: comma-separated programs (zoo models, HLO
@@ -43,6 +44,10 @@ type TrainRequest struct {
 	LR         float64 // > 0, finite
 	Entropy    float64 // >= 0, finite; 0: no entropy bonus
 	Reward     string  // RewardOps or RewardTime ("": ops)
+	Algorithm  string  // AlgoREINFORCE or AlgoPPO ("": REINFORCE)
+	Epochs     int     // PPO's epochs per iteration, >= 0 (0: rl.DefaultEpochs); 0 under REINFORCE
+	Clip       float64 // PPO's ratio clip, 0 or in (0, 1) (0: rl.DefaultClip); 0 under REINFORCE
+	Advantages string  // AdvantagesAuto (""), AdvantagesNormalized or AdvantagesRaw
 	// Log receives a line per iteration; nil: discarded.
 	Log io.Writer
 }
@@ -69,6 +74,18 @@ func (q TrainRequest) check() error {
 		return fmt.Errorf("--entropy \"%g\": want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
 	case q.Reward != "" && q.Reward != RewardOps && q.Reward != RewardTime:
 		return fmt.Errorf("--reward %q: want %s or %s", q.Reward, RewardOps, RewardTime)
+	case q.Algorithm != "" && q.Algorithm != AlgoREINFORCE && q.Algorithm != AlgoPPO:
+		return fmt.Errorf("--algo %q: want %s or %s", q.Algorithm, AlgoREINFORCE, AlgoPPO)
+	case q.Epochs < 0:
+		return fmt.Errorf("--epochs \"%d\": want a number >= 0 (0: %d)", q.Epochs, rl.DefaultEpochs)
+	case !(q.Clip == 0 || (q.Clip > 0 && q.Clip < 1)):
+		return fmt.Errorf("--clip \"%g\": want a number in (0, 1), or 0 for %g", q.Clip, rl.DefaultClip)
+	case q.Algorithm != AlgoPPO && q.Epochs != 0:
+		return fmt.Errorf("--epochs \"%d\": PPO's setting, want 0 (or --algo ppo)", q.Epochs)
+	case q.Algorithm != AlgoPPO && q.Clip != 0:
+		return fmt.Errorf("--clip \"%g\": PPO's setting, want 0 (or --algo ppo)", q.Clip)
+	case q.Advantages != "" && q.Advantages != AdvantagesAuto && q.Advantages != AdvantagesNormalized && q.Advantages != AdvantagesRaw:
+		return fmt.Errorf("--advantages %q: want %s, %s or %s", q.Advantages, AdvantagesAuto, AdvantagesNormalized, AdvantagesRaw)
 	}
 	return nil
 }
@@ -98,9 +115,14 @@ func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
 	}
 	a, err := Train(ctx, TrainOptions{
 		Programs: programs, Seed: q.Seed, Iterations: q.Iterations, Samples: q.Samples, MaxSteps: q.MaxSteps, LR: q.LR, Entropy: entropy, Reward: q.Reward,
+		Algorithm: q.Algorithm, Epochs: q.Epochs, Clip: q.Clip, Advantages: q.Advantages,
 		Progress: func(r IterReport) {
-			fmt.Fprintf(q.Log, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps\n",
+			fmt.Fprintf(q.Log, "iteration %d/%d: mean return %.4f, greedy %.4f, entropy %.3f nats, %.1f steps",
 				r.Iteration, q.Iterations, r.MeanReturn, r.GreedyReturn, r.Entropy, r.MeanSteps)
+			if q.Algorithm == AlgoPPO {
+				fmt.Fprintf(q.Log, ", clipped %.3f, approx KL %.4f, max |r-1| %.3f", r.ClipFraction, r.ApproxKL, r.MaxRatioDev)
+			}
+			fmt.Fprintln(q.Log)
 		},
 	})
 	if err != nil {
@@ -125,6 +147,10 @@ type EvalRequest struct {
 	Verify   bool   // run the HLO verifier after every pass of the agent's episodes
 	// Judge is "", "ops" or "time" (EvalOptions.Judge; "": what the agent trained for).
 	Judge string
+	// AgentSearch is "", "beam" or "sample" (EvalOptions.AgentSearch; "": beam).
+	AgentSearch string
+	// BeamWidth and BeamChildren are >= 0 (0: DefaultBeamWidth, DefaultBeamChildren).
+	BeamWidth, BeamChildren int
 	// Log receives a line per program evaluated; nil: discarded.
 	Log io.Writer
 }
@@ -146,6 +172,15 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	if q.Judge != "" && q.Judge != RewardOps && q.Judge != RewardTime {
 		return nil, fmt.Errorf("--judge %q: want %s or %s (or none: what the agent trained for)", q.Judge, RewardOps, RewardTime)
 	}
+	if q.AgentSearch != "" && q.AgentSearch != AgentSearchBeam && q.AgentSearch != AgentSearchSample {
+		return nil, fmt.Errorf("--agent-search %q: want %s or %s", q.AgentSearch, AgentSearchBeam, AgentSearchSample)
+	}
+	if q.BeamWidth < 0 {
+		return nil, fmt.Errorf("--beam-width \"%d\": want at least 1 (or 0: %d)", q.BeamWidth, DefaultBeamWidth)
+	}
+	if q.BeamChildren < 0 {
+		return nil, fmt.Errorf("--beam-children \"%d\": want at least 1 (or 0: %d)", q.BeamChildren, DefaultBeamChildren)
+	}
 	programs, err := ParseProgramList(q.Programs, true)
 	if err != nil {
 		return nil, err
@@ -156,9 +191,10 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	}
 	return Evaluate(ctx, a, EvalOptions{
 		Programs: programs, Seed: q.Seed, Budget: q.Budget, Chip: q.Chip, MaxSteps: q.MaxSteps, Verify: q.Verify, Judge: q.Judge,
+		AgentSearch: q.AgentSearch, BeamWidth: q.BeamWidth, BeamChildren: q.BeamChildren,
 		Progress: func(p ProgramEval) {
-			fmt.Fprintf(q.Log, "%s: %d ops; default %d, random %d, greedy %d, agent %d\n", p.Program, p.InitialOpCount,
-				p.Default.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Agent.OpCount)
+			fmt.Fprintf(q.Log, "%s: %d ops; default %d, random %d, greedy %d, beam %d, agent %d\n", p.Program, p.InitialOpCount,
+				p.Default.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Beam.OpCount, p.Agent.OpCount)
 		},
 	})
 }

@@ -55,6 +55,12 @@ func TestTrainRequestRefusals(t *testing.T) {
 		{"lr", func(q *TrainRequest) { q.LR = -1 }, "--lr \"-1\": want a positive number"},
 		{"entropy", func(q *TrainRequest) { q.Entropy = -1 }, "--entropy \"-1\": want a finite number >= 0 (0: no entropy bonus)"},
 		{"reward", func(q *TrainRequest) { q.Reward = "flops" }, "--reward \"flops\": want ops or time"},
+		{"algo", func(q *TrainRequest) { q.Algorithm = "a2c" }, "--algo \"a2c\": want reinforce or ppo"},
+		{"epochs", func(q *TrainRequest) { q.Algorithm, q.Epochs = AlgoPPO, -2 }, "--epochs \"-2\": want a number >= 0 (0: 4)"},
+		{"clip", func(q *TrainRequest) { q.Algorithm, q.Clip = AlgoPPO, 1.5 }, "--clip \"1.5\": want a number in (0, 1), or 0 for 0.2"},
+		{"epochs under reinforce", func(q *TrainRequest) { q.Epochs = 4 }, "--epochs \"4\": PPO's setting, want 0 (or --algo ppo)"},
+		{"clip under reinforce", func(q *TrainRequest) { q.Algorithm, q.Clip = AlgoREINFORCE, 0.1 }, "--clip \"0.1\": PPO's setting, want 0 (or --algo ppo)"},
+		{"advantages", func(q *TrainRequest) { q.Advantages = "whitened" }, "--advantages \"whitened\": want auto, normalized or raw"},
 		{"agent unwritable", func(q *TrainRequest) { q.Agent = filepath.Join(file, "a") }, "--agent: "},
 	} {
 		q := TrainRequest{Agent: agent, Programs: "train", Seed: 1, Iterations: 30, Samples: 4, MaxSteps: 20, LR: 0.01, Entropy: 0.01}
@@ -116,6 +122,9 @@ func TestTrainEvalRequests(t *testing.T) {
 		{func(q *EvalRequest) { q.MaxSteps = -1 }, "--max-steps \"-1\": want at least 1 (or 0: the agent's)"},
 		{func(q *EvalRequest) { q.Programs = "" }, "--programs: no program named"},
 		{func(q *EvalRequest) { q.Judge = "flops" }, "--judge \"flops\": want ops or time"},
+		{func(q *EvalRequest) { q.AgentSearch = "mcts" }, "--agent-search \"mcts\": want beam or sample"},
+		{func(q *EvalRequest) { q.BeamWidth = -1 }, "--beam-width \"-1\": want at least 1 (or 0: 3)"},
+		{func(q *EvalRequest) { q.BeamChildren = -2 }, "--beam-children \"-2\": want at least 1 (or 0: 4)"},
 		{func(q *EvalRequest) { q.Agent = filepath.Join(dir, "missing") }, "--agent: "},
 	} {
 		q := e

@@ -24,11 +24,12 @@ func (m *AgentMeta) WriteText(w io.Writer, dir string) error {
 }
 
 // WriteText writes rep as text (tpucost gym eval): a line per program with the op
-// counts each order reached (NO-CANON: XLA's order without its canonicalizers) and their
+// counts each order reached (NO-CANON: XLA's order without its canonicalizers; BEAM: beam
+// search in a random pass order) and their
 // simulated times, the agent's gain over the default and over NO-CANON, and the means.
 func (rep *EvalReport) WriteText(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tNO-CANON\tRANDOM\tGREEDY\tAGENT\tGAIN\tGAIN-NO-CANON\tDEFAULT-MS\tAGENT-MS")
+	fmt.Fprintln(w, "PROGRAM\tOPS\tDEFAULT\tNO-CANON\tRANDOM\tGREEDY\tBEAM\tAGENT\tGAIN\tGAIN-NO-CANON\tDEFAULT-MS\tAGENT-MS")
 	pct := func(g *float64) string {
 		if g == nil {
 			return "-"
@@ -36,18 +37,18 @@ func (rep *EvalReport) WriteText(out io.Writer) error {
 		return fmt.Sprintf("%+.1f%%", 100**g)
 	}
 	for _, p := range rep.Programs {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.3f\t%.3f\n", p.Program, p.InitialOpCount, p.Default.OpCount,
-			p.DefaultWithoutCanonicalization.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Agent.OpCount,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.3f\t%.3f\n", p.Program, p.InitialOpCount, p.Default.OpCount,
+			p.DefaultWithoutCanonicalization.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Beam.OpCount, p.Agent.OpCount,
 			pct(p.GainVsDefault), pct(p.GainVsDefaultWithoutCanonicalization), p.Default.SimNs/1e6, p.Agent.SimNs/1e6)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "ops removed (mean fraction): default %.1f%%, random %.1f%%, greedy %.1f%%, agent %.1f%%; agent vs default: mean gain %+.1f%%, pooled %+.1f%%, time %+.1f%%; vs default without canonicalization (no-canon): mean %+.1f%%, pooled %+.1f%% "+
-		"(%d programs, budget %d compiler calls, %d steps, best prefixes by %s; default = %s)\n",
-		100*rep.MeanDefaultReduction, 100*rep.MeanRandomReduction, 100*rep.MeanGreedyReduction, 100*rep.MeanAgentReduction,
+	_, err := fmt.Fprintf(out, "ops removed (mean fraction): default %.1f%%, random %.1f%%, greedy %.1f%%, beam %.1f%%, agent %.1f%%; beam vs default: mean gain %+.1f%%; agent vs default: mean gain %+.1f%%, pooled %+.1f%%, time %+.1f%%; vs default without canonicalization (no-canon): mean %+.1f%%, pooled %+.1f%% "+
+		"(%d programs, budget %d compiler calls, %d steps, best prefixes by %s; agent search %s, beam width %d, children %d; default = %s)\n",
+		100*rep.MeanDefaultReduction, 100*rep.MeanRandomReduction, 100*rep.MeanGreedyReduction, 100*rep.MeanBeamReduction, 100*rep.MeanAgentReduction, 100*rep.MeanBeamGainVsDefault,
 		100*rep.MeanGainVsDefault, 100*rep.PooledGainVsDefault, 100*rep.MeanSimGainVsDefault,
-		100*rep.MeanGainVsDefaultWithoutCanonicalization, 100*rep.PooledGainVsDefaultWithoutCanonicalization, len(rep.Programs), rep.Budget, rep.MaxSteps, judgedBy(rep.JudgedBy), rep.DefaultPipeline)
+		100*rep.MeanGainVsDefaultWithoutCanonicalization, 100*rep.PooledGainVsDefaultWithoutCanonicalization, len(rep.Programs), rep.Budget, rep.MaxSteps, judgedBy(rep.JudgedBy), rep.AgentSearch, rep.BeamWidth, rep.BeamChildren, rep.DefaultPipeline)
 	return err
 }
 

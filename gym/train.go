@@ -29,19 +29,47 @@ type TrainOptions struct {
 	Baseline float64
 	// Entropy is the weight of the entropy bonus (default 0.01; negative: none).
 	Entropy float64
+	// Algorithm is AlgoREINFORCE (default) or AlgoPPO (nn/rl's Train).
+	Algorithm string
+	// Epochs and Clip are PPO's epochs per iteration and ratio clip ε (0: rl.DefaultEpochs,
+	// rl.DefaultClip); REINFORCE refuses values but 0.
+	Epochs int
+	Clip   float64
+	// Advantages is AdvantagesAuto (""; normalized under PPO, raw under REINFORCE),
+	// AdvantagesNormalized (divided by their standard deviation per iteration) or
+	// AdvantagesRaw.
+	Advantages string
 	// Progress, if set, is called after each iteration.
 	Progress func(IterReport)
 }
 
+// The algorithms of TrainOptions.Algorithm, and the advantage modes of
+// TrainOptions.Advantages.
+const (
+	AlgoREINFORCE        = rl.REINFORCE
+	AlgoPPO              = rl.PPO
+	AdvantagesAuto       = "auto"
+	AdvantagesNormalized = "normalized"
+	AdvantagesRaw        = "raw"
+)
+
 // IterReport is one training iteration. Returns are episode returns (the fraction of the
 // initial op count removed), averaged over programs.
 type IterReport struct {
-	Iteration    int     `json:"iteration"` // 1-based
-	Loss         float64 `json:"loss"`      // REINFORCE surrogate loss (with the entropy term), summed over episodes
+	Iteration int `json:"iteration"` // 1-based
+	// Loss is the REINFORCE surrogate loss (with the entropy term), summed over episodes;
+	// under PPO the same form with the last epoch's weights rl.PPOWeights.
+	Loss         float64 `json:"loss"`
 	MeanReturn   float64 `json:"mean_return"`
 	GreedyReturn float64 `json:"greedy_return"` // the return of the greedy policy before the update
 	Entropy      float64 `json:"mean_entropy_nats"`
 	MeanSteps    float64 `json:"mean_steps"`
+	// PPO only (absent under REINFORCE), at the last epoch before its step, averaged over
+	// the programs: the fraction of steps whose ratio π/π_old was clipped, the mean
+	// log π_old − log π of the taken actions (approximate KL), and the largest |r − 1|.
+	ClipFraction float64 `json:"clip_fraction,omitempty"`
+	ApproxKL     float64 `json:"approx_kl,omitempty"`
+	MaxRatioDev  float64 `json:"max_ratio_deviation,omitempty"`
 }
 
 func (o TrainOptions) withDefaults() (TrainOptions, error) {
@@ -83,6 +111,38 @@ func (o TrainOptions) withDefaults() (TrainOptions, error) {
 	}
 	if math.IsNaN(o.Entropy) || math.IsInf(o.Entropy, 0) {
 		return o, fmt.Errorf("entropy weight must be finite, got %g", o.Entropy)
+	}
+	switch o.Algorithm {
+	case "", AlgoREINFORCE:
+		o.Algorithm = AlgoREINFORCE
+		if o.Epochs != 0 || o.Clip != 0 {
+			return o, fmt.Errorf("epochs (%d) and clip (%g) are PPO's: want 0 under REINFORCE", o.Epochs, o.Clip)
+		}
+	case AlgoPPO:
+		if o.Epochs == 0 {
+			o.Epochs = rl.DefaultEpochs
+		}
+		if o.Epochs < 1 {
+			return o, fmt.Errorf("PPO epochs must be positive, got %d", o.Epochs)
+		}
+		if o.Clip == 0 {
+			o.Clip = rl.DefaultClip
+		}
+		if !(o.Clip > 0 && o.Clip < 1) {
+			return o, fmt.Errorf("PPO clip must be in (0, 1), got %g", o.Clip)
+		}
+	default:
+		return o, fmt.Errorf("unknown algorithm %q: want %s or %s", o.Algorithm, AlgoREINFORCE, AlgoPPO)
+	}
+	switch o.Advantages {
+	case "", AdvantagesAuto:
+		o.Advantages = AdvantagesRaw
+		if o.Algorithm == AlgoPPO {
+			o.Advantages = AdvantagesNormalized
+		}
+	case AdvantagesNormalized, AdvantagesRaw:
+	default:
+		return o, fmt.Errorf("unknown advantage mode %q: want %s, %s or %s", o.Advantages, AdvantagesAuto, AdvantagesNormalized, AdvantagesRaw)
 	}
 	return o, nil
 }
@@ -187,15 +247,21 @@ func (t *trainEnv) report(it int, done []rl.Trained[*episodeBatch]) IterReport {
 		for _, p := range b.Parts {
 			rep.Loss += p.Loss
 		}
+		rep.ClipFraction += b.Clipped / float64(len(done))
+		rep.ApproxKL += b.KL / float64(len(done))
+		rep.MaxRatioDev = math.Max(rep.MaxRatioDev, b.MaxRatioDev)
 	}
 	return rep
 }
 
-// Train trains a pass-ordering agent by REINFORCE (nn/rl's loop, shared with tune's
-// policy): each iteration runs Samples episodes per program with actions sampled from the
-// policy, weighs each step's log-probability by its return to go minus a
-// per-(program, step) moving-average baseline, adds an entropy bonus, and takes one Adam
-// step on the sum over the episodes. The result depends only on the options.
+// Train trains a pass-ordering agent (nn/rl's loop, shared with tune's policy): each
+// iteration runs Samples episodes per program with actions sampled from the policy and
+// takes each step's return to go minus a per-(program, step) moving-average baseline as
+// its advantage (divided by their standard deviation over the iteration under
+// AdvantagesNormalized). REINFORCE weighs each step's log-probability by its advantage,
+// adds an entropy bonus and takes one Adam step on the sum over the episodes; PPO takes
+// Epochs Adam steps on the clipped surrogate of the same samples (rl.Train), the entropy
+// bonus in each. The result depends only on the options.
 func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -211,10 +277,12 @@ func Train(ctx context.Context, o TrainOptions) (*Agent, error) {
 		}
 	}
 	a := NewAgent(o.Seed)
-	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, Reward: env.Options().Reward}
+	a.Meta = AgentMeta{Programs: append([]string(nil), o.Programs...), Seed: o.Seed, Iterations: o.Iterations, Samples: o.Samples, MaxSteps: o.MaxSteps, Reward: env.Options().Reward,
+		Algorithm: o.Algorithm, Epochs: o.Epochs, Clip: o.Clip, NormalizedAdvantages: o.Advantages == AdvantagesNormalized}
 	te := &trainEnv{a: a, env: env, programs: o.Programs, samples: o.Samples, seed: o.Seed, beta: float32(o.Entropy)}
 	err = rl.Train(ctx, rl.Policy[*episodeBatch](a), rl.Env[*episodeBatch](te), rl.Options[*episodeBatch]{
 		Iterations: o.Iterations, LR: o.LR, Baseline: o.Baseline,
+		Algorithm: o.Algorithm, Epochs: o.Epochs, Clip: o.Clip, NormalizeAdvantages: o.Advantages == AdvantagesNormalized,
 		Progress: func(it int, done []rl.Trained[*episodeBatch]) error {
 			rep := te.report(it, done)
 			a.Meta.History = append(a.Meta.History, rep)

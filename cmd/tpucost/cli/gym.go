@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tpucost/tpucost/gym"
@@ -56,9 +58,10 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	o := &GymTrainOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "train --agent DIR [--programs train]",
-		Short: "Train a pass-ordering agent by REINFORCE on the gym",
+		Short: "Train a pass-ordering agent by REINFORCE or PPO on the gym",
 		Long: "Train trains a policy over the gym's actions (a GraphSAGE encoder of the module plus its op-count histogram) by REINFORCE " +
-			"with a moving-average baseline: each iteration runs --samples episodes per program and takes one Adam step. " +
+			"with a moving-average baseline: each iteration runs --samples episodes per program and takes one Adam step " +
+			"(--algo ppo: --epochs Adam steps on PPO's clipped surrogate of the same episodes). " +
 			"The agent is written atomically, with a checksum, to --agent.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGymTrain(cmd, o) },
@@ -73,6 +76,10 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight, >= 0 (0: no entropy bonus)")
 	f.StringVar(&o.Reward, "reward", "ops", "what a step's reward measures: ops (op-count reduction) or time (simulated-time reduction, one simulation per step)")
+	f.StringVar(&o.Algorithm, "algo", "reinforce", "training algorithm: reinforce (one step per iteration) or ppo (clipped surrogate, --epochs steps per iteration)")
+	f.IntVar(&o.Epochs, "epochs", 0, "PPO: Adam steps over each iteration's episodes (0: 4); --algo ppo only")
+	f.Float64Var(&o.Clip, "clip", 0, "PPO: the ratio clip epsilon, in (0, 1) (0: 0.2); --algo ppo only")
+	f.StringVar(&o.Advantages, "advantages", "auto", "advantage scaling: normalized (divided by their standard deviation per iteration), raw, or auto (normalized for ppo, raw for reinforce)")
 	return cmd
 }
 
@@ -93,9 +100,10 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	o := &GymEvalOptions{cmdIO: cmdIO{IO: ios, Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "eval --agent DIR [--programs heldout]",
-		Short: "Compare an agent's pass order with XLA's default order, random search and greedy search",
+		Short: "Compare an agent's pass order with XLA's default order, random, greedy and beam search",
 		Long: "Eval reports, per program, the op count and simulated time reached by XLA's own default order (its CPU pipeline), random search, " +
-			"greedy search (one-step lookahead) and the agent (its most likely sequence, then sampled ones), the last three at an equal budget of " +
+			"greedy search (one-step lookahead), beam search in a random pass order and the agent (by default the same beam search in its policy's pass order; " +
+			"--agent-search sample: its most likely sequence, then sampled ones), the last four at an equal budget of " +
 			"compiler calls (--budget pass runs), and the agent's gain_vs_default: (ops it removed - ops the default removed) / |ops the default removed|. " +
 			"Programs of a model variant the agent trained on (the same zoo model as inference graph or training step, at any batch size) are refused.",
 		Args: cobra.NoArgs,
@@ -109,6 +117,9 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	f.StringVar(&o.Chip, "chip", "", "tpusim chip preset of sim_ns (default: the simulator's default chip)")
 	f.IntVar(&o.MaxSteps, "max-steps", 0, "the episode limit (0: the one the agent trained with)")
 	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's episodes")
+	f.StringVar(&o.AgentSearch, "agent-search", "beam", "how the agent spends its budget: beam (beam search in its policy's pass order) or sample (its most likely sequence, then sampled ones)")
+	f.IntVar(&o.BeamWidth, "beam-width", 0, fmt.Sprintf("modules kept per depth by the beam searches (0: %d)", gym.DefaultBeamWidth))
+	f.IntVar(&o.BeamChildren, "beam-children", 0, fmt.Sprintf("new modules sought per expanded module by the beam searches (0: %d)", gym.DefaultBeamChildren))
 	f.StringVar(&o.Judge, "judge", "", "what random search, greedy search and the agent's best prefix minimise: ops or time (default: what the agent trained for, its checkpoint's reward)")
 	return cmd
 }

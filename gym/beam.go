@@ -1,0 +1,171 @@
+package gym
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/tpucost/tpucost/compiler/hlo"
+	"github.com/tpucost/tpucost/compiler/opt"
+)
+
+// Beam search over pass sequences: the search that keeps going through moves that remove
+// nothing themselves (convert-mover, reshape-mover, while-loop-invariant-code-motion), which
+// greedy search stops at and which open the passes after them.
+//
+// At each depth every module of the beam is expanded: passes are tried in the order a
+// PassOrder gives (a seeded random order for the `beam` baseline, the agent's policy for the
+// agent's search), each on a clone of the module (one compiler call), until Children
+// modules no earlier expansion reached (told apart by their printed text) are found or
+// the passes run out. A pass that changes nothing is known idle on that module and not
+// tried again. Of all the new modules the Width best (lowest score, first found on a tie)
+// form the next beam, whether or not they improve on their parents; the search keeps the
+// best prefix seen (lowest score, then the shortest) and stops at MaxSteps depths, at a
+// depth that finds no new module, or when Budget calls are spent.
+
+// Beam search defaults (gym eval's --beam-width and --beam-children): the first setting
+// tried, on one held-out program set, not tuned on it (docs/gym.md has the sensitivity).
+const (
+	DefaultBeamWidth    = 3
+	DefaultBeamChildren = 4
+)
+
+// BeamState is one module of a beam: the module, the passes that reached it from the
+// program and which passes are known to change nothing on it.
+type BeamState struct {
+	Module *hlo.Module
+	Seq    []int  // pass indices from the program to Module
+	Idle   []bool // per pass: it ran on Module and changed nothing
+	Ops    int    // opt.OpCount(Module)
+	Score  float64
+}
+
+// A PassOrder ranks the passes to try on a beam state, best first: a permutation of
+// 0..len(passes)-1 (idle passes may be anywhere; the search skips them).
+type PassOrder func(s *BeamState) ([]int, error)
+
+// RandomOrder ranks the passes in a fresh random order for every state, drawn from rng:
+// the `beam` baseline's order, which knows nothing of the program.
+func RandomOrder(n int, rng *rand.Rand) PassOrder {
+	return func(*BeamState) ([]int, error) { return rng.Perm(n), nil }
+}
+
+// BeamOptions configure BeamSearch.
+type BeamOptions struct {
+	Width    int // modules kept per depth, >= 1
+	Children int // new modules sought per expanded module, >= 1
+	Budget   int // compiler calls (pass runs), >= 1
+	MaxSteps int // depth limit (sequence length), >= 1
+	Order    PassOrder
+	Measure  Measure // nil: OpsMeasure
+}
+
+// BeamSearch runs a beam search from base (see the top of this file) and returns the
+// best prefix found, its op count, score and the calls spent. base is not mutated.
+func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResult, error) {
+	if o.Width < 1 || o.Children < 1 || o.Budget < 1 || o.MaxSteps < 1 {
+		return SearchResult{}, fmt.Errorf("beam search: width %d, children %d, budget %d and max steps %d must all be positive", o.Width, o.Children, o.Budget, o.MaxSteps)
+	}
+	if o.Order == nil {
+		return SearchResult{}, errors.New("beam search: no pass order")
+	}
+	if o.Measure == nil {
+		o.Measure = OpsMeasure()
+	}
+	start, err := o.Measure(base)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	root := BeamState{Module: base.Clone(), Idle: make([]bool, len(passes)), Ops: opt.OpCount(base), Score: start}
+	best := SearchResult{OpCount: root.Ops, Score: start}
+	seen := map[[sha256.Size]byte]bool{sha256.Sum256([]byte(root.Module.String())): true}
+	beam := []*BeamState{&root}
+	calls := 0
+	for depth := 0; depth < o.MaxSteps && calls < o.Budget; depth++ {
+		var next []*BeamState
+		for _, s := range beam {
+			if calls >= o.Budget {
+				break
+			}
+			order, err := o.Order(s)
+			if err != nil {
+				return best, err
+			}
+			if len(order) != len(passes) {
+				return best, fmt.Errorf("beam search: the pass order ranks %d passes, want %d", len(order), len(passes))
+			}
+			found := 0
+			for _, a := range order {
+				if found >= o.Children || calls >= o.Budget {
+					break
+				}
+				if a < 0 || a >= len(passes) {
+					return best, fmt.Errorf("beam search: the pass order ranks pass %d of %d", a, len(passes))
+				}
+				if s.Idle[a] {
+					continue
+				}
+				m := s.Module.Clone()
+				changed, err := passes[a].Run(m)
+				calls++
+				if err != nil {
+					return best, fmt.Errorf("pass %s: %w", passes[a].Name, err)
+				}
+				if !changed {
+					s.Idle[a] = true
+					continue
+				}
+				h := sha256.Sum256([]byte(m.String()))
+				if seen[h] {
+					continue // another sequence reached this module already
+				}
+				seen[h] = true
+				found++
+				score, err := o.Measure(m)
+				if err != nil {
+					return best, fmt.Errorf("after pass %s: %w", passes[a].Name, err)
+				}
+				c := &BeamState{Module: m, Seq: append(slices.Clip(s.Seq), a), Idle: make([]bool, len(passes)), Ops: opt.OpCount(m), Score: score}
+				next = append(next, c)
+				if score < best.Score {
+					best.Score, best.OpCount, best.Sequence = score, c.Ops, append([]int(nil), c.Seq...)
+				}
+			}
+		}
+		if len(next) == 0 {
+			break // every module of the beam is at a fixed point (or reaches only known modules)
+		}
+		sort.SliceStable(next, func(i, j int) bool { return next[i].Score < next[j].Score })
+		beam = next[:min(o.Width, len(next))]
+	}
+	best.Calls = calls
+	return best, nil
+}
+
+// beamOrder is the agent's pass order for a beam search on program prog (initial ops
+// initial, episodes of maxSteps): the passes by the policy's probability on the state's
+// observation (its module, the passes that reached it, the passes known idle on it),
+// most likely first, ties in pass order; stop is not a pass and is left out.
+func (a *Agent) beamOrder(prog string, initial, maxSteps int) PassOrder {
+	return func(s *BeamState) ([]int, error) {
+		g, err := BuildGraph(s.Module)
+		if err != nil {
+			return nil, err
+		}
+		obs := Observation{Program: prog, Step: len(s.Seq), MaxSteps: maxSteps, OpCount: s.Ops, InitialOpCount: initial,
+			Histogram: Histogram(s.Module), Graph: g, History: s.Seq, Idle: append(slices.Clone(s.Idle), false)}
+		p, err := a.Probs(obs)
+		if err != nil {
+			return nil, err
+		}
+		order := make([]int, len(s.Idle))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(i, j int) bool { return p[order[i]] > p[order[j]] })
+		return order, nil
+	}
+}
