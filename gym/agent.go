@@ -102,7 +102,9 @@ type AgentMeta struct {
 	Reward     string       `json:"reward_measure"` // RewardOps or RewardTime ("" in agents of earlier builds: ops)
 	History    []IterReport `json:"history,omitempty"`
 
-	// Algorithm is AlgoREINFORCE or AlgoPPO ("" in agents of earlier builds: REINFORCE);
+	// Algorithm is AlgoREINFORCE, AlgoPPO or AlgoEffect (a pass-effect model, TrainEffect:
+	// its History records each epoch's mean squared error as Loss) ("" in agents of
+	// earlier builds: REINFORCE);
 	// Epochs and Clip are PPO's (absent under REINFORCE); NormalizedAdvantages whether
 	// the advantages were divided by their standard deviation per iteration.
 	Algorithm            string  `json:"algorithm,omitempty"`

@@ -74,8 +74,10 @@ func (q TrainRequest) check() error {
 		return fmt.Errorf("--entropy \"%g\": want a finite number >= 0 (0: no entropy bonus)", q.Entropy)
 	case q.Reward != "" && q.Reward != RewardOps && q.Reward != RewardTime:
 		return fmt.Errorf("--reward %q: want %s or %s", q.Reward, RewardOps, RewardTime)
-	case q.Algorithm != "" && q.Algorithm != AlgoREINFORCE && q.Algorithm != AlgoPPO:
-		return fmt.Errorf("--algo %q: want %s or %s", q.Algorithm, AlgoREINFORCE, AlgoPPO)
+	case q.Algorithm != "" && q.Algorithm != AlgoREINFORCE && q.Algorithm != AlgoPPO && q.Algorithm != AlgoEffect:
+		return fmt.Errorf("--algo %q: want %s, %s or %s", q.Algorithm, AlgoREINFORCE, AlgoPPO, AlgoEffect)
+	case q.Algorithm == AlgoEffect && q.Reward == RewardTime:
+		return fmt.Errorf("--reward %q: a pass-effect model (--algo %s) learns op counts, want %s", q.Reward, AlgoEffect, RewardOps)
 	case q.Epochs < 0:
 		return fmt.Errorf("--epochs \"%d\": want a number >= 0 (0: %d)", q.Epochs, rl.DefaultEpochs)
 	case !(q.Clip == 0 || (q.Clip > 0 && q.Clip < 1)):
@@ -112,6 +114,19 @@ func (q TrainRequest) Run(ctx context.Context) (*AgentResult, error) {
 	programs, err := ParseProgramList(q.Programs, true)
 	if err != nil {
 		return nil, err
+	}
+	if q.Algorithm == AlgoEffect {
+		a, err := TrainEffect(ctx, EffectOptions{Programs: programs, Seed: q.Seed, Epochs: q.Iterations, MaxSteps: q.MaxSteps, LR: q.LR,
+			Progress: func(ep int, mse float64) {
+				fmt.Fprintf(q.Log, "epoch %d/%d: mean squared error %.4f\n", ep, q.Iterations, mse)
+			}})
+		if err != nil {
+			return nil, err
+		}
+		if err := SaveAgent(q.Agent, a); err != nil {
+			return nil, err
+		}
+		return &AgentResult{Meta: &a.Meta, Dir: q.Agent}, nil
 	}
 	a, err := Train(ctx, TrainOptions{
 		Programs: programs, Seed: q.Seed, Iterations: q.Iterations, Samples: q.Samples, MaxSteps: q.MaxSteps, LR: q.LR, Entropy: entropy, Reward: q.Reward,

@@ -14,6 +14,11 @@ func (m *AgentMeta) WriteText(w io.Writer, dir string) error {
 		return fmt.Errorf("agent trained on %d programs: no iteration recorded", len(m.Programs))
 	}
 	first, last := h[0], h[len(h)-1]
+	if m.Algorithm == AlgoEffect {
+		_, err := fmt.Fprintf(w, "pass-effect model trained on %d programs, %d epochs: mean squared error %.4f -> %.4f; written to %s\n",
+			len(m.Programs), len(h), first.Loss, last.Loss, dir)
+		return err
+	}
 	what := "ops removed"
 	if m.Reward == RewardTime {
 		what = "simulated time saved"

@@ -46,8 +46,10 @@ type TrainOptions struct {
 // The algorithms of TrainOptions.Algorithm, and the advantage modes of
 // TrainOptions.Advantages.
 const (
-	AlgoREINFORCE        = rl.REINFORCE
-	AlgoPPO              = rl.PPO
+	AlgoREINFORCE = rl.REINFORCE
+	AlgoPPO       = rl.PPO
+	// AlgoEffect is a pass-effect model's (TrainEffect), not a TrainOptions algorithm.
+	AlgoEffect           = "effect"
 	AdvantagesAuto       = "auto"
 	AdvantagesNormalized = "normalized"
 	AdvantagesRaw        = "raw"
@@ -58,7 +60,8 @@ const (
 type IterReport struct {
 	Iteration int `json:"iteration"` // 1-based
 	// Loss is the REINFORCE surrogate loss (with the entropy term), summed over episodes;
-	// under PPO the same form with the last epoch's weights rl.PPOWeights.
+	// under PPO the same form with the last epoch's weights rl.PPOWeights; for a pass-effect
+	// model (AlgoEffect) the epoch's mean squared error.
 	Loss         float64 `json:"loss"`
 	MeanReturn   float64 `json:"mean_return"`
 	GreedyReturn float64 `json:"greedy_return"` // the return of the greedy policy before the update

@@ -76,7 +76,7 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight, >= 0 (0: no entropy bonus)")
 	f.StringVar(&o.Reward, "reward", "ops", "what a step's reward measures: ops (op-count reduction) or time (simulated-time reduction, one simulation per step)")
-	f.StringVar(&o.Algorithm, "algo", "reinforce", "training algorithm: reinforce (one step per iteration) or ppo (clipped surrogate, --epochs steps per iteration)")
+	f.StringVar(&o.Algorithm, "algo", "reinforce", "training algorithm: reinforce (one step per iteration), ppo (clipped surrogate, --epochs steps per iteration) or effect (a pass-effect model: the network regressed on every pass's effect on the modules a beam search expands, --iterations epochs)")
 	f.IntVar(&o.Epochs, "epochs", 0, "PPO: Adam steps over each iteration's episodes (0: 4); --algo ppo only")
 	f.Float64Var(&o.Clip, "clip", 0, "PPO: the ratio clip epsilon, in (0, 1) (0: 0.2); --algo ppo only")
 	f.StringVar(&o.Advantages, "advantages", "auto", "advantage scaling: normalized (divided by their standard deviation per iteration), raw, or auto (normalized for ppo, raw for reinforce)")

@@ -100,7 +100,7 @@ func TestGymTrainEval(t *testing.T) {
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "mlp_lenet300_b32_train,mlp_96x2_b1"}, "same model variant (mlp_96x2) as mlp_96x2_b1"},
 		{[]string{"gym", "train", "--agent", dir, "--samples", "1"}, "--samples"},
 		{[]string{"gym", "train", "--agent", dir, "--entropy", "-0.1"}, "--entropy \"-0.1\": want a finite number >= 0 (0: no entropy bonus)"},
-		{[]string{"gym", "train", "--agent", dir, "--algo", "ppo2"}, "--algo \"ppo2\": want reinforce or ppo"},
+		{[]string{"gym", "train", "--agent", dir, "--algo", "ppo2"}, "--algo \"ppo2\": want reinforce, ppo or effect"},
 		{[]string{"gym", "train", "--agent", dir, "--epochs", "8"}, "--epochs \"8\": PPO's setting"},
 		{[]string{"gym", "eval", "--agent", dir, "--programs", "nope_model"}, "nope_model"},
 	} {
