@@ -384,6 +384,12 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 	if err != nil {
 		return 0, nil, fmt.Errorf("agent loss: %w", err)
 	}
+	return lossAndGrads(g, cost, params)
+}
+
+// lossAndGrads runs graph g and returns the value of its scalar float32 cost and the
+// cost's gradient per parameter node of params (copies, in that order).
+func lossAndGrads(g *G.ExprGraph, cost *G.Node, params G.Nodes) (float64, [][]float32, error) {
 	if _, err := G.Grad(cost, params...); err != nil {
 		return 0, nil, fmt.Errorf("agent gradient: %w", err)
 	}
@@ -392,7 +398,6 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 	if err := vm.RunAll(); err != nil {
 		return 0, nil, fmt.Errorf("agent gradient: %w", err)
 	}
-	loss := float64(cost.Value().Data().(float32))
 	out := make([][]float32, len(params))
 	for i, n := range params {
 		g, err := nn.Grad32(n)
@@ -401,7 +406,7 @@ func (a *Agent) grads(b *episodeBatch, beta float32, episodes int) (float64, [][
 		}
 		out[i] = append([]float32(nil), g...)
 	}
-	return loss, out, nil
+	return float64(cost.Value().Data().(float32)), out, nil
 }
 
 // maskLogit is added to a masked action's logit in the training graph (exp of it is 0

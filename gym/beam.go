@@ -34,7 +34,8 @@ const (
 )
 
 // BeamState is one module of a beam: the module, the passes that reached it from the
-// program and which passes are known to change nothing on it.
+// program and which passes are known to change nothing on it. The search never mutates
+// Module or Seq once the state is made (passes run on clones), so an order may keep them.
 type BeamState struct {
 	Module *hlo.Module
 	Seq    []int  // pass indices from the program to Module
@@ -145,18 +146,28 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 	return best, nil
 }
 
+// observation is what an agent observes of s on program prog (initial ops initial,
+// episodes of maxSteps): its module, the passes that reached it as the history, the
+// passes known idle on it (stop never is).
+func (s *BeamState) observation(prog string, initial, maxSteps int) (Observation, error) {
+	g, err := BuildGraph(s.Module)
+	if err != nil {
+		return Observation{}, err
+	}
+	return Observation{Program: prog, Step: len(s.Seq), MaxSteps: maxSteps, OpCount: s.Ops, InitialOpCount: initial,
+		Histogram: Histogram(s.Module), Graph: g, History: s.Seq, Idle: append(slices.Clone(s.Idle), false)}, nil
+}
+
 // beamOrder is the agent's pass order for a beam search on program prog (initial ops
 // initial, episodes of maxSteps): the passes by the policy's probability on the state's
 // observation (its module, the passes that reached it, the passes known idle on it),
 // most likely first, ties in pass order; stop is not a pass and is left out.
 func (a *Agent) beamOrder(prog string, initial, maxSteps int) PassOrder {
 	return func(s *BeamState) ([]int, error) {
-		g, err := BuildGraph(s.Module)
+		obs, err := s.observation(prog, initial, maxSteps)
 		if err != nil {
 			return nil, err
 		}
-		obs := Observation{Program: prog, Step: len(s.Seq), MaxSteps: maxSteps, OpCount: s.Ops, InitialOpCount: initial,
-			Histogram: Histogram(s.Module), Graph: g, History: s.Seq, Idle: append(slices.Clone(s.Idle), false)}
 		p, err := a.Probs(obs)
 		if err != nil {
 			return nil, err

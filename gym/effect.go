@@ -131,7 +131,7 @@ func effectStates(prog string, passes []opt.Pass, o EffectOptions) ([]effectStat
 	random := RandomOrder(len(passes), rng)
 	record := func(s *BeamState) ([]int, error) {
 		if len(mods) < o.StatesPerProgram {
-			mods = append(mods, &BeamState{Module: s.Module.Clone(), Seq: append([]int(nil), s.Seq...), Ops: s.Ops})
+			mods = append(mods, &BeamState{Module: s.Module, Seq: s.Seq, Idle: make([]bool, len(passes)), Ops: s.Ops})
 		}
 		return random(s)
 	}
@@ -145,12 +145,10 @@ func effectStates(prog string, passes []opt.Pass, o EffectOptions) ([]effectStat
 		if err != nil {
 			return nil, err
 		}
-		g, err := BuildGraph(s.Module)
+		obs, err := s.observation(prog, initial, o.MaxSteps)
 		if err != nil {
 			return nil, err
 		}
-		obs := Observation{Program: prog, Step: len(s.Seq), MaxSteps: o.MaxSteps, OpCount: s.Ops, InitialOpCount: initial,
-			Histogram: Histogram(s.Module), Graph: g, History: s.Seq, Idle: make([]bool, NumActions())}
 		out = append(out, effectState{x: encode(obs), y: y})
 	}
 	return out, nil
@@ -191,7 +189,10 @@ func (a *Agent) effectGrads(batch []effectState) (float64, [][]float32, error) {
 		xs[i] = s.x
 		ys = append(ys, s.y...)
 		for j := range A {
-			mask = append(mask, float32(btoi(j != Stop())))
+			mask = append(mask, 1)
+			if j == Stop() {
+				mask[len(mask)-1] = 0 // stop is unlabelled
+			}
 		}
 	}
 	g := G.NewGraph()
@@ -215,28 +216,5 @@ func (a *Agent) effectGrads(batch []effectState) (float64, [][]float32, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := G.Grad(cost, params...); err != nil {
-		return 0, nil, fmt.Errorf("effect gradient: %w", err)
-	}
-	vm := G.NewTapeMachine(g, G.BindDualValues(params...))
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return 0, nil, fmt.Errorf("effect gradient: %w", err)
-	}
-	out := make([][]float32, len(params))
-	for i, n := range params {
-		gr, err := nn.Grad32(n)
-		if err != nil {
-			return 0, nil, err
-		}
-		out[i] = append([]float32(nil), gr...)
-	}
-	return float64(cost.Value().Data().(float32)), out, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	return lossAndGrads(g, cost, params)
 }

@@ -165,27 +165,8 @@ func TestEffectGradient(t *testing.T) {
 		}
 		return l
 	}
-	// h and the tolerance as TestPPOGradient's: float32 forward passes carry about 1e-7
-	// relative error, about 1e-4 in the quotient at this loss scale.
-	const h = 1e-3
-	moving := 0
-	for i, p := range a.params {
-		for _, j := range []int{0, len(p.Data) / 3, len(p.Data) / 2, len(p.Data) - 1} {
-			orig := p.Data[j]
-			p.Data[j] = orig + h
-			lp := loss()
-			p.Data[j] = orig - h
-			lm := loss()
-			p.Data[j] = orig
-			num, got := (lp-lm)/(2*h), float64(gs[i][j])
-			if math.Abs(num-got) > 0.01+0.05*math.Abs(num) {
-				t.Errorf("%s[%d]: gradient %.5f, finite differences %.5f", p.Name, j, got, num)
-			}
-			if math.Abs(num) > 0.01 {
-				moving++
-			}
-		}
-	}
+	// h and the tolerance as TestPPOGradient's (checkAgentGradient).
+	_, moving := checkAgentGradient(t, a, gs, loss, "finite differences")
 	if moving < len(a.params)/2 {
 		t.Errorf("only %d checked entries move the loss: the check checks little", moving)
 	}

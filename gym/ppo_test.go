@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -92,24 +90,8 @@ func TestPPOGradient(t *testing.T) {
 	}
 	// h: float32 logits carry about 1e-7 relative error, so the difference quotient
 	// carries about 1e-7·Σ|A|/E/h ≈ 1e-4; the tolerance (as tune's TestRLLayoutGradient)
-	// leaves room for that and for the curvature of exp over 2h.
-	const h = 1e-3
-	checked := 0
-	for i, p := range a.params {
-		for _, j := range []int{0, len(p.Data) / 3, len(p.Data) / 2, len(p.Data) - 1} {
-			orig := p.Data[j]
-			p.Data[j] = orig + h
-			lp := surrogate()
-			p.Data[j] = orig - h
-			lm := surrogate()
-			p.Data[j] = orig
-			num, got := (lp-lm)/(2*h), float64(gs[i][j])
-			if math.Abs(num-got) > 0.01+0.05*math.Abs(num) {
-				t.Errorf("%s[%d]: gradient %.5f, finite differences of the clipped surrogate %.5f", p.Name, j, got, num)
-			}
-			checked++
-		}
-	}
+	// leaves room for that and for the curvature of exp over 2h (checkAgentGradient).
+	checked, _ := checkAgentGradient(t, a, gs, surrogate, "finite differences of the clipped surrogate")
 	if checked != 4*len(a.params) {
 		t.Fatalf("checked %d", checked)
 	}
@@ -131,17 +113,8 @@ func TestPPODeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(t.TempDir(), "agent")
-		if err := SaveAgent(dir, a); err != nil {
-			t.Fatal(err)
-		}
-		if files[i], err = os.ReadFile(filepath.Join(dir, AgentFile)); err != nil {
-			t.Fatal(err)
-		}
-		b, err := LoadAgent(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var b *Agent
+		files[i], b = savedCheckpoint(t, a)
 		m := b.Meta
 		if m.Algorithm != AlgoPPO || m.Epochs != rl.DefaultEpochs || m.Clip != rl.DefaultClip || !m.NormalizedAdvantages {
 			t.Fatalf("checkpoint records algorithm %q, epochs %d, clip %g, normalized %v; want ppo, %d, %g, true", m.Algorithm, m.Epochs, m.Clip, m.NormalizedAdvantages, rl.DefaultEpochs, rl.DefaultClip)

@@ -184,20 +184,8 @@ func Train[E any](ctx context.Context, p Policy[E], env Env[E], o Options[E]) er
 			NormalizeAdvantages(advs)
 		}
 		if lp == nil {
-			var sum [][]float32
-			for k := range done {
-				t := &done[k]
-				parts, err := p.Grads(t.Episodes, advs[k])
-				if err != nil {
-					return err
-				}
-				t.Parts = parts
-				for _, pt := range parts {
-					sum = reinforce.AddGrads(sum, pt.Grads)
-				}
-			}
-			if sum != nil {
-				opt.Step(p.Params(), sum, o.LR)
+			if err := step(p, done, advs, &opt, o.LR); err != nil {
+				return err
 			}
 		} else if err := ppoEpochs(p, lp, done, advs, epochs, clip, &opt, o.LR); err != nil {
 			return err
@@ -257,7 +245,7 @@ func ppoEpochs[E any](p Policy[E], lp LogProber[E], done []Trained[E], advs [][]
 		old[k] = l
 	}
 	for ep := 1; ep <= epochs; ep++ {
-		var sum [][]float32
+		weights := make([][][]float64, len(done))
 		for k := range done {
 			t := &done[k]
 			cur := old[k] // the policy has not changed before the first step
@@ -271,18 +259,33 @@ func ppoEpochs[E any](p Policy[E], lp LogProber[E], done []Trained[E], advs [][]
 			if ep == epochs {
 				t.Clipped, t.KL, t.MaxRatioDev = ratioStats(old[k], cur, clip)
 			}
-			parts, err := p.Grads(t.Episodes, PPOWeights(advs[k], old[k], cur, clip))
-			if err != nil {
-				return err
-			}
-			t.Parts = parts
-			for _, pt := range parts {
-				sum = reinforce.AddGrads(sum, pt.Grads)
-			}
+			weights[k] = PPOWeights(advs[k], old[k], cur, clip)
 		}
-		if sum != nil {
-			opt.Step(p.Params(), sum, lr)
+		if err := step(p, done, weights, opt, lr); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// step takes one clipped Adam step on the sum, in problem order, of the gradients of
+// every batch of done with its per-step weights (Policy.Grads), and records each
+// batch's parts.
+func step[E any](p Policy[E], done []Trained[E], weights [][][]float64, opt *reinforce.Optimizer, lr float64) error {
+	var sum [][]float32
+	for k := range done {
+		t := &done[k]
+		parts, err := p.Grads(t.Episodes, weights[k])
+		if err != nil {
+			return err
+		}
+		t.Parts = parts
+		for _, pt := range parts {
+			sum = reinforce.AddGrads(sum, pt.Grads)
+		}
+	}
+	if sum != nil {
+		opt.Step(p.Params(), sum, lr)
 	}
 	return nil
 }
