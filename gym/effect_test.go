@@ -68,7 +68,7 @@ const effectTestBudget = 50
 // a small budget ends with fewer ops than the same search in a random order (each of
 // three seeds) and than in the order of the same network untrained (two seeds): trying
 // first the passes that change the module, and remove the most, leaves budget for the
-// moves after them. Measured: flax_bert_tiny 1362 ops against 1380–2208, MaxText 1195
+// moves after them. Measured: flax_bert_tiny 1362 ops against 1380–2208, MaxText 1201
 // against 1242–1624. Untrained (0 epochs of regression), the model's order is one of the
 // untrained ones and the test fails.
 func TestEffectOrderBeatsRandomOrder(t *testing.T) {
@@ -109,7 +109,9 @@ func TestEffectOrderBeatsRandomOrder(t *testing.T) {
 			others = append(others, other{fmt.Sprintf("random order, seed %d", seed), RandomOrder(len(passes), rand.New(rand.NewPCG(seed, 5)))})
 		}
 		for _, o := range others {
-			if r := search(o.order); learned.OpCount >= r.OpCount {
+			r := search(o.order)
+			t.Logf("%s: %s %d", prog, o.name, r.OpCount)
+			if learned.OpCount >= r.OpCount {
 				t.Errorf("%s: learned order %d ops, %s %d", prog, learned.OpCount, o.name, r.OpCount)
 			}
 		}

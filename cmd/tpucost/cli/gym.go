@@ -72,7 +72,7 @@ func NewCmdGymTrain(ios IO, g *Globals) *cobra.Command {
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the initial weights and the sampling")
 	f.IntVar(&o.Iterations, "iterations", 30, "training iterations (each runs --samples episodes per program, then one update)")
 	f.IntVar(&o.Samples, "samples", 4, "episodes per program per iteration, at least 2")
-	f.IntVar(&o.MaxSteps, "max-steps", 20, "episode limit (passes per episode)")
+	f.IntVar(&o.MaxSteps, "max-steps", gym.DefaultMaxSteps, "episode limit (passes per episode)")
 	f.Float64Var(&o.LR, "lr", 0.01, "Adam learning rate")
 	f.Float64Var(&o.Entropy, "entropy", 0.01, "entropy bonus weight, >= 0 (0: no entropy bonus)")
 	f.StringVar(&o.Reward, "reward", "ops", "what a step's reward measures: ops (op-count reduction) or time (simulated-time reduction, one simulation per step)")
