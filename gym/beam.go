@@ -25,12 +25,21 @@ import (
 // form the next beam, whether or not they improve on their parents; the search keeps the
 // best prefix seen (lowest score, then the shortest) and stops at MaxSteps depths, at a
 // depth that finds no new module, or when Budget calls are spent.
+//
+// With Lookahead k > 0, a new module that removes no op from its parent (a move that may
+// only open the next passes: while-loop-invariant-code-motion adds ops and opens cse and
+// while-loop-simplifier) is judged by the best of itself and the first k passes of the
+// order run on it (each a compiler call, counted against the budget): so the beam keeps
+// it over modules that only moved ops around, when the order knows what follows it. In
+// a random order the k passes are seldom the ones it opens, and the calls are lost.
 
 // Beam search defaults (gym eval's --beam-width and --beam-children): the first setting
 // tried, on one held-out program set, not tuned on it (docs/gym.md has the sensitivity).
 const (
 	DefaultBeamWidth    = 3
 	DefaultBeamChildren = 4
+	// DefaultBeamLookahead is gym eval's --beam-lookahead (BeamOptions.Lookahead).
+	DefaultBeamLookahead = 2
 )
 
 // BeamState is one module of a beam: the module, the passes that reached it from the
@@ -42,6 +51,8 @@ type BeamState struct {
 	Idle   []bool // per pass: it ran on Module and changed nothing
 	Ops    int    // opt.OpCount(Module)
 	Score  float64
+
+	parentOps int // the op count of the module it was made from
 }
 
 // A PassOrder ranks the passes to try on a beam state, best first: a permutation of
@@ -60,8 +71,11 @@ type BeamOptions struct {
 	Children int // new modules sought per expanded module, >= 1
 	Budget   int // compiler calls (pass runs), >= 1
 	MaxSteps int // depth limit (sequence length), >= 1
-	Order    PassOrder
-	Measure  Measure // nil: OpsMeasure
+	// Lookahead is the passes of the order tried on each new module that removes no op
+	// from its parent, to judge it (0: none; see the top of this file).
+	Lookahead int
+	Order     PassOrder
+	Measure   Measure // nil: OpsMeasure
 }
 
 // BeamSearch runs a beam search from base (see the top of this file) and returns the
@@ -69,6 +83,9 @@ type BeamOptions struct {
 func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResult, error) {
 	if o.Width < 1 || o.Children < 1 || o.Budget < 1 || o.MaxSteps < 1 {
 		return SearchResult{}, fmt.Errorf("beam search: width %d, children %d, budget %d and max steps %d must all be positive", o.Width, o.Children, o.Budget, o.MaxSteps)
+	}
+	if o.Lookahead < 0 {
+		return SearchResult{}, fmt.Errorf("beam search: lookahead %d must not be negative", o.Lookahead)
 	}
 	if o.Order == nil {
 		return SearchResult{}, errors.New("beam search: no pass order")
@@ -129,7 +146,7 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 				if err != nil {
 					return best, fmt.Errorf("after pass %s: %w", passes[a].Name, err)
 				}
-				c := &BeamState{Module: m, Seq: append(slices.Clip(s.Seq), a), Idle: make([]bool, len(passes)), Ops: opt.OpCount(m), Score: score}
+				c := &BeamState{Module: m, Seq: append(slices.Clip(s.Seq), a), Idle: make([]bool, len(passes)), Ops: opt.OpCount(m), Score: score, parentOps: s.Ops}
 				next = append(next, c)
 				if score < best.Score {
 					best.Score, best.OpCount, best.Sequence = score, c.Ops, append([]int(nil), c.Seq...)
@@ -138,6 +155,41 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 		}
 		if len(next) == 0 {
 			break // every module of the beam is at a fixed point (or reaches only known modules)
+		}
+		for _, c := range next {
+			if o.Lookahead == 0 || calls >= o.Budget {
+				break
+			}
+			if c.Ops < c.parentOps {
+				continue // it removed ops: its own count judges it
+			}
+			order, err := o.Order(c)
+			if err != nil {
+				return best, err
+			}
+			for _, a := range order[:min(o.Lookahead, len(order))] {
+				if calls >= o.Budget {
+					break
+				}
+				m := c.Module.Clone()
+				changed, err := passes[a].Run(m)
+				calls++
+				if err != nil {
+					return best, fmt.Errorf("pass %s: %w", passes[a].Name, err)
+				}
+				if !changed {
+					c.Idle[a] = true
+					continue
+				}
+				score, err := o.Measure(m)
+				if err != nil {
+					return best, fmt.Errorf("after pass %s: %w", passes[a].Name, err)
+				}
+				c.Score = min(c.Score, score)
+				if score < best.Score {
+					best.Score, best.OpCount, best.Sequence = score, opt.OpCount(m), append(slices.Clone(c.Seq), a)
+				}
+			}
 		}
 		sort.SliceStable(next, func(i, j int) bool { return next[i].Score < next[j].Score })
 		beam = next[:min(o.Width, len(next))]

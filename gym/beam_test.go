@@ -91,9 +91,9 @@ func TestBeamSearchContract(t *testing.T) {
 	if small := run(7, 5); small.Calls > 5 {
 		t.Errorf("budget 5: %d calls", small.Calls)
 	}
-	for _, o := range []BeamOptions{{Width: 0, Children: 1, Budget: 1, MaxSteps: 1}, {Width: 1, Children: 1, Budget: 0, MaxSteps: 1}} {
+	for _, o := range []BeamOptions{{Width: 0, Children: 1, Budget: 1, MaxSteps: 1}, {Width: 1, Children: 1, Budget: 0, MaxSteps: 1}, {Width: 1, Children: 1, Budget: 1, MaxSteps: 1, Lookahead: -1}} {
 		o.Order = RandomOrder(len(passes), rand.New(rand.NewPCG(1, 0)))
-		if _, err := BeamSearch(base, passes, o); err == nil || !strings.Contains(err.Error(), "must all be positive") {
+		if _, err := BeamSearch(base, passes, o); err == nil || !strings.Contains(err.Error(), "beam search: ") || !strings.Contains(err.Error(), " must ") {
 			t.Errorf("%+v: error %v", o, err)
 		}
 	}

@@ -41,6 +41,9 @@ type EvalOptions struct {
 	// BeamWidth and BeamChildren configure the beam searches, the `beam` baseline's and
 	// the agent's (0: DefaultBeamWidth, DefaultBeamChildren).
 	BeamWidth, BeamChildren int
+	// BeamLookahead is both beam searches' BeamOptions.Lookahead (0: none; gym eval's
+	// default is DefaultBeamLookahead).
+	BeamLookahead int
 	// Progress, if set, is called after each program.
 	Progress func(ProgramEval)
 }
@@ -114,10 +117,11 @@ type EvalReport struct {
 	MaxSteps int    `json:"max_steps"`
 	// AgentSearch is how the agent searched (EvalOptions.AgentSearch), BeamWidth and
 	// BeamChildren the beam searches' settings.
-	AgentSearch  string `json:"agent_search"`
-	BeamWidth    int    `json:"beam_width"`
-	BeamChildren int    `json:"beam_children"`
-	Chip         string `json:"chip"`
+	AgentSearch   string `json:"agent_search"`
+	BeamWidth     int    `json:"beam_width"`
+	BeamChildren  int    `json:"beam_children"`
+	BeamLookahead int    `json:"beam_lookahead"`
+	Chip          string `json:"chip"`
 	// DefaultPipeline names the default order: XLA's CPU pipeline at XLACommit.
 	DefaultPipeline string `json:"default_pipeline"`
 }
@@ -181,6 +185,9 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 	if o.BeamChildren == 0 {
 		o.BeamChildren = DefaultBeamChildren
 	}
+	if o.BeamLookahead < 0 {
+		return nil, fmt.Errorf("evaluating a gym agent: beam lookahead %d must not be negative", o.BeamLookahead)
+	}
 	if o.BeamWidth < 1 || o.BeamChildren < 1 {
 		return nil, fmt.Errorf("evaluating a gym agent: beam width %d and children %d must be positive", o.BeamWidth, o.BeamChildren)
 	}
@@ -201,7 +208,7 @@ func Evaluate(ctx context.Context, a *Agent, o EvalOptions) (*EvalReport, error)
 		return nil, err
 	}
 	rep := &EvalReport{Budget: o.Budget, MaxSteps: o.MaxSteps, Chip: o.Chip, JudgedBy: o.Judge,
-		AgentSearch: o.AgentSearch, BeamWidth: o.BeamWidth, BeamChildren: o.BeamChildren,
+		AgentSearch: o.AgentSearch, BeamWidth: o.BeamWidth, BeamChildren: o.BeamChildren, BeamLookahead: o.BeamLookahead,
 		DefaultPipeline: "XLA CPU pipeline (xla/service/cpu/cpu_compiler.cc @ " + opt.XLACommit[:12] + ")"}
 	for _, prog := range o.Programs {
 		if err := ctx.Err(); err != nil {
@@ -321,7 +328,7 @@ func evalProgram(env *Env, a *Agent, prog string, o EvalOptions, chip tpusim.Chi
 		return pe, fmt.Errorf("greedy search: %w", err)
 	}
 	beamOpts := func(order PassOrder) BeamOptions {
-		return BeamOptions{Width: o.BeamWidth, Children: o.BeamChildren, Budget: o.Budget, MaxSteps: o.MaxSteps, Order: order, Measure: measure}
+		return BeamOptions{Width: o.BeamWidth, Children: o.BeamChildren, Lookahead: o.BeamLookahead, Budget: o.Budget, MaxSteps: o.MaxSteps, Order: order, Measure: measure}
 	}
 	b, err := BeamSearch(base, passes, beamOpts(RandomOrder(len(passes), rng("beam"))))
 	if err != nil {

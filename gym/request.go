@@ -166,6 +166,8 @@ type EvalRequest struct {
 	AgentSearch string
 	// BeamWidth and BeamChildren are >= 0 (0: DefaultBeamWidth, DefaultBeamChildren).
 	BeamWidth, BeamChildren int
+	// BeamLookahead is >= 0 (0: none; the command's default is DefaultBeamLookahead).
+	BeamLookahead int
 	// Log receives a line per program evaluated; nil: discarded.
 	Log io.Writer
 }
@@ -193,6 +195,9 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	if q.BeamWidth < 0 {
 		return nil, fmt.Errorf("--beam-width \"%d\": want at least 1 (or 0: %d)", q.BeamWidth, DefaultBeamWidth)
 	}
+	if q.BeamLookahead < 0 {
+		return nil, fmt.Errorf("--beam-lookahead \"%d\": want a number >= 0 (0: none)", q.BeamLookahead)
+	}
 	if q.BeamChildren < 0 {
 		return nil, fmt.Errorf("--beam-children \"%d\": want at least 1 (or 0: %d)", q.BeamChildren, DefaultBeamChildren)
 	}
@@ -206,7 +211,7 @@ func (q EvalRequest) Run(ctx context.Context) (*EvalReport, error) {
 	}
 	return Evaluate(ctx, a, EvalOptions{
 		Programs: programs, Seed: q.Seed, Budget: q.Budget, Chip: q.Chip, MaxSteps: q.MaxSteps, Verify: q.Verify, Judge: q.Judge,
-		AgentSearch: q.AgentSearch, BeamWidth: q.BeamWidth, BeamChildren: q.BeamChildren,
+		AgentSearch: q.AgentSearch, BeamWidth: q.BeamWidth, BeamChildren: q.BeamChildren, BeamLookahead: q.BeamLookahead,
 		Progress: func(p ProgramEval) {
 			fmt.Fprintf(q.Log, "%s: %d ops; default %d, random %d, greedy %d, beam %d, agent %d\n", p.Program, p.InitialOpCount,
 				p.Default.OpCount, p.Random.OpCount, p.Greedy.OpCount, p.Beam.OpCount, p.Agent.OpCount)

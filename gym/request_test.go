@@ -126,6 +126,7 @@ func TestTrainEvalRequests(t *testing.T) {
 		{func(q *EvalRequest) { q.AgentSearch = "mcts" }, "--agent-search \"mcts\": want beam or sample"},
 		{func(q *EvalRequest) { q.BeamWidth = -1 }, "--beam-width \"-1\": want at least 1 (or 0: 3)"},
 		{func(q *EvalRequest) { q.BeamChildren = -2 }, "--beam-children \"-2\": want at least 1 (or 0: 4)"},
+		{func(q *EvalRequest) { q.BeamLookahead = -1 }, "--beam-lookahead \"-1\": want a number >= 0 (0: none)"},
 		{func(q *EvalRequest) { q.Agent = filepath.Join(dir, "missing") }, "--agent: "},
 	} {
 		q := e

@@ -119,6 +119,7 @@ func NewCmdGymEval(ios IO, g *Globals) *cobra.Command {
 	f.BoolVar(&o.Verify, "verify", false, "run the HLO verifier after every pass of the agent's episodes")
 	f.StringVar(&o.AgentSearch, "agent-search", "beam", "how the agent spends its budget: beam (beam search in its policy's pass order) or sample (its most likely sequence, then sampled ones)")
 	f.IntVar(&o.BeamWidth, "beam-width", 0, fmt.Sprintf("modules kept per depth by the beam searches (0: %d)", gym.DefaultBeamWidth))
+	f.IntVar(&o.BeamLookahead, "beam-lookahead", gym.DefaultBeamLookahead, "passes of the pass order tried on each new module that removes no op from its parent, to judge it, by the beam searches (0: none)")
 	f.IntVar(&o.BeamChildren, "beam-children", 0, fmt.Sprintf("new modules sought per expanded module by the beam searches (0: %d)", gym.DefaultBeamChildren))
 	f.StringVar(&o.Judge, "judge", "", "what random search, greedy search and the agent's best prefix minimise: ops or time (default: what the agent trained for, its checkpoint's reward)")
 	return cmd
