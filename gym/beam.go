@@ -102,38 +102,60 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 	seen := map[[sha256.Size]byte]bool{sha256.Sum256([]byte(root.Module.String())): true}
 	beam := []*BeamState{&root}
 	calls := 0
+	// orderOf is the order's ranking of the passes on s, checked to be one.
+	orderOf := func(s *BeamState) ([]int, error) {
+		order, err := o.Order(s)
+		if err != nil {
+			return nil, err
+		}
+		if len(order) != len(passes) {
+			return nil, fmt.Errorf("beam search: the pass order ranks %d passes, want %d", len(order), len(passes))
+		}
+		for _, a := range order {
+			if a < 0 || a >= len(passes) {
+				return nil, fmt.Errorf("beam search: the pass order ranks pass %d of %d", a, len(passes))
+			}
+		}
+		return order, nil
+	}
+	// try runs pass a on a clone of s's module (one compiler call) and returns the
+	// result, or nil (and marks a idle on s) if it changed nothing.
+	try := func(s *BeamState, a int) (*hlo.Module, error) {
+		m := s.Module.Clone()
+		changed, err := passes[a].Run(m)
+		calls++
+		if err != nil {
+			return nil, fmt.Errorf("pass %s: %w", passes[a].Name, err)
+		}
+		if !changed {
+			s.Idle[a] = true
+			return nil, nil
+		}
+		return m, nil
+	}
 	for depth := 0; depth < o.MaxSteps && calls < o.Budget; depth++ {
 		var next []*BeamState
 		for _, s := range beam {
 			if calls >= o.Budget {
 				break
 			}
-			order, err := o.Order(s)
+			order, err := orderOf(s)
 			if err != nil {
 				return best, err
-			}
-			if len(order) != len(passes) {
-				return best, fmt.Errorf("beam search: the pass order ranks %d passes, want %d", len(order), len(passes))
 			}
 			found := 0
 			for _, a := range order {
 				if found >= o.Children || calls >= o.Budget {
 					break
 				}
-				if a < 0 || a >= len(passes) {
-					return best, fmt.Errorf("beam search: the pass order ranks pass %d of %d", a, len(passes))
-				}
 				if s.Idle[a] {
 					continue
 				}
-				m := s.Module.Clone()
-				changed, err := passes[a].Run(m)
-				calls++
+				m, err := try(s, a)
 				if err != nil {
-					return best, fmt.Errorf("pass %s: %w", passes[a].Name, err)
+					return best, err
 				}
-				if !changed {
-					s.Idle[a] = true
+				if m == nil {
 					continue
 				}
 				h := sha256.Sum256([]byte(m.String()))
@@ -163,7 +185,7 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 			if c.Ops < c.parentOps {
 				continue // it removed ops: its own count judges it
 			}
-			order, err := o.Order(c)
+			order, err := orderOf(c)
 			if err != nil {
 				return best, err
 			}
@@ -171,14 +193,11 @@ func BeamSearch(base *hlo.Module, passes []opt.Pass, o BeamOptions) (SearchResul
 				if calls >= o.Budget {
 					break
 				}
-				m := c.Module.Clone()
-				changed, err := passes[a].Run(m)
-				calls++
+				m, err := try(c, a)
 				if err != nil {
-					return best, fmt.Errorf("pass %s: %w", passes[a].Name, err)
+					return best, err
 				}
-				if !changed {
-					c.Idle[a] = true
+				if m == nil {
 					continue
 				}
 				score, err := o.Measure(m)
